@@ -1,0 +1,49 @@
+// The backend interface: a backend loads a plan lowered for it (build kernels, upload/pack
+// constants, allocate the arena) and then runs inferences. Load and run are separate: run
+// binds inputs/outputs and enqueues; it does not allocate (except on first use of profiling).
+// New backends (opencl, cuda, qcom) implement this and register in backend/registry.cpp.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "plan/plan.h"
+
+namespace opv::backend {
+
+struct Options {
+  int threads = 0;         // CPU threads (0 = backend default)
+  std::string device;      // device selector for GPU backends
+};
+
+// Error bounds against the reference backend (see DESIGN.md "Numerics and checks").
+struct Tolerance {
+  double rel_l2;
+  double max_abs_rel;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual Tolerance tolerance() const = 0;
+  // Prepares everything a run needs. Throws opv::Error if the plan targets another backend or
+  // uses a kernel this backend does not implement (naming the call).
+  virtual void load(const plan::Plan& plan) = 0;
+  // One inference. inputs/outputs follow plan.inputs/plan.outputs order and arrive checked
+  // (dtype and shape) and allocated by the caller (runtime::Session).
+  virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
+  // Per-call timing of the following runs (for `opvision bench`). Backends that cannot time
+  // individual calls leave call_times_ms() empty.
+  virtual void set_profiling(bool on) { (void)on; }
+  // Milliseconds per plan call of the most recent run, in plan.calls order.
+  virtual std::vector<double> call_times_ms() const { return {}; }
+};
+
+// Backend names known to this build ("reference", "cpu", ...).
+std::vector<std::string> available();
+// Creates a backend by name; throws opv::Error listing the available ones on an unknown name.
+std::unique_ptr<Backend> create(const std::string& name, const Options& opts = {});
+
+}  // namespace opv::backend

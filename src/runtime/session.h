@@ -1,0 +1,38 @@
+// runtime::Session — loads an artifact (or takes a plan), creates its backend, checks inputs
+// by name, dtype and shape, and runs. Depends on plan + backends only (no ONNX).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "plan/plan.h"
+
+namespace opv::runtime {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Session {
+ public:
+  Session(plan::Plan plan, const backend::Options& opts = {});
+  static Session open(const std::string& artifact_path, const backend::Options& opts = {});
+
+  const plan::Plan& plan() const { return plan_; }
+  backend::Backend& backend() { return *backend_; }
+  // Input/output names with dtype and shape, in model order.
+  std::vector<std::pair<std::string, const plan::Buffer*>> input_specs() const;
+  std::vector<std::pair<std::string, const plan::Buffer*>> output_specs() const;
+
+  // Runs with inputs matched by name. Missing/extra names, wrong dtype or shape: opv::Error.
+  NamedTensors run(const NamedTensors& inputs);
+  // Random inputs for every model input, deterministic in `seed` (uint8: 0..255, floats: N(0,1),
+  // bool: 0/1, ints: 0..9).
+  NamedTensors random_inputs(uint64_t seed) const;
+
+ private:
+  plan::Plan plan_;
+  std::unique_ptr<backend::Backend> backend_;
+};
+
+}  // namespace opv::runtime

@@ -1,0 +1,17 @@
+// Shared helpers for the C++ unit tests.
+#pragma once
+#include <random>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace opv::test {
+
+// Uniform random floats in [lo, hi), deterministic in seed.
+Tensor random_f32(const Shape& shape, uint64_t seed, float lo = -1.f, float hi = 1.f);
+// Path of the shared fixtures folder (../shared/models beside the repo) or "" when absent.
+std::string shared_models_dir();
+// A fresh temporary directory for this test.
+std::string temp_dir();
+
+}  // namespace opv::test
