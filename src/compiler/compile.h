@@ -23,3 +23,8 @@ plan::Plan lower(const ir::Graph& g, const CompileOptions& opts);
 plan::Plan compile_onnx(const std::string& onnx_path, const CompileOptions& opts);
 
 }  // namespace opv
+
+namespace opv {
+// Step 1-3 of lower() only (no target passes, no memory planning); exposed for tests.
+plan::Plan lower_graph(const ir::Graph& g, const CompileOptions& opts);
+}  // namespace opv

@@ -1,0 +1,36 @@
+// Backend registry: the one place that knows every backend of this build.
+#include "backend/backend.h"
+#include "core/error.h"
+
+namespace opv::backend {
+
+// Each backend's factory (defined in backend/<name>/).
+std::unique_ptr<Backend> make_reference_backend(const Options&);
+std::unique_ptr<Backend> make_cpu_backend(const Options&);
+
+namespace {
+struct Entry {
+  const char* name;
+  std::unique_ptr<Backend> (*make)(const Options&);
+};
+const Entry kBackends[] = {
+    {"reference", make_reference_backend},
+    {"cpu", make_cpu_backend},
+};
+}  // namespace
+
+std::vector<std::string> available() {
+  std::vector<std::string> r;
+  for (const Entry& e : kBackends) r.push_back(e.name);
+  return r;
+}
+
+std::unique_ptr<Backend> create(const std::string& name, const Options& opts) {
+  for (const Entry& e : kBackends)
+    if (name == e.name) return e.make(opts);
+  std::string list;
+  for (const Entry& e : kBackends) list += (list.empty() ? "" : ", ") + std::string(e.name);
+  fail("unknown backend '", name, "' (available: ", list, ")");
+}
+
+}  // namespace opv::backend
