@@ -41,6 +41,11 @@ class Backend {
   virtual std::vector<double> call_times_ms() const { return {}; }
 };
 
+// The bound a run of `plan` on `b` is checked against: the backend's own tolerance, loosened to
+// the fp16 bound (1e-2) when the model itself computes in fp16 (plan.meta "precision" = "f16"),
+// since then even the reference output carries fp16 rounding.
+Tolerance tolerance_for(const Backend& b, const plan::Plan& plan);
+
 // Backend names known to this build ("reference", "cpu", ...).
 std::vector<std::string> available();
 // Creates a backend by name; throws opv::Error listing the available ones on an unknown name.

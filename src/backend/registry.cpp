@@ -1,5 +1,7 @@
 // Backend registry: the one place that knows every backend of this build.
 #include "backend/backend.h"
+
+#include <algorithm>
 #include "core/error.h"
 
 namespace opv::backend {
@@ -18,6 +20,16 @@ const Entry kBackends[] = {
     {"cpu", make_cpu_backend},
 };
 }  // namespace
+
+Tolerance tolerance_for(const Backend& b, const plan::Plan& plan) {
+  Tolerance t = b.tolerance();
+  if (plan.meta.s("precision", "f32") == "f16") {
+    constexpr double kF16Bound = 1e-2;  // DESIGN.md: fp16 storage / fp32 accumulate
+    t.rel_l2 = std::max(t.rel_l2, kF16Bound);
+    t.max_abs_rel = std::max(t.max_abs_rel, kF16Bound);
+  }
+  return t;
+}
 
 std::vector<std::string> available() {
   std::vector<std::string> r;

@@ -64,6 +64,9 @@ plan::Plan lower_graph(const ir::Graph& g, const CompileOptions& opts) {
   p.target = opts.target;
   p.meta.set("source", g.source);
   p.meta.set("opset", int64_t(g.opset));
+  bool has_f16 = false;
+  for (const ir::Value& v : g.values) has_f16 |= v.dtype == DType::F16;
+  p.meta.set("precision", has_f16 ? "f16" : "f32");
   std::vector<int> buf_of(g.values.size(), -1);
   std::vector<int> boundary_of(g.values.size(), -1);  // model-dtype buffer for inputs/outputs
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One-command setup on a fresh Debian 12 machine: system packages, Python test packages, build.
+#   scripts/setup.sh            install + configure + build into ./build
+#   scripts/setup.sh --no-build install only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake pkg-config git
+  libprotobuf-dev protobuf-compiler libonnx-dev   # ONNX import (compiler only)
+  libdnnl-dev                                     # oneDNN: the cpu backend
+  libzip-dev zlib1g-dev                           # .npz I/O, artifact checksums
+  libgtest-dev                                    # unit tests
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL backend (next)
+)
+PIP_PACKAGES=(numpy onnx onnxruntime pytest)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! python3 -c "import numpy, onnx, onnxruntime, pytest" 2>/dev/null; then
+  echo "setup: installing Python packages ${PIP_PACKAGES[*]}"
+  python3 -m pip install -q "${PIP_PACKAGES[@]}"
+fi
+
+if [ "${1:-}" != "--no-build" ]; then
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j"$(nproc)"
+  echo "setup: built ./build/opvision"
+fi

@@ -1,0 +1,240 @@
+// The cpu backend: load() places every buffer (arena for Intermediates, an aligned copy of the
+// weights for Constants, backend-owned storage for Inputs and Outputs) and builds one prepared
+// step per call, trying in order: a oneDNN primitive (cpu_dnnl.cpp), an own loop
+// (cpu_glue.cpp), the reference kernel as a rare-op fallback; post-ops the chosen step does not
+// fuse run as a generic element-wise step after it. run() copies the inputs in, runs the steps
+// in plan order and copies the outputs out; it allocates nothing.
+#include "backend/cpu/cpu_backend.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_strided.h"
+#include "core/error.h"
+
+namespace opv::backend {
+namespace cpu {
+
+std::string CallCtx::where() const {
+  return detail::concat("call '", call.label, "' (", op_name(kernel.op), ")");
+}
+
+std::vector<int64_t> logical_strides(const Shape& shape, plan::Layout layout) {
+  if (layout == plan::Layout::NHWC) {
+    OPV_CHECK(shape.size() == 4, "nhwc layout needs a 4-D shape, got ", shape_str(shape));
+    const int64_t C = shape[1], H = shape[2], W = shape[3];
+    return {H * W * C, 1, W * C, C};
+  }
+  OPV_CHECK(layout == plan::Layout::Linear, "cpu backend: unsupported buffer layout ", plan::layout_name(layout));
+  return row_major_strides(shape);
+}
+
+bool layout_irrelevant(const Shape& shape) {
+  return shape.size() == 4 && (shape[1] == 1 || shape[2] * shape[3] == 1);
+}
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<uint8_t, FreeDeleter>;
+
+AlignedBytes alloc_aligned(int64_t bytes) {
+  size_t n = size_t(plan::align_up(std::max<int64_t>(bytes, 1)));
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(size_t(plan::kAlign), n));
+  OPV_CHECK(p, "cpu backend: out of memory allocating ", n, " bytes");
+  std::memset(p, 0, n);
+  return AlignedBytes(p);
+}
+
+// Sets the OpenMP thread count for the scope (oneDNN reads it when creating and running
+// primitives) and restores the caller's value after.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int n) : prev_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadScope() { omp_set_num_threads(prev_); }
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int prev_;
+};
+
+// Copies a buffer stored in `layout` into a row-major destination (used for NHWC outputs).
+void copy_to_linear(const BufView& b, void* dst, int threads) {
+  std::vector<int64_t> es(2, int64_t(dtype_size(b.dtype)));
+  LoopNest n = make_nest(b.shape, {row_major_strides(b.shape), logical_strides(b.shape, b.layout)}, es, threads);
+  const size_t esz = dtype_size(b.dtype);
+  run_nest(n, {static_cast<char*>(dst), static_cast<char*>(b.ptr)}, [&](int64_t cnt, char** p, const int64_t* st) {
+    for (int64_t i = 0; i < cnt; ++i) std::memcpy(p[0] + i * st[0] * esz, p[1] + i * st[1] * esz, esz);
+  });
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const Options& o)
+      : threads_(o.threads > 0 ? o.threads : omp_get_num_procs()),
+        eng_(dnnl::engine::kind::cpu, 0),
+        strm_(eng_) {}
+
+  std::string name() const override { return "cpu"; }
+  Tolerance tolerance() const override { return {1e-4, 1e-4}; }
+
+  void load(const plan::Plan& p) override {
+    OPV_CHECK(p.target == "cpu", "cpu backend: plan was lowered for target '", p.target, "', not 'cpu'");
+    ThreadScope ts(threads_);
+    steps_.clear();
+    labels_.clear();
+    owned_.clear();
+    views_.assign(p.buffers.size(), BufView{});
+    in_ids_ = p.inputs;
+    out_ids_ = p.outputs;
+
+    arena_ = alloc_aligned(p.arena_bytes);
+    weights_ = alloc_aligned(int64_t(p.weights.size()));
+    if (!p.weights.empty()) std::memcpy(weights_.get(), p.weights.data(), p.weights.size());
+
+    for (size_t i = 0; i < p.buffers.size(); ++i) {
+      const plan::Buffer& b = p.buffers[i];
+      BufView& v = views_[i];
+      v.id = int(i);
+      v.dtype = b.dtype;
+      v.shape = b.shape;
+      v.layout = b.layout;
+      v.kind = b.kind;
+      v.bytes = b.bytes;
+      const int64_t need = numel(b.shape) * int64_t(dtype_size(b.dtype));
+      OPV_CHECK(b.layout == plan::Layout::Linear || b.layout == plan::Layout::NHWC, "cpu backend: buffer '",
+                b.name, "' has layout ", plan::layout_name(b.layout), ", which the cpu backend does not support");
+      OPV_CHECK(b.bytes >= need, "cpu backend: buffer '", b.name, "' holds ", b.bytes, " bytes, needs ", need);
+      switch (b.kind) {
+        case plan::BufferKind::Constant:
+          OPV_CHECK(b.offset >= 0 && b.offset + b.bytes <= int64_t(p.weights.size()), "cpu backend: constant '",
+                    b.name, "' lies outside the weights blob");
+          v.ptr = weights_.get() + b.offset;
+          break;
+        case plan::BufferKind::Intermediate:
+          if (b.offset >= 0) {
+            OPV_CHECK(b.offset + b.bytes <= p.arena_bytes, "cpu backend: buffer '", b.name, "' at arena offset ",
+                      b.offset, "+", b.bytes, " lies outside the arena of ", p.arena_bytes, " bytes");
+            v.ptr = arena_.get() + b.offset;
+            break;
+          }
+          [[fallthrough]];  // not memory-planned: give it its own storage
+        case plan::BufferKind::Input:
+        case plan::BufferKind::Output:
+          owned_.push_back(alloc_aligned(b.bytes));
+          v.ptr = owned_.back().get();
+          break;
+      }
+    }
+    for (int id : in_ids_)
+      OPV_CHECK(p.buffers.at(size_t(id)).layout == plan::Layout::Linear || layout_irrelevant(p.buffers[size_t(id)].shape),
+                "cpu backend: input buffer '", p.buffers[size_t(id)].name, "' must have linear layout");
+
+    for (size_t ci = 0; ci < p.calls.size(); ++ci) {
+      const plan::Call& call = p.calls[ci];
+      OPV_CHECK(call.kernel >= 0 && size_t(call.kernel) < p.kernels.size(), "cpu backend: call '", call.label,
+                "' names kernel ", call.kernel, " of ", p.kernels.size());
+      CallCtx c{p, call, p.kernels[size_t(call.kernel)], {}, {}, eng_, strm_, threads_};
+      for (int id : call.inputs) {
+        if (id < 0) {
+          c.ins.push_back(BufView{});
+          continue;
+        }
+        OPV_CHECK(size_t(id) < views_.size(), "cpu backend: call '", call.label, "' reads buffer ", id, " of ", views_.size());
+        c.ins.push_back(views_[size_t(id)]);
+      }
+      for (int id : call.outputs) {
+        OPV_CHECK(id >= 0 && size_t(id) < views_.size(), "cpu backend: call '", call.label, "' writes buffer ", id);
+        c.outs.push_back(views_[size_t(id)]);
+      }
+      StepFn main;
+      size_t done = 0;
+      try {
+        main = build_dnnl_step(c, done);
+      } catch (const dnnl::error& e) {
+        fail(c.where(), ": oneDNN: ", e.what());
+      }
+      if (!main) main = build_glue_step(c), done = 0;
+      if (!main) main = build_ref_step(c), done = c.kernel.post_ops.size();
+      OPV_CHECK(main, "cpu backend: ", c.where(), " is not supported (dtypes/layouts of its buffers)");
+      StepFn post;
+      if (done < c.kernel.post_ops.size()) post = build_post_op_step(c, done);
+      if (post)
+        steps_.push_back([main = std::move(main), post = std::move(post)] {
+          main();
+          post();
+        });
+      else
+        steps_.push_back(std::move(main));
+      labels_.push_back(call.label);
+    }
+    times_.assign(steps_.size(), 0.0);
+  }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override {
+    OPV_CHECK(inputs.size() == in_ids_.size(), "cpu backend: expected ", in_ids_.size(), " inputs, got ", inputs.size());
+    OPV_CHECK(outputs.size() == out_ids_.size(), "cpu backend: expected ", out_ids_.size(), " outputs, got ",
+              outputs.size());
+    ThreadScope ts(threads_);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const BufView& v = views_[size_t(in_ids_[i])];
+      OPV_CHECK(inputs[i] && inputs[i]->dtype() == v.dtype && inputs[i]->shape() == v.shape, "cpu backend: input ", i,
+                " must be ", dtype_name(v.dtype), shape_str(v.shape));
+      std::memcpy(v.ptr, inputs[i]->raw(), inputs[i]->nbytes());
+    }
+    try {
+      for (size_t s = 0; s < steps_.size(); ++s) {
+        if (profiling_) {
+          auto t0 = std::chrono::steady_clock::now();
+          steps_[s]();
+          strm_.wait();
+          times_[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        } else {
+          steps_[s]();
+        }
+      }
+      strm_.wait();
+    } catch (const dnnl::error& e) {
+      fail("cpu backend: oneDNN failed during run: ", e.what());
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const BufView& v = views_[size_t(out_ids_[i])];
+      OPV_CHECK(outputs[i] && outputs[i]->dtype() == v.dtype && outputs[i]->shape() == v.shape, "cpu backend: output ",
+                i, " must be ", dtype_name(v.dtype), shape_str(v.shape));
+      if (v.layout == plan::Layout::Linear || layout_irrelevant(v.shape))
+        std::memcpy(outputs[i]->raw(), v.ptr, outputs[i]->nbytes());
+      else
+        copy_to_linear(v, outputs[i]->raw(), threads_);
+    }
+  }
+
+  void set_profiling(bool on) override { profiling_ = on; }
+  std::vector<double> call_times_ms() const override { return profiling_ ? times_ : std::vector<double>{}; }
+
+ private:
+  int threads_;
+  dnnl::engine eng_;
+  dnnl::stream strm_;
+  AlignedBytes arena_, weights_;
+  std::vector<AlignedBytes> owned_;
+  std::vector<BufView> views_;
+  std::vector<int> in_ids_, out_ids_;
+  std::vector<StepFn> steps_;
+  std::vector<std::string> labels_;
+  std::vector<double> times_;
+  bool profiling_ = false;
+};
+
+}  // namespace
+}  // namespace cpu
+
+std::unique_ptr<Backend> make_cpu_backend(const Options& opts) { return std::make_unique<cpu::CpuBackend>(opts); }
+
+}  // namespace opv::backend

@@ -1,0 +1,453 @@
+// oneDNN steps of the cpu backend: Conv, Gemm, MatMul, pooling, unary element-wise ops and
+// Reorder. For each call:
+//   1. describe the activations in their plan layout (nchw / nhwc tags, plain strides
+//      otherwise) and let oneDNN choose the weight format (`any`);
+//   2. map the kernel's leading post-ops to oneDNN attr post-ops (eltwise, binary with a
+//      broadcast operand, `sum` when a residual operand is the destination itself);
+//   3. create the primitive; when oneDNN cannot fuse the post-ops (or only with a reference
+//      implementation) retry without them and leave them to the generic post-op step;
+//   4. reorder constant weights into the chosen format and allocate the scratchpad, once.
+// The returned closure only executes primitives on pointers fixed at load.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "backend/cpu/cpu_internal.h"
+#include "core/error.h"
+
+namespace opv::backend::cpu {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+memory::dims to_dims(const Shape& s) { return memory::dims(s.begin(), s.end()); }
+
+// Descriptor of an F32 buffer over its logical shape (optionally padded with leading 1s).
+memory::desc md_of(const BufView& b, const Shape& logical) {
+  std::vector<int64_t> st;
+  if (logical == b.shape) {
+    st = logical_strides(b.shape, b.layout);
+  } else {
+    st = row_major_strides(logical);  // padded/reshaped views are row-major
+  }
+  return memory::desc(to_dims(logical), dt::f32, memory::dims(st.begin(), st.end()));
+}
+memory::desc md_of(const BufView& b) { return md_of(b, b.shape); }
+
+std::optional<std::pair<algorithm, std::pair<float, float>>> eltwise_of(OpKind op, float a, float b) {
+  using R = std::pair<algorithm, std::pair<float, float>>;
+  switch (op) {
+    case OpKind::Identity: return R{algorithm::eltwise_linear, {1.f, 0.f}};
+    case OpKind::Relu: return R{algorithm::eltwise_relu, {0.f, 0.f}};
+    case OpKind::LeakyRelu: return R{algorithm::eltwise_relu, {a, 0.f}};
+    case OpKind::Elu: return R{algorithm::eltwise_elu, {a, 0.f}};
+    case OpKind::Sigmoid: return R{algorithm::eltwise_logistic, {0.f, 0.f}};
+    case OpKind::Tanh: return R{algorithm::eltwise_tanh, {0.f, 0.f}};
+    case OpKind::Gelu: return R{algorithm::eltwise_gelu_erf, {0.f, 0.f}};
+    case OpKind::GeluTanh: return R{algorithm::eltwise_gelu_tanh, {0.f, 0.f}};
+    case OpKind::Softplus: return R{algorithm::eltwise_soft_relu, {0.f, 0.f}};
+    case OpKind::HardSwish: return R{algorithm::eltwise_hardswish, {0.f, 0.f}};
+    case OpKind::Clip: return R{algorithm::eltwise_clip_v2, {a, b}};
+    case OpKind::Exp: return R{algorithm::eltwise_exp, {0.f, 0.f}};
+    case OpKind::Log: return R{algorithm::eltwise_log, {0.f, 0.f}};
+    case OpKind::Abs: return R{algorithm::eltwise_abs, {0.f, 0.f}};
+    case OpKind::Sqrt: return R{algorithm::eltwise_sqrt, {0.f, 0.f}};
+    case OpKind::Neg: return R{algorithm::eltwise_linear, {-1.f, 0.f}};
+    case OpKind::Reciprocal: return R{algorithm::eltwise_pow, {1.f, -1.f}};
+    default: return std::nullopt;
+  }
+}
+
+std::optional<algorithm> binary_of(OpKind op, bool swapped) {
+  switch (op) {
+    case OpKind::Add: return algorithm::binary_add;
+    case OpKind::Mul: return algorithm::binary_mul;
+    case OpKind::Max: return algorithm::binary_max;
+    case OpKind::Min: return algorithm::binary_min;
+    case OpKind::Sub: return swapped ? std::nullopt : std::optional(algorithm::binary_sub);
+    case OpKind::Div: return swapped ? std::nullopt : std::optional(algorithm::binary_div);
+    default: return std::nullopt;
+  }
+}
+
+bool overlaps(const BufView& a, const BufView& b) {
+  auto* a0 = static_cast<const char*>(a.ptr);
+  auto* b0 = static_cast<const char*>(b.ptr);
+  return a0 < b0 + b.bytes && b0 < a0 + a.bytes;
+}
+
+// Operands bound at execution: (arg id, memory).
+using Args = std::unordered_map<int, memory>;
+
+// A leading-post-op chain mapped onto oneDNN.
+struct MappedPostOps {
+  dnnl::post_ops ops;
+  Args args;
+  size_t count = 0;  // kernel post-ops covered
+};
+
+// Maps post-ops [0, n) of `list` where possible; `pre` are extra leading binary operands (Gemm C).
+// `dst_logical` is the shape the primitive's dst md uses (operands are right-aligned to it).
+MappedPostOps map_post_ops(CallCtx& c, const std::vector<PostOp>& list, const BufView& dst, const Shape& dst_logical) {
+  MappedPostOps m;
+  int idx = 0;
+  for (const PostOp& p : list) {
+    if (is_unary(p.op)) {
+      auto e = eltwise_of(p.op, p.alpha, p.beta);
+      if (!e) break;
+      m.ops.append_eltwise(1.f, e->first, e->second.first, e->second.second);
+    } else {
+      auto alg = binary_of(p.op, p.swapped);
+      if (!alg || p.input < 0 || size_t(p.input) >= c.ins.size()) break;
+      const BufView& o = c.ins[size_t(p.input)];
+      if (!o.present() || o.dtype != DType::F32 || o.shape.size() > dst_logical.size()) break;
+      Shape padded(dst_logical.size() - o.shape.size(), 1);
+      padded.insert(padded.end(), o.shape.begin(), o.shape.end());
+      bool ok = true;
+      for (size_t d = 0; d < padded.size(); ++d) ok = ok && (padded[d] == 1 || padded[d] == dst_logical[d]);
+      if (!ok) break;
+      if (overlaps(o, dst)) {
+        // The residual lives in the destination: oneDNN's `sum` adds the old contents.
+        if (p.op != OpKind::Add || o.ptr != dst.ptr || o.shape != dst.shape || o.layout != dst.layout) break;
+        m.ops.append_sum(1.f);
+      } else {
+        // NHWC operands of the full shape keep their layout; broadcast ones are row-major.
+        memory::desc md = (padded == dst_logical && o.shape == dst.shape) ? md_of(o) : md_of(o, padded);
+        m.ops.append_binary(*alg, md);
+        m.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1] = memory(md, c.eng, o.ptr);
+      }
+    }
+    ++idx;
+    ++m.count;
+  }
+  return m;
+}
+
+bool all_f32(const CallCtx& c) {
+  for (const auto& b : c.ins)
+    if (b.present() && b.dtype != DType::F32) return false;
+  for (const auto& b : c.outs)
+    if (b.dtype != DType::F32) return false;
+  return true;
+}
+
+// Creates a primitive descriptor with the mapped post-ops, falling back to none when oneDNN
+// rejects them or would only run them in a reference implementation.
+template <typename PD, typename Desc>
+PD make_pd(CallCtx& c, const Desc& desc, dnnl::primitive_attr base, MappedPostOps& m, size_t& done) {
+  auto attempt = [&](bool with_post) -> std::optional<PD> {
+    dnnl::primitive_attr attr = base;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (with_post) attr.set_post_ops(m.ops);
+    try {
+      return PD(desc, attr, c.eng);
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+  };
+  if (m.count > 0) {
+    if (auto pd = attempt(true)) {
+      std::string impl = pd->impl_info_str();
+      if (impl.rfind("ref", 0) != 0) {
+        done = m.count;
+        return *pd;
+      }
+      if (auto plain = attempt(false); plain && std::string(plain->impl_info_str()).rfind("ref", 0) != 0) {
+        m.args.clear();
+        done = 0;
+        return *plain;
+      }
+      done = m.count;
+      return *pd;
+    }
+  }
+  m.args.clear();
+  done = 0;
+  auto pd = attempt(false);
+  if (!pd) fail(c.where(), ": oneDNN has no implementation for this configuration");
+  return *pd;
+}
+
+// Wraps a primitive and its bound memories into a step.
+StepFn finish(CallCtx& c, dnnl::primitive prim, Args args, const memory::desc& scratch_md) {
+  if (scratch_md.get_size() > 0) args[DNNL_ARG_SCRATCHPAD] = memory(scratch_md, c.eng);
+  auto strm = c.strm;
+  return [prim = std::move(prim), args = std::move(args), strm]() mutable { prim.execute(strm, args); };
+}
+
+// Weights: reorders a user-format weight into the primitive's format; constants once at load,
+// other buffers at every run (the returned pre-step is then non-empty).
+memory prepare_weights(CallCtx& c, const memory::desc& user_md, void* user_ptr, bool is_const,
+                       const memory::desc& want, StepFn& pre) {
+  memory user(user_md, c.eng, user_ptr);
+  if (user_md == want) return user;
+  memory packed(want, c.eng);
+  dnnl::reorder r(user, packed);
+  if (is_const) {
+    r.execute(c.strm, user, packed);
+    c.strm.wait();
+  } else {
+    auto strm = c.strm;
+    pre = [r, user, packed, strm]() mutable { r.execute(strm, user, packed); };
+  }
+  return packed;
+}
+
+StepFn chain(StepFn pre, StepFn main) {
+  if (!pre) return main;
+  return [pre = std::move(pre), main = std::move(main)] {
+    pre();
+    main();
+  };
+}
+
+StepFn build_conv(CallCtx& c, size_t& done) {
+  if (!all_f32(c) || c.ins.size() < 2) return {};
+  const BufView &x = c.ins[0], &w = c.ins[1], &y = c.outs[0];
+  if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4) return {};
+  const Attrs& a = c.kernel.attrs;
+  const int64_t g = a.i("group", 1);
+  const int64_t M = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+  OPV_CHECK(g >= 1 && M % g == 0 && x.shape[1] == Cg * g, c.where(), ": weight ", shape_str(w.shape),
+            " does not match input ", shape_str(x.shape), " with group ", g);
+  auto strides = a.ints("strides", {1, 1});
+  auto pads = a.ints("pads", {0, 0, 0, 0});
+  auto dil = a.ints("dilations", {1, 1});
+  OPV_CHECK(strides.size() == 2 && pads.size() == 4 && dil.size() == 2, c.where(), ": bad strides/pads/dilations");
+
+  memory::desc src = md_of(x), dst = md_of(y);
+  memory::dims wdims = g == 1 ? memory::dims{M, Cg, kh, kw} : memory::dims{g, M / g, Cg, kh, kw};
+  memory::desc w_user(wdims, dt::f32, g == 1 ? tag::oihw : tag::goihw);
+  memory::desc w_any(wdims, dt::f32, tag::any);
+  const bool has_bias = c.ins.size() > 2 && c.ins[2].present();
+  memory::desc bias_md = has_bias ? memory::desc({M}, dt::f32, tag::a) : memory::desc();
+  using CF = dnnl::convolution_forward;
+  CF::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct, src, w_any, bias_md, dst,
+             {strides[0], strides[1]}, {dil[0] - 1, dil[1] - 1}, {pads[0], pads[1]}, {pads[2], pads[3]});
+  MappedPostOps m = map_post_ops(c, c.kernel.post_ops, y, y.shape);
+  CF::primitive_desc pd = make_pd<CF::primitive_desc>(c, d, {}, m, done);
+
+  StepFn pre;
+  Args args = std::move(m.args);
+  args[DNNL_ARG_SRC] = memory(pd.src_desc(), c.eng, x.ptr);
+  args[DNNL_ARG_WEIGHTS] = prepare_weights(c, w_user, w.ptr, w.is_const(), pd.weights_desc(), pre);
+  if (has_bias) args[DNNL_ARG_BIAS] = memory(bias_md, c.eng, c.ins[2].ptr);
+  args[DNNL_ARG_DST] = memory(pd.dst_desc(), c.eng, y.ptr);
+  OPV_ASSERT(pd.src_desc() == src && pd.dst_desc() == dst);
+  return chain(std::move(pre), finish(c, CF(pd), std::move(args), pd.scratchpad_desc()));
+}
+
+// Gemm: y = alpha * A' * B' + beta * C, all 2-D row-major.
+StepFn build_gemm(CallCtx& c, size_t& done) {
+  if (!all_f32(c) || c.ins.size() < 2) return {};
+  const BufView &A = c.ins[0], &B = c.ins[1], &y = c.outs[0];
+  if (A.shape.size() != 2 || B.shape.size() != 2 || y.shape.size() != 2 || y.layout != plan::Layout::Linear) return {};
+  const Attrs& at = c.kernel.attrs;
+  const bool ta = at.i("transA", 0) != 0, tb = at.i("transB", 0) != 0;
+  const float alpha = float(at.f("alpha", 1.0)), beta = float(at.f("beta", 1.0));
+  const int64_t M = ta ? A.shape[1] : A.shape[0], K = ta ? A.shape[0] : A.shape[1];
+  const int64_t N = tb ? B.shape[0] : B.shape[1];
+  OPV_CHECK((tb ? B.shape[1] : B.shape[0]) == K && y.shape == Shape({M, N}), c.where(), ": shapes A",
+            shape_str(A.shape), " B", shape_str(B.shape), " y", shape_str(y.shape), " do not match");
+  memory::desc src({M, K}, dt::f32, ta ? memory::dims{1, M} : memory::dims{K, 1});
+  memory::desc w_user({K, N}, dt::f32, tb ? memory::dims{1, K} : memory::dims{N, 1});
+  memory::desc w_want = B.is_const() ? memory::desc({K, N}, dt::f32, tag::any) : w_user;
+  memory::desc dst({M, N}, dt::f32, tag::ab);
+
+  const BufView* C = c.ins.size() > 2 && c.ins[2].present() && beta != 0.f ? &c.ins[2] : nullptr;
+  memory::desc bias_md;
+  std::vector<PostOp> list = c.kernel.post_ops;
+  std::shared_ptr<std::vector<float>> scaled_c;  // beta * C for a constant C
+  const BufView* c_operand = nullptr;
+  BufView c_scaled_view;
+  if (C) {
+    if (C->shape.size() > 2) return {};
+    Shape cp(2 - C->shape.size(), 1);
+    cp.insert(cp.end(), C->shape.begin(), C->shape.end());
+    if (!((cp[0] == 1 || cp[0] == M) && (cp[1] == 1 || cp[1] == N))) return {};
+    if (alpha == 1.f && beta == 1.f && cp[0] == 1 && cp[1] == N) {
+      bias_md = memory::desc({1, N}, dt::f32, tag::ab);
+    } else if (beta == 1.f) {
+      c_operand = C;
+    } else if (C->is_const()) {
+      scaled_c = std::make_shared<std::vector<float>>(size_t(numel(C->shape)));
+      const float* src_c = static_cast<const float*>(C->ptr);
+      for (size_t i = 0; i < scaled_c->size(); ++i) (*scaled_c)[i] = beta * src_c[i];
+      c_scaled_view = *C;
+      c_scaled_view.ptr = scaled_c->data();
+      c_scaled_view.kind = plan::BufferKind::Constant;
+      c_operand = &c_scaled_view;
+    } else {
+      return {};
+    }
+  }
+  // C as a leading binary add post-op: give it a pseudo input slot past the real inputs.
+  CallCtx cc = c;
+  if (c_operand) {
+    cc.ins.push_back(*c_operand);
+    PostOp add;
+    add.op = OpKind::Add;
+    add.input = int(cc.ins.size()) - 1;
+    list.insert(list.begin(), add);
+  }
+  dnnl::primitive_attr attr;
+  if (alpha != 1.f) attr.set_output_scales(0, {alpha});
+  MappedPostOps m = map_post_ops(cc, list, y, y.shape);
+  if (c_operand && m.count == 0) return {};
+  dnnl::matmul::desc d = bias_md.get_size() ? dnnl::matmul::desc(src, w_want, bias_md, dst)
+                                            : dnnl::matmul::desc(src, w_want, dst);
+  size_t got = 0;
+  dnnl::matmul::primitive_desc pd = make_pd<dnnl::matmul::primitive_desc>(cc, d, attr, m, got);
+  if (c_operand && got == 0) return {};
+  done = c_operand ? got - 1 : got;
+
+  StepFn pre;
+  Args args = std::move(m.args);
+  args[DNNL_ARG_SRC] = memory(src, c.eng, A.ptr);
+  args[DNNL_ARG_WEIGHTS] = prepare_weights(c, w_user, B.ptr, B.is_const(), pd.weights_desc(), pre);
+  if (bias_md.get_size()) args[DNNL_ARG_BIAS] = memory(bias_md, c.eng, C->ptr);
+  args[DNNL_ARG_DST] = memory(dst, c.eng, y.ptr);
+  StepFn main = finish(c, dnnl::matmul(pd), std::move(args), pd.scratchpad_desc());
+  if (scaled_c) main = [main = std::move(main), keep = scaled_c] { main(); };
+  return chain(std::move(pre), std::move(main));
+}
+
+// MatMul: numpy semantics; 1-D operands are promoted, batch dims broadcast.
+StepFn build_matmul(CallCtx& c, size_t& done) {
+  if (!all_f32(c) || c.ins.size() != 2) return {};
+  const BufView &A = c.ins[0], &B = c.ins[1], &y = c.outs[0];
+  if (A.layout != plan::Layout::Linear || B.layout != plan::Layout::Linear || y.layout != plan::Layout::Linear) return {};
+  Shape as = A.shape, bs = B.shape;
+  if (as.empty() || bs.empty()) return {};
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  const size_t r = std::max(as.size(), bs.size());
+  if (r > 6) return {};
+  as.insert(as.begin(), r - as.size(), 1);
+  bs.insert(bs.begin(), r - bs.size(), 1);
+  Shape ys(r);
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (as[d] != bs[d] && as[d] != 1 && bs[d] != 1) return {};
+    ys[d] = std::max(as[d], bs[d]);
+  }
+  ys[r - 2] = as[r - 2];
+  ys[r - 1] = bs[r - 1];
+  if (numel(ys) != numel(y.shape) || as[r - 1] != bs[r - 2]) return {};
+  memory::desc src(to_dims(as), dt::f32, memory::dims(row_major_strides(as).begin(), row_major_strides(as).end()));
+  auto bst = row_major_strides(bs);
+  memory::desc w_user(to_dims(bs), dt::f32, memory::dims(bst.begin(), bst.end()));
+  memory::desc w_want = (B.is_const() && r == 2) ? memory::desc(to_dims(bs), dt::f32, tag::any) : w_user;
+  auto yst = row_major_strides(ys);
+  memory::desc dst(to_dims(ys), dt::f32, memory::dims(yst.begin(), yst.end()));
+  MappedPostOps m = map_post_ops(c, c.kernel.post_ops, y, ys);
+  dnnl::matmul::desc d(src, w_want, dst);
+  dnnl::matmul::primitive_desc pd;
+  try {
+    pd = make_pd<dnnl::matmul::primitive_desc>(c, d, {}, m, done);
+  } catch (const Error&) {
+    return {};  // e.g. a broadcast pattern oneDNN does not take: the reference covers it
+  }
+  StepFn pre;
+  Args args = std::move(m.args);
+  args[DNNL_ARG_SRC] = memory(src, c.eng, A.ptr);
+  args[DNNL_ARG_WEIGHTS] = prepare_weights(c, w_user, B.ptr, B.is_const(), pd.weights_desc(), pre);
+  args[DNNL_ARG_DST] = memory(dst, c.eng, y.ptr);
+  return chain(std::move(pre), finish(c, dnnl::matmul(pd), std::move(args), pd.scratchpad_desc()));
+}
+
+StepFn build_pool(CallCtx& c, size_t& done) {
+  if (!all_f32(c) || c.ins.empty()) return {};
+  const BufView &x = c.ins[0], &y = c.outs[0];
+  if (x.shape.size() != 4 || y.shape.size() != 4) return {};
+  const Attrs& a = c.kernel.attrs;
+  const OpKind op = c.kernel.op;
+  std::vector<int64_t> k, s{1, 1}, pads{0, 0, 0, 0}, dil{1, 1};
+  algorithm alg;
+  if (op == OpKind::GlobalAveragePool || op == OpKind::GlobalMaxPool) {
+    k = {x.shape[2], x.shape[3]};
+    alg = op == OpKind::GlobalMaxPool ? algorithm::pooling_max : algorithm::pooling_avg_include_padding;
+  } else {
+    k = a.ints("kernel");
+    s = a.ints("strides", {1, 1});
+    pads = a.ints("pads", {0, 0, 0, 0});
+    dil = a.ints("dilations", {1, 1});
+    OPV_CHECK(k.size() == 2 && s.size() == 2 && pads.size() == 4 && dil.size() == 2, c.where(),
+              ": bad kernel/strides/pads/dilations");
+    alg = op == OpKind::MaxPool ? algorithm::pooling_max
+          : a.i("count_include_pad", 0) ? algorithm::pooling_avg_include_padding
+                                         : algorithm::pooling_avg_exclude_padding;
+  }
+  // The output shape is on the value (ceil mode included): derive the right padding from it.
+  memory::dims pr(2);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t in = x.shape[size_t(2 + i)], out = y.shape[size_t(2 + i)];
+    const int64_t ext = (k[size_t(i)] - 1) * dil[size_t(i)] + 1;
+    pr[size_t(i)] = (out - 1) * s[size_t(i)] + ext - in - pads[size_t(i)];
+  }
+  // oneDNN only accepts right padding smaller than the kernel; otherwise the reference runs it.
+  for (int i = 0; i < 2; ++i)
+    if (pr[size_t(i)] < 0 || pr[size_t(i)] >= k[size_t(i)] || pads[size_t(i)] >= k[size_t(i)]) return {};
+  memory::desc src = md_of(x), dst = md_of(y);
+  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, {s[0], s[1]}, {k[0], k[1]},
+                                   {dil[0] - 1, dil[1] - 1}, {pads[0], pads[1]}, pr);
+  MappedPostOps m = map_post_ops(c, c.kernel.post_ops, y, y.shape);
+  auto pd = make_pd<dnnl::pooling_v2_forward::primitive_desc>(c, d, {}, m, done);
+  Args args = std::move(m.args);
+  args[DNNL_ARG_SRC] = memory(src, c.eng, x.ptr);
+  args[DNNL_ARG_DST] = memory(dst, c.eng, y.ptr);
+  return finish(c, dnnl::pooling_v2_forward(pd), std::move(args), pd.scratchpad_desc());
+}
+
+// Unary activations over the flat buffer (same layout in and out, so layout does not matter).
+StepFn build_eltwise(CallCtx& c, size_t& done) {
+  if (!all_f32(c) || c.ins.size() != 1 || c.outs.size() != 1) return {};
+  const BufView &x = c.ins[0], &y = c.outs[0];
+  if (x.layout != y.layout && !layout_irrelevant(x.shape)) return {};
+  if (c.kernel.op == OpKind::Identity) return {};
+  PostOp p = unary_post_op(c.kernel.op, c.kernel.attrs);
+  auto e = eltwise_of(p.op, p.alpha, p.beta);
+  if (!e) return {};
+  memory::desc md({numel(x.shape)}, dt::f32, tag::a);
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, e->first, md, e->second.first, e->second.second);
+  MappedPostOps none;
+  auto pd = make_pd<dnnl::eltwise_forward::primitive_desc>(c, d, {}, none, done);
+  Args args{{DNNL_ARG_SRC, memory(md, c.eng, x.ptr)}, {DNNL_ARG_DST, memory(md, c.eng, y.ptr)}};
+  return finish(c, dnnl::eltwise_forward(pd), std::move(args), pd.scratchpad_desc());
+}
+
+StepFn build_reorder(CallCtx& c) {
+  if (!all_f32(c) || c.ins.size() != 1 || c.outs.size() != 1) return {};
+  const BufView &x = c.ins[0], &y = c.outs[0];
+  if (x.shape != y.shape || x.shape.size() != 4) return {};
+  memory src(md_of(x), c.eng, x.ptr), dst(md_of(y), c.eng, y.ptr);
+  dnnl::reorder r(src, dst);
+  auto strm = c.strm;
+  return [r, src, dst, strm]() mutable { r.execute(strm, src, dst); };
+}
+
+}  // namespace
+
+StepFn build_dnnl_step(CallCtx& c, size_t& post_ops_done) {
+  post_ops_done = 0;
+  if (c.outs.size() != 1) return {};
+  switch (c.kernel.op) {
+    case OpKind::Conv: return build_conv(c, post_ops_done);
+    case OpKind::Gemm: return build_gemm(c, post_ops_done);
+    case OpKind::MatMul: return build_matmul(c, post_ops_done);
+    case OpKind::MaxPool:
+    case OpKind::AveragePool:
+    case OpKind::GlobalAveragePool:
+    case OpKind::GlobalMaxPool: return build_pool(c, post_ops_done);
+    case OpKind::Reorder: return build_reorder(c);
+    default:
+      if (is_unary(c.kernel.op)) return build_eltwise(c, post_ops_done);
+      return {};
+  }
+}
+
+}  // namespace opv::backend::cpu

@@ -1,0 +1,64 @@
+// Internals of the cpu backend shared by its source files (not a public header).
+// Every plan call becomes one prepared Step at load: a closure whose pointers (arena, constants,
+// the backend-owned input/output buffers) are all fixed, so run() only calls the closures.
+// Step builders live one family per file: cpu_dnnl.cpp (oneDNN: conv, gemm/matmul, pooling,
+// eltwise, reorder), cpu_glue.cpp (own loops: element-wise, data movement, reductions),
+// cpu_strided.h (the strided loop-nest engine the glue loops share).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "plan/plan.h"
+
+namespace opv::backend::cpu {
+
+// One buffer as a step sees it: where its bytes are and how they are laid out.
+struct BufView {
+  void* ptr = nullptr;  // nullptr for an absent optional input
+  int id = -1;          // plan buffer id
+  DType dtype = DType::F32;
+  Shape shape;
+  plan::Layout layout = plan::Layout::Linear;
+  plan::BufferKind kind = plan::BufferKind::Intermediate;
+  int64_t bytes = 0;
+  bool present() const { return ptr != nullptr; }
+  bool is_const() const { return kind == plan::BufferKind::Constant; }
+};
+
+using StepFn = std::function<void()>;
+
+// Everything a step builder needs about one call.
+struct CallCtx {
+  const plan::Plan& plan;
+  const plan::Call& call;
+  const plan::Kernel& kernel;
+  std::vector<BufView> ins;
+  std::vector<BufView> outs;
+  dnnl::engine& eng;
+  dnnl::stream& strm;
+  int threads = 1;
+  // "call 'label' (Op)" for error messages.
+  std::string where() const;
+};
+
+// Element strides (not bytes) of each logical dim of a buffer in its layout.
+std::vector<int64_t> logical_strides(const Shape& shape, plan::Layout layout);
+// True when NHWC and Linear storage of this shape are byte-identical (C==1 or H*W==1).
+bool layout_irrelevant(const Shape& shape);
+
+// oneDNN steps (cpu_dnnl.cpp). Returns an empty StepFn when oneDNN does not cover the call;
+// `post_ops_done` reports how many leading kernel post-ops the primitive applies itself.
+StepFn build_dnnl_step(CallCtx& c, size_t& post_ops_done);
+
+// Own loops (cpu_glue.cpp). Returns an empty StepFn when not covered.
+StepFn build_glue_step(CallCtx& c);
+// Applies kernel.post_ops[first..] to output 0 in place with the generic element-wise routine.
+StepFn build_post_op_step(CallCtx& c, size_t first);
+// Correct but slow fallback through ref::run (Linear layouts only; copies in/out at run).
+StepFn build_ref_step(CallCtx& c);
+
+}  // namespace opv::backend::cpu

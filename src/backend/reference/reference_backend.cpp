@@ -1,0 +1,147 @@
+// Reference backend.
+// load(): 1. check the target and that every buffer is Linear; 2. check every call's kernel
+//   and buffer ids; 3. give every non-Input buffer its own tensor (constants copied from the
+//   weights blob; the arena offsets are ignored).
+// run(): bind the input tensors, execute the calls in order with ref::run (kernel op, attrs,
+//   post-ops), copy the Output buffers into the caller's tensors. Errors name the call.
+#include "backend/reference/reference_backend.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "kernels/reference.h"
+
+namespace opv::backend {
+
+namespace {
+
+class ReferenceBackend : public Backend {
+ public:
+  std::string name() const override { return "reference"; }
+  Tolerance tolerance() const override { return {1e-5, 1e-5}; }
+  void load(const plan::Plan& plan) override;
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
+  void set_profiling(bool on) override { profiling_ = on; }
+  std::vector<double> call_times_ms() const override { return profiling_ ? times_ms_ : std::vector<double>{}; }
+
+ private:
+  std::vector<plan::Buffer> buffers_;
+  std::vector<plan::Kernel> kernels_;
+  std::vector<plan::Call> calls_;
+  std::vector<int> inputs_, outputs_;
+  std::vector<Tensor> store_;           // one tensor per buffer (empty for Input buffers)
+  std::vector<const Tensor*> bound_;    // per buffer: what calls read
+  bool loaded_ = false;
+  bool profiling_ = false;
+  std::vector<double> times_ms_;
+};
+
+std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
+
+void ReferenceBackend::load(const plan::Plan& plan) {
+  OPV_CHECK(plan.target == "reference", "reference backend: plan was lowered for target '", plan.target,
+            "', not 'reference'");
+  const int nb = int(plan.buffers.size());
+  for (int i = 0; i < nb; ++i) {
+    const plan::Buffer& b = plan.buffers[size_t(i)];
+    OPV_CHECK(b.layout == plan::Layout::Linear, "reference backend: buffer ", i, " '", b.name, "' has layout ",
+              plan::layout_name(b.layout), "; only linear is supported");
+  }
+  for (size_t ci = 0; ci < plan.calls.size(); ++ci) {
+    const plan::Call& c = plan.calls[ci];
+    OPV_CHECK(c.kernel >= 0 && c.kernel < int(plan.kernels.size()), "reference backend: ", call_name(ci, c),
+              " uses kernel ", c.kernel, " of ", plan.kernels.size());
+    for (int b : c.inputs)
+      OPV_CHECK(b >= -1 && b < nb, "reference backend: ", call_name(ci, c), " reads buffer ", b, " of ", nb);
+    for (int b : c.outputs) {
+      OPV_CHECK(b >= 0 && b < nb, "reference backend: ", call_name(ci, c), " writes buffer ", b, " of ", nb);
+      const plan::BufferKind k = plan.buffers[size_t(b)].kind;
+      OPV_CHECK(k != plan::BufferKind::Input && k != plan::BufferKind::Constant, "reference backend: ",
+                call_name(ci, c), " writes ", plan::buffer_kind_name(k), " buffer '", plan.buffers[size_t(b)].name, "'");
+    }
+  }
+  for (int b : plan.inputs)
+    OPV_CHECK(b >= 0 && b < nb && plan.buffers[size_t(b)].kind == plan::BufferKind::Input,
+              "reference backend: plan input ", b, " is not an Input buffer");
+  for (int b : plan.outputs) OPV_CHECK(b >= 0 && b < nb, "reference backend: plan output ", b, " out of range");
+
+  std::vector<Tensor> store(static_cast<size_t>(nb));
+  for (int i = 0; i < nb; ++i) {
+    const plan::Buffer& b = plan.buffers[size_t(i)];
+    if (b.kind == plan::BufferKind::Input) continue;
+    Tensor t(b.dtype, b.shape);
+    if (b.kind == plan::BufferKind::Constant) {
+      OPV_CHECK(b.bytes >= int64_t(t.nbytes()), "reference backend: constant '", b.name, "' holds ", b.bytes,
+                " bytes, needs ", t.nbytes());
+      const uint8_t* src = plan.constant_data(i);
+      if (t.nbytes()) std::memcpy(t.raw(), src, t.nbytes());
+    }
+    store[size_t(i)] = std::move(t);
+  }
+  buffers_ = plan.buffers;
+  kernels_ = plan.kernels;
+  calls_ = plan.calls;
+  inputs_ = plan.inputs;
+  outputs_ = plan.outputs;
+  store_ = std::move(store);
+  bound_.assign(size_t(nb), nullptr);
+  for (int i = 0; i < nb; ++i)
+    if (buffers_[size_t(i)].kind != plan::BufferKind::Input) bound_[size_t(i)] = &store_[size_t(i)];
+  times_ms_.assign(calls_.size(), 0.0);
+  loaded_ = true;
+}
+
+void ReferenceBackend::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+  OPV_CHECK(loaded_, "reference backend: run() before load()");
+  OPV_CHECK(inputs.size() == inputs_.size(), "reference backend: ", inputs.size(), " inputs given, plan has ",
+            inputs_.size());
+  OPV_CHECK(outputs.size() == outputs_.size(), "reference backend: ", outputs.size(), " outputs given, plan has ",
+            outputs_.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const plan::Buffer& b = buffers_[size_t(inputs_[i])];
+    OPV_CHECK(inputs[i] && inputs[i]->dtype() == b.dtype && inputs[i]->shape() == b.shape, "reference backend: input '",
+              b.name, "' must be ", dtype_name(b.dtype), shape_str(b.shape));
+    bound_[size_t(inputs_[i])] = inputs[i];
+  }
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor*> outs;
+  for (size_t ci = 0; ci < calls_.size(); ++ci) {
+    const plan::Call& c = calls_[ci];
+    const plan::Kernel& k = kernels_[size_t(c.kernel)];
+    ins.clear();
+    outs.clear();
+    for (int b : c.inputs) {
+      if (b >= 0 && bound_[size_t(b)] == nullptr) fail("call ", ci, " (", c.label, "): input buffer '",
+                                                       buffers_[size_t(b)].name, "' is not bound");
+      ins.push_back(b < 0 ? nullptr : bound_[size_t(b)]);
+    }
+    for (int b : c.outputs) outs.push_back(&store_[size_t(b)]);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      ref::run({k.op, k.attrs, k.post_ops}, ins, outs);
+    } catch (const Error& e) {
+      fail("call ", ci, " (", c.label, "): ", e.what());
+    }
+    if (profiling_)
+      times_ms_[ci] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const int b = outputs_[i];
+    const Tensor* src = bound_[size_t(b)];
+    Tensor* dst = outputs[i];
+    OPV_CHECK(src != nullptr, "reference backend: output '", buffers_[size_t(b)].name, "' is not bound");
+    OPV_CHECK(dst && dst->dtype() == src->dtype() && dst->shape() == src->shape(), "reference backend: output '",
+              buffers_[size_t(b)].name, "' must be ", dtype_name(src->dtype()), shape_str(src->shape()));
+    if (src->nbytes()) std::memcpy(dst->raw(), src->raw(), src->nbytes());
+  }
+  for (int b : inputs_) bound_[size_t(b)] = nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_reference_backend(const Options& opts) {
+  (void)opts;
+  return std::make_unique<ReferenceBackend>();
+}
+
+}  // namespace opv::backend

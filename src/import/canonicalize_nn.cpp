@@ -1,0 +1,224 @@
+/* Canonicalisation of neural-network ONNX ops: Conv, BatchNormalization, Gemm, MatMul, pools,
+ * reductions, Softmax and LayerNormalization.
+ *
+ * 1. Conv/pools: 2-D only; auto_pad (SAME_UPPER/SAME_LOWER/VALID) is resolved into explicit
+ *    pads (top,left,bottom,right); defaults for strides/dilations/group are made explicit.
+ *    Pools with ceil_mode get their output shape computed here and carried on the value.
+ * 2. Reductions: axes from the attribute or (opset 18+, ReduceSum 13+) a constant input,
+ *    normalised and sorted; empty axes reduce everything unless noop_with_empty_axes.
+ * 3. Softmax before opset 13 coerces the input to 2-D at `axis`; unless `axis` is the last
+ *    axis this becomes Reshape -> Softmax(axis=1) -> Reshape.
+ * 4. Extra outputs (BatchNorm running stats, LayerNorm mean/inv_std, MaxPool indices) must be
+ *    unused.
+ * Invariant: emitted nodes carry exactly the attributes ops.def lists for them.
+ */
+#include <algorithm>
+
+#include "import/importer.h"
+
+namespace opv::onnx_import {
+
+namespace {
+
+// Resolves auto_pad/pads for a 2-D window op over input spatial dims `in`.
+std::vector<int64_t> resolve_pads(const NodeCtx& c, const Shape& in, const std::vector<int64_t>& k,
+                                  const std::vector<int64_t>& s, const std::vector<int64_t>& d) {
+  std::string ap = c.s("auto_pad", "NOTSET");
+  std::vector<int64_t> pads(4, 0);
+  if (ap == "NOTSET") {
+    pads = c.ints("pads", {0, 0, 0, 0});
+    if (pads.size() != 4) c.fail("pads must have 4 values for a 2-D op, got ", pads.size());
+  } else if (ap == "VALID") {
+    // no padding
+  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    for (int i = 0; i < 2; ++i) {
+      int64_t out = (in[size_t(i)] + s[size_t(i)] - 1) / s[size_t(i)];
+      int64_t eff = (k[size_t(i)] - 1) * d[size_t(i)] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * s[size_t(i)] + eff - in[size_t(i)]);
+      int64_t small = total / 2, big = total - small;
+      pads[size_t(i)] = ap == "SAME_UPPER" ? small : big;
+      pads[size_t(i) + 2] = ap == "SAME_UPPER" ? big : small;
+    }
+  } else {
+    c.fail("auto_pad '", ap, "' is not supported");
+  }
+  return pads;
+}
+
+std::vector<int64_t> two(const NodeCtx& c, const char* key, int64_t dflt) {
+  auto v = c.ints(key, {dflt, dflt});
+  if (v.size() != 2) c.fail(key, " must have 2 values for a 2-D op, got ", v.size());
+  return v;
+}
+
+void conv(NodeCtx& c) {
+  c.allow_attrs({"group", "strides", "pads", "dilations", "auto_pad", "kernel_shape"});
+  int x = c.in(0), w = c.in(1);
+  const Shape& ws = c.val(w).shape;
+  const Shape& xs = c.val(x).shape;
+  if (ws.size() == 3 || xs.size() == 3) c.fail("1-D convolution is not supported (only 2-D)");
+  if (ws.size() != 4 || xs.size() != 4)
+    c.fail("only 2-D convolution is supported; input ", shape_str(xs), " weight ", shape_str(ws));
+  std::vector<int64_t> k = {ws[2], ws[3]};
+  if (c.has("kernel_shape") && c.ints("kernel_shape") != k)
+    c.fail("kernel_shape ", shape_str(c.ints("kernel_shape")), " disagrees with weight ", shape_str(ws));
+  auto s = two(c, "strides", 1), d = two(c, "dilations", 1);
+  Attrs a;
+  a.set("group", c.i("group", 1));
+  a.set("strides", s);
+  a.set("pads", resolve_pads(c, {xs[2], xs[3]}, k, s, d));
+  a.set("dilations", d);
+  c.emit_out(OpKind::Conv, a, {x, w, c.in_opt(2)});
+}
+
+void pool(NodeCtx& c, bool is_max) {
+  if (is_max) {
+    c.allow_attrs({"kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "storage_order"});
+    c.require_unused_outputs_from(1, "Indices");
+  } else {
+    c.allow_attrs({"kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "count_include_pad"});
+  }
+  int x = c.in(0);
+  const Shape& xs = c.val(x).shape;
+  if (xs.size() != 4) c.fail("only 2-D pooling on [N,C,H,W] is supported, input is ", shape_str(xs));
+  if (!c.has("kernel_shape")) c.fail("attribute 'kernel_shape' is required");
+  auto k = two(c, "kernel_shape", 1), s = two(c, "strides", 1), d = two(c, "dilations", 1);
+  if (!is_max && (d[0] != 1 || d[1] != 1)) c.fail("dilations ", shape_str(d), " are not supported");
+  bool ceil_mode = c.i("ceil_mode", 0) != 0;
+  std::string ap = c.s("auto_pad", "NOTSET");
+  auto pads = resolve_pads(c, {xs[2], xs[3]}, k, s, d);
+  Shape y = xs;
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = xs[size_t(2 + i)], eff = (k[size_t(i)] - 1) * d[size_t(i)] + 1;
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      y[size_t(2 + i)] = (in + s[size_t(i)] - 1) / s[size_t(i)];
+      continue;
+    }
+    int64_t span = in + pads[size_t(i)] + pads[size_t(i) + 2] - eff;
+    if (span < 0) c.fail("kernel window ", eff, " is larger than the padded input ", shape_str(xs));
+    int64_t out = (ceil_mode ? (span + s[size_t(i)] - 1) / s[size_t(i)] : span / s[size_t(i)]) + 1;
+    if (ceil_mode && (out - 1) * s[size_t(i)] >= in + pads[size_t(i)]) --out;
+    y[size_t(2 + i)] = out;
+  }
+  Attrs a;
+  a.set("kernel", k);
+  a.set("strides", s);
+  a.set("pads", pads);
+  if (is_max) a.set("dilations", d);
+  else a.set("count_include_pad", c.i("count_include_pad", 0));
+  c.emit_out(is_max ? OpKind::MaxPool : OpKind::AveragePool, a, {x}, y);
+}
+
+void reduce(NodeCtx& c, OpKind op) {
+  bool axes_as_input = op == OpKind::ReduceSum ? c.im.opset >= 13 : c.im.opset >= 18;
+  std::vector<int64_t> axes;
+  if (axes_as_input) {
+    c.allow_attrs({"keepdims", "noop_with_empty_axes"});
+    if (c.has_input(1)) axes = c.const_ints(1, "axes");
+  } else {
+    c.allow_attrs({"keepdims", "axes"});
+    axes = c.ints("axes");
+  }
+  int x = c.in(0);
+  int64_t rank = int64_t(c.val(x).shape.size());
+  if (axes.empty()) {
+    if (axes_as_input && c.i("noop_with_empty_axes", 0) != 0) {
+      c.alias_out(0, x);
+      return;
+    }
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  for (int64_t& ax : axes) {
+    if (ax < -rank || ax >= rank) c.fail("axis ", ax, " out of range for rank ", rank);
+    if (ax < 0) ax += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (axes.empty()) c.fail("reduction of a rank-0 tensor is not supported");
+  Attrs a;
+  a.set("axes", axes);
+  a.set("keepdims", c.i("keepdims", 1));
+  c.emit_out(op, a, {x});
+}
+
+void softmax(NodeCtx& c) {
+  c.allow_attrs({"axis"});
+  int x = c.in(0);
+  Shape xs = c.val(x).shape;
+  int64_t rank = int64_t(xs.size());
+  bool legacy = c.im.opset < 13;
+  int64_t axis = c.i("axis", legacy ? 1 : -1);
+  if (axis < -rank || axis >= rank || rank == 0) c.fail("axis ", axis, " out of range for rank ", rank);
+  if (axis < 0) axis += rank;
+  Attrs a;
+  if (!legacy || axis == rank - 1) {
+    a.set("axis", legacy ? rank - 1 : axis);
+    c.emit_out(OpKind::Softmax, a, {x});
+    return;
+  }
+  // opset < 13: softmax over the flattened trailing block [axis, rank).
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= xs[size_t(i)];
+  int flat = c.emit_tmp(OpKind::Reshape, {}, {x}, "flatten2d", Shape{outer, inner});
+  a.set("axis", int64_t(1));
+  int sm = c.emit_tmp(OpKind::Softmax, a, {flat}, "softmax2d");
+  c.emit_out(OpKind::Reshape, {}, {sm}, xs);
+}
+
+}  // namespace
+
+bool canonicalize_nn(NodeCtx& c) {
+  const std::string& t = c.op();
+  Attrs a;
+  if (t == "Conv") {
+    conv(c);
+  } else if (t == "BatchNormalization") {
+    c.allow_attrs({"epsilon", "momentum", "training_mode", "spatial"});
+    if (c.i("training_mode", 0) != 0) c.fail("training_mode=1 is not supported");
+    if (c.i("spatial", 1) != 1) c.fail("spatial=0 is not supported");
+    c.require_unused_outputs_from(1, "running statistics");
+    a.set("epsilon", c.f("epsilon", 1e-5));
+    c.emit_out(OpKind::BatchNorm, a, {c.in(0), c.in(1), c.in(2), c.in(3), c.in(4)});
+  } else if (t == "Gemm") {
+    c.allow_attrs({"transA", "transB", "alpha", "beta"});
+    a.set("transA", c.i("transA", 0));
+    a.set("transB", c.i("transB", 0));
+    a.set("alpha", c.f("alpha", 1.0));
+    a.set("beta", c.f("beta", 1.0));
+    c.emit_out(OpKind::Gemm, a, {c.in(0), c.in(1), c.in_opt(2)});
+  } else if (t == "MatMul") {
+    c.allow_attrs({});
+    c.emit_out(OpKind::MatMul, {}, {c.in(0), c.in(1)});
+  } else if (t == "MaxPool" || t == "AveragePool") {
+    pool(c, t == "MaxPool");
+  } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
+    c.allow_attrs({});
+    c.emit_out(t == "GlobalMaxPool" ? OpKind::GlobalMaxPool : OpKind::GlobalAveragePool, {}, {c.in(0)});
+  } else if (t == "ReduceMean") {
+    reduce(c, OpKind::ReduceMean);
+  } else if (t == "ReduceSum") {
+    reduce(c, OpKind::ReduceSum);
+  } else if (t == "ReduceMax") {
+    reduce(c, OpKind::ReduceMax);
+  } else if (t == "ReduceMin") {
+    reduce(c, OpKind::ReduceMin);
+  } else if (t == "Softmax") {
+    softmax(c);
+  } else if (t == "LayerNormalization") {
+    c.allow_attrs({"axis", "epsilon", "stash_type"});
+    c.require_unused_outputs_from(1, "Mean/InvStdDev");
+    int x = c.in(0);
+    int64_t rank = int64_t(c.val(x).shape.size());
+    int64_t axis = c.i("axis", -1);
+    if (axis < -rank || axis >= rank) c.fail("axis ", axis, " out of range for rank ", rank);
+    if (axis < 0) axis += rank;
+    a.set("axis", axis);
+    a.set("epsilon", c.f("epsilon", 1e-5));
+    c.emit_out(OpKind::LayerNorm, a, {x, c.in(1), c.in_opt(2)});
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace opv::onnx_import

@@ -1,0 +1,129 @@
+// Internal model of the ir3 encoding table (isa_table.cpp) and the decoded-instruction tree.
+//
+// The table is a compact text of our own: bitsets (an encoding or a sub-encoding such as a
+// source operand) with bit patterns, fields, derived values, display templates and overrides
+// chosen by expressions. Concrete encodings ("leaves") are the bitsets nothing extends; each
+// is flattened along its `extends` chain once, at load. Decode, print, parse and encode are
+// all walks over these leaves, so the table is the single description of the ISA.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace opv::ir3::detail {
+
+enum class FType { Bool, BoolInv, Uint, Int, Hex, Offset, UOffset, Float, Branch, Enum, Bitset };
+
+struct Node;
+struct Expr;  // parsed expression (isa_model.cpp)
+using ExprP = std::shared_ptr<const Expr>;
+
+struct FieldDef {
+  std::string name;
+  int lo = 0, hi = -1;         // bit range inside its bitset; hi < lo for derived values
+  FType type = FType::Uint;
+  std::string tname;           // enum or bitset name for Enum/Bitset
+  std::string display;         // bool display text
+  bool has_display = false;
+  std::vector<std::pair<std::string, std::string>> params;  // (name in parent, name in child)
+  ExprP expr;                  // derived value when set
+  int width = 0;               // bit width (derived: declared width, for sign extension)
+  bool derived() const { return expr != nullptr; }
+};
+
+struct Variant {
+  ExprP cond;                  // null for the default variant
+  std::string display;
+  bool has_display = false;
+  std::vector<FieldDef> fields;
+  uint64_t amask = 0, aval = 0;  // asserted bits (set by the encoder)
+};
+
+struct BitsetDef {
+  std::string name, parent;
+  int size = 0;
+  bool has_gen = false;
+  int gen_min = 0, gen_max = 1 << 30;
+  std::vector<std::pair<uint64_t, uint64_t>> pats;  // ordered (care mask incl. x bits, value); x bits clear a parent's
+  std::vector<uint64_t> pat_x;                      // x mask for each entry of pats
+  uint64_t amask = 0, aval = 0;
+  std::vector<FieldDef> fields;
+  std::vector<Variant> overrides;
+  std::string display;
+  bool has_display = false;
+  int line = 0;
+};
+
+struct Leaf {
+  std::string name;            // printed by {NAME}
+  const BitsetDef* def = nullptr;
+  int size = 64;
+  int gen_min = 0, gen_max = 1 << 30;
+  uint64_t mask = 0, match = 0;  // decode: (bits & mask) == match
+  uint64_t amask = 0, aval = 0;
+  std::vector<FieldDef> fields;
+  std::vector<Variant> overrides;  // leaf first, then ancestors
+  std::string display;
+  int index = 0;               // position in Isa::all_leaves
+};
+
+struct EnumDef {
+  std::string name;
+  std::vector<std::pair<int64_t, std::string>> values;
+};
+
+struct Isa {
+  std::map<std::string, EnumDef> enums;
+  std::map<std::string, BitsetDef> bitsets;
+  std::vector<std::unique_ptr<Leaf>> all_leaves;
+  std::map<std::string, std::vector<const Leaf*>> leaves_of;  // abstract name -> concrete leaves
+  const std::vector<const Leaf*>& candidates(const std::string& bitset) const;
+};
+
+// The one table (parsed and flattened on first use; throws opv::Error on a malformed table).
+const Isa& isa();
+const char* isa_table_text();
+
+// Expressions.
+ExprP parse_expr(const std::string& text, int line);
+int64_t eval(const Expr& e, const Node& scope);
+
+// One decoded (sub)bitset.
+struct Node {
+  const Leaf* leaf = nullptr;
+  int variant = -1;            // index into leaf->overrides, -1 = default
+  uint64_t bits = 0;           // the bitset's own bits, right-aligned
+  int gen = 600;
+  const Node* parent = nullptr;
+  const FieldDef* via = nullptr;  // field of the parent this node decodes
+  mutable std::map<std::string, std::unique_ptr<Node>> kids;
+
+  const FieldDef* find(const std::string& name) const;   // variant, then default fields
+  int64_t value(const std::string& name) const;          // fields, derived, params, ISA_GPU_ID
+  bool has(const std::string& name) const;
+  const Node* child(const std::string& name) const;      // decode a Bitset field (null if none)
+  // Resolves a template name to the field definition and the node it is evaluated in.
+  bool resolve(const std::string& name, const FieldDef*& def, const Node*& where) const;
+};
+
+uint64_t extract(uint64_t v, int lo, int hi);
+int64_t sign_extend(uint64_t v, int width);
+
+// Picks the leaf for `bits` among candidates of `bitset`; null if none matches.
+const Leaf* match_leaf(const std::string& bitset, uint64_t bits, int gen);
+// Chooses the active override for a decoded node (evaluating conditions).
+void choose_variant(Node& n);
+const std::string& display_of(const Node& n);
+
+// Captured template values: what a print walk shows and what a parse walk reads.
+struct Cap {
+  std::string key;
+  int64_t value;
+  bool operator==(const Cap& o) const { return key == o.key && value == o.value; }
+};
+// Renders `n` through its display template; returns false if something cannot be shown.
+bool render(const Node& n, std::string& out, std::vector<Cap>& caps, const std::string& path);
+
+}  // namespace opv::ir3::detail

@@ -1,0 +1,134 @@
+// `opvision bench MODEL`: latency (median/min/p90 over timed runs after warm-up) and a per-kernel
+// time table from the backend's per-call profile (calls grouped by kernel name), as text or JSON.
+// Timed runs are unprofiled; the profile comes from separate runs so it cannot skew the latency.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "tools/common.h"
+
+namespace opv::tools {
+
+namespace {
+
+struct KernelRow {
+  std::string name;
+  int64_t count = 0;  // calls of this kernel per inference
+  double total_ms = 0;  // per inference, averaged over profiled runs
+};
+
+std::string json_escape(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      r += '\\';
+      r += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      r += fmt("\\u%04x", c);
+    } else {
+      r += c;
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  ArgParser p("opvision bench",
+              "Measures inference latency (median/min/p90 in ms) and prints a per-kernel time table: calls grouped "
+              "by kernel name with count, total ms per inference and share.",
+              "MODEL [options]");
+  p.positional("MODEL", "an ONNX model (compiled on the fly) or a .opv artifact")
+      .option("--backend", "B", "backend to run on (.opv: defaults to the artifact's target)", kDefaultBackend)
+      .option("--threads", "N", "CPU threads (0 = backend default)", "0")
+      .option("--warmup", "N", "untimed runs first", "10")
+      .option("--iters", "N", "timed runs", "50")
+      .option("--seed", "S", "seed of the random inputs", "0")
+      .flag("--json", "print one JSON object instead of text");
+  Args a;
+  if (!parse_or_help(p, argc, argv, a)) return kExitOk;
+  const int64_t warmup = a.get_int("--warmup", 10), iters = a.get_int("--iters", 50);
+  if (warmup < 0) throw UsageError("opvision bench: --warmup must be >= 0");
+  if (iters < 1) throw UsageError("opvision bench: --iters must be >= 1");
+
+  const std::string& model = a.positionals[0];
+  backend::Options bopts = backend_options(a);
+  runtime::Session session(load_model(model, a.get("--backend")), bopts);
+  runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));
+
+  for (int64_t i = 0; i < warmup; ++i) session.run(inputs);
+  std::vector<double> times;
+  for (int64_t i = 0; i < iters; ++i) {
+    double t0 = now_ms();
+    session.run(inputs);
+    times.push_back(now_ms() - t0);
+  }
+  LatencyStats st = latency_stats(times);
+
+  // Per-kernel profile, averaged over a few runs.
+  const plan::Plan& plan = session.plan();
+  constexpr int64_t kMaxProfileRuns = 10;
+  const int64_t profile_runs = std::min(iters, kMaxProfileRuns);
+  std::vector<double> per_call(plan.calls.size(), 0.0);
+  bool profiled = true;
+  session.backend().set_profiling(true);
+  for (int64_t r = 0; r < profile_runs && profiled; ++r) {
+    session.run(inputs);
+    std::vector<double> t = session.backend().call_times_ms();
+    if (t.size() != plan.calls.size()) {
+      profiled = false;
+      break;
+    }
+    for (size_t i = 0; i < t.size(); ++i) per_call[i] += t[i] / double(profile_runs);
+  }
+  session.backend().set_profiling(false);
+
+  std::vector<KernelRow> rows;
+  double profile_total = 0;
+  if (profiled) {
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < plan.calls.size(); ++i) {
+      const std::string& name = plan.kernels[size_t(plan.calls[i].kernel)].name;
+      auto [it, fresh] = index.emplace(name, rows.size());
+      if (fresh) rows.push_back({name, 0, 0.0});
+      rows[it->second].count += 1;
+      rows[it->second].total_ms += per_call[i];
+      profile_total += per_call[i];
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const KernelRow& x, const KernelRow& y) { return x.total_ms > y.total_ms; });
+  }
+  auto share = [&](double ms) { return profile_total > 0 ? ms / profile_total : 0.0; };
+
+  if (a.has("--json")) {
+    std::printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"warmup\": %lld, \"iters\": %lld, "
+                "\"median_ms\": %.6f, \"min_ms\": %.6f, \"p90_ms\": %.6f, \"mean_ms\": %.6f, \"calls\": %zu, "
+                "\"kernels\": [",
+                json_escape(model).c_str(), json_escape(plan.target).c_str(), bopts.threads, (long long)warmup,
+                (long long)iters, st.median_ms, st.min_ms, st.p90_ms, st.mean_ms, plan.calls.size());
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::printf("%s{\"name\": \"%s\", \"count\": %lld, \"total_ms\": %.6f, \"share\": %.6f}", i ? ", " : "",
+                  json_escape(rows[i].name).c_str(), (long long)rows[i].count, rows[i].total_ms,
+                  share(rows[i].total_ms));
+    std::printf("]}\n");
+    return kExitOk;
+  }
+
+  std::printf("model %s  backend %s  threads %d  calls %zu\n", model.c_str(), plan.target.c_str(), bopts.threads,
+              plan.calls.size());
+  std::printf("latency over %lld runs (after %lld warm-up): median %.3f ms  min %.3f ms  p90 %.3f ms\n",
+              (long long)iters, (long long)warmup, st.median_ms, st.min_ms, st.p90_ms);
+  if (!profiled) {
+    std::printf("(backend %s reports no per-call times)\n", plan.target.c_str());
+    return kExitOk;
+  }
+  std::printf("\nper kernel (profiled, mean of %lld runs; profiled total %.3f ms):\n", (long long)profile_runs,
+              profile_total);
+  std::printf("  %-48s %6s %10s %7s\n", "kernel", "count", "total ms", "share");
+  for (const KernelRow& r : rows)
+    std::printf("  %-48s %6lld %10.3f %6.1f%%\n", r.name.c_str(), (long long)r.count, r.total_ms,
+                100.0 * share(r.total_ms));
+  return kExitOk;
+}
+
+}  // namespace opv::tools

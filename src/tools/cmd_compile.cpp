@@ -1,0 +1,50 @@
+// `opvision compile MODEL.onnx -o OUT.opv`: ONNX -> plan for a target -> .opv artifact.
+#include <cstdio>
+#include <iostream>
+
+#include "compiler/compile.h"
+#include "plan/artifact.h"
+#include "tools/common.h"
+
+namespace opv::tools {
+
+int cmd_compile(int argc, char** argv) {
+  std::string targets;
+  for (const std::string& b : backend::available()) targets += (targets.empty() ? "" : "|") + b;
+  ArgParser p("opvision compile", "Compiles an ONNX model for a backend and writes the .opv artifact.",
+              "MODEL.onnx -o OUT.opv [options]");
+  p.positional("MODEL.onnx", "the ONNX model")
+      .option("--output", "OUT.opv", "artifact to write (required)", "", "-o")
+      .option("--target", targets, "backend the plan is compiled for", kDefaultBackend)
+      .option("--no-pass", "NAME", "skip a graph or plan pass", "", "", true)
+      .flag("--verbose", "print per-pass progress to stderr", "-v")
+      .flag("--dump-plan", "print the compiled plan to stdout");
+  Args a;
+  if (!parse_or_help(p, argc, argv, a)) return kExitOk;
+  if (!a.has("--output")) throw UsageError("opvision compile: missing -o OUT.opv (see 'opvision compile --help')");
+
+  CompileOptions opts;
+  opts.target = a.get("--target", kDefaultBackend);
+  opts.disable_passes = a.all("--no-pass");
+  opts.verbose = a.has("--verbose");
+  // Fail early on an unknown target rather than after compiling.
+  bool known = false;
+  for (const std::string& b : backend::available()) known |= b == opts.target;
+  if (!known) throw UsageError("opvision compile: unknown --target '" + opts.target + "' (available: " + targets + ")");
+
+  const std::string& model = a.positionals[0];
+  double t0 = now_ms();
+  plan::Plan plan = compile_onnx(model, opts);
+  double t1 = now_ms();
+  std::string out = a.get("--output");
+  plan::save_artifact(plan, out);
+  if (a.has("--dump-plan")) std::cout << plan.dump();
+  std::fprintf(stderr,
+               "[compile] %s -> %s: target %s, %zu calls, %zu kernels, %zu buffers, weights %zu B, arena %lld B "
+               "(%.0f ms)\n",
+               model.c_str(), out.c_str(), plan.target.c_str(), plan.calls.size(), plan.kernels.size(),
+               plan.buffers.size(), plan.weights.size(), (long long)plan.arena_bytes, t1 - t0);
+  return kExitOk;
+}
+
+}  // namespace opv::tools

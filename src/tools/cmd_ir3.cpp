@@ -1,0 +1,24 @@
+// `opvision ir3 dis|asm|sim|check ...`: forwarded to the IR3 toolkit's own CLI (src/ir3/cli.h)
+// when this build has it (CMake defines OPV_HAVE_IR3 when src/ir3 has sources).
+#include <cstdio>
+
+#include "tools/common.h"
+
+#ifdef OPV_HAVE_IR3
+#include "ir3/cli.h"
+#endif
+
+namespace opv::tools {
+
+int cmd_ir3(int argc, char** argv) {
+#ifdef OPV_HAVE_IR3
+  // argv[0] is "ir3"; the toolkit parses its own sub-subcommand from argv[1].
+  return opv::ir3::cli_main(argc, argv);
+#else
+  (void)argc;
+  (void)argv;
+  fail("ir3 is not built in this binary (src/ir3 has no sources)");
+#endif
+}
+
+}  // namespace opv::tools

@@ -1,0 +1,57 @@
+// `opvision run MODEL`: one inference on inputs from files or seeded random values; prints a
+// summary of each output and optionally writes them to an .npz.
+#include <cmath>
+#include <cstdio>
+
+#include "tools/common.h"
+#include "tools/npy.h"
+
+namespace opv::tools {
+
+namespace {
+constexpr int64_t kPreviewValues = 6;  // output values shown in the summary
+
+void print_summary(const std::string& name, const Tensor& t) {
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = t.get_f64(i);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  std::printf("%s: %s%s min=%.6g max=%.6g mean=%.6g  [", name.c_str(), dtype_name(t.dtype()),
+              shape_str(t.shape()).c_str(), lo, hi, t.numel() ? sum / double(t.numel()) : 0.0);
+  for (int64_t i = 0; i < std::min(t.numel(), kPreviewValues); ++i) std::printf("%s%.6g", i ? ", " : "", t.get_f64(i));
+  std::printf("%s]\n", t.numel() > kPreviewValues ? ", ..." : "");
+}
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  ArgParser p("opvision run", "Runs a model once and prints a summary of each output.",
+              "MODEL(.onnx|.opv) [options]");
+  p.positional("MODEL", "an ONNX model (compiled on the fly) or a .opv artifact")
+      .option("--inputs", "IN.npz", "inputs by name (keys = model input names)")
+      .option("--input", "NAME=FILE.npy", "one input from an .npy file", "", "", true)
+      .option("--seed", "S", "seed of the random values for inputs not given by file", "0")
+      .option("--output", "OUT.npz", "write the outputs (keys = model output names)", "", "-o")
+      .option("--backend", "B", "backend to run on (.opv: defaults to the artifact's target)", kDefaultBackend)
+      .option("--threads", "N", "CPU threads (0 = backend default)", "0");
+  Args a;
+  if (!parse_or_help(p, argc, argv, a)) return kExitOk;
+
+  const std::string& model = a.positionals[0];
+  runtime::Session session(load_model(model, a.get("--backend")), backend_options(a));
+  runtime::NamedTensors inputs = gather_inputs(a, session, true);
+  double t0 = now_ms();
+  runtime::NamedTensors outputs = session.run(inputs);
+  double t1 = now_ms();
+  std::fprintf(stderr, "[run] %s on %s: %.3f ms\n", model.c_str(), session.plan().target.c_str(), t1 - t0);
+  for (const auto& [name, t] : outputs) print_summary(name, t);
+  if (a.has("--output")) {
+    write_npz(a.get("--output"), outputs);
+    std::fprintf(stderr, "[run] wrote %s\n", a.get("--output").c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace opv::tools

@@ -1,0 +1,166 @@
+// Helpers shared by the opvision subcommands (see common.h).
+#include "tools/common.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "compiler/compile.h"
+#include "core/error.h"
+#include "plan/artifact.h"
+#include "tools/npy.h"
+
+namespace opv::tools {
+
+namespace {
+constexpr const char* kArtifactExt = ".opv";
+constexpr const char* kOnnxExt = ".onnx";
+constexpr char kArtifactMagic[] = "OPVISION";  // first bytes of every artifact (plan/artifact.cpp)
+constexpr double kP90 = 0.9;
+
+bool ends_with(const std::string& s, const char* suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+}  // namespace
+
+bool parse_or_help(const ArgParser& parser, int argc, char** argv, Args& out) {
+  out = parser.parse(argc, argv);
+  if (out.help) {
+    std::cout << parser.help();
+    return false;
+  }
+  return true;
+}
+
+bool is_artifact_path(const std::string& path) {
+  if (ends_with(path, kArtifactExt)) return true;
+  if (ends_with(path, kOnnxExt)) return false;
+  std::ifstream f(path, std::ios::binary);
+  char head[sizeof(kArtifactMagic) - 1] = {};
+  f.read(head, sizeof head);
+  return f.gcount() == std::streamsize(sizeof head) && std::memcmp(head, kArtifactMagic, sizeof head) == 0;
+}
+
+plan::Plan load_model(const std::string& path, const std::string& backend) {
+  if (is_artifact_path(path)) {
+    plan::Plan p = plan::load_artifact(path);
+    OPV_CHECK(backend.empty() || backend == p.target, path, ": the artifact was compiled for backend '", p.target,
+              "', not '", backend, "' (recompile the .onnx with --target ", backend, ")");
+    return p;
+  }
+  CompileOptions opts;
+  opts.target = backend.empty() ? kDefaultBackend : backend;
+  return compile_onnx(path, opts);
+}
+
+backend::Options backend_options(const Args& a) {
+  backend::Options o;
+  o.threads = int(a.get_int("--threads", 0));
+  OPV_CHECK(o.threads >= 0, "--threads must be >= 0 (0 = backend default), got ", o.threads);
+  return o;
+}
+
+runtime::NamedTensors gather_inputs(const Args& a, const runtime::Session& session, bool allow_random) {
+  auto specs = session.input_specs();
+  std::vector<bool> have(specs.size(), false);
+  runtime::NamedTensors inputs;
+  auto index_of = [&](const std::string& name) -> int {
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].first == name) return int(i);
+    return -1;
+  };
+  auto put = [&](const std::string& name, Tensor t) {
+    int i = index_of(name);
+    for (auto& [n, v] : inputs)
+      if (n == name) {
+        v = std::move(t);
+        return;
+      }
+    inputs.emplace_back(name, std::move(t));
+    have[size_t(i)] = true;
+  };
+  if (a.has("--inputs")) {
+    std::string path = a.get("--inputs");
+    for (auto& [name, t] : read_npz(path))
+      if (index_of(name) >= 0) put(name, std::move(t));
+  }
+  for (const std::string& spec : a.all("--input")) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw UsageError("--input expects NAME=FILE.npy, got '" + spec + "'");
+    std::string name = spec.substr(0, eq);
+    OPV_CHECK(index_of(name) >= 0, "--input ", name, ": the model has no input of that name");
+    put(name, read_npy(spec.substr(eq + 1)));
+  }
+  bool missing = std::find(have.begin(), have.end(), false) != have.end();
+  if (missing) {
+    if (!allow_random) {
+      std::string names;
+      for (size_t i = 0; i < specs.size(); ++i)
+        if (!have[i]) names += (names.empty() ? "" : ", ") + specs[i].first;
+      fail("missing model input(s): ", names);
+    }
+    uint64_t seed = uint64_t(a.get_int("--seed", 0));
+    for (auto& [name, t] : session.random_inputs(seed))
+      if (!have[size_t(index_of(name))]) put(name, std::move(t));
+  }
+  // Model order, with dtype/shape checked here so that the message names the source.
+  runtime::NamedTensors ordered;
+  for (const auto& [name, buf] : specs) {
+    for (auto& [n, t] : inputs)
+      if (n == name) {
+        OPV_CHECK(t.dtype() == buf->dtype, "input '", name, "' has dtype ", dtype_name(t.dtype()),
+                  ", the model expects ", dtype_name(buf->dtype));
+        OPV_CHECK(t.shape() == buf->shape, "input '", name, "' has shape ", shape_str(t.shape()),
+                  ", the model expects ", shape_str(buf->shape));
+        ordered.emplace_back(name, std::move(t));
+      }
+  }
+  return ordered;
+}
+
+LatencyStats latency_stats(std::vector<double> ms) {
+  LatencyStats s;
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  size_t n = ms.size();
+  s.min_ms = ms.front();
+  s.median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  // Nearest-rank percentile.
+  size_t rank = size_t(kP90 * double(n) + 0.999999);
+  s.p90_ms = ms[std::min(n, std::max<size_t>(rank, 1)) - 1];
+  double sum = 0;
+  for (double v : ms) sum += v;
+  s.mean_ms = sum / double(n);
+  return s;
+}
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+void progress(const char* phase, const std::string& msg) {
+  std::fprintf(stderr, "[%s] %s\n", phase, msg.c_str());
+  std::fflush(stderr);
+}
+
+std::string fmt(const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = std::vsnprintf(nullptr, 0, format, ap);
+  va_end(ap);
+  std::string s(size_t(n > 0 ? n : 0), '\0');
+  if (n > 0) std::vsnprintf(s.data(), size_t(n) + 1, format, ap2);
+  va_end(ap2);
+  return s;
+}
+
+}  // namespace opv::tools

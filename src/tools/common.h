@@ -1,0 +1,60 @@
+// Helpers shared by the opvision subcommands: loading a model (.onnx compiled on the fly or a
+// .opv artifact), gathering inputs, timing statistics, progress messages.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "plan/plan.h"
+#include "runtime/session.h"
+#include "tools/args.h"
+
+namespace opv::tools {
+
+constexpr const char* kDefaultBackend = "cpu";
+constexpr const char* kVersion = "0.1.0";
+
+// Subcommand entry points; argv[0] is the subcommand name. Return the process exit code.
+int cmd_demo(int argc, char** argv);
+int cmd_make_model(int argc, char** argv);
+int cmd_compile(int argc, char** argv);
+int cmd_run(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
+int cmd_verify(int argc, char** argv);
+int cmd_ir3(int argc, char** argv);
+
+// Exit codes of every subcommand.
+constexpr int kExitOk = 0;
+constexpr int kExitCheckFailed = 1;  // ran fine, but a check (tolerance, determinism) failed
+constexpr int kExitError = 2;        // bad usage, bad input, any opv::Error
+
+// Parses argv with `parser`; prints the help and returns false when --help was given.
+bool parse_or_help(const ArgParser& parser, int argc, char** argv, Args& out);
+
+// True when `path` is an .opv artifact (by extension, else by its magic bytes).
+bool is_artifact_path(const std::string& path);
+
+// MODEL as .onnx: compiled for `backend` (empty: kDefaultBackend). MODEL as .opv: loaded; its
+// target must equal `backend` when that is given.
+plan::Plan load_model(const std::string& path, const std::string& backend);
+
+// Backend options from --threads (absent: backend default).
+backend::Options backend_options(const Args& a);
+
+// Model inputs for `session` from --inputs NPZ (keys = input names; other keys are ignored),
+// --input NAME=FILE.npy (repeatable, overrides) and, for inputs still missing, random values
+// from --seed (default 0) when `allow_random`; otherwise a missing input is an error.
+runtime::NamedTensors gather_inputs(const Args& a, const runtime::Session& session, bool allow_random);
+
+struct LatencyStats {
+  double median_ms = 0, min_ms = 0, p90_ms = 0, mean_ms = 0;
+};
+LatencyStats latency_stats(std::vector<double> ms);
+
+double now_ms();  // monotonic clock
+void progress(const char* phase, const std::string& msg);  // "[phase] msg" on stderr
+std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace opv::tools
