@@ -311,7 +311,8 @@ void resize(NodeCtx& c) {
       double s = sc->get_f64(int64_t(k));
       if (!(s > 0)) c.fail("scale ", s, " must be positive");
       scales[size_t(axes[k])] = s;
-      y[size_t(axes[k])] = int64_t(std::floor(double(xs[size_t(axes[k])]) * float(s)));
+      // float arithmetic like onnxruntime: floor(in * scale)
+      y[size_t(axes[k])] = int64_t(std::floor(float(xs[size_t(axes[k])]) * float(s)));
     }
   } else if (c.has_input(3)) {
     auto sizes = c.const_ints(3, "sizes");

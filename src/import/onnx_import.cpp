@@ -248,6 +248,7 @@ void Importer::import_node(const onnx::NodeProto& n, int index) {
                       : n.output_size() && !n.output(0).empty() ? n.output(0)
                                                                  : n.op_type() + "_" + std::to_string(index);
   NodeCtx c(*this, n, label);
+  if (n.output_size() == 0 || n.output(0).empty()) c.fail("node has no output");
   if (!is_default_domain(n.domain())) c.fail("operator domain '", n.domain(), "' is not supported");
   for (const auto& a : n.attribute())
     if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
@@ -275,7 +276,7 @@ ir::Graph Importer::run(const onnx::ModelProto& model) {
   const onnx::GraphProto& gp = model.graph();
 
   // Which values are read (for "extra output must be unused" checks).
-  for (const auto& n : gp.node)
+  for (const auto& n : gp.node())
     for (const auto& in : n.input()) used_.insert(in);
   for (const auto& o : gp.output()) {
     used_.insert(o.name());
@@ -413,6 +414,7 @@ ir::Graph import_model(const std::string& bytes, const std::string& base_dir, co
 }  // namespace
 
 ir::Graph import_onnx(const std::string& path, const ImportOptions& opts) {
+  OPV_CHECK(!std::filesystem::is_directory(path), "cannot open ONNX model '", path, "': it is a directory");
   std::ifstream f(path, std::ios::binary);
   OPV_CHECK(f.good(), "cannot open ONNX model '", path, "'");
   std::ostringstream ss;

@@ -44,7 +44,10 @@ const char* onnx_type_name(int32_t t) {
 
 namespace {
 
-void read_external(const TP& t, const std::string& base_dir, Tensor& out) {
+// Initializers larger than this are rejected as corrupt (2^40 elements).
+constexpr int64_t kMaxTensorElems = int64_t(1) << 40;
+
+Tensor read_external(const TP& t, const std::string& base_dir, DType dt, const Shape& shape, int64_t want) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
@@ -63,22 +66,17 @@ void read_external(const TP& t, const std::string& base_dir, Tensor& out) {
   OPV_CHECK(f.good(), "initializer '", t.name(), "': cannot open external data file '", p.string(), "'");
   f.seekg(0, std::ios::end);
   int64_t size = int64_t(f.tellg());
-  int64_t want = int64_t(out.nbytes());
   if (length < 0) length = want;
   OPV_CHECK(offset >= 0 && offset <= size && length <= size - offset, "initializer '", t.name(),
             "': external data range offset ", offset, " length ", length, " is outside '", p.string(), "' (",
             size, " bytes)");
   OPV_CHECK(length == want, "initializer '", t.name(), "': external data length ", length, " but ",
-            dtype_name(out.dtype()), shape_str(out.shape()), " needs ", want, " bytes");
+            dtype_name(dt), shape_str(shape), " needs ", want, " bytes");
+  Tensor out(dt, shape);
   f.seekg(offset);
   f.read(reinterpret_cast<char*>(out.raw()), std::streamsize(want));
   OPV_CHECK(f.good(), "initializer '", t.name(), "': reading external data from '", p.string(), "' failed");
-}
-
-template <typename Field>
-void check_count(const TP& t, const Field& field, int64_t n, const char* fname) {
-  OPV_CHECK(int64_t(field.size()) == n, "initializer '", t.name(), "': ", fname, " has ", field.size(),
-            " values, dims need ", n);
+  return out;
 }
 
 }  // namespace
@@ -87,54 +85,54 @@ Tensor tensor_from_proto(const TP& t, const std::string& base_dir) {
   auto dt = dtype_from_onnx(t.data_type());
   OPV_CHECK(dt, "initializer '", t.name(), "': element type ", onnx_type_name(t.data_type()), " is not supported");
   Shape shape;
+  int64_t n = 1;
   for (int64_t d : t.dims()) {
     OPV_CHECK(d >= 0, "initializer '", t.name(), "': negative dim ", d);
+    OPV_CHECK(d == 0 || n <= kMaxTensorElems / d, "initializer '", t.name(), "': dims are too large");
+    n *= d;
     shape.push_back(d);
   }
-  Tensor out(*dt, shape);
-  const int64_t n = out.numel();
-  if (t.data_location() == TP::EXTERNAL) {
-    read_external(t, base_dir, out);
-    return out;
-  }
+  const size_t nbytes = size_t(n) * dtype_size(*dt);
+  // Check the source holds the data before allocating (a corrupt file must not allocate huge).
+  if (t.data_location() == TP::EXTERNAL) return read_external(t, base_dir, *dt, shape, int64_t(nbytes));
   if (t.has_raw_data()) {
-    OPV_CHECK(t.raw_data().size() == out.nbytes(), "initializer '", t.name(), "': raw_data has ",
-              t.raw_data().size(), " bytes, ", dtype_name(*dt), shape_str(shape), " needs ", out.nbytes());
-    if (n) std::memcpy(out.raw(), t.raw_data().data(), out.nbytes());
+    OPV_CHECK(t.raw_data().size() == nbytes, "initializer '", t.name(), "': raw_data has ", t.raw_data().size(),
+              " bytes, ", dtype_name(*dt), shape_str(shape), " needs ", nbytes);
+    Tensor out(*dt, shape);
+    if (n) std::memcpy(out.raw(), t.raw_data().data(), nbytes);
     return out;
   }
+  int64_t have = *dt == DType::F32   ? t.float_data_size()
+                 : *dt == DType::F64 ? t.double_data_size()
+                 : *dt == DType::I64 ? t.int64_data_size()
+                                     : t.int32_data_size();
+  OPV_CHECK(have == n, "initializer '", t.name(), "': has ", have, " typed values, ", dtype_name(*dt),
+            shape_str(shape), " needs ", n);
+  Tensor out(*dt, shape);
   switch (*dt) {
     case DType::F32:
-      check_count(t, t.float_data(), n, "float_data");
       for (int64_t i = 0; i < n; ++i) out.data<float>()[i] = t.float_data(int(i));
       break;
     case DType::F64:
-      check_count(t, t.double_data(), n, "double_data");
       for (int64_t i = 0; i < n; ++i) out.data<double>()[i] = t.double_data(int(i));
       break;
     case DType::I64:
-      check_count(t, t.int64_data(), n, "int64_data");
       for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] = t.int64_data(int(i));
       break;
     case DType::I32:
-      check_count(t, t.int32_data(), n, "int32_data");
       for (int64_t i = 0; i < n; ++i) out.data<int32_t>()[i] = t.int32_data(int(i));
       break;
     case DType::F16:
       // The spec stores fp16 as its 16 bit pattern in int32_data.
-      check_count(t, t.int32_data(), n, "int32_data");
       for (int64_t i = 0; i < n; ++i) out.data<uint16_t>()[i] = uint16_t(t.int32_data(int(i)));
       break;
     case DType::I8:
-      check_count(t, t.int32_data(), n, "int32_data");
       for (int64_t i = 0; i < n; ++i) out.data<int8_t>()[i] = int8_t(t.int32_data(int(i)));
       break;
     case DType::U8:
-      check_count(t, t.int32_data(), n, "int32_data");
       for (int64_t i = 0; i < n; ++i) out.data<uint8_t>()[i] = uint8_t(t.int32_data(int(i)));
       break;
     case DType::Bool:
-      check_count(t, t.int32_data(), n, "int32_data");
       for (int64_t i = 0; i < n; ++i) out.data<uint8_t>()[i] = t.int32_data(int(i)) != 0;
       break;
   }

@@ -159,10 +159,14 @@ ExprP parse_expr(const std::string& text, int line) {
 }
 
 int64_t eval(const Expr& e, const Node& n) {
+  return eval(e, [&n](const std::string& name) { return n.value(name); });
+}
+
+int64_t eval(const Expr& e, const Lookup& n) {
   switch (e.kind) {
     case Expr::Num: return e.num;
-    case Expr::Gpu: return n.gen;
-    case Expr::Field: return n.value(e.name);
+    case Expr::Gpu: return n("ISA_GPU_ID");
+    case Expr::Field: return n(e.name);
     case Expr::Un: {
       int64_t v = eval(*e.a, n);
       return e.op == '!' ? !v : e.op == '~' ? ~v : -v;
@@ -396,6 +400,14 @@ struct Loader {
         }
         continue;
       }
+      if (kw == "inv") {
+        need(3);
+        std::vector<FieldDef>& fs = ovr ? ovr->fields : cur->fields;
+        if (fs.empty() || !fs.back().derived()) fail("ir3 table line ", ln, ": `inv` must follow a derived value");
+        size_t at = line.find(t[1].text, line.find("inv") + 3) + t[1].text.size();
+        fs.back().inverse.push_back({t[1].text, parse_expr(line.substr(at), ln)});
+        continue;
+      }
       if (kw == "fld" || kw == "der") {
         need(3);
         FieldDef f;
@@ -503,13 +515,17 @@ struct Loader {
         }
         leaf->amask |= b->amask;
         leaf->aval = (leaf->aval & ~b->amask) | b->aval;
-        if (b->has_display) {
-          leaf->display = b->display;
-          have_display = true;
+        if (b->has_display) have_display = true;
+      }
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+        for (const Variant& v : (*it)->overrides) leaf->cases.push_back(v);
+        if ((*it)->has_display) {
+          Variant dv;
+          dv.display = (*it)->display;
+          dv.has_display = true;
+          leaf->cases.push_back(dv);
         }
       }
-      for (auto it = chain.rbegin(); it != chain.rend(); ++it)
-        for (const Variant& v : (*it)->overrides) leaf->overrides.push_back(v);
       if (leaf->size == 0) fail("ir3 table line ", d.line, ": bitset `", d.name, "` has no size");
       if (!have_display) fail("ir3 table line ", d.line, ": bitset `", d.name, "` has no display");
       leaf->index = static_cast<int>(isa.all_leaves.size());
@@ -548,7 +564,7 @@ const Isa& isa() {
 // ---------------------------------------------------------------- nodes
 const FieldDef* Node::find(const std::string& name) const {
   if (variant >= 0)
-    for (const FieldDef& f : leaf->overrides[variant].fields)
+    for (const FieldDef& f : leaf->cases[variant].fields)
       if (f.name == name) return &f;
   for (const FieldDef& f : leaf->fields)
     if (f.name == name) return &f;
@@ -576,6 +592,7 @@ bool Node::has(const std::string& name) const {
 int64_t Node::value(const std::string& name) const {
   const FieldDef* d;
   const Node* w;
+  if (name == "ISA_GPU_ID") return gen;
   if (!resolve(name, d, w)) fail("ir3: field `", name, "` is not defined for ", leaf ? leaf->name : "?");
   if (d->derived()) return eval(*d->expr, *w);
   uint64_t v = extract(w->bits, d->lo, d->hi);
@@ -621,11 +638,13 @@ const Leaf* match_leaf(const std::string& bitset, uint64_t bits, int gen) {
 
 void choose_variant(Node& n) {
   n.variant = -1;
-  for (size_t i = 0; i < n.leaf->overrides.size(); ++i) {
+  for (size_t i = 0; i < n.leaf->cases.size(); ++i) {
+    const Variant& c = n.leaf->cases[i];
     n.variant = static_cast<int>(i);
+    if (!c.cond) return;  // a level display: no override above it applies
     bool ok = false;
     try {
-      ok = eval(*n.leaf->overrides[i].cond, n) != 0;
+      ok = eval(*c.cond, n) != 0;
     } catch (const Error&) {
       ok = false;
     }
@@ -634,9 +653,16 @@ void choose_variant(Node& n) {
   n.variant = -1;
 }
 
-const std::string& display_of(const Node& n) {
-  if (n.variant >= 0 && n.leaf->overrides[n.variant].has_display) return n.leaf->overrides[n.variant].display;
-  return n.leaf->display;
+const std::string& display_of(const Leaf& l, int variant) {
+  static const std::string none;
+  if (variant < 0) return none;
+  for (size_t j = variant; j < l.cases.size(); ++j) {
+    const Variant& c = l.cases[j];
+    if (c.has_display && (j == static_cast<size_t>(variant) || !c.cond)) return c.display;
+  }
+  return none;
 }
+
+const std::string& display_of(const Node& n) { return display_of(*n.leaf, n.variant); }
 
 }  // namespace opv::ir3::detail

@@ -7,6 +7,7 @@
 // all walks over these leaves, so the table is the single description of the ISA.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +30,7 @@ struct FieldDef {
   bool has_display = false;
   std::vector<std::pair<std::string, std::string>> params;  // (name in parent, name in child)
   ExprP expr;                  // derived value when set
+  std::vector<std::pair<std::string, ExprP>> inverse;  // derived: how the parser sets real fields
   int width = 0;               // bit width (derived: declared width, for sign extension)
   bool derived() const { return expr != nullptr; }
 };
@@ -64,8 +66,10 @@ struct Leaf {
   uint64_t mask = 0, match = 0;  // decode: (bits & mask) == match
   uint64_t amask = 0, aval = 0;
   std::vector<FieldDef> fields;
-  std::vector<Variant> overrides;  // leaf first, then ancestors
-  std::string display;
+  // Lookup order for displays and override fields: for each level from the leaf up, its
+  // overrides, then its own display (a Variant with a null cond). The active variant is the
+  // first override whose condition holds or the first level display, whichever comes first.
+  std::vector<Variant> cases;
   int index = 0;               // position in Isa::all_leaves
 };
 
@@ -88,12 +92,14 @@ const char* isa_table_text();
 
 // Expressions.
 ExprP parse_expr(const std::string& text, int line);
+using Lookup = std::function<int64_t(const std::string&)>;
+int64_t eval(const Expr& e, const Lookup& value);
 int64_t eval(const Expr& e, const Node& scope);
 
 // One decoded (sub)bitset.
 struct Node {
   const Leaf* leaf = nullptr;
-  int variant = -1;            // index into leaf->overrides, -1 = default
+  int variant = -1;            // index into leaf->cases
   uint64_t bits = 0;           // the bitset's own bits, right-aligned
   int gen = 600;
   const Node* parent = nullptr;
@@ -116,6 +122,7 @@ const Leaf* match_leaf(const std::string& bitset, uint64_t bits, int gen);
 // Chooses the active override for a decoded node (evaluating conditions).
 void choose_variant(Node& n);
 const std::string& display_of(const Node& n);
+const std::string& display_of(const Leaf& l, int variant);
 
 // Captured template values: what a print walk shows and what a parse walk reads.
 struct Cap {

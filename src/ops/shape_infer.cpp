@@ -35,6 +35,15 @@ void need_outputs(const std::vector<ValueInfo>& outs, size_t n) {
 // Absent optional inputs arrive with an empty shape and F32; callers mark them via `present`.
 bool present(const std::vector<ValueInfo>& ins, size_t i) { return i < ins.size(); }
 
+// Whether `s` broadcasts (numpy rules) to exactly `target`.
+bool broadcasts_to(const Shape& s, const Shape& target) {
+  if (s.size() > target.size()) return false;
+  size_t off = target.size() - s.size();
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] != 1 && s[i] != target[off + i]) return false;
+  return true;
+}
+
 bool is_compare(OpKind k) {
   return k == OpKind::Equal || k == OpKind::Less || k == OpKind::Greater || k == OpKind::LessOrEqual ||
          k == OpKind::GreaterOrEqual;
@@ -141,7 +150,7 @@ void infer_gemm(const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<V
             (tb ? "'" : ""));
   Shape y = {m, n};
   if (present(ins, 2)) {
-    OPV_CHECK(broadcast_shapes(ins[2].shape, y) == y, "C ", shape_str(ins[2].shape),
+    OPV_CHECK(broadcasts_to(ins[2].shape, y), "C ", shape_str(ins[2].shape),
               " does not broadcast to ", shape_str(y));
     OPV_CHECK(ins[2].dtype == ins[0].dtype, "C dtype ", dn(ins[2].dtype), " differs from A dtype");
   }
@@ -276,7 +285,7 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
       int64_t ax = check_axis(a, int64_t(x.size()));
       Shape tail(x.begin() + ax, x.end());
       for (size_t i = 1; i < ins.size(); ++i) {
-        OPV_CHECK(ins[i].shape.size() <= tail.size() && broadcast_shapes(tail, ins[i].shape) == tail,
+        OPV_CHECK(broadcasts_to(ins[i].shape, tail),
                   (i == 1 ? "scale " : "bias "), shape_str(ins[i].shape), " does not broadcast to the normalised shape ",
                   shape_str(tail));
       }
@@ -363,7 +372,7 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
     }
     case OpKind::Expand: {
       need_inputs(ins, 1, 1);
-      OPV_CHECK(broadcast_shapes(ins[0].shape, outs[0].shape) == outs[0].shape, "cannot expand ",
+      OPV_CHECK(broadcasts_to(ins[0].shape, outs[0].shape), "cannot expand ",
                 shape_str(ins[0].shape), " to ", shape_str(outs[0].shape));
       outs[0].dtype = ins[0].dtype;
       return;

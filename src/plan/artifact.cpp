@@ -73,6 +73,10 @@ constexpr size_t kMinCallBytes = 4 + 4 + 4 + 6 * 8 + kMinStringBytes;
 
 constexpr uint8_t kBoolFalse = 0, kBoolTrue = 1;
 
+// Plausibility bounds for sizes read from a file, far above any real model, so that later
+// arithmetic on them (numel, offset + bytes) cannot overflow int64.
+constexpr int64_t kMaxSizeBytes = int64_t(1) << 48;
+
 uint32_t crc32_of(const uint8_t* data, size_t size) {
   uLong crc = crc32(0L, Z_NULL, 0);
   // zlib takes uInt lengths; feed large buffers in chunks.
@@ -311,7 +315,9 @@ Attrs read_attrs(Reader& r, const char* what) {
   for (size_t i = 0; i < n; ++i) {
     size_t key_at = r.pos();
     std::string key = r.str("attribute name");
-    if (a.has(key)) r.error(key_at, "duplicate attribute '" + key + "'");
+    // Keys are written in increasing order (std::map); requiring it keeps the encoding canonical.
+    if (!a.map().empty() && !(a.map().rbegin()->first < key))
+      r.error(key_at, "attribute '" + key + "' is out of order or duplicated");
     size_t tag_at = r.pos();
     uint8_t tag = r.u8("attribute type");
     switch (AttrTag(tag)) {
@@ -370,7 +376,8 @@ void read_plan(Reader& r, Plan& p) {
   p.target = r.str("target");
   p.meta = read_attrs(r, "meta attributes");
   p.arena_bytes = r.i64("arena_bytes");
-  if (p.arena_bytes < 0) r.error(r.pos() - 8, detail::concat("negative arena_bytes ", p.arena_bytes));
+  if (p.arena_bytes < 0 || p.arena_bytes > kMaxSizeBytes)
+    r.error(r.pos() - 8, detail::concat("implausible arena_bytes ", p.arena_bytes));
 
   size_t nbuf = r.count("buffer count", kMinBufferBytes);
   p.buffers.resize(nbuf);
@@ -391,15 +398,20 @@ void read_plan(Reader& r, Plan& p) {
     b.kind = BufferKind(kind);
     size_t rank = r.count("rank", 8);
     b.shape.resize(rank);
+    int64_t elems = 1;
     for (size_t d = 0; d < rank; ++d) {
       at = r.pos();
       b.shape[d] = r.i64("dimension");
       if (b.shape[d] < 0) r.error(at, detail::concat("negative dimension ", b.shape[d]));
+      if (__builtin_mul_overflow(elems, b.shape[d], &elems) || elems > kMaxSizeBytes)
+        r.error(at, detail::concat("implausible dimension ", b.shape[d], " (element count overflows)"));
     }
+    at = r.pos();
     b.offset = r.i64("offset");
+    if (b.offset < -1 || b.offset > kMaxSizeBytes) r.error(at, detail::concat("implausible offset ", b.offset));
     at = r.pos();
     b.bytes = r.i64("bytes");
-    if (b.bytes < 0) r.error(at, detail::concat("negative byte size ", b.bytes));
+    if (b.bytes < 0 || b.bytes > kMaxSizeBytes) r.error(at, detail::concat("implausible byte size ", b.bytes));
   }
 
   size_t nker = r.count("kernel count", kMinKernelBytes);
@@ -441,8 +453,16 @@ void read_plan(Reader& r, Plan& p) {
       r.error(at, detail::concat("kernel id ", c.kernel, " out of range (", nker, " kernels)"));
     c.inputs = read_buffer_ids(r, nbuf, true, "input count", "input buffer id");
     c.outputs = read_buffer_ids(r, nbuf, false, "output count", "output buffer id");
-    for (auto& g : c.global) g = r.i64("global size");
-    for (auto& l : c.local) l = r.i64("local size");
+    for (auto& g : c.global) {
+      at = r.pos();
+      g = r.i64("global size");
+      if (g < 0 || g > kMaxSizeBytes) r.error(at, detail::concat("implausible global size ", g));
+    }
+    for (auto& l : c.local) {
+      at = r.pos();
+      l = r.i64("local size");
+      if (l < 0 || l > kMaxSizeBytes) r.error(at, detail::concat("implausible local size ", l));
+    }
     c.label = r.str("label");
   }
 

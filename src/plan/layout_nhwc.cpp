@@ -13,7 +13,8 @@
 //      domain layout for data slots, Linear elsewhere) reads a converted copy made by a Reorder
 //      call inserted before it (one copy per buffer and layout, reused by later readers); a
 //      domain-NHWC call writing a Linear buffer (a plan Output, ...) writes an NHWC temporary
-//      that a Reorder after it converts. Kernels used only by NHWC calls get a "_nhwc" suffix.
+//      that a Reorder after it converts. Existing Reorder calls are left alone, so the pass is
+//      idempotent. Kernels used only by NHWC calls get a "_nhwc" suffix.
 // Invariant: every call reads and writes each operand in the layout its kernel expects, the
 // values computed are unchanged, Input/Output/Constant buffers keep their layout; new buffers
 // are unplanned Intermediates (memory planning runs after this pass).
@@ -169,12 +170,16 @@ struct NhwcPass {
     std::set<int> nhwc_kernels, linear_kernels;
     for (size_t ci = 0; ci < p.calls.size(); ++ci) {
       Call c = p.calls[ci];
+      if (p.kernels[size_t(c.kernel)].op == OpKind::Reorder) {  // converts on purpose
+        out.push_back(std::move(c));
+        continue;
+      }
       const Layout dom = nhwc_domain[ci] ? Layout::NHWC : Layout::Linear;
       (nhwc_domain[ci] ? nhwc_kernels : linear_kernels).insert(c.kernel);
       for (size_t i = 0; i < c.inputs.size(); ++i) {
         const int id = c.inputs[i];
         if (id < 0) continue;
-        const Buffer& b = buf(id);
+        const Buffer b = buf(id);  // a copy: new buffers may be added below
         const Layout need = cls[ci].capable && cls[ci].data_in[i] ? dom : Layout::Linear;
         if (b.layout == need || layout_free(b.shape) || (b.layout != Layout::NHWC && need == Layout::Linear)) continue;
         if (b.layout != Layout::Linear && b.layout != Layout::NHWC) continue;  // packed formats are not ours

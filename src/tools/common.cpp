@@ -99,11 +99,15 @@ runtime::NamedTensors gather_inputs(const Args& a, const runtime::Session& sessi
   }
   bool missing = std::find(have.begin(), have.end(), false) != have.end();
   if (missing) {
-    if (!allow_random) {
+    // Inputs from files are all-or-nothing unless --seed asks for random values for the rest.
+    bool from_files = a.has("--inputs") || a.has("--input");
+    if (!allow_random || (from_files && !a.has("--seed"))) {
       std::string names;
       for (size_t i = 0; i < specs.size(); ++i)
         if (!have[i]) names += (names.empty() ? "" : ", ") + specs[i].first;
-      fail("missing model input(s): ", names);
+      fail("missing model input(s): ", names,
+           a.has("--inputs") ? " (not in " + a.get("--inputs") + ")" : std::string(),
+           allow_random ? "; give them with --input NAME=FILE.npy or add --seed S for random values" : "");
     }
     uint64_t seed = uint64_t(a.get_int("--seed", 0));
     for (auto& [name, t] : session.random_inputs(seed))

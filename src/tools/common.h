@@ -44,8 +44,9 @@ plan::Plan load_model(const std::string& path, const std::string& backend);
 backend::Options backend_options(const Args& a);
 
 // Model inputs for `session` from --inputs NPZ (keys = input names; other keys are ignored),
-// --input NAME=FILE.npy (repeatable, overrides) and, for inputs still missing, random values
-// from --seed (default 0) when `allow_random`; otherwise a missing input is an error.
+// --input NAME=FILE.npy (repeatable, overrides) and, when `allow_random`, random values from
+// --seed (default 0) for inputs not given by file: all of them when no file was given, else only
+// when --seed is given explicitly. Otherwise a missing input is an error naming it.
 runtime::NamedTensors gather_inputs(const Args& a, const runtime::Session& session, bool allow_random);
 
 struct LatencyStats {

@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <numbers>
 #include <numeric>
 #include <random>
 
@@ -84,9 +85,9 @@ class Rng {
     while (u1 <= 0) u1 = uniform();
     double u2 = uniform();
     double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = r * std::sin(2.0 * M_PI * u2);
+    spare_ = r * std::sin(2.0 * std::numbers::pi * u2);
     have_spare_ = true;
-    return r * std::cos(2.0 * M_PI * u2);
+    return r * std::cos(2.0 * std::numbers::pi * u2);
   }
 
  private:
@@ -97,7 +98,10 @@ class Rng {
 
 std::string join_dims(const std::vector<int64_t>& v) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
   return s;
 }
 
@@ -252,7 +256,7 @@ class Builder {
 
   // GELU in the erf form torch.onnx.export writes for nn.GELU().
   std::string gelu(const std::string& scope, const std::string& x) {
-    std::string c0 = constant(scope, "Constant", float(M_SQRT2));
+    std::string c0 = constant(scope, "Constant", float(std::numbers::sqrt2));
     std::string d = node("Div", scope + "/Div", {x, c0})->output(0);
     std::string e = node("Erf", scope + "/Erf", {d})->output(0);
     std::string c1 = constant(scope, "Constant_1", 1.0f);

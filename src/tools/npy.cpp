@@ -129,8 +129,9 @@ class DictParser {
     uint64_t v = 0;
     constexpr uint64_t kMaxDim = uint64_t(1) << 62;
     while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') {
-      v = v * 10 + uint64_t(t_[i_] - '0');
-      if (v > kMaxDim) error("dimension too large");
+      uint64_t digit = uint64_t(t_[i_] - '0');
+      if (v > (kMaxDim - digit) / 10) error("dimension too large");
+      v = v * 10 + digit;
       ++i_;
     }
     if (i_ == start) error("expected a non-negative integer");

@@ -11,6 +11,7 @@
 #include "core/metrics.h"
 #include "kernels/reference.h"
 #include "ops/shape_infer.h"
+#include "plan/passes.h"
 #include "plan/plan.h"
 #include "test_util.h"
 
@@ -30,9 +31,19 @@ inline Tensor rnd(const Shape& s, uint64_t seed, float lo = -1.f, float hi = 1.f
 
 // Output shapes/dtypes from shape inference unless given.
 inline std::vector<ValueInfo> infer_outs(OpKind op, const Attrs& a, const std::vector<Arg>& args,
-                                         std::vector<ValueInfo> outs) {
+                                         std::vector<ValueInfo> outs, const std::vector<PostOp>& post = {}) {
+  auto referenced_by_post_op = [&](size_t i) {
+    for (const PostOp& p : post)
+      if (p.input == int(i)) return true;
+    return false;
+  };
+  // Shape inference sees the op's own inputs: not the trailing post-op operands, not trailing
+  // absent optional inputs.
+  size_t n = args.size();
+  while (n > 0 && (args[n - 1].absent || referenced_by_post_op(n - 1))) --n;
   std::vector<ValueInfo> ins;
-  for (const Arg& x : args) ins.push_back(x.absent ? ValueInfo{} : ValueInfo{x.t.dtype(), x.t.shape(), &x.t});
+  for (size_t i = 0; i < n; ++i)
+    ins.push_back(args[i].absent ? ValueInfo{} : ValueInfo{args[i].t.dtype(), args[i].t.shape(), &args[i].t});
   infer_shapes(op, a, ins, outs);
   return outs;
 }
@@ -44,7 +55,7 @@ struct OneCallResult {
 // Builds the plan, runs it on the cpu backend (twice: runs must be bit-identical) and ref::run.
 inline OneCallResult run_one_call(OpKind op, const Attrs& a, const std::vector<PostOp>& post,
                                   const std::vector<Arg>& args, std::vector<ValueInfo> outs, int threads,
-                                  std::vector<plan::Layout> in_layouts = {}) {
+                                  bool nhwc = false) {
   plan::Plan p;
   p.target = "cpu";
   plan::Kernel k;
@@ -57,6 +68,34 @@ inline OneCallResult run_one_call(OpKind op, const Attrs& a, const std::vector<P
   c.kernel = kid;
   c.label = std::string("node_") + op_name(op);
   std::vector<const Tensor*> feeds;
+  // In nhwc mode the call's activations are temporaries copied from/to the plan's Inputs and
+  // Outputs by Identity calls, so that the NHWC pass can give them NHWC storage.
+  plan::Kernel idk;
+  idk.name = "copy";
+  idk.op = OpKind::Identity;
+  const int copy_kid = nhwc ? p.add_kernel(idk) : -1;
+  // 4-D f32 inputs come through a 1x1 MaxPool (an exact identity that the pass treats as a
+  // spatial op), so element-wise calls under test see NHWC inputs too.
+  plan::Kernel mpk;
+  mpk.name = "maxpool_1x1";
+  mpk.op = OpKind::MaxPool;
+  mpk.attrs.set("kernel", std::vector<int64_t>{1, 1});
+  mpk.attrs.set("strides", std::vector<int64_t>{1, 1});
+  mpk.attrs.set("pads", std::vector<int64_t>{0, 0, 0, 0});
+  mpk.attrs.set("dilations", std::vector<int64_t>{1, 1});
+  const int pool_kid = nhwc ? p.add_kernel(mpk) : -1;
+  std::vector<plan::Call> before, after;
+  auto wrap = [&](int id, bool is_input) {
+    if (!nhwc) return id;
+    plan::Buffer t = p.buffers[size_t(id)];
+    t.name += "_tmp";
+    t.kind = plan::BufferKind::Intermediate;
+    int tid = p.add_buffer(t);
+    const bool spatial = t.shape.size() == 4 && t.dtype == DType::F32;
+    if (is_input) before.push_back({spatial ? pool_kid : copy_kid, {id}, {tid}, {}, {}, "copy_in"});
+    else after.push_back({copy_kid, {tid}, {id}, {}, {}, "copy_out"});
+    return tid;
+  };
   for (const Arg& x : args) {
     if (x.absent) {
       c.inputs.push_back(-1);
@@ -70,7 +109,7 @@ inline OneCallResult run_one_call(OpKind op, const Attrs& a, const std::vector<P
                      plan::BufferKind::Input};
       int id = p.add_buffer(b);
       p.inputs.push_back(id);
-      c.inputs.push_back(id);
+      c.inputs.push_back(wrap(id, true));
       feeds.push_back(&x.t);
     }
   }
@@ -80,12 +119,19 @@ inline OneCallResult run_one_call(OpKind op, const Attrs& a, const std::vector<P
                    plan::BufferKind::Output};
     int id = p.add_buffer(b);
     p.outputs.push_back(id);
-    c.outputs.push_back(id);
+    c.outputs.push_back(wrap(id, false));
     r.cpu.emplace_back(outs[i].dtype, outs[i].shape);
     r.ref.emplace_back(outs[i].dtype, outs[i].shape);
   }
+  p.calls = before;
   p.calls.push_back(c);
-  (void)in_layouts;
+  p.calls.insert(p.calls.end(), after.begin(), after.end());
+  if (nhwc) {
+    // Through the NHWC pass: Reorders around the call, which then runs on NHWC temporaries.
+    EXPECT_TRUE(plan::assign_nhwc_layout(p)) << "nhwc pass did not apply to " << op_name(op);
+    plan::plan_memory(p);
+    plan::validate(p);
+  }
 
   backend::Options o;
   o.threads = threads;
@@ -126,9 +172,10 @@ inline void expect_close(const OneCallResult& r, const std::string& what) {
 }
 
 inline void check(OpKind op, const Attrs& a, const std::vector<PostOp>& post, const std::vector<Arg>& args,
-                  int threads, const std::string& what, std::vector<ValueInfo> outs = {ValueInfo{}}) {
-  std::vector<ValueInfo> o = infer_outs(op, a, args, std::move(outs));
-  expect_close(run_one_call(op, a, post, args, o, threads), what);
+                  int threads, const std::string& what, std::vector<ValueInfo> outs = {ValueInfo{}},
+                  bool nhwc = false) {
+  std::vector<ValueInfo> o = infer_outs(op, a, args, std::move(outs), post);
+  expect_close(run_one_call(op, a, post, args, o, threads, nhwc), what + (nhwc ? " [nhwc]" : ""));
 }
 
 inline PostOp unary_po(OpKind k, float alpha = 0.f, float beta = 0.f) {

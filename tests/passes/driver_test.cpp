@@ -31,6 +31,22 @@ TEST(GraphPassDriver, UnknownDisabledNameListsValidOnes) {
   }
 }
 
+TEST(GraphPassDriver, ShapeCheckAfterAChangeNamesPassAndNode) {
+  GraphBuilder b;
+  int x = b.input("x", {3});
+  int r = b.node(OpKind::Relu, {b.node(OpKind::Identity, {x})}, {}, nullptr, "bad_relu");
+  b.g.values[r].shape = {4};  // corrupt the stored shape: only the driver's check can see it
+  b.output(r);
+  try {
+    ir::run_graph_passes(b.g);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("drop_identity"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("bad_relu"), std::string::npos) << msg;
+  }
+}
+
 // x -> Conv -> BN -> GELU(erf) -> Conv(1x1) -> Mul(layer scale) -> Add(residual x) -> Relu,
 // with an Identity alias of a weight and a Cast to the same dtype in between.
 GraphBuilder fastvit_block() {

@@ -157,7 +157,8 @@ TEST(FoldBatchNorm, Float16Conv) {
   Tensor p[4] = {test::random_f32({4}, 102, 0.5f, 1.5f), test::random_f32({4}, 103),
                  test::random_f32({4}, 104), test::random_f32({4}, 105, 0.5f, 2.f)};
   std::vector<int> ins = {conv};
-  for (int i = 0; i < 4; ++i) ins.push_back(b.constant("p" + std::to_string(i), p[i].cast(DType::F16)));
+  const char* names[4] = {"bn_scale", "bn_bias", "bn_mean", "bn_var"};
+  for (int i = 0; i < 4; ++i) ins.push_back(b.constant(names[i], p[i].cast(DType::F16)));
   b.output(b.node(OpKind::BatchNorm, ins));
   ir::Graph before = b.g;
   ASSERT_TRUE(ir::fold_batchnorm(b.g));

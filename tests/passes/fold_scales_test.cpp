@@ -141,9 +141,9 @@ TEST(FoldScales, NegativeCases) {
     c.b.output(c.b.node(OpKind::Div, {c.conv, c.b.constant("z", Tensor::from_f32({4, 1, 1}, {1, 0, 2, 3}))}));
     EXPECT_FALSE(ir::fold_scales(c.b.g));
   }
-  {  // the constant would enlarge the output (batch 3 vs 2)
+  {  // the constant would enlarge the output (rank 5)
     ConvGraph c;
-    c.b.output(c.b.node(OpKind::Mul, {c.conv, c.b.random_const("s", {3, 4, 1, 1}, 46)}));
+    c.b.output(c.b.node(OpKind::Mul, {c.conv, c.b.random_const("s", {1, 1, 4, 1, 1}, 46)}));
     EXPECT_FALSE(ir::fold_scales(c.b.g));
   }
   {  // runtime weights cannot take a scale

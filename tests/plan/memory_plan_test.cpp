@@ -2,6 +2,7 @@
 
 #include "plan/liveness.h"
 #include "plan/passes.h"
+#include "core/error.h"
 #include "plan/plan.h"
 
 namespace opv::plan {
@@ -71,19 +72,19 @@ TEST(Validate, CatchesOverlapAndBadIds) {
   plan_memory(p);
   Plan bad = p;
   bad.buffers[2].offset = bad.buffers[1].offset;  // t0 and t1 live together at c1
-  EXPECT_THROW(validate(bad), Error);
+  EXPECT_THROW(validate(bad), opv::Error);
   bad = p;
   bad.calls[1].inputs[0] = 99;
-  EXPECT_THROW(validate(bad), Error);
+  EXPECT_THROW(validate(bad), opv::Error);
   bad = p;
   bad.calls[0].outputs[0] = 0;  // writes the input buffer
-  EXPECT_THROW(validate(bad), Error);
+  EXPECT_THROW(validate(bad), opv::Error);
   bad = p;
   std::swap(bad.calls[0], bad.calls[1]);  // reads before written
-  EXPECT_THROW(validate(bad), Error);
+  EXPECT_THROW(validate(bad), opv::Error);
   bad = p;
   bad.outputs.clear();
-  EXPECT_THROW(validate(bad), Error);
+  EXPECT_THROW(validate(bad), opv::Error);
 }
 
 TEST(Validate, ConstantsInsideWeights) {
@@ -92,7 +93,7 @@ TEST(Validate, ConstantsInsideWeights) {
   int c = p.add_constant("w", DType::F32, {4}, Layout::Linear, w, sizeof w);
   validate(p);
   p.buffers[c].offset = int64_t(p.weights.size());
-  EXPECT_THROW(validate(p), Error);
+  EXPECT_THROW(validate(p), opv::Error);
 }
 
 }  // namespace

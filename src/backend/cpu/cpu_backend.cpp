@@ -162,7 +162,7 @@ class CpuBackend final : public Backend {
         fail(c.where(), ": oneDNN: ", e.what());
       }
       if (!main) main = build_glue_step(c), done = 0;
-      if (!main) main = build_ref_step(c), done = c.kernel.post_ops.size();
+      if (!main) main = build_ref_step(c), done = c.kernel.post_ops.size(), fprintf(stderr, "TMPDEBUG ref %s\n", c.where().c_str());
       OPV_CHECK(main, "cpu backend: ", c.where(), " is not supported (dtypes/layouts of its buffers)");
       StepFn post;
       if (done < c.kernel.post_ops.size()) post = build_post_op_step(c, done);
@@ -202,7 +202,7 @@ class CpuBackend final : public Backend {
       }
       strm_.wait();
     } catch (const dnnl::error& e) {
-      fail("cpu backend: oneDNN failed during run: ", e.what());
+      fail("cpu backend: oneDNN failed during run: ", e.what(), " (status ", int(e.status), ")");
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       const BufView& v = views_[size_t(out_ids_[i])];

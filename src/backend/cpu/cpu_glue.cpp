@@ -284,7 +284,9 @@ StepFn build_cast(CallCtx& c) {
   LoopNest n = make_nest(y.shape, {logical_strides(y.shape, y.layout), logical_strides(x.shape, x.layout)},
                          {esize(y), esize(x)}, c.threads);
   std::vector<char*> base{static_cast<char*>(y.ptr), static_cast<char*>(x.ptr)};
-  if (from == to) return copy_step(y.shape, n.strides[0], n.strides[1], base[0], base[1], esize(x), c.threads);
+  if (from == to)
+    return copy_step(y.shape, logical_strides(y.shape, y.layout), logical_strides(x.shape, x.layout), base[0], base[1],
+                     esize(x), c.threads);
   if (from == DType::U8 && to == DType::F32)
     return [n, base] {
       run_nest(n, base, [](int64_t cnt, char** p, const int64_t* st) {

@@ -3,6 +3,7 @@
 #include "kernels/reference/common.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/half.h"
 

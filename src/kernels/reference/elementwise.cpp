@@ -7,6 +7,7 @@
 //    (sign of the divisor, or of the dividend when fmod=1); division by zero is an error.
 // 3. Bool: And/Or/Not, comparisons produce Bool, Where selects by a Bool condition.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/reference.h"
@@ -244,6 +245,10 @@ void run_unary(const Args& a) {
   }
   if (a.op == OpKind::Identity && x.dtype() == y.dtype()) {
     std::memcpy(y.raw(), x.raw(), x.nbytes());
+    return;
+  }
+  if (a.op == OpKind::Clip) {  // bounds kept in double (integer clips in shape arithmetic)
+    unary_into(a, a.op, a.attrs.f("min", -INFINITY), a.attrs.f("max", INFINITY), x, y);
     return;
   }
   PostOp p = unary_post_op(a.op, a.attrs);

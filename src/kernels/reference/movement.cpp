@@ -6,6 +6,7 @@
 // 3. Concat/Split/Gather: contiguous blocks of outer x (axis extent x inner) elements.
 // Output shapes come from the output tensors and are checked against the attributes.
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/reference/common.h"
 

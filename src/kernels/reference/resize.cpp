@@ -22,27 +22,32 @@ struct Axis {
   double scale, roi_start, roi_end;
 };
 
-double original_coord(const Args& a, const std::string& mode, const Axis& ax, int64_t o) {
-  const double x = double(o), s = ax.scale;
-  const double in = double(ax.len_in), out = double(ax.len_out);
-  if (mode == "half_pixel") return (x + 0.5) / s - 0.5;
+// Evaluated in float (the half_pixel_symmetric sum in double), in the operation order of
+// onnxruntime's CPU Resize: nearest rounding is discontinuous, so coordinates must round
+// exactly as the reference runtime's do (e.g. 3 / 0.6f is 5.0f in float, 4.99999998 in double).
+float original_coord(const Args& a, const std::string& mode, const Axis& ax, int64_t o) {
+  const float x = float(o), s = float(ax.scale);
+  const float in = float(ax.len_in), out = float(ax.len_out);
+  const float rs = float(ax.roi_start), re = float(ax.roi_end);
+  if (mode == "half_pixel") return (x + 0.5f) / s - 0.5f;
   if (mode == "half_pixel_symmetric") {
-    const double adjustment = out / (s * in);
-    const double offset = in / 2 * (1 - adjustment);
-    return offset + (x + 0.5) / s - 0.5;
+    const float output_width = s * in;
+    const float adjustment = out / output_width;
+    const float center = in / 2;
+    const float offset = center * (1 - adjustment);
+    return float(double(offset) + (double(x) + 0.5) / double(s) - 0.5);  // this sum in double
   }
-  if (mode == "pytorch_half_pixel") return ax.len_out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-  if (mode == "align_corners") return ax.len_out > 1 ? x * (in - 1) / (out - 1) : 0.0;
+  if (mode == "pytorch_half_pixel") return ax.len_out > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
+  if (mode == "align_corners") return ax.len_out > 1 ? x * (in - 1) / (out - 1) : 0.0f;
   if (mode == "asymmetric") return x / s;
   if (mode == "tf_crop_and_resize")
-    return ax.len_out > 1 ? ax.roi_start * (in - 1) + x * (ax.roi_end - ax.roi_start) * (in - 1) / (out - 1)
-                          : 0.5 * (ax.roi_start + ax.roi_end) * (in - 1);
+    return ax.len_out > 1 ? rs * (in - 1) + (x * (re - rs) * (in - 1)) / (out - 1) : 0.5f * (rs + re) * (in - 1);
   a.error("unknown coordinate transformation mode '", mode, "'");
 }
 
-int64_t nearest_index(const Args& a, const std::string& mode, double x) {
-  const double fl = std::floor(x);
-  const bool half = x - fl == 0.5;
+int64_t nearest_index(const Args& a, const std::string& mode, float x) {
+  const float fl = std::floor(x);
+  const bool half = x - fl == 0.5f;
   if (mode == "round_prefer_floor") return int64_t(half ? fl : std::round(x));
   if (mode == "round_prefer_ceil") return int64_t(half ? fl + 1 : std::round(x));
   if (mode == "floor") return int64_t(fl);
@@ -84,8 +89,8 @@ void run_resize(const Args& a) {
     for (int64_t d = 0; d < r; ++d) {
       const Axis& ax = axes[size_t(d)];
       for (int64_t o = 0; o < ax.len_out; ++o) {
-        const double c = original_coord(a, coord, ax, o);
-        if (tf_crop && (c < 0 || c > double(ax.len_in - 1))) {
+        const float c = original_coord(a, coord, ax, o);
+        if (tf_crop && (c < 0 || c > float(ax.len_in - 1))) {
           tables[size_t(d)].push_back(-1);
           continue;
         }
@@ -116,7 +121,7 @@ void run_resize(const Args& a) {
   auto taps = [&](const Axis& ax) {
     std::vector<Tap> t;
     for (int64_t o = 0; o < ax.len_out; ++o) {
-      double c = original_coord(a, coord, ax, o);
+      double c = double(original_coord(a, coord, ax, o));
       const bool outside = tf_crop && (c < 0 || c > double(ax.len_in - 1));
       c = std::clamp(c, 0.0, double(ax.len_in - 1));
       const int64_t i0 = int64_t(std::floor(c));

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""CPU benchmark: opvision's cpu backend against onnxruntime's CPU provider on the same model(s),
+in one run, for each thread count.
+
+For every MODEL and every T in --threads:
+  1. `opvision bench MODEL --backend cpu --threads T --warmup W --iters N --seed S --json` in a child
+     process: its median/min/p90 latency, and the plan's arena bytes (from the JSON, or from
+     `opvision inspect MODEL --json` when the bench JSON does not carry them);
+  2. onnxruntime in a child python process (this script with --ort-child): intra_op_num_threads=T,
+     inter_op_num_threads=1, sequential execution, all graph optimisations, the same input names,
+     shapes and dtypes (seeded random values; these networks have no data-dependent control flow),
+     W warm-up runs then N timed runs.
+Peak RSS of each child comes from wait4()'s rusage (ru_maxrss), so each side is measured alone.
+Linux carries the parent's high-water RSS across fork+exec into ru_maxrss, so this script keeps
+its own process lean (no numpy/onnxruntime import) and prints that floor; onnxruntime's figure
+includes its python interpreter and numpy.
+Without MODEL, the default openpilot-architecture model is generated with `opvision make-model`.
+
+Usage: bench/bench_cpu.py [MODEL ...] [--iters 50] [--warmup 10] [--threads 1,2] [--opvision PATH]
+       [--json OUT.json]
+"""
+import argparse
+import json
+import os
+import pathlib
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+MIB = 1024.0 * 1024.0
+
+
+def find_opvision(arg):
+    for cand in ([arg] if arg else []) + ["./build/opvision", str(REPO / "build" / "opvision")]:
+        p = pathlib.Path(cand)
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p.resolve())
+    sys.exit(f"bench_cpu: opvision binary not found (tried {arg or './build/opvision'} and "
+             f"{REPO / 'build' / 'opvision'}); build it or pass --opvision PATH")
+
+
+def run_child(cmd, timeout):
+    """Runs cmd; returns (returncode, stdout, stderr, peak_rss_bytes, wall_s)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err)
+        deadline = t0 + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid == p.pid:
+                break
+            if time.perf_counter() > deadline:
+                p.kill()
+                pid, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.01)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        return (p.returncode, out.read().decode(errors="replace"),
+                err.read().decode(errors="replace"), ru.ru_maxrss * 1024, wall)
+
+
+def find_key(obj, pattern):
+    """First numeric value whose key matches pattern (depth-first over nested dicts)."""
+    rx = re.compile(pattern)
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if rx.search(k) and isinstance(v, (int, float)) and not isinstance(v, bool):
+                return float(v)
+        for v in obj.values():
+            r = find_key(v, pattern)
+            if r is not None:
+                return r
+    return None
+
+
+def parse_json(text):
+    """The last JSON object printed on stdout."""
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        start = text.rfind("\n{")
+        return json.loads(text[start + 1:] if start >= 0 else text[text.find("{"):])
+
+
+def bench_opvision(opv, model, threads, args):
+    cmd = [opv, "bench", model, "--backend", "cpu", "--threads", str(threads), "--warmup",
+           str(args.warmup), "--iters", str(args.iters), "--seed", str(args.seed), "--json"]
+    rc, out, err, rss, _ = run_child(cmd, args.timeout)
+    if rc != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {rc}:\n{err[-2000:]}")
+    obj = parse_json(out)
+    res = {"median_ms": find_key(obj, r"^median(_ms)?$"), "min_ms": find_key(obj, r"^min(_ms)?$"),
+           "p90_ms": find_key(obj, r"^p90(_ms)?$"), "peak_rss": rss,
+           "arena_bytes": find_key(obj, r"arena")}
+    if res["median_ms"] is None:
+        raise RuntimeError(f"no median in opvision bench --json output: {out[:500]}")
+    return res
+
+
+def arena_from_inspect(opv, model, args):
+    """Arena bytes from `opvision inspect` (its JSON when it has one, else the `arena N B` line)."""
+    for cmd in ([opv, "inspect", model, "--target", "cpu", "--json"],
+                [opv, "inspect", model, "--target", "cpu"]):
+        rc, out, _, _, _ = run_child(cmd, args.timeout)
+        if rc != 0:
+            continue
+        try:
+            v = find_key(parse_json(out), r"arena")
+            if v is not None:
+                return v
+        except ValueError:
+            pass
+        m = re.search(r"^arena\s+(\d+) B", out, re.M)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def bench_ort(model, threads, args):
+    cmd = [sys.executable, __file__, "--ort-child", model, "--threads", str(threads),
+           "--iters", str(args.iters), "--warmup", str(args.warmup), "--seed", str(args.seed)]
+    rc, out, err, rss, _ = run_child(cmd, args.timeout)
+    if rc != 0:
+        raise RuntimeError(f"onnxruntime child exited {rc}:\n{err[-2000:]}")
+    res = json.loads(out.strip().splitlines()[-1])
+    res["peak_rss"] = rss
+    return res
+
+
+def ort_child(args):
+    """Runs in the child process: times onnxruntime and prints one JSON line."""
+    import numpy as np
+    import onnxruntime as ort
+    model = args.models[0]
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(args.threads)
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(args.seed)
+    np_types = {"tensor(uint8)": np.uint8, "tensor(float)": np.float32,
+                "tensor(float16)": np.float16, "tensor(int64)": np.int64}
+    feeds = {}
+    for i in sess.get_inputs():
+        dt = np_types[i.type]
+        if np.issubdtype(dt, np.integer):
+            feeds[i.name] = rng.integers(0, 256 if dt == np.uint8 else 8, i.shape, dtype=dt)
+        else:
+            feeds[i.name] = rng.standard_normal(i.shape).astype(dt)
+    for _ in range(args.warmup):
+        sess.run(None, feeds)
+    ts = []
+    for _ in range(args.iters):
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        ts.append((time.perf_counter() - t) * 1e3)
+    ts = np.array(ts)
+    print(json.dumps({"median_ms": float(np.median(ts)), "min_ms": float(ts.min()),
+                      "p90_ms": float(np.percentile(ts, 90)), "version": ort.__version__}))
+
+
+def fmt(v, scale=1.0, prec=2):
+    return "-" if v is None else f"{v / scale:.{prec}f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="*", help="ONNX models (default: generate the default model)")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--opvision", default=None, help="opvision binary (default ./build/opvision)")
+    ap.add_argument("--workdir", default=None, help="where a generated model goes")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per child process")
+    ap.add_argument("--json", default=None, help="also write the results as JSON here")
+    ap.add_argument("--ort-child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.ort_child:
+        return ort_child(args)
+    if args.iters < 1 or args.warmup < 0:
+        sys.exit("bench_cpu: --iters must be >= 1 and --warmup >= 0")
+    try:
+        thread_list = [int(t) for t in args.threads.split(",") if t.strip()]
+    except ValueError:
+        sys.exit(f"bench_cpu: --threads must be a comma-separated list of integers, got {args.threads!r}")
+    if not thread_list or min(thread_list) < 1:
+        sys.exit("bench_cpu: --threads needs positive thread counts")
+    opv = find_opvision(args.opvision)
+
+    models = list(args.models)
+    if not models:
+        work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="opv_bench_"))
+        work.mkdir(parents=True, exist_ok=True)
+        path = work / "opvision_default.onnx"
+        rc, _, err, _, wall = run_child([opv, "make-model", str(path)], args.timeout)
+        if rc != 0:
+            sys.exit(f"bench_cpu: make-model failed:\n{err}")
+        print(f"generated the default model: {path} ({wall:.1f} s)", file=sys.stderr)
+        models = [str(path)]
+    for m in models:
+        if not pathlib.Path(m).is_file():
+            sys.exit(f"bench_cpu: model {m} not found")
+
+    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs; "
+          f"opvision {opv}; warmup {args.warmup}, iters {args.iters}", file=sys.stderr)
+    rows = []
+    for m in models:
+        arena = None
+        for t in thread_list:
+            print(f"[{pathlib.Path(m).name} T={t}] opvision ...", file=sys.stderr, flush=True)
+            o = bench_opvision(opv, m, t, args)
+            if o["arena_bytes"] is None and arena is None:
+                arena = arena_from_inspect(opv, m, args)
+            o["arena_bytes"] = o["arena_bytes"] if o["arena_bytes"] is not None else arena
+            print(f"[{pathlib.Path(m).name} T={t}] onnxruntime ...", file=sys.stderr, flush=True)
+            r = bench_ort(m, t, args)
+            rows.append({"model": m, "threads": t, "opvision": o, "onnxruntime": r,
+                         "ratio": o["median_ms"] / r["median_ms"]})
+
+    ort_version = rows[0]["onnxruntime"].get("version", "?") if rows else "?"
+    floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(f"onnxruntime {ort_version}; RSS figures below {floor:.0f} MiB are this script's "
+          f"own floor (see the header comment)", file=sys.stderr)
+    hdr = (f"{'model':28s} {'T':>2s} {'opv med':>8s} {'opv min':>8s} {'opv p90':>8s} "
+           f"{'ort med':>8s} {'ort p90':>8s} {'opv/ort':>7s} {'opv RSS':>8s} {'ort RSS':>8s} "
+           f"{'arena':>8s}")
+    print(hdr)
+    print(f"{'':28s} {'':>2s} {'ms':>8s} {'ms':>8s} {'ms':>8s} {'ms':>8s} {'ms':>8s} {'':>7s} "
+          f"{'MiB':>8s} {'MiB':>8s} {'MiB':>8s}")
+    for r in rows:
+        o, x = r["opvision"], r["onnxruntime"]
+        print(f"{pathlib.Path(r['model']).name[:28]:28s} {r['threads']:>2d} "
+              f"{fmt(o['median_ms']):>8s} {fmt(o['min_ms']):>8s} {fmt(o['p90_ms']):>8s} "
+              f"{fmt(x['median_ms']):>8s} {fmt(x['p90_ms']):>8s} {r['ratio']:>7.2f} "
+              f"{fmt(o['peak_rss'], MIB, 1):>8s} {fmt(x['peak_rss'], MIB, 1):>8s} "
+              f"{fmt(o['arena_bytes'], MIB, 2):>8s}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": platform.node(), "cpus": os.cpu_count(), "iters": args.iters,
+                       "onnxruntime": ort_version, "rss_floor_mib": floor,
+                       "warmup": args.warmup, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1876 @@
+// The ir3 encoding table: our own compact description of the Adreno shader ISA (categories
+// 0-7), written from reading Mesa's isaspec XML (../shared/ir3/isa) and the vectors in
+// ../shared/ir3/vectors.tsv. Decode, print, parse and encode are all derived from it
+// (isa_model.cpp loads it).
+//
+// Format, one item per line ("//" starts a comment):
+//   enum NAME v:text ...                 value/text pairs ("v:" alone is empty text)
+//   bitset NAME [: PARENT] [size N]      an encoding; leaves (nothing extends them) are concrete
+//   gen MIN [MAX]                        generation range (chip*100)
+//   pat LO[-HI] BITS                     fixed bits, MSB first; x = don't care
+//   assert LO[-HI] BITS                  bits the encoder sets (not checked by the decoder)
+//   fld NAME LO[-HI] TYPE ["shown"] [P|P>Q ...]   field; TYPE bool/boolinv/uint/int/hex/offset/
+//                                        uoffset/float/branch or #enum/#bitset; P>Q passes the
+//                                        enclosing field P down as Q
+//   der NAME TYPE ["shown"] [wN] is EXPR derived value; `inv FIELD EXPR` lines after it say how
+//                                        the assembler recovers FIELD from it
+//   show TEMPLATE                        display; {F} prints field F, {NAME} the bitset name
+//   ovr EXPR ... end                     override: display/fields/asserts used when EXPR holds
+// Coverage: every a6xx (gen 600) encoding Mesa knows, plus the a4xx/a5xx/a7xx/a8xx forms that
+// share them. Not covered: pre-a6xx ibo/ssbo cat6 forms (ldgb/stgb/ldib/stib/atomic.s), a7xx
+// alias and a8xx-only fields — those decode as raw.
+#include "ir3/isa_model.h"
+
+namespace opv::ir3::detail {
+
+static const char* const kTable = R"ISA(
+enum #rpt 0: 1:(rpt1) 2:(rpt2) 3:(rpt3) 4:(rpt4) 5:(rpt5) 6:(rpt6) 7:(rpt7)
+enum #cond 0:lt 1:le 2:gt 3:ge 4:eq 5:ne
+enum #swiz 0:x 1:y 2:z 3:w
+enum #type 0:f16 1:f32 2:u16 3:u32 4:s16 5:s32 6:u8 7:u8_32
+enum #type-atomic 0:f16 1:f32 2:u16 3:u32 4:s16 5:s32 6:u64 7:u8_32
+enum #absneg 0: 1:(neg) 2:(abs) 3:(absneg)
+enum #flut 0:(0.0) 1:(0.5) 2:(1.0) 3:(2.0) 4:(e) 5:(pi) 6:(1/pi) 7:(1/log2(e)) 8:(log2(e)) 9:(1/log2(10)) 10:(log2(10)) 11:(4.0)
+enum #wrmask 0: 1:x 2:y 3:xy 4:z 5:xz 6:yz 7:xyz 8:w 9:xw 10:yw 11:xyw 12:zw 13:xzw 14:yzw 15:xyzw
+enum #round 0: 1:(even) 2:(pos_infinity) 3:(neg_infinity)
+enum #signedness 0:.unsigned 1:.mixed
+enum #pack8 0:.low 1:.high
+enum #c6-mode 0:imm 1:uniform 2:nonuniform
+enum #shfl-mode 1:xor 2:up 3:down 6:rup 7:rdown
+enum #dccln-type 0:.shr 1:.all
+enum #sleep-dur 0:.s 1:.l
+
+// ------------------------------------------------------------------ registers
+bitset #reg-gpr size 8
+  ovr {GPR} == 61
+    show a0.{SWIZ}
+    assert 2-7 111101
+  end
+  ovr {GPR} == 62
+    show p0.{SWIZ}
+    assert 2-7 111110
+  end
+  show r{GPR}.{SWIZ}
+  fld SWIZ 0-1 #swiz
+  fld GPR 2-7 uint
+
+bitset #reg-const size 11
+  show c{CONST}.{SWIZ}
+  fld SWIZ 0-1 #swiz
+  fld CONST 2-10 uint
+
+bitset #reg-rel-gpr size 10
+  ovr {OFFSET} == 0
+    show r<a0.x>
+  end
+  show r<a0.x + {OFFSET}>
+  fld OFFSET 0-9 int
+
+bitset #reg-rel-const size 10
+  ovr {OFFSET} == 0
+    show c<a0.x>
+  end
+  show c<a0.x + {OFFSET}>
+  fld OFFSET 0-9 int
+
+// cat2/cat4 source: gpr, const, relative, immediate or float table entry
+bitset #multisrc size 16
+
+bitset #ms-immed : #multisrc
+  ovr !{FULL}
+    show {ABSNEG}{SRC_R}h({IMMED})
+  end
+  show {ABSNEG}{SRC_R}{IMMED}
+  fld IMMED 0-10 int
+  pat 11-13 100
+  fld ABSNEG 14-15 #absneg
+
+bitset #ms-flut : #multisrc
+  fld IMMED 0-9 #flut
+  pat 11-13 101
+  fld ABSNEG 14-15 #absneg
+
+bitset #ms-flut-full : #ms-flut
+  show {ABSNEG}{SRC_R}{IMMED}
+  pat 10 0
+
+bitset #ms-flut-half : #ms-flut
+  show {ABSNEG}{SRC_R}h{IMMED}
+  pat 10 1
+
+bitset #ms-gpr : #multisrc
+  show {LAST}{ABSNEG}{SRC_R}{HALF}{SRC}
+  der HALF bool "h" is !{FULL}
+  fld SRC 0-7 #reg-gpr
+  pat 8-9 00
+  fld LAST 10 bool "(last)"
+  pat 11-13 000
+  fld ABSNEG 14-15 #absneg
+
+bitset #ms-const : #multisrc
+  show {ABSNEG}{SRC_R}{HALF}{SRC}
+  der HALF bool "h" is !{FULL}
+  fld SRC 0-10 #reg-const
+  pat 11-13 x10
+  fld ABSNEG 14-15 #absneg
+
+bitset #ms-rel : #multisrc
+  pat 11-13 001
+  fld ABSNEG 14-15 #absneg
+
+bitset #ms-rel-gpr : #ms-rel
+  show {ABSNEG}{SRC_R}{HALF}{SRC}
+  der HALF bool "h" is !{FULL}
+  fld SRC 0-9 #reg-rel-gpr
+  pat 10 0
+
+bitset #ms-rel-const : #ms-rel
+  show {ABSNEG}{SRC_R}{HALF}{SRC}
+  der HALF bool "h" is !{FULL}
+  fld SRC 0-9 #reg-rel-const
+  pat 10 1
+
+bitset #instruction size 64
+  gen 300
+
+// ------------------------------------------------------------------ cat0: flow
+bitset #cat0 : #instruction
+  fld IMMED 0-31 branch
+  fld REPEAT 40-42 #rpt
+  pat 43 x
+  fld SS 44 bool "(ss)"
+  fld EQ 48 bool "(eq)"
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 000
+
+bitset #cat0-0src : #cat0
+  show {SY}{SS}{EQ}{JP}{EOLM}{EOGM}{REPEAT}{NAME}
+  fld EOLM 32 bool "(eolm)"
+  fld EOGM 33 bool "(eogm)"
+  pat 34-36 000
+  pat 37-39 000
+  pat 45-47 000
+  pat 52-54 000
+
+bitset nop : #cat0-0src
+  pat 49-51 xx0
+  pat 55-58 0000
+bitset end : #cat0-0src
+  pat 49-51 xx0
+  pat 55-58 0110
+bitset ret : #cat0-0src
+  pat 49-51 xx0
+  pat 55-58 0100
+bitset emit : #cat0-0src
+  pat 49-51 xx0
+  pat 55-58 0111
+bitset cut : #cat0-0src
+  pat 49-51 xx0
+  pat 55-58 1000
+bitset chmask : #cat0-0src
+  pat 49-51 xx0
+  pat 55-58 1001
+bitset chsh : #cat0-0src
+  pat 49-51 xx0
+  pat 55-58 1010
+bitset flow_rev : #cat0-0src
+  pat 49-51 xx0
+  pat 55-58 1011
+bitset shpe : #cat0-0src
+  pat 49-51 xx1
+  pat 55-58 1000
+bitset predt : #cat0-0src
+  pat 49-51 xx1
+  pat 55-58 1101
+bitset predf : #cat0-0src
+  pat 49-51 xx1
+  pat 55-58 1110
+bitset prede : #cat0-0src
+  pat 49-51 xx1
+  pat 55-58 1111
+
+bitset #cat0-1src : #cat0
+  show {SY}{SS}{EQ}{JP}{NAME} {INV1}p0.{COMP1}
+  pat 32-36 00000
+  pat 37-39 000
+  pat 45-47 000
+  fld INV1 52 bool "!"
+  fld COMP1 53-54 #swiz
+
+bitset kill : #cat0-1src
+  pat 49-51 xx0
+  pat 55-58 0101
+
+bitset #cat0-immed : #cat0
+  show {SY}{SS}{JP}{NAME} #{IMMED}
+  pat 32-36 xxxxx
+  pat 37-39 xxx
+  pat 45-47 xxx
+  pat 52-54 xxx
+
+bitset jump : #cat0-immed
+  pat 49-51 xx0
+  pat 55-58 0010
+bitset call : #cat0-immed
+  pat 49-51 xx0
+  pat 55-58 0011
+bitset bkt : #cat0-immed
+  pat 49-51 xx1
+  pat 55-58 0000
+bitset getone : #cat0-immed
+  pat 49-51 xx1
+  pat 55-58 0101
+bitset shps : #cat0-immed
+  pat 49-51 xx1
+  pat 55-58 0111
+
+bitset getlast : #cat0
+  gen 600
+  show {SY}{SS}{JP}{NAME}.w{CLUSTER_SIZE} #{IMMED}
+  der CLUSTER_SIZE uint is 2 << {W}
+  pat 32-36 xxxxx
+  pat 37-39 xxx
+  pat 45-47 xxx
+  pat 49-51 xx1
+  pat 55-58 0100
+  fld W 52-54 uint
+
+bitset #cat0-branch : #cat0
+  pat 49-51 xx0
+  pat 55-58 0001
+
+bitset brac : #cat0-branch
+  show {SY}{SS}{EQ}{JP}{NAME}.{INDEX} #{IMMED}
+  fld INDEX 32-36 uint
+  pat 37-39 011
+  pat 45-47 xxx
+  pat 52-54 xxx
+
+bitset brax : #cat0-branch
+  show {SY}{SS}{JP}{NAME} #{IMMED}
+  pat 32-36 xxxxx
+  pat 37-39 110
+  pat 45-47 xxx
+  pat 52-54 xxx
+
+bitset #cat0-br1 : #cat0-branch
+  show {SY}{SS}{EQ}{JP}{NAME} {INV1}p0.{COMP1}, #{IMMED}
+  pat 32-36 xxxxx
+  pat 45-47 xxx
+  fld INV1 52 bool "!"
+  fld COMP1 53-54 #swiz
+
+bitset br : #cat0-br1
+  pat 37-39 000
+bitset bany : #cat0-br1
+  pat 37-39 100
+bitset ball : #cat0-br1
+  pat 37-39 101
+
+bitset #cat0-br2 : #cat0-branch
+  show {SY}{SS}{EQ}{JP}{NAME} {INV1}p0.{COMP1}, {INV2}p0.{COMP2}, #{IMMED}
+  pat 32-36 xxxxx
+  fld INV2 45 bool "!"
+  fld COMP2 46-47 #swiz
+  fld INV1 52 bool "!"
+  fld COMP1 53-54 #swiz
+
+bitset brao : #cat0-br2
+  pat 37-39 001
+bitset braa : #cat0-br2
+  pat 37-39 010
+
+// ------------------------------------------------------------------ cat1: mov/cov
+bitset #cat1-dst size 8
+  ovr ({OFFSET} == 0) && {DST_REL}
+    show r<a0.x>
+    fld OFFSET 0-7 uint
+  end
+  ovr {DST_REL}
+    show r<a0.x + {OFFSET}>
+    fld OFFSET 0-7 uint
+  end
+  show {DST}
+  fld DST 0-7 #reg-gpr
+
+bitset #cat1-immed-src size 32
+  ovr {SRC_TYPE} == 0
+    show h({IMMED})
+    fld IMMED 0-15 float
+  end
+  ovr {SRC_TYPE} == 1
+    show ({IMMED})
+    fld IMMED 0-31 float
+  end
+  ovr ({SRC_TYPE} == 3) && ({IMMED} > 0x1000)
+    show 0x{IMMED}
+    fld IMMED 0-31 hex
+  end
+  ovr {SRC_TYPE} == 4
+    fld IMMED 0-15 int
+  end
+  ovr {SRC_TYPE} == 5
+    fld IMMED 0-31 int
+  end
+  show {IMMED}
+  fld IMMED 0-31 uint
+
+bitset #cat1-const-src size 11
+  show {SRC_R}{HALF}{CONST}
+  fld CONST 0-10 #reg-const
+
+bitset #cat1-gpr-src size 8
+  show {LAST}{SRC_R}{HALF}{SRC}
+  fld SRC 0-7 #reg-gpr
+
+bitset #cat1-rel-gpr-src size 10
+  show {SRC_R}{HALF}{SRC}
+  fld SRC 0-9 #reg-rel-gpr
+
+bitset #cat1-rel-const-src size 10
+  show {SRC_R}{HALF}{SRC}
+  fld SRC 0-9 #reg-rel-const
+
+bitset #cat1 : #instruction
+  fld DM 42 bool "(sat)"
+  fld SS 44 bool "(ss)"
+  fld UL 45 bool "(ul)"
+  fld ROUND 55-56 #round
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 001
+
+bitset #cat1-typed : #cat1
+  der HALF bool "h" is {SRC_TYPE} == 0 || {SRC_TYPE} == 2 || {SRC_TYPE} == 4 || {SRC_TYPE} == 6 || {SRC_TYPE} == 7
+  der DST_HALF bool "h" is {DST_TYPE} == 0 || {DST_TYPE} == 2 || {DST_TYPE} == 4 || {DST_TYPE} == 6 || {DST_TYPE} == 7
+  fld DST_TYPE 46-48 #type
+  fld SRC_TYPE 50-52 #type
+
+bitset #cat1-mov : #cat1-typed
+  ovr ({DST} == 0xf4) && ({SRC_TYPE} == 4) && ({DST_TYPE} == 4)
+    show {SY}{SS}{JP}{REPEAT}{UL}mova {ROUND}{DM}a0.x, {SRC_R}{SRC}
+    assert 32-39 11110100
+    assert 46-48 100
+    assert 50-52 100
+  end
+  ovr ({DST} == 0xf5) && ({SRC_TYPE} == 2) && ({DST_TYPE} == 2)
+    show {SY}{SS}{JP}{REPEAT}{UL}mova1 {ROUND}{DM}a1.x, {SRC_R}{SRC}
+    assert 32-39 11110101
+    assert 46-48 010
+    assert 50-52 010
+  end
+  ovr {SRC_TYPE} != {DST_TYPE}
+    show {SY}{SS}{JP}{REPEAT}{UL}cov.{SRC_TYPE}{DST_TYPE} {ROUND}{DM}{DST_HALF}{DST}, {SRC}
+  end
+  show {SY}{SS}{JP}{REPEAT}{UL}mov.{SRC_TYPE}{DST_TYPE} {ROUND}{DM}{DST_HALF}{DST}, {SRC}
+  fld DST 32-39 #cat1-dst DST_REL
+  fld REPEAT 40-41 #rpt
+  fld DST_REL 49 bool
+  pat 57-58 00
+
+bitset mov-immed : #cat1-mov
+  fld SRC 0-31 #cat1-immed-src SRC_TYPE
+  fld SRC_R 43 bool "(r)"
+  pat 53-54 10
+
+bitset mov-const : #cat1-mov
+  fld SRC 0-10 #cat1-const-src SRC_R HALF
+  pat 11-31 000000000000000000000
+  fld SRC_R 43 bool "(r)"
+  pat 53-54 01
+
+bitset #cat1-mov-gpr : #cat1-mov
+  fld SRC 0-7 #cat1-gpr-src LAST SRC_R HALF
+  pat 8-9 00
+  fld LAST 10 bool "(last)"
+  fld SRC_R 43 bool "(r)"
+  pat 53-54 00
+
+bitset mov-gpr : #cat1-mov-gpr
+  pat 11-31 000000000000000000000
+
+bitset #cat1-movs : #cat1-mov-gpr
+  pat 11-22 000000000000
+  pat 31 1
+
+bitset movs-immed : #cat1-movs
+  show {SY}{SS}{JP}{REPEAT}{UL}movs.{SRC_TYPE}{DST_TYPE} {ROUND}{DM}{DST_HALF}{DST}, {SRC}, {INVOCATION}
+  fld INVOCATION 23-29 uint
+  pat 30 0
+
+bitset movs-a0 : #cat1-movs
+  show {SY}{SS}{JP}{REPEAT}{UL}movs.{SRC_TYPE}{DST_TYPE} {ROUND}{DM}{DST_HALF}{DST}, {SRC}, a0.x
+  pat 23-29 0000000
+  pat 30 1
+
+bitset #cat1-rel : #cat1-mov
+  pat 11 1
+  pat 12-31 00000000000000000000
+  fld SRC_R 43 bool "(r)"
+  pat 53-54 00
+
+bitset mov-relgpr : #cat1-rel
+  fld SRC 0-9 #cat1-rel-gpr-src SRC_R HALF
+  pat 10 0
+
+bitset mov-relconst : #cat1-rel
+  fld SRC 0-9 #cat1-rel-const-src SRC_R HALF
+  pat 10 1
+
+bitset #cat1-multi-src size 8
+  show {HALF}{REG}
+  fld REG 0-7 #reg-gpr
+
+bitset #cat1-multi-dst size 8
+  show {DST_HALF}{REG}
+  fld REG 0-7 #reg-gpr
+
+bitset #cat1-multi : #cat1-typed
+  gen 500
+  fld SRC0 0-7 #cat1-multi-src HALF
+  fld DST0 32-39 #cat1-multi-dst DST_HALF
+  pat 43 0
+  pat 49 0
+  pat 53-54 00
+  pat 57-58 10
+
+bitset swz : #cat1-multi
+  show {SY}{SS}{JP}{UL}swz.{SRC_TYPE}{DST_TYPE} {ROUND}{DM}{DST0}, {DST1}, {SRC0}, {SRC1}
+  fld SRC1 8-15 #cat1-multi-src HALF
+  fld DST1 16-23 #cat1-multi-dst DST_HALF
+  pat 24-31 00000000
+  pat 40-41 00
+
+bitset gat : #cat1-multi
+  show {SY}{SS}{JP}{UL}gat.{SRC_TYPE}{DST_TYPE} {ROUND}{DM}{DST0}, {SRC0}, {SRC1}, {SRC2}, {SRC3}
+  fld SRC1 8-15 #cat1-multi-src HALF
+  fld SRC2 16-23 #cat1-multi-src HALF
+  fld SRC3 24-31 #cat1-multi-src HALF
+  pat 40-41 01
+
+bitset sct : #cat1-multi
+  show {SY}{SS}{JP}{UL}sct.{SRC_TYPE}{DST_TYPE} {ROUND}{DM}{DST0}, {DST1}, {DST2}, {DST3}, {SRC0}
+  fld DST1 8-15 #cat1-multi-dst DST_HALF
+  fld DST2 16-23 #cat1-multi-dst DST_HALF
+  fld DST3 24-31 #cat1-multi-dst DST_HALF
+  pat 40-41 10
+
+bitset movmsk : #cat1
+  show {SY}{SS}{JP}{UL}movmsk.w{W} {DST}
+  der W uint is ({REPEAT} + 1) * 32
+    inv REPEAT {W} / 32 - 1
+  pat 0-31 00000000000000000000000000000000
+  fld DST 32-39 #cat1-dst DST_REL
+  fld REPEAT 40-41 #rpt
+  pat 43 0
+  pat 46-48 011
+  fld DST_REL 49 bool
+  pat 50-52 011
+  pat 53-54 00
+  pat 57-58 11
+
+// ------------------------------------------------------------------ cat2: 1-2 source ALU
+bitset #dst-cat2 size 8
+  ovr {GPR} == 61
+    show up0.{SWIZ}
+    assert 2-7 111101
+  end
+  ovr {GPR} == 62
+    show p0.{SWIZ}
+    assert 2-7 111110
+  end
+  show r{GPR}.{SWIZ}
+  fld SWIZ 0-1 #swiz
+  fld GPR 2-7 uint
+
+bitset #cat2 : #instruction
+  fld DST 32-39 #dst-cat2
+  fld REPEAT 40-41 #rpt
+  fld SAT 42 bool "(sat)"
+  fld SRC1_R 43 bool "(r)"
+  fld SS 44 bool "(ss)"
+  fld UL 45 bool "(ul)"
+  fld DST_CONV 46 bool
+  der DST_HALF bool "h" is ({FULL} == {DST_CONV}) && ({DST} <= 0xf7)
+  fld EI 47 bool "(ei)"
+  fld SRC2_R 51 bool "(r)"
+  fld FULL 52 bool
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 010
+  der ZERO bool "" is 0
+  der NOP uint is {SRC1_R} | ({SRC2_R} << 1)
+    inv SRC1_R {NOP} & 1
+    inv SRC2_R ({NOP} >> 1) & 1
+
+bitset #cat2-1src : #cat2
+  ovr ({SRC1_R} || {SRC2_R}) && ({REPEAT} == 0)
+    show {SY}{SS}{JP}{SAT}(nop{NOP}) {UL}{NAME} {EI}{DST_HALF}{DST}, {SRC1}
+    fld SRC1 0-15 #multisrc ZERO>SRC_R FULL
+  end
+  show {SY}{SS}{JP}{SAT}{REPEAT}{UL}{NAME} {EI}{DST_HALF}{DST}, {SRC1}
+  pat 16-31 xxxxxxxxxxxxxxxx
+  pat 48-50 xxx
+  fld SRC1 0-15 #multisrc SRC1_R>SRC_R FULL
+
+bitset #cat2-2src : #cat2
+  ovr ({SRC1_R} || {SRC2_R}) && ({REPEAT} == 0)
+    show {SY}{SS}{JP}{SAT}(nop{NOP}) {UL}{NAME} {EI}{DST_HALF}{DST}, {SRC1}, {SRC2}
+    fld SRC1 0-15 #multisrc ZERO>SRC_R FULL
+    fld SRC2 16-31 #multisrc ZERO>SRC_R FULL
+  end
+  show {SY}{SS}{JP}{SAT}{REPEAT}{UL}{NAME} {EI}{DST_HALF}{DST}, {SRC1}, {SRC2}
+  fld SRC1 0-15 #multisrc SRC1_R>SRC_R FULL
+  fld SRC2 16-31 #multisrc SRC2_R>SRC_R FULL
+  pat 48-50 xxx
+
+bitset #cat2-cond : #cat2
+  ovr ({SRC1_R} || {SRC2_R}) && ({REPEAT} == 0)
+    show {SY}{SS}{JP}{SAT}(nop{NOP}) {UL}{NAME}.{COND} {EI}{DST_HALF}{DST}, {SRC1}, {SRC2}
+    fld SRC1 0-15 #multisrc ZERO>SRC_R FULL
+    fld SRC2 16-31 #multisrc ZERO>SRC_R FULL
+  end
+  show {SY}{SS}{JP}{SAT}{REPEAT}{UL}{NAME}.{COND} {EI}{DST_HALF}{DST}, {SRC1}, {SRC2}
+  fld SRC1 0-15 #multisrc SRC1_R>SRC_R FULL
+  fld SRC2 16-31 #multisrc SRC2_R>SRC_R FULL
+  fld COND 48-50 #cond
+
+bitset #cat2-input : #cat2
+  ovr ({SRC1_R} || {SRC2_R}) && ({REPEAT} == 0)
+    show {SY}{SS}{JP}{SAT}(nop{NOP}) {UL}{NAME} {EI}{DST_HALF}{DST}, {SRC1}, {SRC2}
+    fld SRC1 0-15 #multisrc ZERO>SRC_R FULL
+    fld SRC2 16-31 #multisrc ZERO>SRC_R FULL
+  end
+  show {SY}{SS}{JP}{SAT}{REPEAT}{UL}{NAME} {EI}{DST_HALF}{DST}, {SRC1}, {SRC2}
+  fld SRC1 0-15 #multisrc SRC1_R>SRC_R FULL
+  fld SRC2 16-31 #multisrc SRC2_R>SRC_R FULL
+  pat 48-49 xx
+  pat 53-58 111001
+
+bitset bary.f : #cat2-input
+  pat 50 0
+bitset flat.b : #cat2-input
+  gen 600
+  pat 50 1
+
+bitset add.f : #cat2-2src
+  pat 53-58 000000
+bitset min.f : #cat2-2src
+  pat 53-58 000001
+bitset max.f : #cat2-2src
+  pat 53-58 000010
+bitset mul.f : #cat2-2src
+  pat 53-58 000011
+bitset sign.f : #cat2-1src
+  pat 53-58 000100
+bitset cmps.f : #cat2-cond
+  pat 53-58 000101
+bitset absneg.f : #cat2-1src
+  pat 53-58 000110
+bitset cmpv.f : #cat2-cond
+  pat 53-58 000111
+bitset floor.f : #cat2-1src
+  pat 53-58 001001
+bitset ceil.f : #cat2-1src
+  pat 53-58 001010
+bitset rndne.f : #cat2-1src
+  pat 53-58 001011
+bitset rndaz.f : #cat2-1src
+  pat 53-58 001100
+bitset trunc.f : #cat2-1src
+  pat 53-58 001101
+bitset add.u : #cat2-2src
+  pat 53-58 010000
+bitset add.s : #cat2-2src
+  pat 53-58 010001
+bitset sub.u : #cat2-2src
+  pat 53-58 010010
+bitset sub.s : #cat2-2src
+  pat 53-58 010011
+bitset cmps.u : #cat2-cond
+  pat 53-58 010100
+bitset cmps.s : #cat2-cond
+  pat 53-58 010101
+bitset min.u : #cat2-2src
+  pat 53-58 010110
+bitset min.s : #cat2-2src
+  pat 53-58 010111
+bitset max.u : #cat2-2src
+  pat 53-58 011000
+bitset max.s : #cat2-2src
+  pat 53-58 011001
+bitset absneg.s : #cat2-1src
+  pat 53-58 011010
+bitset and.b : #cat2-2src
+  pat 53-58 011100
+bitset or.b : #cat2-2src
+  pat 53-58 011101
+bitset not.b : #cat2-1src
+  pat 53-58 011110
+bitset xor.b : #cat2-2src
+  pat 53-58 011111
+bitset cmpv.u : #cat2-cond
+  pat 53-58 100001
+bitset cmpv.s : #cat2-cond
+  pat 53-58 100010
+bitset mul.u24 : #cat2-2src
+  pat 53-58 110000
+bitset mul.s24 : #cat2-2src
+  pat 53-58 110001
+bitset mull.u : #cat2-2src
+  pat 53-58 110010
+bitset bfrev.b : #cat2-1src
+  pat 53-58 110011
+bitset clz.s : #cat2-1src
+  pat 53-58 110100
+bitset clz.b : #cat2-1src
+  pat 53-58 110101
+bitset shl.b : #cat2-2src
+  pat 53-58 110110
+bitset shr.b : #cat2-2src
+  pat 53-58 110111
+bitset ashr.b : #cat2-2src
+  pat 53-58 111000
+bitset mgen.b : #cat2-2src
+  pat 53-58 111010
+bitset getbit.b : #cat2-2src
+  pat 53-58 111011
+bitset setrm : #cat2-1src
+  pat 53-58 111100
+bitset cbits.b : #cat2-1src
+  pat 53-58 111101
+bitset shb : #cat2-2src
+  pat 53-58 111110
+bitset msad : #cat2-2src
+  pat 53-58 111111
+
+// ------------------------------------------------------------------ cat3: 3 source ALU
+bitset #cat3-src size 13
+
+bitset #c3-gpr : #cat3-src
+  show {LAST}{HALF}{SRC}
+  fld SRC 0-7 #reg-gpr
+  pat 8-9 00
+  fld LAST 10 bool "(last)"
+  pat 11-12 00
+
+bitset #c3-flut : #cat3-src
+  gen 800
+  show {HALF}{IMMED}
+  pat 8-12 00111
+  fld HALF 7 bool "h"
+  assert 4-6 000
+  fld IMMED 0-3 #flut
+
+bitset #c3-alt-immed : #cat3-src
+  gen 800
+  show {IMMED}
+  pat 8-12 00110
+  fld IMMED 0-7 int
+
+bitset #c3-const-or-immed : #cat3-src
+  ovr {IMMED_ENCODING}
+    show {IMMED}
+    fld IMMED 0-11 uint
+  end
+  show {HALF}c{CONST}.{SWIZ}
+  fld SWIZ 0-1 #swiz
+  fld CONST 2-10 uint
+  pat 12 1
+  assert 11 0
+
+bitset #c3-rel : #cat3-src
+  pat 11-12 01
+
+bitset #c3-rel-gpr : #c3-rel
+  show {HALF}r<a0.x + {OFFSET}>
+  fld OFFSET 0-9 int
+  pat 10 0
+
+bitset #c3-rel-const : #c3-rel
+  show {HALF}c<a0.x + {OFFSET}>
+  fld OFFSET 0-9 int
+  pat 10 1
+
+bitset #cat3-base : #instruction
+  ovr ({SRC1_R} || {SRC2_R}) && ({REPEAT} == 0)
+    show {SY}{SS}{JP}{SAT}(nop{NOP}) {UL}{NAME} {DST_HALF}{DST}, {SRC1_NEG}{SRC1}, {SRC2_NEG}{HALF}{SRC2}, {SRC3_NEG}{SRC3}
+  end
+  show {SY}{SS}{JP}{SAT}{REPEAT}{UL}{NAME} {DST_HALF}{DST}, {SRC1_NEG}{SRC1_R}{SRC1}, {SRC2_NEG}{SRC2_R}{HALF}{SRC2}, {SRC3_NEG}{SRC3_R}{SRC3}
+  fld SRC2_R 15 bool "(r)"
+  fld SRC3_R 29 bool "(r)"
+  fld DST 32-39 #reg-gpr
+  fld REPEAT 40-41 #rpt
+  fld SRC1_R 43 bool "(r)"
+  fld SS 44 bool "(ss)"
+  fld UL 45 bool "(ul)"
+  fld SRC2 47-54 #reg-gpr
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 011
+  der HALF bool "h" is !{FULL}
+  der DST_HALF bool "h" is ({FULL} == {DST_CONV}) && ({DST} <= 0xf7)
+  der NOP uint is {SRC1_R} | ({SRC2_R} << 1)
+    inv SRC1_R {NOP} & 1
+    inv SRC2_R ({NOP} >> 1) & 1
+
+bitset #cat3 : #cat3-base
+  der IMMED_ENCODING bool is 0
+  fld SRC1 0-12 #cat3-src HALF IMMED_ENCODING
+  fld SRC1_NEG 14 bool "(neg)"
+  pat 13 0
+  fld SRC3 16-28 #cat3-src HALF IMMED_ENCODING
+  fld SRC2_NEG 30 bool "(neg)"
+  fld SRC3_NEG 31 bool "(neg)"
+  fld SAT 42 bool "(sat)"
+  fld DST_CONV 46 bool
+
+bitset #cat3-alt : #cat3-base
+  gen 600
+  der IMMED_ENCODING bool is 1
+  der SAT bool "" is 0
+  fld SRC1 0-12 #cat3-src HALF IMMED_ENCODING
+  fld SRC1_NEG 14 bool "(neg)"
+  pat 13 1
+  fld SRC3 16-28 #cat3-src HALF IMMED_ENCODING
+  fld SRC2_NEG 30 bool "(neg)"
+  fld SRC3_NEG 31 bool "(neg)"
+  fld FULL 42 bool
+  fld DST_CONV 46 bool
+
+bitset mad.u16 : #cat3
+  pat 55-58 0000
+  der FULL bool is 0
+bitset madsh.u16 : #cat3
+  pat 55-58 0001
+  der FULL bool is 1
+bitset mad.s16 : #cat3
+  pat 55-58 0010
+  der FULL bool is 0
+bitset madsh.m16 : #cat3
+  pat 55-58 0011
+  der FULL bool is 1
+bitset mad.u24 : #cat3
+  pat 55-58 0100
+  der FULL bool is 1
+bitset mad.s24 : #cat3
+  pat 55-58 0101
+  der FULL bool is 1
+bitset mad.f16 : #cat3
+  pat 55-58 0110
+  der FULL bool is 0
+bitset mad.f32 : #cat3
+  pat 55-58 0111
+  der FULL bool is 1
+bitset sel.b16 : #cat3
+  pat 55-58 1000
+  der FULL bool is 0
+bitset sel.b32 : #cat3
+  pat 55-58 1001
+  der FULL bool is 1
+bitset sel.s16 : #cat3
+  pat 55-58 1010
+  der FULL bool is 0
+bitset sel.s32 : #cat3
+  pat 55-58 1011
+  der FULL bool is 1
+bitset sel.f16 : #cat3
+  pat 55-58 1100
+  der FULL bool is 0
+bitset sel.f32 : #cat3
+  pat 55-58 1101
+  der FULL bool is 1
+bitset sad.s16 : #cat3
+  pat 55-58 1110
+  der FULL bool is 0
+bitset sad.s32 : #cat3
+  pat 55-58 1111
+  der FULL bool is 1
+
+bitset shrm : #cat3-alt
+  pat 55-58 1000
+bitset shlm : #cat3-alt
+  pat 55-58 1001
+bitset shrg : #cat3-alt
+  pat 55-58 1010
+bitset shlg : #cat3-alt
+  pat 55-58 1011
+bitset andg : #cat3-alt
+  pat 55-58 1100
+
+bitset #cat3-dp : #cat3-base
+  gen 600
+  ovr ({SRC1_R} || {SRC2_R}) && ({REPEAT} == 0)
+    show {SY}{SS}{JP}{SAT}(nop{NOP}) {UL}{NAME}{SRC_SIGN}{SRC_PACK} {DST}, {SRC1}, {SRC2}, {SRC3_NEG}{SRC3_R}{SRC3}
+  end
+  show {SY}{SS}{JP}{SAT}{UL}{NAME}{SRC_SIGN}{SRC_PACK} {DST}, {SRC1_R}{SRC1}, {SRC2_R}{SRC2}, {SRC3_NEG}{SRC3_R}{SRC3}
+  der FULL bool is 1
+  fld SRC1 0-12 #cat3-src HALF
+  fld SRC_SIGN 14 #signedness
+  pat 13 1
+  fld SRC3 16-28 #cat3-src HALF
+  fld SRC_PACK 30 #pack8
+  fld SRC3_NEG 31 bool "(neg)"
+  fld SAT 42 bool "(sat)"
+
+bitset dp2acc : #cat3-dp
+  pat 46 0
+  pat 55-58 1101
+bitset dp4acc : #cat3-dp
+  pat 46 1
+  pat 55-58 1101
+
+bitset #cat3-wmm : #cat3-base
+  gen 600
+  der IMMED_ENCODING bool is 1
+  der SAT bool "" is 0
+  der SRC3_NEG bool "" is 0
+  der DST_HALF bool "h" is !{DST_FULL}
+  fld SRC1 0-12 #cat3-src HALF
+  pat 13 1
+  fld SRC1_NEG 14 bool "(neg)"
+  fld SRC3 16-28 #cat3-src HALF IMMED_ENCODING
+  fld SRC2_NEG 30 bool "(neg)"
+  fld FULL 31 bool
+  fld DST_FULL 46 bool
+
+bitset wmm : #cat3-wmm
+  pat 42 0
+  pat 55-58 1110
+bitset wmm.accu : #cat3-wmm
+  pat 42 1
+  pat 55-58 1110
+
+// ------------------------------------------------------------------ cat4: SFU
+bitset #cat4 : #instruction
+  show {SY}{SS}{JP}{SAT}{REPEAT}{UL}{NAME} {DST_HALF}{DST}, {SRC}
+  fld SRC 0-15 #multisrc SRC_R FULL
+  pat 16-31 xxxxxxxxxxxxxxxx
+  fld DST 32-39 #reg-gpr
+  fld REPEAT 40-41 #rpt
+  fld SAT 42 bool "(sat)"
+  fld SRC_R 43 bool "(r)"
+  fld SS 44 bool "(ss)"
+  fld UL 45 bool "(ul)"
+  fld DST_CONV 46 bool
+  der DST_HALF bool "h" is ({FULL} == {DST_CONV}) && ({DST} <= 0xf7)
+  pat 47-51 xxxxx
+  fld FULL 52 bool
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 100
+
+bitset rcp : #cat4
+  pat 53-58 000000
+bitset rsq : #cat4
+  pat 53-58 000001
+bitset log2 : #cat4
+  pat 53-58 000010
+bitset exp2 : #cat4
+  pat 53-58 000011
+bitset sin : #cat4
+  pat 53-58 000100
+bitset cos : #cat4
+  pat 53-58 000101
+bitset sqrt : #cat4
+  pat 53-58 000110
+bitset hrsq : #cat4
+  pat 53-58 001001
+bitset hlog2 : #cat4
+  pat 53-58 001010
+bitset hexp2 : #cat4
+  pat 53-58 001011
+
+// ------------------------------------------------------------------ cat5: texture
+bitset #c5-src1 size 8
+  ovr {NUM_SRC} > 0
+    show , {HALF}{SRC}
+    fld SRC 0-7 #reg-gpr
+  end
+  show
+  assert 0-7 00000000
+
+bitset #c5-src2 size 8
+  ovr {O} || {CLP} || ({NUM_SRC} > 1)
+    show , {HALF}{SRC}
+    fld SRC 0-7 #reg-gpr
+  end
+  ovr {SRC2_IMM_OFFSET}
+    show {OFF}
+    fld OFF 0-7 uoffset
+  end
+  show
+  assert 0-7 00000000
+
+bitset #c5-samp size 4
+  ovr {HAS_SAMP}
+    show , s#{SAMP}
+    fld SAMP 0-3 uint
+  end
+  show
+  assert 0-3 0000
+
+bitset #c5-samp-a1 size 8
+  ovr {HAS_SAMP}
+    show , s#{SAMP}
+    fld SAMP 0-7 uint
+  end
+  show
+  assert 0-7 00000000
+
+bitset #c5-tex-a1 size 8
+  ovr {HAS_TEX}
+    show , t#{TEX}
+    fld TEX 0-7 uint
+  end
+  show
+  assert 0-7 00000000
+
+bitset #c5-tex size 7
+  ovr {HAS_TEX}
+    show , t#{TEX}
+    fld TEX 0-6 uint
+  end
+  show
+  assert 0-6 0000000
+
+bitset #c5-tex-s2en size 4
+  ovr {HAS_TEX}
+    show , t#{TEX}
+    fld TEX 0-3 uint
+  end
+  show
+  assert 0-3 0000
+
+bitset #c5-type size 3
+  ovr {HAS_TYPE} && ({TYPE} != 7)
+    show ({TYPE})
+  end
+  show
+  fld TYPE 0-2 #type
+
+bitset #c5-base size 1
+  ovr {BINDLESS}
+    show .base{BASE}
+  end
+  show
+  fld BASE_LO 0 uint
+  der BASE uint is ({BASE_HI} * 2) | {BASE_LO}
+    inv BASE_LO {BASE} & 1
+    inv BASE_HI {BASE} >> 1
+
+bitset #c5-src3 size 8
+  ovr {DESC_MODE} < 6
+    show , {SRC_HALF}{SRC}
+    fld SRC 0-7 #reg-gpr
+    der SRC_HALF bool "h" is !{BINDLESS}
+  end
+  ovr ISA_GPU_ID() >= 600 && ISA_GPU_ID() < 700 && ({DESC_MODE} == 1 || {DESC_MODE} == 3 || {DESC_MODE} == 7)
+    show {SAMP}
+    fld SAMP 0-7 #c5-samp-a1 HAS_SAMP
+  end
+  ovr ISA_GPU_ID() >= 700 && ({DESC_MODE} == 1 || {DESC_MODE} == 3 || {DESC_MODE} == 7)
+    show {TEX}
+    fld TEX 0-7 #c5-tex-a1 HAS_TEX
+  end
+  show {SAMP}{TEX}
+  fld SAMP 0-3 #c5-samp HAS_SAMP
+  fld TEX 4-7 #c5-tex-s2en HAS_TEX
+
+bitset #cat5 : #instruction
+  show {SY}{JP}{NAME}{D3}{A}{O}{P}{SV}{D1}{CLP}{RCK} {TYPE}({WRMASK}){DST_HALF}{DST}{SRC1}{SRC2}{SAMP}{TEX}
+  der DST_HALF bool "h" is {TYPE} == 0 || {TYPE} == 2 || {TYPE} == 4 || {TYPE} == 6
+  fld FULL 0 bool
+  der HALF bool "h" is !{FULL}
+  fld SRC1 1-8 #c5-src1 NUM_SRC HALF
+  fld SRC2 9-16 #c5-src2 NUM_SRC HALF O CLP SRC2_IMM_OFFSET
+  pat 17 x
+  fld SAMP 21-24 #c5-samp HAS_SAMP
+  fld TEX 25-31 #c5-tex HAS_TEX
+  fld DST 32-39 #reg-gpr
+  fld WRMASK 40-43 #wrmask
+  fld TYPE 44-46 #c5-type HAS_TYPE
+  assert 47 0
+  fld D3 48 bool ".3d"
+  fld A 49 bool ".a"
+  fld S2EN_BINDLESS 51 bool
+  fld O 52 bool ".o"
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 101
+  der SRC2_IMM_OFFSET bool is 0
+  der P bool "" is 0
+  der D1 bool "" is 0
+  der RCK bool ".rck" is {TYPE} == 7
+
+bitset #cat5-tex-base : #cat5
+  ovr {S2EN_BINDLESS}
+    show {SY}{JP}{NAME}{D3}{A}{O}{P}{SV}{S2EN}{UNIFORM}{NONUNIFORM}{BASE}{D1}{CLP}{RCK} {TYPE}({WRMASK}){DST_HALF}{DST}{SRC1}{SRC2}{SRC3}{A1}
+    fld BASE_HI 19-20 uint
+    fld SRC3 21-28 #c5-src3 BINDLESS DESC_MODE HAS_SAMP HAS_TEX
+    fld DESC_MODE 29-31 uint
+    fld BASE 47 #c5-base BINDLESS BASE_HI
+    der BINDLESS bool is {DESC_MODE} == 1 || {DESC_MODE} == 2 || {DESC_MODE} == 3 || {DESC_MODE} == 5 || {DESC_MODE} == 6 || {DESC_MODE} == 7
+    der S2EN bool ".s2en" is {DESC_MODE} < 6
+    der UNIFORM bool ".uniform" is {DESC_MODE} == 0 || {DESC_MODE} == 1 || {DESC_MODE} == 5
+    der NONUNIFORM bool ".nonuniform" is {DESC_MODE} == 2 || {DESC_MODE} == 3 || {DESC_MODE} == 4
+    der A1 bool ", a1.x" is {DESC_MODE} == 1 || {DESC_MODE} == 3 || {DESC_MODE} == 7
+  end
+  assert 19-20 00
+
+bitset #cat5-tex : #cat5-tex-base
+  fld CLP 18 bool ".clp"
+  fld SV 50 bool ".s"
+  fld P 53 bool ".p"
+  der D1 bool "" is 0
+
+bitset isam : #cat5-tex-base
+  pat 54-58 00000
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+  der CLP bool "" is 0
+  fld D1 18 boolinv ".1d"
+  fld SV 50 bool ".v"
+  fld SRC2_IMM_OFFSET 53 bool
+
+bitset isaml : #cat5-tex
+  pat 54-58 00001
+  der NUM_SRC uint is 2
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset isamm : #cat5-tex
+  pat 54-58 00010
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset sam : #cat5-tex
+  pat 54-58 00011
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset samb : #cat5-tex
+  pat 54-58 00100
+  der NUM_SRC uint is 2
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset saml : #cat5-tex
+  pat 54-58 00101
+  der NUM_SRC uint is 2
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset samgq : #cat5-tex
+  pat 54-58 00110
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset getlod : #cat5-tex
+  pat 54-58 00111
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset conv : #cat5-tex
+  pat 54-58 01000
+  der NUM_SRC uint is 2
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset convm : #cat5-tex
+  pat 54-58 01001
+  der NUM_SRC uint is 2
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset getsize : #cat5-tex
+  pat 54-58 01010
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset getbuf : #cat5-tex
+  pat 54-58 01011
+  der NUM_SRC uint is 0
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset getpos : #cat5-tex
+  pat 54-58 01100
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset getinfo : #cat5-tex
+  pat 54-58 01101
+  der NUM_SRC uint is 0
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset dsx : #cat5-tex
+  pat 54-58 01110
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 0
+  der HAS_TYPE bool is 1
+bitset dsy : #cat5-tex
+  pat 54-58 01111
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 0
+  der HAS_TYPE bool is 1
+bitset gather4r : #cat5-tex
+  pat 54-58 10000
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset gather4g : #cat5-tex
+  pat 54-58 10001
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset gather4b : #cat5-tex
+  pat 54-58 10010
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset gather4a : #cat5-tex
+  pat 54-58 10011
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset samgp0 : #cat5-tex
+  pat 54-58 10100
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset samgp1 : #cat5-tex
+  pat 54-58 10101
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset samgp2 : #cat5-tex
+  pat 54-58 10110
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset samgp3 : #cat5-tex
+  pat 54-58 10111
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 1
+  der HAS_TEX bool is 1
+  der HAS_TYPE bool is 1
+bitset dsxpp.1 : #cat5-tex
+  pat 54-58 11000
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 0
+  der HAS_TYPE bool is 0
+bitset dsypp.1 : #cat5-tex
+  pat 54-58 11001
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 0
+  der HAS_TYPE bool is 0
+bitset rgetpos : #cat5-tex
+  pat 54-58 11010
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 0
+  der HAS_TYPE bool is 1
+bitset rgetinfo : #cat5-tex
+  pat 54-58 11011
+  der NUM_SRC uint is 0
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 0
+  der HAS_TYPE bool is 1
+
+bitset tcinv : #instruction
+  show {SY}{JP}{NAME}
+  pat 0-31 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+  pat 32-53 xxxxxxxxxxxxxxxxxxxxxx
+  pat 54-58 11100
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 101
+
+bitset #cat5-brcst : #cat5
+  pat 18 0
+  pat 50 0
+  der CLP bool "" is 0
+
+bitset brcst.active : #cat5-brcst
+  gen 600
+  show {SY}{JP}{NAME}.w{CLUSTER_SIZE} {TYPE}({WRMASK}){DST_HALF}{DST}{SRC1}
+  fld W 19-20 uint
+  pat 53-58 111110
+  der CLUSTER_SIZE uint is 2 << {W}
+  der NUM_SRC uint is 1
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 0
+  der HAS_TYPE bool is 1
+
+bitset #cat5-quad-shuffle : #cat5-brcst
+  gen 600
+  show {SY}{JP}{NAME} {TYPE}({WRMASK}){DST_HALF}{DST}{SRC1}{SRC2}
+  pat 53-58 111111
+  der HAS_SAMP bool is 0
+  der HAS_TEX bool is 0
+  der HAS_TYPE bool is 1
+
+bitset quad_shuffle.brcst : #cat5-quad-shuffle
+  pat 19-20 00
+  der NUM_SRC uint is 2
+bitset quad_shuffle.horiz : #cat5-quad-shuffle
+  pat 19-20 01
+  der NUM_SRC uint is 1
+bitset quad_shuffle.vert : #cat5-quad-shuffle
+  pat 19-20 10
+  der NUM_SRC uint is 1
+bitset quad_shuffle.diag : #cat5-quad-shuffle
+  pat 19-20 11
+  der NUM_SRC uint is 1
+
+// ------------------------------------------------------------------ cat6: memory
+bitset #c6-const-dst size 9
+bitset #c6-const-dst-imm : #c6-const-dst
+  show {OFFSET}
+  fld OFFSET 0-7 uint
+  pat 8 0
+bitset #c6-const-dst-a1 : #c6-const-dst
+  show a1.x{OFFSET}
+  fld OFFSET 0-7 uoffset
+  pat 8 1
+
+bitset #c6-typed size 1
+  ovr {TYPED}
+    show typed
+  end
+  show untyped
+  fld TYPED 0 bool
+
+bitset #c6-base size 3
+  ovr {BINDLESS}
+    show .base{BASE}
+  end
+  show
+  fld BASE 0-2 uint
+
+bitset #c6-src size 8
+  ovr {SRC_IM}
+    show {IMMED}
+    fld IMMED 0-7 uint
+  end
+  show r{GPR}.{SWIZ}
+  fld SWIZ 0-1 #swiz
+  fld GPR 2-7 uint
+
+bitset #c6-src-cg size 8
+  ovr {SRC_CONST}
+    show c{GPR}.{SWIZ}
+  end
+  show r{GPR}.{SWIZ}
+  fld SWIZ 0-1 #swiz
+  fld GPR 2-7 uint
+
+bitset #cat6 : #instruction
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 110
+  der TYPE_HALF bool "h" is {TYPE} == 0 || {TYPE} == 2 || {TYPE} == 4 || {TYPE} == 6
+
+bitset #cat6-a3xx : #cat6
+  fld TYPE 49-51 #type
+
+bitset #cat6-ldg : #cat6-a3xx
+  pat 0 1
+  fld SRC1 14-21 #c6-src-cg SRC1_CONST>SRC_CONST
+  pat 23 1
+  fld SIZE 24-26 uint
+  pat 27-31 00xxx
+  fld DST 32-39 #reg-gpr
+  pat 40 x
+  pat 52-53 00
+  pat 54-58 00000
+  der SRC1_CONST bool is 0
+
+bitset ldg : #cat6-ldg
+  show {SY}{JP}{NAME}.{TYPE} {TYPE_HALF}{DST}, g[{SRC1}{OFF}], {SIZE}
+  fld OFF 1-13 offset
+  pat 22 0
+  pat 41-48 xxxxxxxx
+
+bitset ldg.a : #cat6-ldg
+  gen 600 699
+  ovr {TYPE_SHIFT} == 0
+    show {SY}{JP}{NAME}.{TYPE} {TYPE_HALF}{DST}, g[{SRC1}+{SRC2}{OFF}], {SIZE}
+  end
+  ovr {OFF} == 0
+    show {SY}{JP}{NAME}.{TYPE} {TYPE_HALF}{DST}, g[{SRC1}+({SRC2}<<{FULL_SHIFT})], {SIZE}
+  end
+  ovr {SRC2_SHIFT} == 0
+    show {SY}{JP}{NAME}.{TYPE} {TYPE_HALF}{DST}, g[{SRC1}+(({SRC2}{OFF})<<{TYPE_SHIFT})], {SIZE}
+  end
+  show {SY}{JP}{NAME}.{TYPE} {TYPE_HALF}{DST}, g[{SRC1}+((({SRC2}<<{SRC2_SHIFT}){OFF})<<{TYPE_SHIFT})], {SIZE}
+  fld SRC2 1-8 #reg-gpr
+  fld OFF 9-10 uoffset
+  assert 11 0
+  fld SRC2_SHIFT 12-13 uint
+  pat 22 1
+  pat 41-48 xxxxxxxx
+  der TYPE_SHIFT uint is {TYPE} >= 6 ? 0 : ({TYPE_HALF} ? 1 : 2)
+  der FULL_SHIFT uint is {TYPE_SHIFT} + {SRC2_SHIFT}
+    inv SRC2_SHIFT {FULL_SHIFT} - ({TYPE} >= 6 ? 0 : (({TYPE} == 0 || {TYPE} == 2 || {TYPE} == 4) ? 1 : 2))
+
+bitset ldg.a : #cat6-ldg
+  gen 700
+  show {SY}{JP}{NAME}.{TYPE} {TYPE_HALF}{DST}, g[{SRC1}+{SRC2}+{OFF}], {SIZE}
+  fld SRC2 1-8 #reg-gpr
+  pat 9-12 xxxx
+  fld SRC1_CONST 13 bool
+  pat 22 1
+  fld OFF 41-48 uint
+
+bitset ldg.k : #cat6-a3xx
+  gen 600
+  show {SY}{JP}{NAME}.{TYPE} c[{DST}], g[{SRC1}{OFF}], {SIZE}
+  pat 0 1
+  fld OFF 1-13 offset
+  fld SRC1 14-21 #c6-src-cg SRC1_CONST>SRC_CONST
+  pat 22 0
+  fld SIZE 23-26 uint
+  pat 27-31 00xxx
+  fld DST 32-40 #c6-const-dst
+  pat 41-48 xxxxxxxx
+  pat 52 1
+  pat 53 0
+  pat 54-58 00000
+  der SRC1_CONST bool is 0
+
+bitset #cat6-stg : #cat6-a3xx
+  pat 0 x
+  fld SRC3 1-8 #reg-gpr
+  fld SIZE 24-26 uint
+  pat 27-31 00xxx
+  assert 40 1   // DST_OFF: Mesa's encoder always sets it
+  fld SRC1 41-48 #c6-src-cg SRC1_CONST>SRC_CONST
+  pat 53 0
+  pat 54-58 00011
+  der SRC1_CONST bool is 0
+
+bitset stg : #cat6-stg
+  show {SY}{JP}{NAME}.{TYPE} g[{SRC1}{OFF}], {TYPE_HALF}{SRC3}, {SIZE}
+  der OFF offset w13 is ({OFF_HI} << 8) | {OFF_LO}
+    inv OFF_HI ({OFF} >> 8) & 31
+    inv OFF_LO {OFF} & 255
+  fld OFF_HI 9-13 int
+  pat 14-21 xxxxxxxx
+  pat 22-23 1x
+  fld OFF_LO 32-39 uint
+  pat 52 0
+
+bitset stg.a : #cat6-stg
+  gen 600 699
+  ovr {TYPE_SHIFT} == 0
+    show {SY}{JP}{NAME}.{TYPE} g[{SRC1}+{SRC2}{OFF}], {TYPE_HALF}{SRC3}, {SIZE}
+  end
+  ovr {OFF} == 0
+    show {SY}{JP}{NAME}.{TYPE} g[{SRC1}+({SRC2}<<{FULL_SHIFT})], {TYPE_HALF}{SRC3}, {SIZE}
+  end
+  ovr {SRC2_SHIFT} == 0
+    show {SY}{JP}{NAME}.{TYPE} g[{SRC1}+(({SRC2}{OFF})<<{TYPE_SHIFT})], {TYPE_HALF}{SRC3}, {SIZE}
+  end
+  show {SY}{JP}{NAME}.{TYPE} g[{SRC1}+((({SRC2}<<{SRC2_SHIFT}){OFF})<<{TYPE_SHIFT})], {TYPE_HALF}{SRC3}, {SIZE}
+  der TYPE_SHIFT uint is {TYPE} >= 6 ? 0 : ({TYPE_HALF} ? 1 : 2)
+  der FULL_SHIFT uint is {TYPE_SHIFT} + {SRC2_SHIFT}
+    inv SRC2_SHIFT {FULL_SHIFT} - ({TYPE} >= 6 ? 0 : (({TYPE} == 0 || {TYPE} == 2 || {TYPE} == 4) ? 1 : 2))
+  fld OFF 9-10 uoffset
+  assert 11 0
+  fld SRC2_SHIFT 12-13 uint
+  pat 14-21 xxxxxxxx
+  pat 22-23 1x
+  fld SRC2 32-39 #reg-gpr
+  pat 52 1
+
+bitset stg.a : #cat6-stg
+  gen 700
+  show {SY}{JP}{NAME}.{TYPE} g[{SRC1}+{SRC2}+{OFF}], {TYPE_HALF}{SRC3}, {SIZE}
+  pat 9-12 xxxx
+  fld SRC1_CONST 13 bool
+  fld OFF 14-21 uint
+  pat 22 0
+  pat 23 1
+  fld SRC2 32-39 #reg-gpr
+  pat 52 1
+
+bitset #cat6-ld : #cat6-a3xx
+  pat 0 1
+  fld OFF 1-13 offset
+  fld SRC 14-21 #reg-gpr
+  pat 22 x
+  pat 23 1
+  fld SIZE 24-31 uint
+  fld DST 32-39 #reg-gpr
+  pat 40-48 xxxxxxxxx
+  pat 52-53 xx
+
+bitset ldl : #cat6-ld
+  show {SY}{JP}{NAME}.{TYPE} {DST}, l[{SRC}{OFF}], {SIZE}
+  pat 54-58 00001
+bitset ldp : #cat6-ld
+  show {SY}{JP}{NAME}.{TYPE} {TYPE_HALF}{DST}, p[{SRC}{OFF}], {SIZE}
+  pat 54-58 00010
+bitset ldlw : #cat6-ld
+  show {SY}{JP}{NAME}.{TYPE} {DST}, l[{SRC}{OFF}], {SIZE}
+  pat 54-58 01010
+
+bitset ldlv : #cat6-a3xx
+  show {SY}{JP}{NAME}.{TYPE} {DST}, l[{OFF}], {SIZE}
+  pat 0 0
+  fld OFF 1-13 uint
+  pat 14-21 00000000
+  pat 22-23 11
+  fld SIZE 24-31 uint
+  fld DST 32-39 #reg-gpr
+  pat 40-48 xxxxxxxxx
+  pat 52-53 xx
+  pat 54-58 11111
+
+bitset #cat6-st : #cat6-a3xx
+  der OFF offset w13 is ({OFF_HI} << 8) | {OFF_LO}
+    inv OFF_HI ({OFF} >> 8) & 31
+    inv OFF_LO {OFF} & 255
+  fld SRC 1-8 #reg-gpr
+  fld OFF_HI 9-13 int
+  pat 14-22 xxxxxxxxx
+  pat 23 1
+  fld SIZE 24-31 uint
+  fld OFF_LO 32-39 uint
+  pat 40 1
+  fld DST 41-48 #reg-gpr
+  pat 52-53 xx
+
+bitset stl : #cat6-st
+  show {SY}{JP}{NAME}.{TYPE} l[{DST}{OFF}], {SRC}, {SIZE}
+  pat 0 x
+  pat 54-58 00100
+bitset stp : #cat6-st
+  show {SY}{JP}{NAME}.{TYPE} p[{DST}{OFF}], {SRC}, {SIZE}
+  pat 0 0
+  pat 54-58 00101
+bitset stlw : #cat6-st
+  show {SY}{JP}{NAME}.{TYPE} l[{DST}{OFF}], {SRC}, {SIZE}
+  pat 0 x
+  pat 54-58 01011
+
+bitset stc : #cat6-a3xx
+  gen 600
+  show {SY}{JP}{NAME}.{TYPE} c[{DST}], {SRC}, {SIZE}
+  pat 0 x
+  fld SRC 1-8 #reg-gpr
+  pat 9-13 xxxxx
+  pat 14-22 000000000
+  pat 23 1
+  fld SIZE 24-26 uint
+  pat 27-31 xxxxx
+  fld DST 32-40 #c6-const-dst
+  pat 41-48 xxxxxxxx
+  pat 52-53 xx
+  pat 54-58 11100
+
+bitset stsc : #cat6-a3xx
+  gen 700
+  show {SY}{JP}{NAME}.{TYPE} c[{DST}], {SRC}, {SIZE}
+  pat 0 x
+  fld SRC 1-8 #c6-src SRC_IM
+  der SRC_IM bool is 1
+  fld DST_HI 9-13 uint
+  pat 14-21 xxxxxxxx
+  pat 22-23 11
+  fld SIZE 24-31 uint
+  fld DST_LO 32-39 uint
+  assert 40 0
+  pat 41-48 xxxxxxxx
+  pat 52-53 00
+  pat 54-58 11101
+  der DST uint is ({DST_HI} << 8) | {DST_LO}
+    inv DST_HI {DST} >> 8
+    inv DST_LO {DST} & 255
+
+bitset resinfo : #cat6-a3xx
+  show {SY}{JP}{NAME}.{TYPE}.{D}d {DST}, g[{SSBO}]
+  der D uint is {D_MINUS_ONE} + 1
+    inv D_MINUS_ONE {D} - 1
+  pat 0 x
+  pat 1-8 xxxxxxxx
+  fld D_MINUS_ONE 9-10 uint
+  pat 11 x
+  pat 12-13 xx
+  pat 14-23 0000000000
+  pat 24-31 xxxxxxxx
+  fld DST 32-39 #reg-gpr
+  pat 40 0
+  fld SSBO 41-48 #c6-src SSBO_IM>SRC_IM
+  pat 52 x
+  fld SSBO_IM 53 bool
+  pat 54-58 01111
+
+bitset #cat6-atomic : #cat6
+  show {SY}{JP}{NAME}.{TYPED}.{D}d.{TYPE}.{TYPE_SIZE}.l {DST}, l[{SRC1}], {SRC2}
+  der D uint is {D_MINUS_ONE} + 1
+    inv D_MINUS_ONE {D} - 1
+  der TYPE_SIZE uint is {TYPE_SIZE_MINUS_ONE} + 1
+    inv TYPE_SIZE_MINUS_ONE {TYPE_SIZE} - 1
+  fld D_MINUS_ONE 9-10 uint
+  fld TYPED 11 #c6-typed
+  fld TYPE_SIZE_MINUS_ONE 12-13 uint
+  fld SRC1 14-21 #c6-src SRC1_IM>SRC_IM
+  fld SRC1_IM 22 bool
+  fld SRC2_IM 23 bool
+  fld SRC2 24-31 #c6-src SRC2_IM>SRC_IM
+  fld DST 32-39 #reg-gpr
+  pat 40 x
+
+bitset #cat6-atomic-l : #cat6-atomic
+  pat 0 1
+  pat 1-8 00000000
+  pat 41-48 00000000
+  fld TYPE 49-51 #type
+  pat 52 0
+  pat 53 0
+
+bitset atomic.add : #cat6-atomic-l
+  pat 54-58 10000
+bitset atomic.sub : #cat6-atomic-l
+  pat 54-58 10001
+bitset atomic.xchg : #cat6-atomic-l
+  pat 54-58 10010
+bitset atomic.inc : #cat6-atomic-l
+  pat 54-58 10011
+bitset atomic.dec : #cat6-atomic-l
+  pat 54-58 10100
+bitset atomic.cmpxchg : #cat6-atomic-l
+  pat 54-58 10101
+bitset atomic.min : #cat6-atomic-l
+  pat 54-58 10110
+bitset atomic.max : #cat6-atomic-l
+  pat 54-58 10111
+bitset atomic.and : #cat6-atomic-l
+  pat 54-58 11000
+bitset atomic.or : #cat6-atomic-l
+  pat 54-58 11001
+bitset atomic.xor : #cat6-atomic-l
+  pat 54-58 11010
+
+bitset #cat6-atomic-g : #cat6-atomic
+  gen 600
+  show {SY}{JP}{NAME}.{TYPED}.{D}d.{TYPE}.{TYPE_SIZE}.g {DST}, {SRC1}, {SRC2}
+  pat 0 1
+  pat 1-8 00000000
+  pat 41-48 00000000
+  fld TYPE 49-51 #type-atomic
+  pat 52 1
+  pat 53 0
+
+bitset atomic.g.add : #cat6-atomic-g
+  pat 54-58 10000
+bitset atomic.g.sub : #cat6-atomic-g
+  pat 54-58 10001
+bitset atomic.g.xchg : #cat6-atomic-g
+  pat 54-58 10010
+bitset atomic.g.inc : #cat6-atomic-g
+  pat 54-58 10011
+bitset atomic.g.dec : #cat6-atomic-g
+  pat 54-58 10100
+bitset atomic.g.cmpxchg : #cat6-atomic-g
+  pat 54-58 10101
+bitset atomic.g.min : #cat6-atomic-g
+  pat 54-58 10110
+bitset atomic.g.max : #cat6-atomic-g
+  pat 54-58 10111
+bitset atomic.g.and : #cat6-atomic-g
+  pat 54-58 11000
+bitset atomic.g.or : #cat6-atomic-g
+  pat 54-58 11001
+bitset atomic.g.xor : #cat6-atomic-g
+  pat 54-58 11010
+
+bitset shfl : #cat6-a3xx
+  gen 600
+  show {SY}{JP}{NAME}.{MODE}.{TYPE} {TYPE_HALF}{DST}, {TYPE_HALF}{SRC1}, {SRC2}
+  pat 0 0
+  fld SRC1 1-8 #reg-gpr
+  pat 9-22 00000000000000
+  fld SRC2_IM 23 bool
+  fld SRC2 24-31 #c6-src SRC2_IM>SRC_IM
+  fld DST 32-39 #reg-gpr
+  pat 40-44 xxxxx
+  fld MODE 45-47 #shfl-mode
+  pat 48 x
+  pat 52-53 10
+  pat 54-58 11011
+
+bitset ray_intersection : #cat6
+  gen 700
+  show {SY}{JP}{NAME} {DST}, [{SRC1}], {SRC2}, {SRC3}, {SRC4}
+  pat 54-58 01110
+  pat 0 1
+  fld SRC2 1-8 #reg-gpr
+  pat 9-12 xxxx
+  fld SRC1_CONST 13 bool
+  fld SRC1 14-21 #c6-src-cg SRC1_CONST>SRC_CONST
+  pat 22-23 xx
+  fld SRC3 24-31 #reg-gpr
+  fld DST 32-39 #reg-gpr
+  pat 40 x
+  fld SRC4 41-48 #reg-gpr
+  pat 49-53 xxxxx
+
+// a6xx+ encodings for (possibly bindless) images, SSBOs and UBOs
+bitset #cat6-a6xx-base : #cat6
+  gen 600
+  der TYPE_SIZE uint is {TYPE_SIZE_MINUS_ONE} + 1
+    inv TYPE_SIZE_MINUS_ONE {TYPE_SIZE} - 1
+  fld BASE 1-3 #c6-base BINDLESS
+  fld MODE 6-7 #c6-mode
+  fld BINDLESS 8 bool
+  fld TYPE_SIZE_MINUS_ONE 12-13 uint
+
+bitset #cat6-a6xx : #cat6-a6xx-base
+  pat 4-5 00
+  pat 54-58 00000
+  pat 40 0
+
+bitset #c6-ldc : #cat6-a6xx
+  pat 0 x
+  pat 14-19 011110
+  pat 20-22 1xx
+  fld SRC1_IM 23 bool
+  der SRC2_IM bool is {MODE} == 0
+  fld SRC2 41-48 #c6-src SRC2_IM>SRC_IM
+  fld SRC1 24-31 #c6-src SRC1_IM>SRC_IM
+  pat 49-51 x11
+
+bitset ldc.k : #c6-ldc
+  show {SY}{JP}ldc.{LOAD_SIZE}.k.{MODE}{BASE} c[a1.x], {SRC1}, {SRC2}
+  pat 11 x
+  der LOAD_SIZE uint is {LOAD_SIZE_MINUS_ONE} + 1
+    inv LOAD_SIZE_MINUS_ONE {LOAD_SIZE} - 1
+  fld LOAD_SIZE_MINUS_ONE 32-39 uint
+  pat 9-10 xx
+  pat 52-53 11
+
+bitset ldc : #c6-ldc
+  show {SY}{JP}{NAME}{U}.offset{OFFSET}.{TYPE_SIZE}.{MODE}{BASE} {DST}, {SRC1}, {SRC2}
+  fld U 11 bool ".u"
+  fld OFFSET 9-10 uint
+  fld DST 32-39 #reg-gpr
+  pat 52-53 10
+
+bitset #c6-getid : #cat6-a6xx
+  show {SY}{JP}{NAME}.{TYPE} {DST}
+  pat 0 0
+  pat 9-10 xx
+  pat 11 x
+  pat 24-31 xxxxxxxx
+  fld DST 32-39 #reg-gpr
+  pat 41-48 xxxxxxxx
+  fld TYPE 49-51 #type
+  pat 52-53 1x
+
+bitset getspid : #c6-getid
+  pat 14-19 100100
+  pat 20-23 x1xx
+bitset getwid : #c6-getid
+  pat 14-19 100101
+  pat 20-23 x1xx
+bitset getfiberid : #c6-getid
+  pat 14-19 100110
+  pat 20-23 11xx
+
+bitset #c6-ibo-1src : #cat6-a6xx
+  show {SY}{JP}{NAME}.{TYPED}.{D}d.{TYPE}.{TYPE_SIZE}.{MODE}{BASE} {DST}, {SSBO}
+  der D uint is {D_MINUS_ONE} + 1
+    inv D_MINUS_ONE {D} - 1
+  pat 0 0
+  fld D_MINUS_ONE 9-10 uint
+  fld TYPED 11 #c6-typed
+  pat 20-23 0110
+  pat 24-31 xxxxxxxx
+  fld DST 32-39 #reg-gpr
+  fld SSBO 41-48 #c6-src SSBO_IM>SRC_IM
+  der SSBO_IM bool is {MODE} == 0
+  fld TYPE 49-51 #type
+  pat 52-53 1x
+
+bitset resinfo.b : #c6-ibo-1src
+  pat 14-19 001111
+bitset resbase : #c6-ibo-1src
+  pat 14-19 001100
+
+bitset #c6-ibo-base : #cat6-a6xx-base
+  show {SY}{JP}{NAME}.{TYPED}.{D}d.{TYPE}{RCK}.{TYPE_SIZE}.{MODE}{BASE} {TYPE_HALF}{SRC1}, {SRC2}{OFFSET}, {SSBO}
+  der D uint is {D_MINUS_ONE} + 1
+    inv D_MINUS_ONE {D} - 1
+  der OFFSET uoffset is 0
+  fld D_MINUS_ONE 9-10 uint
+  fld TYPED 11 #c6-typed
+  pat 20-22 110
+  fld SRC2 24-31 #reg-gpr
+  fld SRC1 32-39 #reg-gpr
+  fld RCK 40 bool ".rck"
+  fld SSBO 41-48 #c6-src SSBO_IM>SRC_IM
+  der SSBO_IM bool is {MODE} == 0
+
+bitset #c6-ibo : #c6-ibo-base
+  pat 23 0
+  pat 4-5 00
+  pat 54-58 00000
+
+bitset #c6-ibo-ls : #c6-ibo-base
+  ovr !{HAS_OFFSET}
+    assert 4-5 00
+    assert 54-58 00000
+  end
+  fld HAS_OFFSET 23 bool
+  fld OFFSET_HI 4-5 uint
+  fld TYPE 49-51 #type
+  fld OFFSET_LO 54-58 uint
+  der OFFSET uoffset is ({OFFSET_HI} << 5) | {OFFSET_LO}
+    inv OFFSET_HI ({OFFSET} >> 5) & 3
+    inv OFFSET_LO {OFFSET} & 31
+
+bitset #c6-ibo-atomic : #c6-ibo
+  show {SY}{JP}{NAME}.{TYPED}.{D}d.{TYPE}.{TYPE_SIZE}.{MODE}{BASE} {SRC1}, {SRC2}, {SSBO}
+  fld TYPE 49-51 #type-atomic
+
+bitset stib.b : #c6-ibo-ls
+  pat 0 0
+  pat 14-19 011101
+  pat 52-53 10
+bitset ldib.b : #c6-ibo-ls
+  pat 0 x
+  pat 14-19 000110
+  pat 52-53 10
+
+bitset atomic.b.add : #c6-ibo-atomic
+  pat 0 x
+  pat 14-19 010000
+  pat 52-53 11
+bitset atomic.b.sub : #c6-ibo-atomic
+  pat 0 x
+  pat 14-19 010001
+  pat 52-53 11
+bitset atomic.b.xchg : #c6-ibo-atomic
+  pat 0 x
+  pat 14-19 010010
+  pat 52-53 11
+bitset atomic.b.cmpxchg : #c6-ibo-atomic
+  pat 0 x
+  pat 14-19 010101
+  pat 52-53 11
+bitset atomic.b.min : #c6-ibo-atomic
+  pat 0 x
+  pat 14-19 010110
+  pat 52-53 11
+bitset atomic.b.max : #c6-ibo-atomic
+  pat 0 x
+  pat 14-19 010111
+  pat 52-53 11
+bitset atomic.b.and : #c6-ibo-atomic
+  pat 0 x
+  pat 14-19 011000
+  pat 52-53 11
+bitset atomic.b.or : #c6-ibo-atomic
+  pat 0 x
+  pat 14-19 011001
+  pat 52-53 11
+bitset atomic.b.xor : #c6-ibo-atomic
+  pat 0 x
+  pat 14-19 011010
+  pat 52-53 11
+
+// ------------------------------------------------------------------ cat7: barriers, caches
+bitset #cat7 : #instruction
+  pat 0-31 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+  pat 32-43 xxxxxxxxxxxx
+  fld SS 44 bool "(ss)"
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 111
+
+bitset #cat7-barrier : #cat7
+  show {SY}{SS}{JP}{NAME}{G}{L}{R}{W}
+  pat 45-50 x1xxxx
+  fld W 51 bool ".w"
+  fld R 52 bool ".r"
+  fld L 53 bool ".l"
+  fld G 54 bool ".g"
+
+bitset bar : #cat7-barrier
+  pat 55-58 0000
+bitset fence : #cat7-barrier
+  pat 55-58 0001
+
+bitset #cat7-data : #cat7
+  show {SY}{SS}{JP}{NAME}{TYPE}
+  pat 45-50 xxxxxx
+  fld TYPE 51 #dccln-type
+  pat 52-54 xx0
+
+bitset sleep : #cat7
+  show {SY}{SS}{JP}{NAME}{DURATION}
+  pat 45-50 xxxxxx
+  fld DURATION 51 #sleep-dur
+  pat 52-54 xxx
+  pat 55-58 0010
+
+bitset icinv : #cat7
+  show {SY}{SS}{JP}{NAME}
+  pat 45-54 xxxxxxxxxx
+  pat 55-58 0011
+
+bitset dccln : #cat7-data
+  pat 55-58 0100
+bitset dcinv : #cat7-data
+  pat 55-58 0101
+bitset dcflu : #cat7-data
+  pat 55-58 0110
+
+bitset ccinv : #cat7
+  gen 700
+  show {SY}{SS}{JP}{NAME}
+  pat 45-50 x1xxxx
+  pat 51-54 1010
+  pat 55-58 0101
+
+bitset lock : #cat7
+  gen 700
+  show {SY}{SS}{JP}{NAME}
+  pat 45-54 1000010000
+  pat 55-58 0111
+
+bitset unlock : #cat7
+  gen 700
+  show {SY}{SS}{JP}{NAME}
+  pat 45-54 1001010000
+  pat 55-58 0111
+)ISA";
+
+const char* isa_table_text() { return kTable; }
+
+}  // namespace opv::ir3::detail

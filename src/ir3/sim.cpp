@@ -1,0 +1,1027 @@
+// Functional simulator for a6xx compute shaders.
+//
+// Steps: (1) at construction, decode every instruction once into a flat record (operands as
+// register/const/immediate/relative descriptors read from the decoded tree); (2) run() walks the
+// grid of work-groups; each group's waves run round-robin until all end, each wave stopping at
+// `bar` until every live wave of the group reaches it; (3) inside a wave, each step issues the
+// instruction at the lowest pc among live fibers for the fibers at that pc (divergent paths run
+// one after the other and reconverge where their pcs meet again), honouring predication
+// (predt/predf/prede); (4) (rptN) repeats an instruction N+1 times, advancing the destination
+// and every source marked (r).
+// Invariant: bad programs (unsupported opcode, out-of-range memory access, running off the end)
+// raise opv::Error naming the instruction index and text; nothing is undefined behaviour.
+// Semantics that the references leave open are marked "(assumed)".
+#include "ir3/sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "ir3/isa_model.h"
+
+namespace opv::ir3 {
+
+using detail::Node;
+
+namespace {
+
+constexpr uint64_t kGlobalBase = 0x100000000ull;  // first global address (high dword != 0)
+constexpr int kFiberRegs = 48 * 4;                 // r0.x .. r47.w
+constexpr int kSharedRegs = 8 * 4;                 // r48.x .. r55.w
+constexpr int kRegA1 = kRegA0 + 1;
+
+enum Type { F16 = 0, F32 = 1, U16 = 2, U32 = 3, S16 = 4, S32 = 5, U8 = 6, U8_32 = 7 };
+bool type_half(int t) { return t == F16 || t == U16 || t == S16 || t == U8; }
+int type_bytes(int t) { return t == U8 || t == U8_32 ? 1 : (t == F16 || t == U16 || t == S16) ? 2 : 4; }
+
+float f32(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+uint32_t bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+const float kFlut[] = {0.0f, 0.5f, 1.0f, 2.0f, 2.71828182845904523536f, 3.14159265358979323846f,
+                       0.31830988618379067154f, 0.69314718055994530942f, 1.44269504088896340736f,
+                       0.30102999566398119521f, 3.32192809488736234787f, 4.0f};
+
+struct Operand {
+  enum Kind { None, Reg, Const, Imm, RelReg, RelConst } kind = None;
+  int num = 0;          // regid / const component index / relative offset
+  uint32_t imm = 0;
+  int absneg = 0;       // bit0 neg, bit1 abs
+  bool r = false;       // (r): advances with the repeat index
+};
+
+int regid_of(const Node* g) { return static_cast<int>(g->value("GPR") * 4 + g->value("SWIZ")); }
+
+Operand operand(const Instr& in, const char* field, bool half) {
+  Operand o;
+  const Node* c = in.child(field);
+  if (!c) fail("operand `", field, "` missing");
+  const std::string& k = c->leaf->name;
+  if (c->has("ABSNEG")) o.absneg = static_cast<int>(c->value("ABSNEG"));
+  auto sext = [](int64_t v, int w) { return static_cast<int>(detail::sign_extend(static_cast<uint64_t>(v), w)); };
+  if (k == "#reg-gpr" || k == "#dst-cat2") {
+    o.kind = Operand::Reg;
+    o.num = regid_of(c);
+  } else if (k == "#ms-gpr" || k == "#c3-gpr" || k == "#cat1-gpr-src") {
+    o.kind = Operand::Reg;
+    o.num = regid_of(c->child("SRC"));
+  } else if (k == "#ms-const") {
+    const Node* s = c->child("SRC");
+    o.kind = Operand::Const;
+    o.num = static_cast<int>(s->value("CONST") * 4 + s->value("SWIZ"));
+  } else if (k == "#cat1-const-src") {
+    const Node* s = c->child("CONST");
+    o.kind = Operand::Const;
+    o.num = static_cast<int>(s->value("CONST") * 4 + s->value("SWIZ"));
+  } else if (k == "#c3-const-or-immed") {
+    if (c->leaf->cases[c->variant].cond) {
+      o.kind = Operand::Imm;
+      o.imm = static_cast<uint32_t>(c->value("IMMED"));
+    } else {
+      o.kind = Operand::Const;
+      o.num = static_cast<int>(c->value("CONST") * 4 + c->value("SWIZ"));
+    }
+  } else if (k == "#ms-rel-gpr" || k == "#cat1-rel-gpr-src") {
+    o.kind = Operand::RelReg;
+    o.num = sext(c->child("SRC")->value("OFFSET"), 10);
+  } else if (k == "#ms-rel-const" || k == "#cat1-rel-const-src") {
+    o.kind = Operand::RelConst;
+    o.num = sext(c->child("SRC")->value("OFFSET"), 10);
+  } else if (k == "#c3-rel-gpr") {
+    o.kind = Operand::RelReg;
+    o.num = sext(c->value("OFFSET"), 10);
+  } else if (k == "#c3-rel-const") {
+    o.kind = Operand::RelConst;
+    o.num = sext(c->value("OFFSET"), 10);
+  } else if (k == "#ms-immed") {
+    o.kind = Operand::Imm;
+    int v = sext(c->value("IMMED"), 11);
+    o.imm = half ? (static_cast<uint32_t>(v) & 0xffff) : static_cast<uint32_t>(v);
+  } else if (k == "#ms-flut-full" || k == "#ms-flut-half" || k == "#c3-flut") {
+    o.kind = Operand::Imm;
+    int idx = static_cast<int>(c->value("IMMED"));
+    float f = idx < 12 ? kFlut[idx] : 0.0f;
+    o.imm = half ? float_to_half(f) : bits(f);
+  } else if (k == "#cat1-immed-src") {
+    o.kind = Operand::Imm;
+    o.imm = static_cast<uint32_t>(c->bits);
+  } else if (k == "#c6-src" || k == "#c6-src-cg") {
+    if (c->leaf->cases[c->variant].cond && c->has("IMMED")) {
+      o.kind = Operand::Imm;
+      o.imm = static_cast<uint32_t>(c->value("IMMED"));
+    } else {
+      o.kind = Operand::Reg;
+      o.num = static_cast<int>(c->value("GPR") * 4 + c->value("SWIZ"));
+    }
+  } else {
+    fail("operand kind `", k, "` is not simulated");
+  }
+  return o;
+}
+
+enum class Op {
+  Nop, End, Br, Jump, Kill, PredT, PredF, PredE, GetOne,
+  Mov, Mova, Mova1, Movmsk,
+  Alu2, Alu3, Sfu,
+  Isam, Sam, GetSize,
+  Ldg, Stg, Ldl, Stl, Ldp, Stp, Ldib, Stib, GetFiberId, GetWid,
+  Bar, Fence,
+};
+
+struct Rec {
+  Instr in;
+  std::string text;
+  Op op = Op::Nop;
+  std::string name;
+  int repeat = 0;
+  bool full = true, dst_half = false;
+  Operand dst, src[4];
+  int src_type = 0, dst_type = 0, type = 0;
+  int64_t imm = 0;  // branch offset, memory offset
+  int size = 1, cond = 0;
+  int inv1 = 0, comp1 = 0, inv2 = 0, comp2 = 0;
+  int brtype = 0;  // 0 br, 1 brao, 2 braa, 4 bany, 5 ball
+  int wrmask = 0, tex = 0, shift = 0;
+  bool dst_rel = false, d1 = false, a_form = false;
+};
+
+struct Fiber {
+  uint32_t r[kFiberRegs] = {};
+  int32_t a0 = 0, a1 = 0;
+  bool p[4] = {};
+  uint32_t pc = 0;
+  bool live = false;
+  std::vector<uint8_t> priv;
+};
+
+struct Wave {
+  std::vector<Fiber> f;
+  uint32_t shared[kSharedRegs] = {};
+  int pred_mode = 0;  // 0 none, 1 true, 2 false
+  std::vector<bool> pred;
+  bool at_barrier = false, done = false;
+  uint64_t steps = 0;
+};
+
+}  // namespace
+
+struct Simulator::Impl {
+  Simulator& S;
+  const SimConfig& cfg;
+  std::vector<Rec> recs;
+  std::vector<uint8_t> local;
+  SimStats stats;
+  const Rec* cur = nullptr;
+  size_t cur_pc = 0;
+
+  [[noreturn]] void bad(const std::string& why) const {
+    fail("ir3 sim: instruction ", cur_pc, " `", cur ? cur->text : std::string("?"), "`: ", why);
+  }
+
+  // ------------------------------------------------------------ registers
+  uint32_t rd_full(Wave& w, Fiber& f, int n) {
+    if (n >= 0 && n < kFiberRegs) return f.r[n];
+    if (n >= kFiberRegs && n < kFiberRegs + kSharedRegs) return w.shared[n - kFiberRegs];
+    if (n == kRegA0) return static_cast<uint32_t>(f.a0);
+    if (n == kRegA1) return static_cast<uint32_t>(f.a1);
+    if (n >= kRegP0 && n < kRegP0 + 4) return f.p[n - kRegP0];
+    bad("read of register id " + std::to_string(n));
+  }
+  void wr_full(Wave& w, Fiber& f, int n, uint32_t v) {
+    if (n >= 0 && n < kFiberRegs) f.r[n] = v;
+    else if (n >= kFiberRegs && n < kFiberRegs + kSharedRegs) w.shared[n - kFiberRegs] = v;
+    else if (n == kRegA0) f.a0 = static_cast<int16_t>(v);
+    else if (n == kRegA1) f.a1 = static_cast<int16_t>(v);
+    else if (n >= kRegP0 && n < kRegP0 + 4) f.p[n - kRegP0] = v != 0;
+    else if (n == kRegInvalid) {
+    } else bad("write of register id " + std::to_string(n));
+  }
+  // Merged register file: half regid m is the (m&1) half of full regid m>>1 (shared: from r48).
+  int half_to_full(int m, int& shift) {
+    shift = (m & 1) * 16;
+    if (m < 2 * kFiberRegs && m < kFiberRegs) return m >> 1;
+    return kFiberRegs + ((m - kFiberRegs) >> 1);
+  }
+  uint32_t rd_half(Wave& w, Fiber& f, int m) {
+    if (m >= kRegA0) return rd_full(w, f, m) & 0xffff;
+    int sh;
+    int n = half_to_full(m, sh);
+    return (rd_full(w, f, n) >> sh) & 0xffff;
+  }
+  void wr_half(Wave& w, Fiber& f, int m, uint32_t v) {
+    if (m >= kRegA0) return wr_full(w, f, m, v);
+    int sh;
+    int n = half_to_full(m, sh);
+    uint32_t old = rd_full(w, f, n);
+    wr_full(w, f, n, (old & ~(0xffffu << sh)) | ((v & 0xffff) << sh));
+  }
+  uint32_t rd_const(int n, bool half) {
+    // Half consts use the same merged view as half registers (assumed).
+    int idx = half ? n >> 1 : n;
+    if (idx < 0 || static_cast<size_t>(idx) >= S.consts.size())
+      bad("const c" + std::to_string(idx / 4) + " is beyond the " + std::to_string(S.consts.size()) + " dwords loaded");
+    uint32_t v = S.consts[idx];
+    return half ? (v >> ((n & 1) * 16)) & 0xffff : v;
+  }
+  uint32_t rd(Wave& w, Fiber& f, const Operand& o, bool half, int i) {
+    int k = o.r ? i : 0;
+    switch (o.kind) {
+      case Operand::Reg: return half ? rd_half(w, f, o.num + k) : rd_full(w, f, o.num + k);
+      case Operand::Const: return rd_const(o.num + k, half);
+      case Operand::Imm: return o.imm;
+      case Operand::RelReg: {
+        int n = f.a0 + o.num + k;
+        return half ? rd_half(w, f, n) : rd_full(w, f, n);
+      }
+      case Operand::RelConst: return rd_const(f.a0 + o.num + k, half);
+      case Operand::None: break;
+    }
+    bad("missing operand");
+  }
+  void wr(Wave& w, Fiber& f, int n, bool half, uint32_t v) {
+    if (half) wr_half(w, f, n, v);
+    else wr_full(w, f, n, v);
+  }
+
+  // ------------------------------------------------------------ memory
+  uint8_t* global(uint64_t addr, uint64_t n) {
+    if (addr < kGlobalBase || addr - kGlobalBase + n > S.mem_.size()) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "global access of %llu bytes at 0x%llx is outside allocated memory",
+                    static_cast<unsigned long long>(n), static_cast<unsigned long long>(addr));
+      bad(buf);
+    }
+    return S.mem_.data() + (addr - kGlobalBase);
+  }
+  uint8_t* local_at(int64_t addr, uint64_t n) {
+    if (addr < 0 || static_cast<uint64_t>(addr) + n > local.size())
+      bad("local memory access at byte " + std::to_string(addr) + " outside " + std::to_string(local.size()) + " bytes");
+    return local.data() + addr;
+  }
+  uint8_t* priv_at(Fiber& f, int64_t addr, uint64_t n) {
+    if (addr < 0 || static_cast<uint64_t>(addr) + n > f.priv.size())
+      bad("private memory access at byte " + std::to_string(addr) + " outside " + std::to_string(f.priv.size()) + " bytes");
+    return f.priv.data() + addr;
+  }
+  static uint32_t load_elem(const uint8_t* p, int type) {
+    uint32_t v = 0;
+    std::memcpy(&v, p, type_bytes(type));
+    return v;
+  }
+
+  // ------------------------------------------------------------ value conversions
+  static double to_num(uint32_t v, int t) {
+    switch (t) {
+      case F16: return half_to_float(static_cast<uint16_t>(v));
+      case F32: return f32(v);
+      case U16: return v & 0xffff;
+      case U32: return v;
+      case S16: return static_cast<int16_t>(v);
+      case S32: return static_cast<int32_t>(v);
+      case U8:
+      case U8_32: return v & 0xff;
+    }
+    return 0;
+  }
+  uint32_t convert(uint32_t v, int st, int dt, int round) {
+    bool sf = st == F16 || st == F32, df = dt == F16 || dt == F32;
+    if (!sf && !df) {  // integer -> integer: extend by the source's signedness, truncate
+      int64_t x = static_cast<int64_t>(to_num(v, st));
+      uint32_t u = static_cast<uint32_t>(x);
+      return type_bytes(dt) == 2 ? (u & 0xffff) : type_bytes(dt) == 1 && dt == U8 ? (u & 0xff) : u;
+    }
+    double x = to_num(v, st);
+    if (df) return dt == F32 ? bits(static_cast<float>(x)) : float_to_half(static_cast<float>(x));
+    // float -> integer: round toward zero unless ROUND says otherwise (assumed), saturating
+    if (std::isnan(x)) x = 0;
+    if (round == 1) x = std::nearbyint(x);
+    else if (round == 2) x = std::ceil(x);
+    else if (round == 3) x = std::floor(x);
+    else x = std::trunc(x);
+    double lo = 0, hi = 0;
+    switch (dt) {
+      case U16: hi = 65535; break;
+      case S16: lo = -32768; hi = 32767; break;
+      case U32: hi = 4294967295.0; break;
+      case S32: lo = -2147483648.0; hi = 2147483647.0; break;
+      default: hi = 255; break;
+    }
+    x = std::min(std::max(x, lo), hi);
+    int64_t i = static_cast<int64_t>(x);
+    uint32_t u = static_cast<uint32_t>(i);
+    return type_bytes(dt) == 2 ? (u & 0xffff) : u;
+  }
+
+  // float helpers honouring (abs)/(neg) and precision
+  float fsrc(uint32_t raw, bool half, int absneg) {
+    float x = half ? half_to_float(static_cast<uint16_t>(raw)) : f32(raw);
+    if (absneg & 2) x = std::fabs(x);
+    if (absneg & 1) x = -x;
+    return x;
+  }
+  static uint32_t fdst(float x, bool half, bool sat) {
+    if (sat) x = std::min(std::max(x, 0.0f), 1.0f);
+    return half ? float_to_half(x) : bits(x);
+  }
+
+  // ------------------------------------------------------------ instruction records
+  Rec record(const Instr& in) {
+    Rec r;
+    r.in = in;
+    r.text = print(in);
+    r.name = in.name();
+    const std::string& n = r.name;
+    int cat = static_cast<int>(in.bits >> 61);
+    r.repeat = static_cast<int>(in.get_or("REPEAT", 0));
+    if (cat == 0) {
+      r.imm = detail::sign_extend(in.bits & 0xffffffffu, 32);
+      r.inv1 = static_cast<int>(in.get_or("INV1", 0));
+      r.comp1 = static_cast<int>(in.get_or("COMP1", 0));
+      r.inv2 = static_cast<int>(in.get_or("INV2", 0));
+      r.comp2 = static_cast<int>(in.get_or("COMP2", 0));
+      if (n == "nop" || n == "shps" || n == "shpe") r.op = Op::Nop;
+      else if (n == "end") r.op = Op::End;
+      else if (n == "br") r.brtype = 0, r.op = Op::Br;
+      else if (n == "brao") r.brtype = 1, r.op = Op::Br;
+      else if (n == "braa") r.brtype = 2, r.op = Op::Br;
+      else if (n == "bany") r.brtype = 4, r.op = Op::Br;
+      else if (n == "ball") r.brtype = 5, r.op = Op::Br;
+      else if (n == "jump") r.op = Op::Jump;
+      else if (n == "kill") r.op = Op::Kill;
+      else if (n == "predt") r.op = Op::PredT;
+      else if (n == "predf") r.op = Op::PredF;
+      else if (n == "prede") r.op = Op::PredE;
+      else if (n == "getone") r.op = Op::GetOne;
+      else r.op = Op::Nop, r.name = "!" + n;
+      return r;
+    }
+    if (cat == 1) {
+      if (n == "movmsk") {
+        r.op = Op::Movmsk;
+        r.dst.num = regid_of(in.child("DST")->child("DST"));
+        return r;
+      }
+      if (n.rfind("mov-", 0) != 0) {
+        r.name = "!" + n;
+        return r;
+      }
+      r.src_type = static_cast<int>(in.get("SRC_TYPE"));
+      r.dst_type = static_cast<int>(in.get("DST_TYPE"));
+      r.imm = in.get("ROUND");
+      r.src[0] = operand(in, "SRC", type_half(r.src_type));
+      r.src[0].r = in.get_or("SRC_R", 0) != 0;
+      const Node* d = in.child("DST");
+      r.dst_rel = in.get("DST_REL") != 0;
+      if (r.dst_rel) r.dst.num = static_cast<int>(d->value("OFFSET"));
+      else r.dst.num = regid_of(d->child("DST"));
+      r.op = r.dst.num == kRegA0 && !r.dst_rel ? Op::Mova : r.dst.num == kRegA1 && !r.dst_rel ? Op::Mova1 : Op::Mov;
+      return r;
+    }
+    if (cat == 2 || cat == 3 || cat == 4) {
+      r.full = in.get("FULL") != 0;
+      r.dst_half = in.get("DST_HALF") != 0;
+      r.dst.num = regid_of(in.child("DST"));
+      bool half = !r.full;
+      if (cat == 2) {
+        r.op = Op::Alu2;
+        r.src[0] = operand(in, "SRC1", half);
+        r.src[0].r = in.get("SRC1_R") && r.repeat;
+        if (in.has("SRC2") && in.child("SRC2")) {
+          r.src[1] = operand(in, "SRC2", half);
+          r.src[1].r = in.get("SRC2_R") && r.repeat;
+        }
+        r.cond = static_cast<int>(in.get_or("COND", 0));
+      } else if (cat == 3) {
+        r.op = Op::Alu3;
+        if (n == "wmm" || n == "wmm.accu" || n == "dp2acc" || n == "dp4acc") r.name = "!" + n;
+        r.src[0] = operand(in, "SRC1", half);
+        r.src[1] = operand(in, "SRC2", half);
+        r.src[2] = operand(in, "SRC3", half);
+        r.src[0].r = in.get("SRC1_R") && r.repeat;
+        r.src[1].r = in.get("SRC2_R") && r.repeat;
+        r.src[2].r = in.get("SRC3_R") && r.repeat;
+        if (in.get_or("SRC1_NEG", 0)) r.src[0].absneg |= 1;
+        if (in.get_or("SRC2_NEG", 0)) r.src[1].absneg |= 1;
+        if (in.get_or("SRC3_NEG", 0)) r.src[2].absneg |= 1;
+      } else {
+        r.op = Op::Sfu;
+        r.src[0] = operand(in, "SRC", half);
+        r.src[0].r = in.get("SRC_R") && r.repeat;
+      }
+      return r;
+    }
+    if (cat == 5) {
+      if (n != "isam" && n != "sam" && n != "getsize") {
+        r.name = "!" + n;
+        return r;
+      }
+      if (in.get("S2EN_BINDLESS")) {
+        r.name = "!" + n + ".s2en";
+        return r;
+      }
+      r.op = n == "isam" ? Op::Isam : n == "sam" ? Op::Sam : Op::GetSize;
+      r.full = in.get("FULL") != 0;
+      r.type = static_cast<int>(in.child("TYPE")->value("TYPE"));
+      r.dst.num = regid_of(in.child("DST"));
+      r.wrmask = static_cast<int>(in.get("WRMASK"));
+      r.tex = static_cast<int>(in.child("TEX")->value("TEX"));
+      const Node* s1 = in.child("SRC1");
+      if (s1 && s1->leaf->cases[s1->variant].cond) {
+        r.src[0].kind = Operand::Reg;
+        r.src[0].num = regid_of(s1->child("SRC"));
+      }
+      r.d1 = n == "isam" && in.get("D1") == 0;
+      return r;
+    }
+    if (cat == 6) {
+      r.type = static_cast<int>(in.get_or("TYPE", U32));
+      if (n == "ldg" || n == "ldg.a" || n == "stg" || n == "stg.a") {
+        bool st = n[0] == 's';
+        r.op = st ? Op::Stg : Op::Ldg;
+        r.a_form = n.size() > 3;
+        r.size = static_cast<int>(in.get("SIZE"));
+        r.src[0] = operand(in, "SRC1", false);
+        if (r.a_form) {
+          r.src[1] = operand(in, "SRC2", false);
+          r.imm = in.get("OFF");
+          r.shift = static_cast<int>(in.get("SRC2_SHIFT"));
+          r.cond = static_cast<int>(in.get("TYPE_SHIFT"));
+        } else {
+          r.imm = detail::sign_extend(static_cast<uint64_t>(in.get("OFF")), 13);
+        }
+        if (st) r.dst = operand(in, "SRC3", false);
+        else r.dst = operand(in, "DST", false);
+        return r;
+      }
+      if (n == "ldl" || n == "ldlw" || n == "ldp") {
+        r.op = n == "ldp" ? Op::Ldp : Op::Ldl;
+        r.size = static_cast<int>(in.get("SIZE"));
+        r.src[0] = operand(in, "SRC", false);
+        r.dst = operand(in, "DST", false);
+        r.imm = detail::sign_extend(static_cast<uint64_t>(in.get("OFF")), 13);
+        return r;
+      }
+      if (n == "stl" || n == "stlw" || n == "stp") {
+        r.op = n == "stp" ? Op::Stp : Op::Stl;
+        r.size = static_cast<int>(in.get("SIZE"));
+        r.src[0] = operand(in, "DST", false);  // address register
+        r.dst = operand(in, "SRC", false);     // value register
+        r.imm = detail::sign_extend(static_cast<uint64_t>(in.get("OFF")), 13);
+        return r;
+      }
+      if (n == "ldib.b" || n == "stib.b") {
+        r.op = n[0] == 'l' ? Op::Ldib : Op::Stib;
+        r.size = static_cast<int>(in.get("TYPE_SIZE"));
+        r.src[0] = operand(in, "SRC1", false);  // data
+        r.src[1] = operand(in, "SRC2", false);  // coordinate
+        r.src[2] = operand(in, "SSBO", false);  // descriptor index
+        r.imm = in.get("OFFSET");
+        return r;
+      }
+      if (n == "getfiberid" || n == "getwid") {
+        r.op = n == "getwid" ? Op::GetWid : Op::GetFiberId;
+        r.dst = operand(in, "DST", false);
+        return r;
+      }
+      r.name = "!" + n;
+      return r;
+    }
+    if (cat == 7) {
+      r.op = n == "bar" ? Op::Bar : Op::Fence;
+      return r;
+    }
+    r.name = "!" + n;
+    return r;
+  }
+
+  // ------------------------------------------------------------ execution
+  bool lane_pred(const Wave& w, size_t i) const {
+    if (w.pred_mode == 0) return true;
+    return w.pred_mode == 1 ? w.pred[i] : !w.pred[i];
+  }
+
+  void alu2(Wave& w, Fiber& f, const Rec& r, int i) {
+    const std::string& n = r.name;
+    bool half = !r.full;
+    bool sat = r.in.get_or("SAT", 0) != 0;
+    uint32_t a = rd(w, f, r.src[0], half, i);
+    uint32_t b = r.src[1].kind != Operand::None ? rd(w, f, r.src[1], half, i) : 0;
+    int dst = r.dst.num + i;
+    bool dh = r.dst_half;
+    bool is_f = n.size() > 2 && n.compare(n.size() - 2, 2, ".f") == 0;
+    if (is_f) {
+      float x = fsrc(a, half, r.src[0].absneg), y = fsrc(b, half, r.src[1].absneg);
+      if (n == "add.f") return wr(w, f, dst, dh, fdst(x + y, dh, sat));
+      if (n == "mul.f") return wr(w, f, dst, dh, fdst(x * y, dh, sat));
+      if (n == "min.f") return wr(w, f, dst, dh, fdst(std::fmin(x, y), dh, sat));
+      if (n == "max.f") return wr(w, f, dst, dh, fdst(std::fmax(x, y), dh, sat));
+      if (n == "sign.f") return wr(w, f, dst, dh, fdst(x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f, dh, sat));
+      if (n == "absneg.f") return wr(w, f, dst, dh, fdst(x, dh, sat));
+      if (n == "floor.f") return wr(w, f, dst, dh, fdst(std::floor(x), dh, sat));
+      if (n == "ceil.f") return wr(w, f, dst, dh, fdst(std::ceil(x), dh, sat));
+      if (n == "rndne.f") return wr(w, f, dst, dh, fdst(std::nearbyint(x), dh, sat));
+      if (n == "rndaz.f") return wr(w, f, dst, dh, fdst(std::round(x), dh, sat));
+      if (n == "trunc.f") return wr(w, f, dst, dh, fdst(std::trunc(x), dh, sat));
+      if (n == "cmps.f" || n == "cmpv.f") {
+        bool c = cmp(r.cond, x < y, x == y, x > y);
+        return wr(w, f, dst, dh, c ? (n == "cmps.f" ? 1u : 0xffffffffu) : 0u);
+      }
+    } else {
+      // integers: 16-bit sources are sign/zero extended by the op's signedness
+      bool s = n.find(".s") != std::string::npos;
+      auto ext = [&](uint32_t v, int absneg) -> int64_t {
+        int64_t x = half ? (s ? static_cast<int64_t>(static_cast<int16_t>(v)) : static_cast<int64_t>(v & 0xffff))
+                         : (s ? static_cast<int64_t>(static_cast<int32_t>(v)) : static_cast<int64_t>(v));
+        bool bit = n.size() > 2 && n.compare(n.size() - 2, 2, ".b") == 0;
+        if (bit && (absneg & 1)) return half ? (~x & 0xffff) : (~x & 0xffffffffll);
+        if (absneg & 2) x = x < 0 ? -x : x;
+        if (absneg & 1) x = -x;
+        return x;
+      };
+      int64_t x = ext(a, r.src[0].absneg), y = ext(b, r.src[1].absneg);
+      uint32_t mask = dh ? 0xffffu : 0xffffffffu;
+      auto put = [&](int64_t v) { wr(w, f, dst, dh, static_cast<uint32_t>(v) & mask); };
+      int width = half ? 16 : 32;
+      uint32_t ux = static_cast<uint32_t>(x), uy = static_cast<uint32_t>(y);
+      if (n == "add.u" || n == "add.s") return put(x + y);
+      if (n == "sub.u" || n == "sub.s") return put(x - y);
+      if (n == "min.u" || n == "min.s") return put(std::min(x, y));
+      if (n == "max.u" || n == "max.s") return put(std::max(x, y));
+      if (n == "absneg.s") return put(x);
+      if (n == "and.b") return put(x & y);
+      if (n == "or.b") return put(x | y);
+      if (n == "xor.b") return put(x ^ y);
+      if (n == "not.b") return put(~x);
+      if (n == "shl.b") return put(static_cast<int64_t>(static_cast<uint64_t>(ux) << (uy & (width - 1))));
+      if (n == "shr.b") return put((half ? (ux & 0xffff) : ux) >> (uy & (width - 1)));
+      if (n == "ashr.b") {
+        int64_t sx = half ? static_cast<int16_t>(ux) : static_cast<int32_t>(ux);
+        return put(sx >> (uy & (width - 1)));
+      }
+      if (n == "mul.u24") return put(static_cast<int64_t>((ux & 0xffffff)) * (uy & 0xffffff));
+      if (n == "mul.s24") return put(detail::sign_extend(ux, 24) * detail::sign_extend(uy, 24));
+      if (n == "mull.u") return put(static_cast<int64_t>(static_cast<uint64_t>(ux) * uy));
+      if (n == "getbit.b") return put((ux >> (uy & 31)) & 1);
+      if (n == "bfrev.b") {
+        uint32_t v = 0;
+        for (int k = 0; k < width; ++k)
+          if (ux & (1u << k)) v |= 1u << (width - 1 - k);
+        return put(v);
+      }
+      if (n == "clz.b") {
+        uint32_t v = half ? (ux & 0xffff) : ux;
+        return put(v ? __builtin_clz(v) - (32 - width) : width);
+      }
+      if (n == "cbits.b") return put(__builtin_popcount(half ? (ux & 0xffff) : ux));
+      if (n == "cmps.u" || n == "cmps.s" || n == "cmpv.u" || n == "cmpv.s") {
+        bool c = cmp(r.cond, x < y, x == y, x > y);
+        return wr(w, f, dst, dh, c ? (n[3] == 's' ? 1u : 0xffffffffu) & mask : 0u);
+      }
+    }
+    bad("cat2 opcode is not simulated");
+  }
+
+  static bool cmp(int cond, bool lt, bool eq, bool gt) {
+    switch (cond) {
+      case 0: return lt;
+      case 1: return lt || eq;
+      case 2: return gt;
+      case 3: return gt || eq;
+      case 4: return eq;
+      case 5: return !eq;
+    }
+    return false;
+  }
+
+  void alu3(Wave& w, Fiber& f, const Rec& r, int i) {
+    const std::string& n = r.name;
+    bool half = !r.full;
+    bool dh = r.dst_half;
+    bool sat = r.in.get_or("SAT", 0) != 0;
+    // src2 is always a GPR; its precision follows the opcode like the others
+    uint32_t a = rd(w, f, r.src[0], half, i), b = rd(w, f, r.src[1], half, i), c = rd(w, f, r.src[2], half, i);
+    int dst = r.dst.num + i;
+    if (n == "mad.f32" || n == "mad.f16") {
+      // multiply, round, add, round (two roundings; fused-or-not is unverified (assumed))
+      float x = fsrc(a, half, r.src[0].absneg), y = fsrc(b, half, r.src[1].absneg), z = fsrc(c, half, r.src[2].absneg);
+      float p = x * y;
+      if (half) p = half_to_float(float_to_half(p));
+      return wr(w, f, dst, dh, fdst(p + z, dh, sat));
+    }
+    if (n == "sel.b32" || n == "sel.b16" || n == "sel.s32" || n == "sel.s16") {
+      uint32_t cond = half ? (b & 0xffff) : b;
+      return wr(w, f, dst, dh, cond != 0 ? a : c);
+    }
+    if (n == "sel.f32" || n == "sel.f16") {
+      float cond = fsrc(b, half, 0);
+      return wr(w, f, dst, dh, cond != 0.0f ? a : c);  // (assumed) nonzero selects src1
+    }
+    auto neg = [](int64_t v, int an) { return (an & 1) ? -v : v; };
+    if (n == "mad.u24" || n == "mad.s24") {
+      int64_t x = n == "mad.u24" ? (a & 0xffffff) : detail::sign_extend(a, 24);
+      int64_t y = n == "mad.u24" ? (b & 0xffffff) : detail::sign_extend(b, 24);
+      return wr(w, f, dst, dh, static_cast<uint32_t>(neg(x, r.src[0].absneg) * neg(y, r.src[1].absneg) +
+                                                    neg(static_cast<int32_t>(c), r.src[2].absneg)));
+    }
+    if (n == "mad.u16" || n == "mad.s16") {
+      int64_t x = n == "mad.u16" ? (a & 0xffff) : static_cast<int16_t>(a);
+      int64_t y = n == "mad.u16" ? (b & 0xffff) : static_cast<int16_t>(b);
+      return wr(w, f, dst, dh, static_cast<uint32_t>(x * y + static_cast<int64_t>(c)) & (dh ? 0xffffu : ~0u));
+    }
+    uint32_t m = dh ? 0xffffu : 0xffffffffu;
+    int width = half ? 16 : 32;
+    uint32_t s1 = a & (width - 1);
+    if (n == "shrm") return wr(w, f, dst, dh, ((b & m) >> s1) & c & m);
+    if (n == "shlm") return wr(w, f, dst, dh, (b << s1) & c & m);
+    if (n == "shrg") return wr(w, f, dst, dh, (((b & m) >> s1) | c) & m);
+    if (n == "shlg") return wr(w, f, dst, dh, ((b << s1) | c) & m);
+    if (n == "andg") return wr(w, f, dst, dh, ((b & a) | c) & m);
+    bad("cat3 opcode is not simulated");
+  }
+
+  void sfu(Wave& w, Fiber& f, const Rec& r, int i) {
+    const std::string& n = r.name;
+    bool half = !r.full;
+    float x = fsrc(rd(w, f, r.src[0], half, i), half, r.src[0].absneg);
+    float y;
+    if (n == "rcp") y = 1.0f / x;
+    else if (n == "rsq" || n == "hrsq") y = 1.0f / std::sqrt(x);
+    else if (n == "log2" || n == "hlog2") y = std::log2(x);
+    else if (n == "exp2" || n == "hexp2") y = std::exp2(x);
+    else if (n == "sin") y = std::sin(x);
+    else if (n == "cos") y = std::cos(x);
+    else if (n == "sqrt") y = std::sqrt(x);
+    else bad("cat4 opcode is not simulated");
+    wr(w, f, r.dst.num + i, r.dst_half, fdst(y, r.dst_half, r.in.get_or("SAT", 0) != 0));
+  }
+
+  void texel(const SimImage& img, int x, int y, float out_f[4], uint32_t out_u[4]) {
+    for (int c = 0; c < 4; ++c) out_f[c] = 0, out_u[c] = 0;
+    if (x < 0 || y < 0 || x >= img.width || y >= img.height) return;  // zero border
+    const uint8_t* p = img.data.data() + (static_cast<size_t>(y) * img.width + x) * img.texel_bytes();
+    switch (img.format) {
+      case SimImage::Format::RGBA32F:
+        for (int c = 0; c < 4; ++c) std::memcpy(&out_f[c], p + 4 * c, 4);
+        break;
+      case SimImage::Format::RGBA16F:
+        for (int c = 0; c < 4; ++c) {
+          uint16_t h;
+          std::memcpy(&h, p + 2 * c, 2);
+          out_f[c] = half_to_float(h);
+        }
+        break;
+      case SimImage::Format::R32F:
+        std::memcpy(&out_f[0], p, 4);
+        out_f[3] = 1.0f;
+        break;
+      case SimImage::Format::RGBA32UI:
+        for (int c = 0; c < 4; ++c) std::memcpy(&out_u[c], p + 4 * c, 4);
+        for (int c = 0; c < 4; ++c) out_f[c] = static_cast<float>(out_u[c]);
+        return;
+    }
+    for (int c = 0; c < 4; ++c) out_u[c] = bits(out_f[c]);
+  }
+
+  const SimImage& image(int t) {
+    if (t < 0 || static_cast<size_t>(t) >= S.images.size()) bad("texture t#" + std::to_string(t) + " is not bound");
+    return S.images[t];
+  }
+
+  void tex(Wave& w, Fiber& f, const Rec& r) {
+    const SimImage& img = image(r.tex);
+    bool half_dst = type_half(r.type);
+    uint32_t vals[4];
+    if (r.op == Op::GetSize) {
+      vals[0] = img.width, vals[1] = img.height, vals[2] = 1, vals[3] = 1;
+    } else {
+      float tf[4];
+      uint32_t tu[4];
+      int x, y;
+      if (r.op == Op::Isam) {
+        x = static_cast<int32_t>(rd(w, f, r.src[0], !r.full, 0));
+        Operand o1 = r.src[0];
+        o1.num += 1;
+        y = r.d1 ? 0 : static_cast<int32_t>(rd(w, f, o1, !r.full, 0));
+        if (!r.full) x = static_cast<int16_t>(x), y = static_cast<int16_t>(y);
+      } else {
+        // sam: normalized coordinates, nearest filtering, zero border (assumed sampler state)
+        Operand o1 = r.src[0];
+        o1.num += 1;
+        float u = fsrc(rd(w, f, r.src[0], !r.full, 0), !r.full, 0);
+        float v = fsrc(rd(w, f, o1, !r.full, 0), !r.full, 0);
+        x = static_cast<int>(std::floor(u * img.width));
+        y = static_cast<int>(std::floor(v * img.height));
+      }
+      texel(img, x, y, tf, tu);
+      for (int c = 0; c < 4; ++c) {
+        if (r.type == F32) vals[c] = bits(tf[c]);
+        else if (r.type == F16) vals[c] = float_to_half(tf[c]);
+        else vals[c] = img.format == SimImage::Format::RGBA32UI ? tu[c] : static_cast<uint32_t>(static_cast<int32_t>(tf[c]));
+      }
+    }
+    int k = 0;
+    for (int c = 0; c < 4; ++c)
+      if (r.wrmask & (1 << c)) wr(w, f, r.dst.num + k++, half_dst, vals[c]);
+  }
+
+  void mem(Wave& w, Fiber& f, const Rec& r, size_t lane) {
+    int tb = type_bytes(r.type);
+    bool half = type_half(r.type);
+    switch (r.op) {
+      case Op::Ldg:
+      case Op::Stg: {
+        uint64_t base = rd_full(w, f, r.src[0].num) | (static_cast<uint64_t>(rd_full(w, f, r.src[0].num + 1)) << 32);
+        uint64_t addr;
+        if (r.a_form) {
+          uint64_t idx = rd_full(w, f, r.src[1].num);
+          addr = base + (((idx << r.shift) + static_cast<uint64_t>(r.imm)) << r.cond);
+        } else {
+          addr = base + static_cast<uint64_t>(r.imm);
+        }
+        uint8_t* p = global(addr, static_cast<uint64_t>(tb) * r.size);
+        for (int c = 0; c < r.size; ++c) {
+          if (r.op == Op::Ldg) wr(w, f, r.dst.num + c, half, load_elem(p + c * tb, r.type));
+          else {
+            uint32_t v = half ? rd_half(w, f, r.dst.num + c) : rd_full(w, f, r.dst.num + c);
+            std::memcpy(p + c * tb, &v, tb);
+          }
+        }
+        return;
+      }
+      case Op::Ldl:
+      case Op::Stl:
+      case Op::Ldp:
+      case Op::Stp: {
+        int64_t addr = static_cast<int32_t>(rd_full(w, f, r.src[0].num)) + r.imm;
+        bool priv = r.op == Op::Ldp || r.op == Op::Stp;
+        uint8_t* p = priv ? priv_at(f, addr, static_cast<uint64_t>(tb) * r.size) : local_at(addr, static_cast<uint64_t>(tb) * r.size);
+        bool load = r.op == Op::Ldl || r.op == Op::Ldp;
+        for (int c = 0; c < r.size; ++c) {
+          if (load) wr(w, f, r.dst.num + c, half, load_elem(p + c * tb, r.type));
+          else {
+            uint32_t v = half ? rd_half(w, f, r.dst.num + c) : rd_full(w, f, r.dst.num + c);
+            std::memcpy(p + c * tb, &v, tb);
+          }
+        }
+        return;
+      }
+      case Op::Ldib:
+      case Op::Stib: {
+        uint32_t idx = r.src[2].kind == Operand::Imm ? r.src[2].imm : rd_full(w, f, r.src[2].num);
+        if (idx >= S.ibos.size()) bad("IBO " + std::to_string(idx) + " is not bound");
+        const SimBuffer& b = S.ibos[idx];
+        // 1d element index in units of the type (SSBO dword indices for 32-bit types)
+        uint64_t el = static_cast<uint64_t>(rd_full(w, f, r.src[1].num)) + static_cast<uint64_t>(r.imm);
+        uint64_t off = el * tb;
+        if (off + static_cast<uint64_t>(tb) * r.size > b.size) bad("IBO " + std::to_string(idx) + " access beyond its size");
+        uint8_t* p = global(b.address + off, static_cast<uint64_t>(tb) * r.size);
+        for (int c = 0; c < r.size; ++c) {
+          if (r.op == Op::Ldib) wr(w, f, r.src[0].num + c, half, load_elem(p + c * tb, r.type));
+          else {
+            uint32_t v = half ? rd_half(w, f, r.src[0].num + c) : rd_full(w, f, r.src[0].num + c);
+            std::memcpy(p + c * tb, &v, tb);
+          }
+        }
+        return;
+      }
+      case Op::GetFiberId:
+        return wr(w, f, r.dst.num, half, static_cast<uint32_t>(lane));
+      default: break;
+    }
+  }
+
+  // Runs one wave until it ends or reaches a barrier.
+  void run_wave(Wave& w, size_t wave_index) {
+    w.at_barrier = false;
+    for (;;) {
+      uint32_t pc = UINT32_MAX;
+      for (const Fiber& f : w.f)
+        if (f.live) pc = std::min(pc, f.pc);
+      if (pc == UINT32_MAX) {
+        w.done = true;
+        return;
+      }
+      cur_pc = pc;
+      cur = nullptr;
+      if (pc >= recs.size()) bad("execution ran past the end of the program (missing end?)");
+      const Rec& r = recs[pc];
+      cur = &r;
+      if (++w.steps > cfg.max_steps) bad("more than " + std::to_string(cfg.max_steps) + " steps: endless loop?");
+      ++stats.instructions;
+      if (!r.name.empty() && r.name[0] == '!') bad("`" + r.name.substr(1) + "` is not simulated");
+      std::vector<size_t> at;
+      for (size_t i = 0; i < w.f.size(); ++i)
+        if (w.f[i].live && w.f[i].pc == pc) at.push_back(i);
+      std::vector<size_t> act;
+      for (size_t i : at)
+        if (lane_pred(w, i)) act.push_back(i);
+      stats.fiber_instructions += act.size();
+      for (size_t i : at) w.f[i].pc = pc + 1;
+      switch (r.op) {
+        case Op::Nop:
+        case Op::Fence: break;
+        case Op::End:
+          for (size_t i : at) w.f[i].live = false;
+          break;
+        case Op::Kill:
+          for (size_t i : act)
+            if (w.f[i].p[r.comp1] != static_cast<bool>(r.inv1)) w.f[i].live = false;
+          break;
+        case Op::Jump:
+          for (size_t i : at) w.f[i].pc = static_cast<uint32_t>(pc + r.imm);
+          break;
+        case Op::Br: {
+          auto c1 = [&](size_t i) { return w.f[i].p[r.comp1] != static_cast<bool>(r.inv1); };
+          auto c2 = [&](size_t i) { return w.f[i].p[r.comp2] != static_cast<bool>(r.inv2); };
+          if (r.brtype == 4 || r.brtype == 5) {
+            bool any = false, all = true;
+            for (size_t i : act) any |= c1(i), all &= c1(i);
+            bool take = r.brtype == 4 ? any : all;
+            if (take)
+              for (size_t i : at) w.f[i].pc = static_cast<uint32_t>(pc + r.imm);
+          } else {
+            for (size_t i : act) {
+              bool t = r.brtype == 0 ? c1(i) : r.brtype == 1 ? (c1(i) || c2(i)) : (c1(i) && c2(i));
+              if (t) w.f[i].pc = static_cast<uint32_t>(pc + r.imm);
+            }
+          }
+          break;
+        }
+        case Op::GetOne:
+          // the first active fiber takes the branch, the others fall through (assumed)
+          if (!act.empty()) w.f[act.front()].pc = static_cast<uint32_t>(pc + r.imm);
+          break;
+        case Op::PredT:
+        case Op::PredF:
+          w.pred.assign(w.f.size(), false);
+          for (size_t i = 0; i < w.f.size(); ++i) w.pred[i] = w.f[i].p[0];
+          w.pred_mode = r.op == Op::PredT ? 1 : 2;
+          break;
+        case Op::PredE: w.pred_mode = 0; break;
+        case Op::Bar:
+          ++stats.barriers;
+          w.at_barrier = true;
+          return;
+        case Op::Movmsk:
+          for (size_t i : act) {
+            for (int k = 0; k <= r.repeat; ++k) {
+              uint32_t m = 0;
+              for (size_t j = 0; j < 32 && k * 32 + j < w.f.size(); ++j)
+                if (w.f[k * 32 + j].live && w.f[k * 32 + j].pc == pc + 1) m |= 1u << j;
+              wr(w, w.f[i], r.dst.num + k, false, m);
+            }
+          }
+          break;
+        default:
+          for (size_t i : act) exec_lane(w, w.f[i], r, i);
+          break;
+      }
+      (void)wave_index;
+    }
+  }
+
+  void exec_lane(Wave& w, Fiber& f, const Rec& r, size_t lane) {
+    switch (r.op) {
+      case Op::Mov:
+      case Op::Mova:
+      case Op::Mova1:
+        for (int i = 0; i <= r.repeat; ++i) {
+          uint32_t v = rd(w, f, r.src[0], type_half(r.src_type), i);
+          uint32_t out = convert(v, r.src_type, r.dst_type, static_cast<int>(r.imm));
+          if (r.op == Op::Mova) f.a0 = static_cast<int16_t>(out);
+          else if (r.op == Op::Mova1) f.a1 = static_cast<int16_t>(out);
+          else {
+            int d = (r.dst_rel ? f.a0 + r.dst.num : r.dst.num) + i;
+            wr(w, f, d, type_half(r.dst_type), out);
+          }
+        }
+        return;
+      case Op::Alu2:
+        for (int i = 0; i <= r.repeat; ++i) alu2(w, f, r, i);
+        return;
+      case Op::Alu3:
+        for (int i = 0; i <= r.repeat; ++i) alu3(w, f, r, i);
+        return;
+      case Op::Sfu:
+        for (int i = 0; i <= r.repeat; ++i) sfu(w, f, r, i);
+        return;
+      case Op::Isam:
+      case Op::Sam:
+      case Op::GetSize: return tex(w, f, r);
+      case Op::GetWid: return wr(w, f, r.dst.num, false, 0);
+      default: return mem(w, f, r, lane);
+    }
+  }
+};
+
+int SimImage::texel_bytes() const {
+  switch (format) {
+    case Format::RGBA32F:
+    case Format::RGBA32UI: return 16;
+    case Format::RGBA16F: return 8;
+    case Format::R32F: return 4;
+  }
+  return 16;
+}
+
+Simulator::Simulator(std::vector<uint64_t> program, int gen) : gen_(gen) {
+  for (size_t i = 0; i < program.size(); ++i) {
+    Instr in = decode(program[i], gen);
+    OPV_CHECK(in.valid(), "ir3 sim: instruction ", i, " (0x", std::hex, program[i], std::dec, ") does not decode");
+    prog_.push_back(in);
+  }
+}
+
+uint64_t Simulator::alloc(uint64_t bytes) {
+  uint64_t at = (mem_.size() + 255) & ~uint64_t(255);
+  OPV_CHECK(at + bytes < (uint64_t(1) << 32), "ir3 sim: out of simulated global memory");
+  mem_.resize(at + bytes);
+  return kGlobalBase + at;
+}
+
+void Simulator::write(uint64_t addr, const void* src, uint64_t n) {
+  OPV_CHECK(addr >= kGlobalBase && addr - kGlobalBase + n <= mem_.size(), "ir3 sim: host write of ", n,
+            " bytes at 0x", std::hex, addr, " is outside allocated memory");
+  std::memcpy(mem_.data() + (addr - kGlobalBase), src, n);
+}
+
+void Simulator::read(uint64_t addr, void* dst, uint64_t n) const {
+  OPV_CHECK(addr >= kGlobalBase && addr - kGlobalBase + n <= mem_.size(), "ir3 sim: host read of ", n,
+            " bytes at 0x", std::hex, addr, " is outside allocated memory");
+  std::memcpy(dst, mem_.data() + (addr - kGlobalBase), n);
+}
+
+void Simulator::set_const_u64(int regid, uint64_t v) {
+  if (consts.size() < static_cast<size_t>(regid + 2)) consts.resize(regid + 2);
+  consts[regid] = static_cast<uint32_t>(v);
+  consts[regid + 1] = static_cast<uint32_t>(v >> 32);
+}
+
+SimStats Simulator::run(const SimConfig& cfg) {
+  OPV_CHECK(cfg.wave_size > 0 && cfg.local_size[0] * cfg.local_size[1] * cfg.local_size[2] > 0,
+            "ir3 sim: empty work-group");
+  Impl im{*this, cfg, {}, {}, {}};
+  for (const Instr& in : prog_) im.recs.push_back(im.record(in));
+  uint32_t group_threads = cfg.local_size[0] * cfg.local_size[1] * cfg.local_size[2];
+  size_t nwaves = (group_threads + cfg.wave_size - 1) / cfg.wave_size;
+  for (uint32_t gz = 0; gz < cfg.num_groups[2]; ++gz)
+    for (uint32_t gy = 0; gy < cfg.num_groups[1]; ++gy)
+      for (uint32_t gx = 0; gx < cfg.num_groups[0]; ++gx) {
+        im.local.assign(cfg.local_mem_bytes, 0);
+        std::vector<Wave> waves(nwaves);
+        for (size_t wi = 0; wi < nwaves; ++wi) {
+          Wave& w = waves[wi];
+          w.f.resize(cfg.wave_size);
+          for (int l = 0; l < cfg.wave_size; ++l) {
+            Fiber& f = w.f[l];
+            uint32_t li = static_cast<uint32_t>(wi * cfg.wave_size + l);
+            f.live = li < group_threads;
+            if (!f.live) continue;
+            f.priv.assign(cfg.private_mem_bytes, 0);
+            uint32_t ids[3] = {li % cfg.local_size[0], (li / cfg.local_size[0]) % cfg.local_size[1],
+                               li / (cfg.local_size[0] * cfg.local_size[1])};
+            uint32_t gid[3] = {gx, gy, gz};
+            for (int c = 0; c < 3; ++c) {
+              if (cfg.local_id_reg >= 0) f.r[cfg.local_id_reg + c] = ids[c];
+              if (cfg.group_id_reg >= 0) f.r[cfg.group_id_reg + c] = gid[c];
+            }
+          }
+          ++im.stats.waves;
+        }
+        for (;;) {
+          bool progressed = false;
+          for (size_t wi = 0; wi < nwaves; ++wi) {
+            Wave& w = waves[wi];
+            if (w.done || w.at_barrier) continue;
+            im.run_wave(w, wi);
+            progressed = true;
+          }
+          bool all_done = true, any_wait = false;
+          for (Wave& w : waves) {
+            all_done &= w.done;
+            any_wait |= w.at_barrier;
+          }
+          if (all_done) break;
+          if (any_wait) {
+            bool all_arrived = true;
+            for (Wave& w : waves) all_arrived &= w.done || w.at_barrier;
+            if (all_arrived)
+              for (Wave& w : waves) w.at_barrier = false;
+          } else if (!progressed) {
+            break;
+          }
+        }
+      }
+  return im.stats;
+}
+
+}  // namespace opv::ir3
