@@ -150,7 +150,13 @@ plan::Plan lower_graph(const ir::Graph& g, const CompileOptions& opts) {
     k.op = n.op;
     k.attrs = n.attrs;
     k.post_ops = n.post_ops;
-    if (n.op == OpKind::Cast) k.attrs.set("to", int64_t(storage_dtype(DType(n.attrs.i("to")), opts.target)));
+    if (n.op == OpKind::Cast) {
+      DType to = DType(n.attrs.i("to"));
+      DType st = storage_dtype(to, opts.target);
+      k.attrs.set("to", int64_t(st));
+      // The model rounds to fp16 here; keep that rounding although the storage is wider.
+      if (st != to && to == DType::F16) k.attrs.set("round_to", int64_t(DType::F16));
+    }
     DType main_dt = outs.empty() ? DType::F32 : p.buffers[outs[0]].dtype;
     k.name = kernel_name(g, n, main_dt);
     add_call(std::move(k), std::move(ins), std::move(outs), n.name);

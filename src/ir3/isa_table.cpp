@@ -16,9 +16,9 @@
 //                                        the assembler recovers FIELD from it
 //   show TEMPLATE                        display; {F} prints field F, {NAME} the bitset name
 //   ovr EXPR ... end                     override: display/fields/asserts used when EXPR holds
-// Coverage: every a6xx (gen 600) encoding Mesa knows, plus the a4xx/a5xx/a7xx/a8xx forms that
-// share them. Not covered: pre-a6xx ibo/ssbo cat6 forms (ldgb/stgb/ldib/stib/atomic.s), a7xx
-// alias and a8xx-only fields — those decode as raw.
+// Coverage: every a6xx (gen 600) encoding Mesa knows, the pre-a6xx image/SSBO forms, and the
+// a7xx/a8xx forms that share the a6xx layouts. Not covered: a8xx-only fields
+// that the XML copy lacks, such as (eostsc) — those decode as raw.
 #include "ir3/isa_model.h"
 
 namespace opv::ir3::detail {
@@ -1640,6 +1640,127 @@ bitset ray_intersection : #cat6
   fld SRC4 41-48 #reg-gpr
   pat 49-53 xxxxx
 
+
+// pre-a6xx image/SSBO forms (a4xx/a5xx)
+bitset #c6-ibo3 : #cat6-a3xx
+  der D uint is {D_MINUS_ONE} + 1
+    inv D_MINUS_ONE {D} - 1
+  der TYPE_SIZE uint is {TYPE_SIZE_MINUS_ONE} + 1
+    inv TYPE_SIZE_MINUS_ONE {TYPE_SIZE} - 1
+  fld D_MINUS_ONE 9-10 uint
+  fld TYPED 11 #c6-typed
+  fld TYPE_SIZE_MINUS_ONE 12-13 uint
+  fld SSBO 41-48 #c6-src SSBO_IM>SRC_IM
+  pat 52 x
+  fld SSBO_IM 53 bool
+
+bitset #c6-ibo3-load : #c6-ibo3
+  gen 0 599
+  show {SY}{JP}{NAME}.{TYPED}.{D}d.{TYPE}.{TYPE_SIZE} {DST}, g[{SSBO}], {SRC1}, {SRC2}
+  pat 1-8 xxxxxxxx
+  fld SRC1 14-21 #c6-src SRC1_IM>SRC_IM
+  fld SRC1_IM 22 bool
+  fld SRC2_IM 23 bool
+  fld SRC2 24-31 #c6-src SRC2_IM>SRC_IM
+  fld DST 32-39 #reg-gpr
+  pat 40 x
+
+bitset ldgb : #c6-ibo3-load
+  gen 0 499
+  pat 54-58 11011
+  pat 0 1
+bitset ldgb : #c6-ibo3-load
+  gen 500
+  pat 54-58 11011
+  pat 0 x
+bitset ldib : #c6-ibo3-load
+  pat 54-58 00110
+  pat 0 1
+
+bitset #c6-ibo3-store : #c6-ibo3
+  gen 0 599
+  show {SY}{JP}{NAME}.{TYPED}.{D}d.{TYPE}.{TYPE_SIZE} g[{SSBO}], {SRC1}, {SRC2}, {SRC3}
+  fld SRC1 1-8 #reg-gpr
+  pat 14-22 xxxxxxxxx
+  fld SRC2_IM 23 bool
+  fld SRC2 24-31 #c6-src SRC2_IM>SRC_IM
+  fld SRC3 32-39 #c6-src SRC3_IM>SRC_IM
+  fld SRC3_IM 40 bool
+
+bitset #c6-ibo3-store-a4 : #c6-ibo3-store
+  gen 0 499
+  pat 0 0
+bitset #c6-ibo3-store-a5 : #c6-ibo3-store
+  gen 500
+  pat 0 1
+bitset stgb : #c6-ibo3-store-a5
+  pat 54-58 11100
+bitset stib : #c6-ibo3-store-a5
+  pat 54-58 11101
+bitset stgb : #c6-ibo3-store-a4
+  pat 54-58 11100
+bitset stib : #c6-ibo3-store-a4
+  pat 54-58 11101
+
+bitset #c6-atomic-s : #cat6-atomic
+  gen 0 599
+  show {SY}{JP}{NAME}.{TYPED}.{D}d.{TYPE}.{TYPE_SIZE}.g {DST}, g[{SSBO}], {SRC1}, {SRC2}, {SRC3}
+  fld SRC3 1-8 #reg-gpr
+  fld SSBO 41-48 #c6-src SSBO_IM>SRC_IM
+  fld TYPE 49-51 #type-atomic
+  pat 52 1
+  fld SSBO_IM 53 bool
+bitset #c6-atomic-s4 : #c6-atomic-s
+  gen 0 499
+  pat 0 0
+bitset #c6-atomic-s5 : #c6-atomic-s
+  gen 500
+  pat 0 1
+bitset atomic.s.add : #c6-atomic-s4
+  pat 54-58 10000
+bitset atomic.s.sub : #c6-atomic-s4
+  pat 54-58 10001
+bitset atomic.s.xchg : #c6-atomic-s4
+  pat 54-58 10010
+bitset atomic.s.inc : #c6-atomic-s4
+  pat 54-58 10011
+bitset atomic.s.dec : #c6-atomic-s4
+  pat 54-58 10100
+bitset atomic.s.cmpxchg : #c6-atomic-s4
+  pat 54-58 10101
+bitset atomic.s.min : #c6-atomic-s4
+  pat 54-58 10110
+bitset atomic.s.max : #c6-atomic-s4
+  pat 54-58 10111
+bitset atomic.s.and : #c6-atomic-s4
+  pat 54-58 11000
+bitset atomic.s.or : #c6-atomic-s4
+  pat 54-58 11001
+bitset atomic.s.xor : #c6-atomic-s4
+  pat 54-58 11010
+bitset atomic.s.add : #c6-atomic-s5
+  pat 54-58 10000
+bitset atomic.s.sub : #c6-atomic-s5
+  pat 54-58 10001
+bitset atomic.s.xchg : #c6-atomic-s5
+  pat 54-58 10010
+bitset atomic.s.inc : #c6-atomic-s5
+  pat 54-58 10011
+bitset atomic.s.dec : #c6-atomic-s5
+  pat 54-58 10100
+bitset atomic.s.cmpxchg : #c6-atomic-s5
+  pat 54-58 10101
+bitset atomic.s.min : #c6-atomic-s5
+  pat 54-58 10110
+bitset atomic.s.max : #c6-atomic-s5
+  pat 54-58 10111
+bitset atomic.s.and : #c6-atomic-s5
+  pat 54-58 11000
+bitset atomic.s.or : #c6-atomic-s5
+  pat 54-58 11001
+bitset atomic.s.xor : #c6-atomic-s5
+  pat 54-58 11010
+
 // a6xx+ encodings for (possibly bindless) images, SSBOs and UBOs
 bitset #cat6-a6xx-base : #cat6
   gen 600
@@ -1869,6 +1990,79 @@ bitset unlock : #cat7
   show {SY}{SS}{JP}{NAME}
   pat 45-54 1001010000
   pat 55-58 0111
+// a7xx alias: one leaf per source kind (bits 51-52), the render-target destination as override
+enum #alias-scope 0:tex 1:rt 2:mem 3:mem
+enum #alias-type-size 0:16 1:32
+enum #alias-type 0:f 1:b
+
+bitset #dst-rt size 5
+  show rt{RT}.{SWIZ}
+  fld SWIZ 0-1 #swiz
+  fld RT 2-4 uint
+
+bitset #alias-immed-src size 32
+  ovr {TYPE} == 0 && {TYPE_SIZE} == 0
+    show h({IMMED})
+    fld IMMED 0-15 float
+  end
+  ovr {TYPE} == 0 && {TYPE_SIZE} == 1
+    show ({IMMED})
+    fld IMMED 0-31 float
+  end
+  ovr {TYPE_SIZE} == 0
+    show h(0x{IMMED})
+    fld IMMED 0-15 hex
+  end
+  show (0x{IMMED})
+  fld IMMED 0-31 hex
+
+bitset #alias-const-src size 11
+  show {HALF}{CONST}
+  fld CONST 0-10 #reg-const
+  der HALF bool "h" is {TYPE_SIZE} == 0
+
+bitset #alias-gpr-src size 8
+  show {HALF}{SRC}
+  fld SRC 0-7 #reg-gpr
+  der HALF bool "h" is {TYPE_SIZE} == 0
+
+bitset #alias : #instruction
+  gen 700
+  ovr (({SCOPE_HI} << 1) | {SCOPE_LO}) == 1
+    fld DST 32-36 #dst-rt
+    assert 37-39 000
+    der DST_HALF bool "" is 0
+  end
+  show {SY}{SS}{JP}{NAME}.{SCOPE}.{TYPE}{TYPE_SIZE}.{TABLE_SIZE_MINUS_ONE} {DST_HALF}{DST}, {SRC}
+  fld DST 32-39 #reg-gpr
+  fld TABLE_SIZE_MINUS_ONE 40-43 uint
+  fld SS 44 bool "(ss)"
+  pat 45-46 xx
+  fld SCOPE_LO 47 uint
+  fld TYPE 48 #alias-type
+  fld SCOPE_HI 49 uint
+  fld TYPE_SIZE 50 #alias-type-size
+  pat 53-54 xx
+  pat 55-58 1000
+  fld JP 59 bool "(jp)"
+  fld SY 60 bool "(sy)"
+  pat 61-63 111
+  der SCOPE #alias-scope is ({SCOPE_HI} << 1) | {SCOPE_LO}
+    inv SCOPE_LO {SCOPE} & 1
+    inv SCOPE_HI {SCOPE} >> 1
+  der DST_HALF bool "h" is {TYPE_SIZE} == 0
+
+bitset alias : #alias
+  pat 51-52 00
+  fld SRC 0-7 #alias-gpr-src TYPE_SIZE
+  pat 8-31 000000000000000000000000
+bitset alias : #alias
+  pat 51-52 01
+  fld SRC 0-10 #alias-const-src TYPE_SIZE
+  pat 11-31 000000000000000000000
+bitset alias : #alias
+  pat 51-52 1x
+  fld SRC 0-31 #alias-immed-src TYPE_SIZE TYPE
 )ISA";
 
 const char* isa_table_text() { return kTable; }

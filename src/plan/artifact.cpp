@@ -4,7 +4,7 @@
 //   1. Header (kHeaderSize bytes at offset 0): magic "OPVISION", format version, header size,
 //      flags, total file size, a section table (kind, offset, size per section), the CRC32 of
 //      every byte after the header, and the CRC32 of the header bytes before that field.
-//   2. Plan section: a compact tagged-free encoding of Plan (target, meta, arena_bytes, buffers,
+//   2. Plan section: a compact positional encoding of Plan (target, meta, arena_bytes, buffers,
 //      kernels with attrs and post-ops, calls, inputs, outputs), see write_plan()/read_plan().
 //   3. Weights section: Plan::weights verbatim, starting at a kWeightsAlign-aligned file offset.
 //   Padding between sections is zero and covered by the payload CRC.
@@ -514,7 +514,12 @@ std::vector<uint8_t> serialize(const Plan& p) {
   return out;
 }
 
-Plan deserialize(const uint8_t* data, size_t size) {
+namespace {
+
+// Parses and validates an artifact image. When `owned` holds the image (data == owned->data())
+// and the weights section is its tail, the weights are moved out of it instead of copied, so a
+// loaded model is held in memory once.
+Plan parse_artifact(const uint8_t* data, size_t size, std::vector<uint8_t>* owned) {
   if (size < kHeaderSize)
     fail("artifact: truncated header (file has ", size, " bytes, the header needs ", kHeaderSize, ")");
   if (std::memcmp(data + kOffMagic, kMagic, kMagicSize) != 0)
@@ -556,6 +561,9 @@ Plan deserialize(const uint8_t* data, size_t size) {
       fail("artifact: section ", i, " has kind ", kind, " at byte ", e, " (expected ", expected_kind, ")");
     if (get_u32_at(data + e + 4) != 0) fail("artifact: nonzero reserved field at byte ", e + 4);
     uint64_t off = get_u64_at(data + e + 8), sz = get_u64_at(data + e + 16);
+    if (off >= prev_end && off <= size)
+      for (size_t at = prev_end; at < off; ++at)
+        if (data[at] != 0) fail("artifact: nonzero padding byte at byte ", at);
     if (off < prev_end || off > size || sz > size - off)
       fail("artifact: section ", i, " range [", off, ", +", sz, ") at byte ", e + 8, " lies outside the file (",
            size, " bytes) or overlaps the previous section");
@@ -566,11 +574,17 @@ Plan deserialize(const uint8_t* data, size_t size) {
     sec_size[i] = size_t(sz);
     prev_end = size_t(off + sz);
   }
+  if (prev_end != size) fail("artifact: ", size - prev_end, " unexpected bytes after the last section at byte ", prev_end);
 
   Plan p;
   Reader r(data, sec_off[0], sec_off[0] + sec_size[0]);
   read_plan(r, p);
-  p.weights.assign(data + sec_off[1], data + sec_off[1] + sec_size[1]);
+  if (owned && owned->data() == data && sec_off[1] + sec_size[1] == size) {
+    owned->erase(owned->begin(), owned->begin() + std::ptrdiff_t(sec_off[1]));
+    p.weights = std::move(*owned);
+  } else {
+    p.weights.assign(data + sec_off[1], data + sec_off[1] + sec_size[1]);
+  }
   try {
     validate(p);
   } catch (const Error& e) {
@@ -578,6 +592,10 @@ Plan deserialize(const uint8_t* data, size_t size) {
   }
   return p;
 }
+
+}  // namespace
+
+Plan deserialize(const uint8_t* data, size_t size) { return parse_artifact(data, size, nullptr); }
 
 void save_artifact(const Plan& p, const std::string& path) {
   std::vector<uint8_t> bytes = serialize(p);
@@ -598,7 +616,7 @@ Plan load_artifact(const std::string& path) {
   if (size > 0) f.read(reinterpret_cast<char*>(bytes.data()), size);
   OPV_CHECK(!f.fail(), "error reading artifact '", path, "'");
   try {
-    return deserialize(bytes.data(), bytes.size());
+    return parse_artifact(bytes.data(), bytes.size(), &bytes);
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
+
+#include <omp.h>
 
 #include "compiler/compile.h"
 #include "core/metrics.h"
@@ -51,6 +54,46 @@ TEST(CpuModel, FixtureMatchesReference) {
       // Repeated runs are bit-identical.
       auto again = s.run(inputs);
       for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(bit_equal(got[i].second, again[i].second));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace opv::test
+
+namespace opv::test {
+namespace {
+
+// Timing of the fixture on the cpu backend, NCHW vs NHWC, with the slowest calls; run with
+//   test_backend --gtest_also_run_disabled_tests --gtest_filter='*FixtureTiming*'
+TEST(CpuModel, DISABLED_FixtureTiming) {
+  if (fixture().empty()) GTEST_SKIP() << "fixtures not found";
+  plan::Plan nhwc = compile_for("cpu");
+  plan::Plan lin = compile_for("cpu", {"layout-nhwc"});
+  for (int threads : {1, 2, 4, 8, 16}) {
+    if (threads > 2 && threads > omp_get_num_procs()) break;
+    for (const plan::Plan* p : {&lin, &nhwc}) {
+      runtime::Session s(*p, {threads, ""});
+      auto inputs = s.random_inputs(1);
+      s.run(inputs);
+      double best = 1e30;
+      for (int i = 0; i < 10; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        s.run(inputs);
+        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("fixture %s threads=%d: %.2f ms (best of 10), %zu calls\n", p == &nhwc ? "nhwc" : "nchw", threads,
+                  best, p->calls.size());
+      s.backend().set_profiling(true);
+      s.run(inputs);
+      auto t = s.backend().call_times_ms();
+      std::map<std::string, double> by_kernel;
+      for (size_t i = 0; i < t.size(); ++i) {
+        const auto& k = p->kernels[size_t(p->calls[i].kernel)];
+        by_kernel[op_name(k.op)] += t[i];
+      }
+      for (auto& [k, ms] : by_kernel) std::printf("   %-20s %8.2f ms\n", k.c_str(), ms);
+      s.backend().set_profiling(false);
     }
   }
 }

@@ -184,6 +184,40 @@ TEST(CpuNhwc, NumericsMatchLinearAndReference) {
   }
 }
 
+// A residual that the memory planner placed at the destination's own bytes (the consumer is
+// the residual's last reader): the conv must add the old contents (oneDNN `sum`), in both
+// layouts.
+TEST(CpuNhwc, ResidualAliasingTheDestination) {
+  for (bool nhwc : {false, true}) {
+    Builder b;
+    int x = b.input("x", {1, 16, 12, 12});
+    int t0 = b.conv(x, 16, 16, 3, 1, 1, {1, 16, 12, 12});  // the residual
+    int t1 = b.conv(t0, 16, 16, 3, 1, 1, {1, 16, 12, 12});
+    int t2 = b.conv(t1, 16, 16, 1, 1, 1, {1, 16, 12, 12}, {binary_po(OpKind::Mul, 3), binary_po(OpKind::Add, 4)},
+                    {b.constant({16, 1, 1}), t0});
+    // Same with the residual add first in the chain (the form oneDNN's `sum` takes).
+    int t3 = b.conv(t2, 16, 16, 1, 1, 1, {1, 16, 12, 12}, {binary_po(OpKind::Add, 3), unary_po(OpKind::Gelu)}, {t1});
+    b.call(OpKind::Relu, {}, {t3}, {1, 16, 12, 12}, {}, BufferKind::Output);
+    plan::Plan p = b.p;
+    if (nhwc) ASSERT_TRUE(plan::assign_nhwc_layout(p));
+    for (auto& buf : p.buffers)
+      if (buf.kind == BufferKind::Intermediate) buf.offset = -1;  // own storage...
+    const int64_t sz = p.buffers[size_t(t0)].bytes;
+    p.buffers[size_t(t0)].offset = 0;  // ...except t2, written over its residual t0,
+    p.buffers[size_t(t2)].offset = 0;
+    p.buffers[size_t(t1)].offset = sz;  // and t3, written over its residual t1
+    p.buffers[size_t(t3)].offset = sz;
+    p.arena_bytes = 2 * sz;
+    auto ref = reference_eval(b.p, b.values);
+    for (int threads : {1, 2}) {
+      auto got = run_cpu(p, b.values, threads);
+      ErrorMetrics m = compare(got[0], ref[0]);
+      EXPECT_LE(m.rel_l2, kTol) << (nhwc ? "nhwc" : "nchw") << " threads " << threads;
+      EXPECT_LE(m.max_abs_rel, kTol) << (nhwc ? "nhwc" : "nchw") << " threads " << threads;
+    }
+  }
+}
+
 // A FastViT-like stack: per stage, RepMixer (x + dw3x3(x)) then ConvFFN (dw7x7 -> 1x1 expand
 // x3 + GELU -> 1x1 project, layer scale, residual), at 64/128/256 channels on 32x64.
 plan::Plan fastvit_stack(Builder& b, int64_t H, int64_t W) {

@@ -57,6 +57,42 @@ TEST(FoldConstants, FoldsConstantChainsAndKeepsRuntimeNodes) {
   EXPECT_FALSE(ir::fold_constants(g));
 }
 
+TEST(FoldConstants, MultiOutputAndPostOps) {
+  ir::Graph g;
+  Tensor a = test::random_f32({4, 2}, 5), b = test::random_f32({2}, 6);
+  int ca = g.add_const("a", a), cb = g.add_const("b", b);
+  // Split a into rows [0,1) and [1,4).
+  ir::Node sp;
+  sp.name = "/split";
+  sp.op = OpKind::Split;
+  sp.attrs.set("axis", int64_t(0));
+  sp.attrs.set("split", std::vector<int64_t>{1, 3});
+  sp.inputs = {ca};
+  for (int64_t rows : {1, 3}) {
+    ir::Value v;
+    v.name = "part" + std::to_string(rows);
+    v.shape = {rows, 2};
+    sp.outputs.push_back(g.add_value(v));
+  }
+  g.add_node(sp);
+  // y = relu(part3) + b as a Relu with a fused binary post-op reading input 1.
+  int p3 = g.nodes[0].outputs[1];
+  int y = add_node(g, OpKind::Relu, {p3, cb});
+  (void)y;
+  g.nodes.back().post_ops.push_back({OpKind::Add, 0.f, 0.f, 1, false});
+  g.outputs = {g.nodes[0].outputs[0], g.nodes.back().outputs[0]};
+  ASSERT_TRUE(ir::fold_constants(g));
+  g.validate();
+  EXPECT_TRUE(g.nodes.empty());
+  const Tensor& first = *g.values[size_t(g.outputs[0])].data;
+  const Tensor& last = *g.values[size_t(g.outputs[1])].data;
+  EXPECT_EQ(first.shape(), (Shape{1, 2}));
+  EXPECT_EQ(first.get_f64(1), double(a.data<float>()[1]));
+  ASSERT_EQ(last.shape(), (Shape{3, 2}));
+  for (int i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(float(last.get_f64(i)), std::max(0.f, a.data<float>()[2 + i]) + b.data<float>()[i % 2]);
+}
+
 TEST(FoldConstants, SkipsHugeBroadcastsOfSmallInputs) {
   ir::Graph g;
   int c = g.add_const("c", Tensor::from_f32({1}, {2.f}));

@@ -824,6 +824,37 @@ TEST(OnnxImport, ValueNamesAreUniqueAndGraphValidates) {
   g.validate();
 }
 
+TEST(OnnxImport, UnsortedNodesAndAliasedOutputs) {
+  OnnxBuilder b;
+  b.input("x", kF32, {3});
+  b.node("Neg", {"r"}, {"n"});       // listed before its producer
+  b.node("Relu", {"x"}, {"r"});
+  b.node("Identity", {"n"}, {"y"});  // an aliased graph output keeps its name
+  b.node("Identity", {"x"}, {"xi"});
+  b.output("y");
+  b.output("xi");
+  ir::Graph g = b.import();
+  g.validate();
+  EXPECT_EQ(g.nodes[0].op, OpKind::Relu);
+  EXPECT_EQ(out_value(g, 0).name, "y");
+  EXPECT_EQ(out_value(g, 1).name, "xi");
+}
+
+TEST(OnnxImport, HugeConstantOfShapeIsNotMaterialised) {
+  OnnxBuilder b;
+  b.input("x", kF32, {4096, 1024});
+  b.init_i64("shape", {4096, 1024});
+  b.node("ConstantOfShape", {"shape"}, {"c"});
+  b.node("Add", {"x", "c"}, {"y"});
+  b.output("y");
+  ir::Graph g = b.import();
+  const ir::Node* n = only_node(g, OpKind::ConstantOfShape);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->attrs.i("dtype"), int64_t(DType::F32));
+  EXPECT_EQ(n->attrs.f("value_f"), 0.0);
+  EXPECT_EQ(g.values[n->outputs[0]].shape, (Shape{4096, 1024}));
+}
+
 TEST(OnnxImport, FixtureModel) {
   std::string dir = shared_models_dir();
   if (dir.empty()) GTEST_SKIP() << "shared fixture models not present";

@@ -1,6 +1,6 @@
 // Round-trips every vector of ../shared/ir3/vectors.tsv (Mesa's disasm test data):
 // decode->print must give the text and parse->encode must give the bits. a6xx must be 100%;
-// the other generations' pass counts are reported (and pinned so a regression shows).
+// the other generations' pass counts are printed, and their only failure is pinned.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -77,6 +77,7 @@ TEST(Ir3Vectors, A6xxRoundTripIsComplete) {
   auto vecs = load(found);
   if (!found) GTEST_SKIP() << "vectors.tsv not found";
   std::map<std::string, std::pair<int, int>> per_gpu;  // pass, total
+  std::vector<std::string> other_fails;
   int fails = 0;
   for (const Vec& v : vecs) {
     Result r = run(v);
@@ -84,7 +85,9 @@ TEST(Ir3Vectors, A6xxRoundTripIsComplete) {
     pg.second++;
     if (r.dis_ok && r.asm_ok) {
       pg.first++;
-    } else if (v.gpu == "630") {
+    } else if (v.gpu != "630") {
+      other_fails.push_back(v.text);
+    } else {
       ++fails;
       ADD_FAILURE() << "vectors.tsv line " << v.line << " " << std::hex << v.bits << " `" << v.text << "`"
                     << (r.dis_ok ? "" : "\n  disasm gave `" + r.got_text + "`")
@@ -95,4 +98,30 @@ TEST(Ir3Vectors, A6xxRoundTripIsComplete) {
     std::printf("[ ir3 vectors ] gpu %-10s %3d / %3d round-trip\n", gpu.c_str(), pt.first, pt.second);
   EXPECT_EQ(fails, 0);
   EXPECT_EQ(per_gpu["630"].first, per_gpu["630"].second);
+  // Other generations: everything round-trips except the a8xx (eostsc) flag, which the XML copy
+  // in ../shared/ir3/isa does not define (so our table does not either).
+  EXPECT_EQ(other_fails, std::vector<std::string>{"(ss)(eostsc)nop"});
+}
+
+// vectors_disabled.tsv: blob encodings that differ from Mesa's only in don't-care bits must still
+// disassemble to the expected text (they do not re-assemble to the same bits, by design).
+TEST(Ir3Vectors, DisabledBlobVariantsDecode) {
+  std::ifstream in(OPV_SOURCE_DIR "/../shared/ir3/vectors_disabled.tsv");
+  if (!in) GTEST_SKIP() << "vectors_disabled.tsv not found";
+  std::string line;
+  std::getline(in, line);
+  int checked = 0;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string gpu, hex, text, why;
+    std::getline(ls, gpu, '\t');
+    std::getline(ls, hex, '\t');
+    std::getline(ls, text, '\t');
+    std::getline(ls, why);
+    if (why != "#if 0 branch" || text.empty()) continue;
+    int gen = opv::ir3::gen_from_gpu_id(std::stoull(gpu, nullptr, 0));
+    EXPECT_EQ(opv::ir3::disasm(std::stoull(hex, nullptr, 16), gen), text) << hex;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);
 }

@@ -294,15 +294,16 @@ TEST(Artifact, FlipsReportChecksum) {
   EXPECT_NE(error_of(b).find("header checksum"), std::string::npos) << error_of(b);
 }
 
-// Corrupting the plan section and then fixing the CRCs (a forged or buggy writer) must never
+// Corrupting the plan section or padding and then fixing the CRCs (a forged or buggy writer) must never
 // crash: every byte, several values; each load either errors or yields a plan that validates
 // and re-serialises to exactly the edited bytes (the encoding is canonical).
 TEST(Artifact, CorruptPlanSectionWithValidCrcNeverCrashes) {
   std::vector<uint8_t> good = serialize(make_plan());
-  uint64_t poff = rd64(good, kSectionsAt + 8), psize = rd64(good, kSectionsAt + 16);
+  // Everything after the header up to the first weight bytes: padding, plan section, padding.
+  const uint64_t end = rd64(good, kSectionsAt + kSectionEntry + 8) + 8;
   const uint8_t values[] = {0x00, 0xff, 0x7f, 0x80, 0x01};
   int errors = 0, loads = 0;
-  for (uint64_t i = poff; i < poff + psize; ++i) {
+  for (uint64_t i = kHeader; i < end; ++i) {
     for (uint8_t v : values) {
       std::vector<uint8_t> b = good;
       if (b[i] == v) continue;

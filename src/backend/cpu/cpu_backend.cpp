@@ -162,7 +162,7 @@ class CpuBackend final : public Backend {
         fail(c.where(), ": oneDNN: ", e.what());
       }
       if (!main) main = build_glue_step(c), done = 0;
-      if (!main) main = build_ref_step(c), done = c.kernel.post_ops.size(), fprintf(stderr, "TMPDEBUG ref %s\n", c.where().c_str());
+      if (!main) main = build_ref_step(c), done = c.kernel.post_ops.size();
       OPV_CHECK(main, "cpu backend: ", c.where(), " is not supported (dtypes/layouts of its buffers)");
       StepFn post;
       if (done < c.kernel.post_ops.size()) post = build_post_op_step(c, done);

@@ -100,6 +100,7 @@ struct MappedPostOps {
   Args args;
   size_t count = 0;         // kernel post-ops covered
   size_t first_binary = 0;  // index of the first binary/sum post-op (== count when none)
+  std::vector<StepFn> pre;  // copies of operands that alias the destination, run before it
   std::function<MappedPostOps(size_t)> remap;  // the same mapping limited to a prefix
 };
 
@@ -127,10 +128,20 @@ MappedPostOps map_post_ops(CallCtx& c, const std::vector<PostOp>& list, const Bu
       bool ok = true;
       for (size_t d = 0; d < padded.size(); ++d) ok = ok && (padded[d] == 1 || padded[d] == dst_logical[d]);
       if (!ok) break;
-      if (overlaps(o, dst)) {
-        // The residual lives in the destination: oneDNN's `sum` adds the old contents.
-        if (p.op != OpKind::Add || o.ptr != dst.ptr || o.shape != dst.shape || o.layout != dst.layout) break;
+      const bool exact_alias = o.ptr == dst.ptr && o.shape == dst.shape && o.layout == dst.layout;
+      if (overlaps(o, dst) && p.op == OpKind::Add && exact_alias && idx == 0) {
+        // The residual lives in the destination: oneDNN's `sum` adds the old contents (oneDNN
+        // implementations take `sum` first in the chain only).
         m.ops.append_sum(1.f);
+      } else if (overlaps(o, dst)) {
+        // Any other operand in the destination's bytes is copied aside before the primitive.
+        auto copy = std::make_shared<std::vector<char>>(size_t(o.bytes));
+        BufView oc = o;
+        oc.ptr = copy->data();
+        memory::desc md = (padded == dst_logical && o.shape == dst.shape) ? md_of(oc) : md_of(oc, padded);
+        m.ops.append_binary(*alg, md);
+        m.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1] = memory(md, c.eng, oc.ptr);
+        m.pre.push_back([copy, src = o.ptr] { std::memcpy(copy->data(), src, copy->size()); });
       } else {
         // NHWC operands of the full shape keep their layout; broadcast ones are row-major.
         memory::desc md = (padded == dst_logical && o.shape == dst.shape) ? md_of(o) : md_of(o, padded);
@@ -234,6 +245,12 @@ StepFn chain(StepFn pre, StepFn main) {
   };
 }
 
+// Runs the operand copies of a mapped chain before `main`.
+StepFn with_copies(std::vector<StepFn> copies, StepFn main) {
+  for (auto it = copies.rbegin(); it != copies.rend(); ++it) main = chain(std::move(*it), std::move(main));
+  return main;
+}
+
 StepFn build_conv(CallCtx& c, size_t& done) {
   if (!all_f32(c) || c.ins.size() < 2) return {};
   const BufView &x = c.ins[0], &w = c.ins[1], &y = c.outs[0];
@@ -268,7 +285,7 @@ StepFn build_conv(CallCtx& c, size_t& done) {
   if (has_bias) args[DNNL_ARG_BIAS] = memory(bias_md, c.eng, c.ins[2].ptr);
   args[DNNL_ARG_DST] = memory(pd.dst_desc(), c.eng, y.ptr);
   OPV_ASSERT(pd.src_desc() == src && pd.dst_desc() == dst);
-  return chain(std::move(pre), finish(c, CF(pd), std::move(args), pd.scratchpad_desc()));
+  return with_copies(std::move(m.pre), chain(std::move(pre), finish(c, CF(pd), std::move(args), pd.scratchpad_desc())));
 }
 
 // Gemm: y = alpha * A' * B' + beta * C, all 2-D row-major.
@@ -341,7 +358,7 @@ StepFn build_gemm(CallCtx& c, size_t& done) {
   args[DNNL_ARG_DST] = memory(dst, c.eng, y.ptr);
   StepFn main = finish(c, dnnl::matmul(pd), std::move(args), pd.scratchpad_desc());
   if (scaled_c) main = [main = std::move(main), keep = scaled_c] { main(); };
-  return chain(std::move(pre), std::move(main));
+  return with_copies(std::move(m.pre), chain(std::move(pre), std::move(main)));
 }
 
 // MatMul: numpy semantics; 1-D operands are promoted, batch dims broadcast.
@@ -385,7 +402,8 @@ StepFn build_matmul(CallCtx& c, size_t& done) {
   args[DNNL_ARG_SRC] = memory(src, c.eng, A.ptr);
   args[DNNL_ARG_WEIGHTS] = prepare_weights(c, w_user, B.ptr, B.is_const(), pd.weights_desc(), pre);
   args[DNNL_ARG_DST] = memory(dst, c.eng, y.ptr);
-  return chain(std::move(pre), finish(c, dnnl::matmul(pd), std::move(args), pd.scratchpad_desc()));
+  return with_copies(std::move(m.pre),
+                     chain(std::move(pre), finish(c, dnnl::matmul(pd), std::move(args), pd.scratchpad_desc())));
 }
 
 StepFn build_pool(CallCtx& c, size_t& done) {
@@ -429,7 +447,7 @@ StepFn build_pool(CallCtx& c, size_t& done) {
   Args args = std::move(m.args);
   args[DNNL_ARG_SRC] = memory(src, c.eng, x.ptr);
   args[DNNL_ARG_DST] = memory(dst, c.eng, y.ptr);
-  return finish(c, dnnl::pooling_v2_forward(pd), std::move(args), pd.scratchpad_desc());
+  return with_copies(std::move(m.pre), finish(c, dnnl::pooling_v2_forward(pd), std::move(args), pd.scratchpad_desc()));
 }
 
 // Unary activations over the flat buffer (same layout in and out, so layout does not matter).

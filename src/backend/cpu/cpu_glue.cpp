@@ -18,6 +18,8 @@
 namespace opv::backend::cpu {
 namespace {
 
+constexpr size_t kMaxRank = 8;  // reductions keep their index on the stack
+
 // Strides of `b` as an operand broadcast against `out_shape` (numpy right alignment).
 std::vector<int64_t> bcast_strides(const BufView& b, const Shape& out_shape) {
   OPV_ASSERT(b.shape.size() <= out_shape.size());
@@ -493,6 +495,7 @@ StepFn build_reduce(CallCtx& c) {
   const BufView &x = c.ins[0], &y = c.outs[0];
   if (x.dtype != DType::F32 || y.dtype != DType::F32) return {};
   const size_t r = x.shape.size();
+  if (r > kMaxRank) return {};
   auto axes = c.kernel.attrs.ints("axes");
   const bool keep = c.kernel.attrs.i("keepdims", 1) != 0;
   std::vector<bool> red(r, false);
@@ -529,19 +532,20 @@ StepFn build_reduce(CallCtx& c) {
   std::vector<char*> base{static_cast<char*>(y.ptr), static_cast<char*>(x.ptr)};
   return [n, base, rdims, rst, count, op] {
     run_nest(n, base, [&](int64_t cnt, char** p, const int64_t* st) {
-      std::vector<int64_t> ix(rdims.size());
+      int64_t ix[kMaxRank];
+      const size_t nr = rdims.size();
       for (int64_t i = 0; i < cnt; ++i) {
         const float* src = reinterpret_cast<const float*>(p[1]) + i * st[1];
         double acc = op == OpKind::ReduceMax ? -INFINITY : op == OpKind::ReduceMin ? INFINITY : 0.0;
-        std::fill(ix.begin(), ix.end(), 0);
+        std::fill(ix, ix + nr, 0);
         for (int64_t e = 0; e < count; ++e) {
           int64_t off = 0;
-          for (size_t k = 0; k < ix.size(); ++k) off += ix[k] * rst[k];
+          for (size_t k = 0; k < nr; ++k) off += ix[k] * rst[k];
           const double v = src[off];
           if (op == OpKind::ReduceMax) acc = std::max(acc, v);
           else if (op == OpKind::ReduceMin) acc = std::min(acc, v);
           else acc += v;
-          for (size_t k = ix.size(); k-- > 0;) {
+          for (size_t k = nr; k-- > 0;) {
             if (++ix[k] < rdims[k]) break;
             ix[k] = 0;
           }
@@ -685,6 +689,9 @@ StepFn build_post_op_step(CallCtx& c, size_t first) {
       OPV_CHECK(p.input >= 0 && size_t(p.input) < c.ins.size() && c.ins[size_t(p.input)].present(), "cpu backend: ",
                 c.where(), ": post-op ", op_name(p.op), " reads missing input ", p.input);
       const BufView& o = c.ins[size_t(p.input)];
+      const char *o0 = static_cast<const char*>(o.ptr), *y0 = static_cast<const char*>(y.ptr);
+      OPV_CHECK(o0 + o.bytes <= y0 || y0 + y.bytes <= o0, "cpu backend: ", c.where(), ": post-op ", op_name(p.op),
+                " operand (input ", p.input, ") shares memory with the output");
       OPV_CHECK(o.dtype == DType::F32 && broadcasts_to(o.shape, y.shape), "cpu backend: ", c.where(), ": post-op ",
                 op_name(p.op), " operand ", dtype_name(o.dtype), shape_str(o.shape), " does not broadcast to ",
                 shape_str(y.shape));

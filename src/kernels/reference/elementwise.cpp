@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "kernels/reference.h"
+#include "core/half.h"
 #include "kernels/reference/common.h"
 
 namespace opv::ref::detail {
@@ -240,6 +241,11 @@ void run_unary(const Args& a) {
     if (to != int64_t(y.dtype()))
       a.error("attribute to=", to, " does not match the output dtype ", dtype_name(y.dtype()));
     Tensor c = x.cast(y.dtype());
+    if (a.attrs.has("round_to")) {  // widened fp16 storage: keep the precision of the model's dtype
+      DType r = dtype_from_u8(uint8_t(a.attrs.i("round_to")));
+      if (r != DType::F16 || !is_float(y.dtype())) a.error("round_to supports f16 into a float output only");
+      for (int64_t i = 0; i < c.numel(); ++i) c.set_f64(i, double(round_to_half(float(c.get_f64(i)))));
+    }
     std::memcpy(y.raw(), c.raw(), c.nbytes());
     return;
   }

@@ -1,0 +1,330 @@
+// Command line for the IR3 toolkit.
+//
+// Steps: (1) pick the subcommand (dis, asm, sim, check, info), each with --help; (2) load the
+// input: assembler text, a raw shader image (8 bytes per instruction, little-endian) or a
+// Qualcomm OpenCL program binary (detected by its header); (3) run and print. Errors are
+// reported as one line on stderr with exit code 1; hazards found by `check` give exit code 2.
+#include "ir3/cli.h"
+
+#include <cstdio>
+#include <cstring>
+#include <array>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ir3/container.h"
+#include "ir3/isa.h"
+#include "ir3/legalize.h"
+#include "ir3/sim.h"
+
+namespace opv::ir3 {
+
+namespace {
+
+const char* kUsage =
+    "usage: opvision ir3 <command> [options]\n"
+    "commands:\n"
+    "  dis FILE     disassemble a raw shader image or a Qualcomm program binary\n"
+    "  asm FILE     assemble Mesa-syntax text into a raw shader image\n"
+    "  sim FILE     run a compute shader on the functional simulator\n"
+    "  check FILE   report missing (ss)/(sy) and short delays; --fix inserts them\n"
+    "  info FILE    show a Qualcomm program binary's header, descriptor and arguments\n"
+    "Each command takes --help. FILE may be text (.s), a raw image or a program binary.\n";
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  OPV_CHECK(in, "cannot open `", path, "`");
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& b) {
+  std::ofstream out(path, std::ios::binary);
+  OPV_CHECK(out, "cannot write `", path, "`");
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+bool is_text(const std::vector<uint8_t>& b) {
+  if (b.empty()) return true;
+  for (uint8_t c : b)
+    if (c == 0 || (c < 32 && c != '\n' && c != '\r' && c != '\t')) return false;
+  return true;
+}
+
+struct Input {
+  std::vector<uint64_t> code;
+  bool is_program = false;
+  qcom::Program program;
+};
+
+Input load(const std::string& path, int gen) {
+  Input in;
+  std::vector<uint8_t> b = read_file(path);
+  if (is_text(b)) {
+    in.code = assemble(std::string(b.begin(), b.end()), gen);
+  } else if (qcom::looks_like_program(b)) {
+    in.program = qcom::read(b);
+    in.code = in.program.code;
+    in.is_program = true;
+  } else {
+    in.code = words_from_bytes(b);
+  }
+  return in;
+}
+
+struct Args {
+  std::vector<std::string> pos;
+  std::vector<std::pair<std::string, std::string>> opts;
+  bool help = false;
+  bool flag(const std::string& n) const {
+    for (const auto& o : opts)
+      if (o.first == n) return true;
+    return false;
+  }
+  std::string get(const std::string& n, const std::string& d = "") const {
+    for (const auto& o : opts)
+      if (o.first == n) return o.second;
+    return d;
+  }
+  std::vector<std::string> all(const std::string& n) const {
+    std::vector<std::string> v;
+    for (const auto& o : opts)
+      if (o.first == n) v.push_back(o.second);
+    return v;
+  }
+};
+
+Args parse_args(int argc, char** argv, int from, const std::vector<std::string>& with_value) {
+  Args a;
+  for (int i = from; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--help" || s == "-h") {
+      a.help = true;
+    } else if (s.rfind("--", 0) == 0 || s == "-o") {
+      bool wv = false;
+      for (const std::string& w : with_value) wv |= w == s;
+      if (wv) {
+        OPV_CHECK(i + 1 < argc, "option ", s, " needs a value");
+        a.opts.push_back({s, argv[++i]});
+      } else {
+        a.opts.push_back({s, ""});
+      }
+    } else {
+      a.pos.push_back(s);
+    }
+  }
+  return a;
+}
+
+int gen_of(const Args& a) { return std::stoi(a.get("--gen", "600")); }
+
+int cmd_dis(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {"--gen"});
+  if (a.help || a.pos.size() != 1) {
+    std::printf(
+        "usage: opvision ir3 dis FILE [--gen 600] [--addr] [--hex]\n"
+        "  Disassembles FILE: a raw shader image (little-endian 64-bit words) or a Qualcomm\n"
+        "  OpenCL program binary (its image is found through the header). --addr prefixes\n"
+        "  instruction indices, --hex appends each word. Undecodable words print as raw 0x....\n");
+    return a.help ? 0 : 1;
+  }
+  int gen = gen_of(a);
+  Input in = load(a.pos[0], gen);
+  if (in.is_program) std::printf("; %s", qcom::describe(in.program).c_str());
+  for (size_t i = 0; i < in.code.size(); ++i) {
+    if (a.flag("--addr")) std::printf("%4zu: ", i);
+    std::string t = disasm(in.code[i], gen);
+    if (a.flag("--hex")) std::printf("%-60s ; %016llx\n", t.c_str(), static_cast<unsigned long long>(in.code[i]));
+    else std::printf("%s\n", t.c_str());
+  }
+  return 0;
+}
+
+int cmd_asm(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {"--gen", "-o"});
+  if (a.help || a.pos.size() != 1) {
+    std::printf(
+        "usage: opvision ir3 asm FILE [-o OUT.bin] [--gen 600] [--hex]\n"
+        "  Assembles Mesa-syntax text (one instruction per line, ';' or '//' comments, 'label:'\n"
+        "  and '#label' branch targets) into a raw shader image. Without -o, prints hex words.\n");
+    return a.help ? 0 : 1;
+  }
+  std::vector<uint8_t> b = read_file(a.pos[0]);
+  std::vector<uint64_t> code = assemble(std::string(b.begin(), b.end()), gen_of(a));
+  if (a.flag("-o")) {
+    write_file(a.get("-o"), bytes_from_words(code));
+    std::printf("wrote %zu instructions (%zu bytes) to %s\n", code.size(), code.size() * 8, a.get("-o").c_str());
+  } else {
+    for (uint64_t w : code) std::printf("%016llx\n", static_cast<unsigned long long>(w));
+  }
+  return 0;
+}
+
+std::array<uint32_t, 3> dims(const std::string& s) {
+  std::array<uint32_t, 3> d{1, 1, 1};
+  std::stringstream ss(s);
+  std::string part;
+  int i = 0;
+  while (std::getline(ss, part, ',') && i < 3) d[i++] = static_cast<uint32_t>(std::stoul(part));
+  return d;
+}
+
+int cmd_sim(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {"--gen", "--local", "--groups", "--buf", "--const", "--dump", "--group-id-reg"});
+  if (a.help || a.pos.size() != 1) {
+    std::printf(
+        "usage: opvision ir3 sim FILE [--local X,Y,Z] [--groups X,Y,Z] [--buf C:BYTES[:INIT]]...\n"
+        "                        [--const D=VALUE]... [--dump C:f32|u32|hex[:COUNT]]...\n"
+        "  Runs FILE (text, raw image or program binary) on the functional simulator.\n"
+        "  --buf allocates a zero-filled (or INIT-file-filled) global buffer and stores its 64-bit\n"
+        "  address in const dwords C, C+1 (dword index: c2.x = 8). --const sets one const dword.\n"
+        "  --dump prints the buffer whose address is at const dword C after the run.\n"
+        "  Local ids arrive in r0.x-z; --group-id-reg R puts the work-group id in regid R..R+2.\n");
+    return a.help ? 0 : 1;
+  }
+  int gen = gen_of(a);
+  Input in = load(a.pos[0], gen);
+  Simulator sim(in.code, gen);
+  sim.consts.assign(1024, 0);
+  struct Buf {
+    uint32_t c;
+    uint64_t addr, size;
+  };
+  std::vector<Buf> bufs;
+  for (const std::string& s : a.all("--buf")) {
+    size_t c1 = s.find(':');
+    OPV_CHECK(c1 != std::string::npos, "--buf wants C:BYTES[:INIT], got `", s, "`");
+    uint32_t c = static_cast<uint32_t>(std::stoul(s.substr(0, c1)));
+    size_t c2 = s.find(':', c1 + 1);
+    uint64_t size = std::stoull(s.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1));
+    uint64_t addr = sim.alloc(size);
+    if (c2 != std::string::npos) {
+      std::vector<uint8_t> init = read_file(s.substr(c2 + 1));
+      sim.write(addr, init.data(), std::min<uint64_t>(init.size(), size));
+    }
+    sim.set_const_u64(static_cast<int>(c), addr);
+    bufs.push_back({c, addr, size});
+  }
+  for (const std::string& s : a.all("--const")) {
+    size_t eq = s.find('=');
+    OPV_CHECK(eq != std::string::npos, "--const wants D=VALUE, got `", s, "`");
+    size_t d = std::stoul(s.substr(0, eq));
+    if (sim.consts.size() <= d) sim.consts.resize(d + 1);
+    std::string v = s.substr(eq + 1);
+    if (v.find('.') != std::string::npos || v.find('e') != std::string::npos) {
+      float f = std::stof(v);
+      std::memcpy(&sim.consts[d], &f, 4);
+    } else {
+      sim.consts[d] = static_cast<uint32_t>(std::stoll(v, nullptr, 0));
+    }
+  }
+  SimConfig cfg;
+  if (a.flag("--local")) cfg.local_size = dims(a.get("--local"));
+  if (a.flag("--groups")) cfg.num_groups = dims(a.get("--groups"));
+  if (a.flag("--group-id-reg")) cfg.group_id_reg = std::stoi(a.get("--group-id-reg"));
+  SimStats st = sim.run(cfg);
+  std::printf("ran %llu waves, %llu instructions issued (%llu per-fiber), %llu barriers\n",
+              static_cast<unsigned long long>(st.waves), static_cast<unsigned long long>(st.instructions),
+              static_cast<unsigned long long>(st.fiber_instructions), static_cast<unsigned long long>(st.barriers));
+  for (const std::string& s : a.all("--dump")) {
+    std::stringstream ss(s);
+    std::string cs, fmt = "hex", count;
+    std::getline(ss, cs, ':');
+    std::getline(ss, fmt, ':');
+    std::getline(ss, count, ':');
+    uint32_t c = static_cast<uint32_t>(std::stoul(cs));
+    const Buf* b = nullptr;
+    for (const Buf& x : bufs)
+      if (x.c == c) b = &x;
+    OPV_CHECK(b, "--dump ", c, ": no --buf at const dword ", c);
+    size_t n = count.empty() ? b->size / 4 : std::stoul(count);
+    auto v = sim.read_vec<uint32_t>(b->addr, std::min<size_t>(n, b->size / 4));
+    std::printf("buffer c[%u]:", c);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i % 8 == 0) std::printf("\n  %5zu:", i);
+      if (fmt == "f32") {
+        float f;
+        std::memcpy(&f, &v[i], 4);
+        std::printf(" %12g", static_cast<double>(f));
+      } else if (fmt == "u32") {
+        std::printf(" %10u", v[i]);
+      } else {
+        std::printf(" %08x", v[i]);
+      }
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int cmd_check(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {"--gen", "-o"});
+  if (a.help || a.pos.size() != 1) {
+    std::printf(
+        "usage: opvision ir3 check FILE [--fix] [-o OUT] [--gen 600]\n"
+        "  Reports every missing (ss)/(sy) and every too-short nop distance (a6xx rules).\n"
+        "  --fix inserts the minimum needed and writes the result to OUT (a raw image, or a\n"
+        "  program binary when FILE is one; default: print the fixed disassembly).\n"
+        "  Exit code 2 when hazards are found and not fixed.\n");
+    return a.help ? 0 : 1;
+  }
+  int gen = gen_of(a);
+  Input in = load(a.pos[0], gen);
+  auto hs = check_hazards(in.code, gen);
+  for (const Hazard& h : hs)
+    std::printf("%s\n    %s\n", to_string(h).c_str(), disasm(in.code[h.index], gen).c_str());
+  std::printf("%zu hazard(s) in %zu instructions\n", hs.size(), in.code.size());
+  if (!a.flag("--fix")) return hs.empty() ? 0 : 2;
+  std::vector<uint64_t> code = in.code;
+  legalize(code, gen);
+  std::printf("fixed: %zu -> %zu instructions\n", in.code.size(), code.size());
+  if (a.flag("-o")) {
+    if (in.is_program) {
+      qcom::Program p = in.program;
+      p.code = code;
+      write_file(a.get("-o"), qcom::write(p));
+    } else {
+      write_file(a.get("-o"), bytes_from_words(code));
+    }
+  } else {
+    std::printf("%s", disassemble(code, gen).c_str());
+  }
+  return 0;
+}
+
+int cmd_info(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {});
+  if (a.help || a.pos.size() != 1) {
+    std::printf("usage: opvision ir3 info FILE\n  Prints a Qualcomm OpenCL program binary's fields.\n");
+    return a.help ? 0 : 1;
+  }
+  std::printf("%s", qcom::describe(qcom::read(read_file(a.pos[0]))).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    std::printf("%s", kUsage);
+    return argc < 2 ? 1 : 0;
+  }
+  std::string cmd = argv[1];
+  try {
+    if (cmd == "dis") return cmd_dis(argc, argv);
+    if (cmd == "asm") return cmd_asm(argc, argv);
+    if (cmd == "sim") return cmd_sim(argc, argv);
+    if (cmd == "check") return cmd_check(argc, argv);
+    if (cmd == "info") return cmd_info(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: ir3 %s: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "error: unknown ir3 command `%s`\n%s", cmd.c_str(), kUsage);
+  return 1;
+}
+
+}  // namespace opv::ir3

@@ -1,0 +1,479 @@
+// Sync-hazard analysis and legalization of ir3 programs.
+//
+// Steps: (1) describe every instruction: registers read and written (in half-register units, so
+// merged half/full overlap is exact; (rptN) expanded per element), its cycle length ((rptN),
+// (nopN)), and whether it is an (ss) producer (SFU, local loads, shfl, shared-register writes),
+// an (sy) producer (texture, global/IBO/const/private loads, global atomics) or a late reader
+// (texture/memory sources, stores); (2) build the CFG from branch offsets and solve a forward
+// dataflow problem: pending (ss)/(sy) results, pending late reads (WAR), and for ALU results
+// the cycles since their write (min over incoming paths); (3) check each instruction against the
+// state reaching it: ALU->ALU needs 3 slots (1 for a mad's third source), ALU->SFU/tex/mem/flow
+// and a0 writes need 6; (4) legalize() fixes the first offending instruction, re-analyses and
+// repeats, re-targeting branches across every insertion.
+// Invariant: legalize only adds flags and nops; it never reorders or drops instructions.
+#include "ir3/legalize.h"
+
+#include <algorithm>
+#include <bitset>
+#include <deque>
+
+#include "core/error.h"
+#include "ir3/isa_model.h"
+
+namespace opv::ir3 {
+
+using detail::Node;
+
+namespace {
+
+constexpr int kUnits = 512;  // half-register units: full regid n -> 2n, 2n+1
+constexpr int kNever = 1000;
+constexpr int kAluDelay = 3, kAluDelayMadSrc3 = 1, kLongDelay = 6;
+using Mask = std::bitset<kUnits>;
+
+struct Access {
+  int unit;
+  int element;    // repeat element at which it is read/written
+  int src_index;  // which source (for the mad third-source rule), -1 for writes
+};
+
+struct Info {
+  Instr in;
+  int cat = 0;
+  int len = 1, nops = 0;
+  bool has_ss_bit = false, ss = false, sy = false;
+  bool ss_prod = false, sy_prod = false, late_reader = false, store = false;
+  bool is_branch = false, is_jump = false, is_end = false;
+  int64_t target = 0;
+  std::vector<Access> reads, writes;
+};
+
+void add_reg(std::vector<Access>& v, int regid, bool half, int element, int src) {
+  if (regid < 0 || regid >= 256) return;
+  if (regid == kRegInvalid) return;
+  if (half && regid < kRegA0) {
+    int full = regid < 48 * 4 ? regid >> 1 : 48 * 4 + ((regid - 48 * 4) >> 1);
+    v.push_back({2 * full + (regid & 1), element, src});
+  } else {
+    v.push_back({2 * regid, element, src});
+    v.push_back({2 * regid + 1, element, src});
+  }
+}
+
+int regid(const Node* g) { return static_cast<int>(g->value("GPR") * 4 + g->value("SWIZ")); }
+
+// Registers a source operand (sub-encoding) touches; relative operands read a0.x.
+void add_operand(std::vector<Access>& v, const Node* c, bool half, int count, bool r, int repeat, int src) {
+  if (!c) return;
+  const std::string& k = c->leaf->name;
+  int reps = repeat + 1;
+  auto regs = [&](int base) {
+    for (int e = 0; e < reps; ++e)
+      for (int i = 0; i < count; ++i) add_reg(v, base + i + (r ? e : 0), half, e, src);
+  };
+  if (k == "#reg-gpr" || k == "#dst-cat2") return regs(regid(c));
+  if (k == "#ms-gpr" || k == "#c3-gpr" || k == "#cat1-gpr-src") return regs(regid(c->child("SRC")));
+  if (k == "#c6-src" || k == "#c6-src-cg") {
+    if (c->leaf->cases[c->variant].cond) return;  // immediate or const
+    return regs(static_cast<int>(c->value("GPR") * 4 + c->value("SWIZ")));
+  }
+  if (k == "#c5-src1" || k == "#c5-src2") {
+    if (c->leaf->cases[c->variant].cond && c->has("SRC") && c->child("SRC")) return regs(regid(c->child("SRC")));
+    return;
+  }
+  if (k.find("rel") != std::string::npos) add_reg(v, kRegA0, false, 0, src);
+}
+
+Info describe(const Instr& in) {
+  Info d;
+  d.in = in;
+  d.cat = static_cast<int>(in.bits >> 61);
+  const std::string& n = in.name();
+  int rep = static_cast<int>(in.get_or("REPEAT", 0));
+  d.has_ss_bit = in.has("SS");
+  d.ss = in.get_or("SS", 0) != 0;
+  d.sy = in.get_or("SY", 0) != 0;
+  if (d.cat <= 4 && n != "movmsk") d.len = rep + 1;
+  if ((d.cat == 2 || d.cat == 3) && rep == 0) d.nops = static_cast<int>(in.get_or("SRC1_R", 0) | (in.get_or("SRC2_R", 0) << 1));
+  switch (d.cat) {
+    case 0: {
+      d.target = detail::sign_extend(in.bits & 0xffffffffu, 32);
+      if (n == "end") d.is_end = true;
+      else if (n == "jump") d.is_jump = true;
+      else if (n == "br" || n == "brao" || n == "braa" || n == "bany" || n == "ball" || n == "getone" ||
+               n == "getlast" || n == "brac" || n == "brax" || n == "shps" || n == "call" || n == "bkt")
+        d.is_branch = true;
+      if (in.has("COMP1")) add_reg(d.reads, kRegP0 + static_cast<int>(in.get("COMP1")), false, 0, 0);
+      if (in.has("COMP2")) add_reg(d.reads, kRegP0 + static_cast<int>(in.get("COMP2")), false, 0, 1);
+      if (n == "predt" || n == "predf") add_reg(d.reads, kRegP0, false, 0, 0);
+      break;
+    }
+    case 1: {
+      if (n == "movmsk") {
+        const Node* dn = in.child("DST");
+        if (dn && dn->child("DST")) add_operand(d.writes, dn->child("DST"), false, rep + 1, false, 0, -1);
+        break;
+      }
+      if (n.rfind("mov-", 0) == 0) {
+        int st = static_cast<int>(in.get("SRC_TYPE")), dt = static_cast<int>(in.get("DST_TYPE"));
+        auto half = [](int t) { return t == 0 || t == 2 || t == 4 || t == 6; };
+        add_operand(d.reads, in.child("SRC"), half(st), 1, in.get_or("SRC_R", 0) != 0, rep, 0);
+        const Node* dn = in.child("DST");
+        if (in.get("DST_REL")) {
+          add_reg(d.reads, kRegA0, false, 0, 0);
+        } else if (dn && dn->child("DST")) {
+          int r = regid(dn->child("DST"));
+          for (int e = 0; e <= rep; ++e) add_reg(d.writes, r + e, half(dt), e, -1);
+        }
+      } else {
+        // swz/gat/sct: conservatively every listed register
+        for (const char* f : {"SRC0", "SRC1", "SRC2", "SRC3"})
+          if (const Node* c = in.child(f)) add_operand(d.reads, c->child("REG"), in.get("HALF") != 0, 1, false, 0, 0);
+        for (const char* f : {"DST0", "DST1", "DST2", "DST3"})
+          if (const Node* c = in.child(f)) add_operand(d.writes, c->child("REG"), in.get("DST_HALF") != 0, 1, false, 0, -1);
+      }
+      break;
+    }
+    case 2:
+    case 3:
+    case 4: {
+      bool half = in.get_or("FULL", 1) == 0;
+      const char* srcs[3] = {"SRC1", "SRC2", "SRC3"};
+      const char* rflags[3] = {"SRC1_R", "SRC2_R", "SRC3_R"};
+      if (d.cat == 4) srcs[0] = "SRC", rflags[0] = "SRC_R";
+      for (int s = 0; s < 3; ++s) {
+        if (!in.has(srcs[s])) continue;
+        bool r = rep > 0 && in.get_or(rflags[s], 0) != 0;
+        add_operand(d.reads, in.child(srcs[s]), half, 1, r, rep, s);
+      }
+      bool dh = in.get_or("DST_HALF", 0) != 0;
+      const Node* dn = in.child("DST");
+      if (dn) {
+        int r = regid(dn);
+        if (r / 4 == 61 && d.cat == 2) r = kRegP0 + (r & 3);  // up0.c: scalar ALU write of p0
+        for (int e = 0; e <= rep; ++e) add_reg(d.writes, r + e, dh && r < kRegA0, e, -1);
+      }
+      if (d.cat == 4) d.ss_prod = true;
+      break;
+    }
+    case 5: {
+      if (n == "tcinv") break;
+      d.sy_prod = true;
+      d.late_reader = true;
+      bool half_src = in.get_or("FULL", 1) == 0;
+      int coords = 2 + (in.get_or("D3", 0) ? 1 : 0) + (in.get_or("A", 0) ? 1 : 0);
+      add_operand(d.reads, in.child("SRC1"), half_src, coords, false, 0, 0);
+      add_operand(d.reads, in.child("SRC2"), half_src, 1, false, 0, 1);
+      const Node* t = in.child("TYPE");
+      int type = t ? static_cast<int>(t->value("TYPE")) : 1;
+      bool half = type == 0 || type == 2 || type == 4 || type == 6;
+      int comps = __builtin_popcountll(static_cast<uint64_t>(in.get_or("WRMASK", 0)));
+      if (const Node* dn = in.child("DST"))
+        for (int i = 0; i < comps; ++i) add_reg(d.writes, regid(dn) + i, half, 0, -1);
+      break;
+    }
+    case 6: {
+      int type = static_cast<int>(in.get_or("TYPE", 3));
+      bool half = type == 0 || type == 2 || type == 4 || type == 6;
+      int size = static_cast<int>(in.get_or("SIZE", in.get_or("TYPE_SIZE", 1)));
+      d.late_reader = true;
+      if (n == "ldg" || n == "ldg.a" || n == "ldp" || n == "ldg.k") {
+        d.sy_prod = true;
+        add_operand(d.reads, in.child("SRC1") ? in.child("SRC1") : in.child("SRC"), false, n == "ldp" ? 1 : 2, false, 0, 0);
+        if (n == "ldg.a") add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
+        if (n != "ldg.k") add_operand(d.writes, in.child("DST"), half, size, false, 0, -1);
+      } else if (n == "stg" || n == "stg.a") {
+        d.store = true;
+        add_operand(d.reads, in.child("SRC1"), false, 2, false, 0, 0);
+        if (n == "stg.a") add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
+        add_operand(d.reads, in.child("SRC3"), half, size, false, 0, 2);
+      } else if (n == "ldl" || n == "ldlw") {
+        d.ss_prod = true;
+        add_operand(d.reads, in.child("SRC"), false, 1, false, 0, 0);
+        add_operand(d.writes, in.child("DST"), half, size, false, 0, -1);
+      } else if (n == "ldlv") {
+        d.ss_prod = true;
+        add_operand(d.writes, in.child("DST"), half, size, false, 0, -1);
+      } else if (n == "stl" || n == "stlw" || n == "stp") {
+        d.store = true;
+        add_operand(d.reads, in.child("DST"), false, 1, false, 0, 0);
+        add_operand(d.reads, in.child("SRC"), half, size, false, 0, 1);
+      } else if (n == "stc") {
+        d.store = true;
+        add_operand(d.reads, in.child("SRC"), half, size, false, 0, 0);
+      } else if (n == "ldib.b" || n == "stib.b") {
+        int coords = static_cast<int>(in.get_or("D", 1));
+        add_operand(d.reads, in.child("SRC2"), false, coords, false, 0, 1);
+        add_operand(d.reads, in.child("SSBO"), false, 1, false, 0, 2);
+        if (n == "ldib.b") {
+          d.sy_prod = true;
+          add_operand(d.writes, in.child("SRC1"), half, size, false, 0, -1);
+        } else {
+          d.store = true;
+          add_operand(d.reads, in.child("SRC1"), half, size, false, 0, 0);
+        }
+      } else if (n == "ldc" || n == "ldc.k") {
+        d.sy_prod = true;
+        add_operand(d.reads, in.child("SRC1"), false, 1, false, 0, 0);
+        add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
+        if (n == "ldc") add_operand(d.writes, in.child("DST"), false, size, false, 0, -1);
+      } else if (n == "shfl" || n == "getfiberid" || n == "resinfo.b" || n == "resinfo" || n == "getwid" || n == "getspid") {
+        d.ss_prod = true;
+        if (in.has("SRC1")) add_operand(d.reads, in.child("SRC1"), half, 1, false, 0, 0);
+        if (in.has("SRC2")) add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
+        add_operand(d.writes, in.child("DST"), half, n.rfind("resinfo", 0) == 0 ? 3 : 1, false, 0, -1);
+      } else if (n.rfind("atomic.", 0) == 0) {
+        bool global = n.rfind("atomic.g.", 0) == 0 || n.rfind("atomic.b.", 0) == 0;
+        (global ? d.sy_prod : d.ss_prod) = true;
+        add_operand(d.reads, in.child("SRC1"), false, global && n[7] == 'g' ? 2 : 1, false, 0, 0);
+        add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
+        add_operand(d.writes, in.child("DST"), false, 1, false, 0, -1);
+      }
+      break;
+    }
+    default: break;
+  }
+  for (const Access& w : d.writes)
+    if (w.unit >= 2 * 48 * 4 && w.unit < 2 * 56 * 4) d.ss_prod = true;  // shared registers
+  return d;
+}
+
+struct State {
+  Mask ss, sy, war_ss, war_sy;
+  std::vector<int16_t> since;    // slots between an ALU write and this instruction
+  std::vector<int32_t> writer;   // producing instruction per unit
+  bool reached = false;
+  State() : since(kUnits, kNever), writer(kUnits, -1) {}
+  bool merge(const State& o) {
+    if (!reached) {
+      *this = o;
+      reached = true;
+      return true;
+    }
+    bool ch = false;
+    Mask a = ss | o.ss, b = sy | o.sy, c = war_ss | o.war_ss, e = war_sy | o.war_sy;
+    if (a != ss || b != sy || c != war_ss || e != war_sy) ch = true;
+    ss = a, sy = b, war_ss = c, war_sy = e;
+    for (int u = 0; u < kUnits; ++u)
+      if (o.since[u] < since[u]) {
+        since[u] = o.since[u];
+        writer[u] = o.writer[u];
+        ch = true;
+      } else if (o.writer[u] >= 0 && writer[u] < 0) {
+        writer[u] = o.writer[u];
+      }
+    return ch;
+  }
+};
+
+std::string unit_name(int u) {
+  int full = u / 2;
+  if (full >= kRegP0 && full < kRegP0 + 4) return std::string("p0.") + "xyzw"[full & 3];
+  if (full == kRegA0) return "a0.x";
+  if (full == kRegA0 + 1) return "a1.x";
+  return "r" + std::to_string(full / 4) + "." + "xyzw"[full & 3];
+}
+
+int needed_delay(const Info& producer_is_alu_dummy, const Info& c, const Access& a) {
+  (void)producer_is_alu_dummy;
+  if (a.unit / 2 == kRegA0 || a.unit / 2 == kRegA0 + 1) return kLongDelay;
+  if (c.cat >= 1 && c.cat <= 3) return (c.cat == 3 && a.src_index == 2) ? kAluDelayMadSrc3 : kAluDelay;
+  return kLongDelay;
+}
+
+State transfer(const State& in, const Info& d, size_t idx) {
+  State s = in;
+  if (d.ss) s.ss.reset(), s.war_ss.reset(), s.war_sy.reset();
+  if (d.sy) s.sy.reset(), s.war_sy.reset();
+  int adv = d.len + d.nops;
+  for (int u = 0; u < kUnits; ++u)
+    if (s.since[u] < kNever) s.since[u] = static_cast<int16_t>(std::min(kNever, s.since[u] + adv));
+  for (const Access& r : d.reads) {
+    if (d.sy_prod) s.war_sy.set(r.unit);
+    else if (d.ss_prod || d.late_reader || d.store) s.war_ss.set(r.unit);
+  }
+  for (const Access& w : d.writes) {
+    s.ss.reset(w.unit);
+    s.sy.reset(w.unit);
+    s.writer[w.unit] = static_cast<int32_t>(idx);
+    if (d.sy_prod) {
+      s.sy.set(w.unit);
+      s.since[w.unit] = kNever;
+    } else if (d.ss_prod) {
+      s.ss.set(w.unit);
+      s.since[w.unit] = kNever;
+    } else if (d.cat >= 1 && d.cat <= 3) {
+      s.since[w.unit] = static_cast<int16_t>(d.len - 1 - w.element + d.nops);
+    } else {
+      s.since[w.unit] = kNever;
+    }
+  }
+  return s;
+}
+
+struct Analysis {
+  std::vector<Info> info;
+  std::vector<State> at;  // state reaching each instruction
+};
+
+Analysis analyse(const std::vector<uint64_t>& prog, int gen) {
+  Analysis a;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    Instr in = decode(prog[i], gen);
+    OPV_CHECK(in.valid(), "ir3 legalize: instruction ", i, " (raw 0x", std::hex, prog[i], ") does not decode");
+    a.info.push_back(describe(in));
+  }
+  a.at.assign(prog.size(), State());
+  if (prog.empty()) return a;
+  a.at[0].reached = true;
+  std::deque<size_t> work{0};
+  std::vector<bool> queued(prog.size(), false);
+  queued[0] = true;
+  while (!work.empty()) {
+    size_t i = work.front();
+    work.pop_front();
+    queued[i] = false;
+    const Info& d = a.info[i];
+    State out = transfer(a.at[i], d, i);
+    std::vector<size_t> succ;
+    if (!d.is_end) {
+      if (!d.is_jump && i + 1 < prog.size()) succ.push_back(i + 1);
+      if (d.is_branch || d.is_jump) {
+        int64_t t = static_cast<int64_t>(i) + d.target;
+        if (t >= 0 && t < static_cast<int64_t>(prog.size())) succ.push_back(static_cast<size_t>(t));
+      }
+    }
+    for (size_t s : succ)
+      if (a.at[s].merge(out) && !queued[s]) {
+        queued[s] = true;
+        work.push_back(s);
+      }
+  }
+  return a;
+}
+
+std::vector<Hazard> hazards_at(const Analysis& a, size_t i) {
+  std::vector<Hazard> out;
+  const State& s = a.at[i];
+  if (!s.reached) return out;
+  const Info& d = a.info[i];
+  // one report per instruction and kind (a flag is per instruction); delays keep the worst
+  auto add = [&](Hazard::Kind k, int unit, int need, int have, const std::string& why) {
+    for (Hazard& h : out)
+      if (h.kind == k) {
+        if (need - have > h.need - h.have) {
+          h.need = need, h.have = have, h.reg = unit_name(unit);
+          h.producer = static_cast<size_t>(std::max(0, s.writer[unit]));
+        }
+        return;
+      }
+    Hazard h{k, i, unit_name(unit), static_cast<size_t>(std::max(0, s.writer[unit])), need, have, why};
+    out.push_back(h);
+  };
+  bool ss = d.ss, sy = d.sy;
+  for (const Access& r : d.reads) {
+    if (!ss && s.ss.test(r.unit)) add(Hazard::Kind::MissingSs, r.unit, 0, 0, "reads an (ss) producer's result");
+    if (!sy && s.sy.test(r.unit)) add(Hazard::Kind::MissingSy, r.unit, 0, 0, "reads an (sy) producer's result");
+    if (s.since[r.unit] < kNever) {
+      int need = needed_delay(d, d, r), have = s.since[r.unit] + r.element;
+      if (have < need) add(Hazard::Kind::TooFewDelay, r.unit, need, have, "issues too soon after an ALU write");
+    }
+  }
+  for (const Access& w : d.writes) {
+    if (!ss && s.war_ss.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a register a store/SFU/local op still reads");
+    if (!ss && !sy && s.war_sy.test(w.unit)) add(Hazard::Kind::MissingSy, w.unit, 0, 0, "overwrites a register a texture/load still reads");
+    if (!sy && s.sy.test(w.unit)) add(Hazard::Kind::MissingSy, w.unit, 0, 0, "overwrites a pending load result");
+    if (!ss && s.ss.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a pending (ss) result");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(const Hazard& h) {
+  std::string k = h.kind == Hazard::Kind::MissingSs ? "missing (ss)" : h.kind == Hazard::Kind::MissingSy ? "missing (sy)" : "too few delay slots";
+  std::string s = "instruction " + std::to_string(h.index) + ": " + k + " on " + h.reg + " (" + h.message;
+  if (h.kind == Hazard::Kind::TooFewDelay) s += ": needs " + std::to_string(h.need) + ", has " + std::to_string(h.have);
+  s += "; written/read by instruction " + std::to_string(h.producer) + ")";
+  return s;
+}
+
+std::vector<Hazard> check_hazards(const std::vector<uint64_t>& prog, int gen) {
+  Analysis a = analyse(prog, gen);
+  std::vector<Hazard> out;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    auto h = hazards_at(a, i);
+    out.insert(out.end(), h.begin(), h.end());
+  }
+  return out;
+}
+
+namespace {
+
+// Inserts `ins` before index p and re-targets every branch (a branch to p now lands on the
+// first inserted instruction, so the inserted sync runs on every path into p).
+void insert_before(std::vector<uint64_t>& prog, size_t p, const std::vector<uint64_t>& ins, int gen) {
+  size_t k = ins.size();
+  auto map = [&](int64_t q) -> int64_t { return q < static_cast<int64_t>(p) ? q : q == static_cast<int64_t>(p) ? q : q + static_cast<int64_t>(k); };
+  for (size_t i = 0; i < prog.size(); ++i) {
+    Instr in = decode(prog[i], gen);
+    if ((in.bits >> 61) != 0 || !in.valid()) continue;
+    const std::string& n = in.name();
+    bool br = n == "br" || n == "brao" || n == "braa" || n == "bany" || n == "ball" || n == "jump" || n == "getone" ||
+              n == "getlast" || n == "brac" || n == "brax" || n == "shps" || n == "call" || n == "bkt";
+    if (!br) continue;
+    int64_t off = detail::sign_extend(in.bits & 0xffffffffu, 32);
+    int64_t tgt = static_cast<int64_t>(i) + off;
+    int64_t ni = static_cast<int64_t>(i) < static_cast<int64_t>(p) ? i : i + k;
+    int64_t noff = map(tgt) - ni;
+    prog[i] = (prog[i] & ~0xffffffffull) | (static_cast<uint64_t>(noff) & 0xffffffffull);
+  }
+  prog.insert(prog.begin() + static_cast<std::ptrdiff_t>(p), ins.begin(), ins.end());
+}
+
+}  // namespace
+
+bool legalize(std::vector<uint64_t>& prog, int gen) {
+  bool changed = false;
+  for (int guard = 0; guard < 100000; ++guard) {
+    Analysis a = analyse(prog, gen);
+    size_t i = 0;
+    std::vector<Hazard> hz;
+    for (; i < prog.size(); ++i) {
+      hz = hazards_at(a, i);
+      if (!hz.empty()) break;
+    }
+    if (i == prog.size()) return changed;
+    changed = true;
+    bool need_ss = false, need_sy = false;
+    int deficit = 0;
+    for (const Hazard& h : hz) {
+      if (h.kind == Hazard::Kind::MissingSs) need_ss = true;
+      if (h.kind == Hazard::Kind::MissingSy) need_sy = true;
+      if (h.kind == Hazard::Kind::TooFewDelay) deficit = std::max(deficit, h.need - h.have);
+    }
+    Instr in = decode(prog[i], gen);
+    if (need_sy) in = with_field(in, "SY", 1);
+    std::vector<uint64_t> before;
+    if (need_ss) {
+      if (in.has("SS") && deficit == 0) {
+        in = with_field(in, "SS", 1);
+      } else {
+        // one (ss)nop; it also fills one delay slot, (rptN) fills the rest
+        int rpt = std::max(0, deficit - 1);
+        before.push_back(encode(parse("(ss)" + std::string(rpt ? "(rpt" + std::to_string(std::min(rpt, 5)) + ")" : "") + "nop", gen)));
+        deficit = std::max(0, deficit - 1 - std::min(rpt, 5));
+      }
+    }
+    while (deficit > 0) {
+      int n = std::min(deficit, 6);
+      before.push_back(encode(parse(n > 1 ? "(rpt" + std::to_string(n - 1) + ")nop" : "nop", gen)));
+      deficit -= n;
+    }
+    prog[i] = in.bits;
+    if (!before.empty()) insert_before(prog, i, before, gen);
+  }
+  fail("ir3 legalize: did not converge");
+}
+
+}  // namespace opv::ir3

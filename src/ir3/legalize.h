@@ -1,0 +1,34 @@
+// Sync-hazard checker and fixer for ir3 programs (a6xx rules, after Mesa's ir3_legalize.c
+// and ir3_delay.c as summarised in ../shared/ir3/NOTES.md §6).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir3/isa.h"
+
+namespace opv::ir3 {
+
+struct Hazard {
+  enum class Kind { MissingSs, MissingSy, TooFewDelay };
+  Kind kind;
+  size_t index;     // instruction that needs the flag or the delay
+  std::string reg;  // register involved, e.g. "r1.x" or "hr2.y"
+  size_t producer;  // instruction that wrote (or, for WAR, still reads) it
+  int need = 0, have = 0;  // delay slots, for TooFewDelay
+  std::string message;
+};
+
+// Dataflow analysis over register masks along the control-flow graph; reports every
+// instruction that reads a result without the (ss)/(sy) it needs, overwrites a register an
+// in-flight memory/texture/SFU instruction still reads, or issues too soon after an ALU write.
+std::vector<Hazard> check_hazards(const std::vector<uint64_t>& program, int gen = kGenA6xx);
+
+// Inserts the minimum needed: sets (ss)/(sy) on the consumer when it has the bit, otherwise adds
+// "(ss)nop"; pads short distances with "(rptN)nop"; re-targets branches across insertions.
+// Returns true if it changed the program. Afterwards check_hazards() is empty.
+bool legalize(std::vector<uint64_t>& program, int gen = kGenA6xx);
+
+std::string to_string(const Hazard& h);
+
+}  // namespace opv::ir3
