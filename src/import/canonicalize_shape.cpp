@@ -70,8 +70,9 @@ void reshape(NodeCtx& c) {
       if (i >= xs.size()) c.fail("shape ", shape_str(spec), " copies dim ", i, " from input ", shape_str(xs));
       s = xs[i];
     }
-    if (s < 0) c.fail("shape ", shape_str(spec), " has invalid dim ", s);
+    if (s < 0 || s > kMaxImportElems) c.fail("shape ", shape_str(spec), " has invalid dim ", s);
     y[i] = s;
+    if (s != 0 && known > kMaxImportElems / s) c.fail("shape ", shape_str(spec), " is too large");
     known *= s;
   }
   if (infer >= 0) {
@@ -209,6 +210,7 @@ void slice(NodeCtx& c) {
     seen[size_t(ax)] = 1;
     int64_t dim = xs[size_t(ax)], step = steps[k];
     if (step == 0) c.fail("step of axis ", ax, " is zero");
+    if (step == INT64_MIN) c.fail("step of axis ", ax, " is out of range");
     int64_t s = starts[k], e = ends[k];
     if (s < 0) s += dim;
     if (e < 0) e += dim;
@@ -216,11 +218,11 @@ void slice(NodeCtx& c) {
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      len = e > s ? (e - s + step - 1) / step : 0;
+      len = e > s ? (e - s - 1) / step + 1 : 0;
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      len = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      len = s > e ? (s - e - 1) / (-step) + 1 : 0;
     }
     st[size_t(ax)] = len > 0 ? s : 0;
     sp[size_t(ax)] = step;
@@ -309,7 +311,8 @@ void resize(NodeCtx& c) {
     if (sc->numel() != int64_t(axes.size())) c.fail("scales has ", sc->numel(), " values for ", axes.size(), " axes");
     for (size_t k = 0; k < axes.size(); ++k) {
       double s = sc->get_f64(int64_t(k));
-      if (!(s > 0)) c.fail("scale ", s, " must be positive");
+      if (!(s > 0) || double(xs[size_t(axes[k])]) * s > double(kMaxImportElems))
+        c.fail("scale ", s, " must be positive and keep the axis size in range");
       scales[size_t(axes[k])] = s;
       // float arithmetic like onnxruntime: floor(in * scale)
       y[size_t(axes[k])] = int64_t(std::floor(float(xs[size_t(axes[k])]) * float(s)));
@@ -319,7 +322,8 @@ void resize(NodeCtx& c) {
     if (sizes.size() != axes.size()) c.fail("sizes has ", sizes.size(), " values for ", axes.size(), " axes");
     for (size_t k = 0; k < axes.size(); ++k) {
       int64_t ax = axes[k];
-      if (sizes[k] <= 0 || xs[size_t(ax)] <= 0) c.fail("sizes ", shape_str(sizes), " must be positive");
+      if (sizes[k] <= 0 || sizes[k] > kMaxImportElems || xs[size_t(ax)] <= 0)
+        c.fail("sizes ", shape_str(sizes), " must be positive and in range");
       y[size_t(ax)] = sizes[k];
       scales[size_t(ax)] = double(sizes[k]) / double(xs[size_t(ax)]);
     }
@@ -338,7 +342,7 @@ void constant_of_shape(NodeCtx& c) {
   c.allow_attrs({"value"});
   auto shape = c.const_ints(0, "input");
   for (int64_t d : shape)
-    if (d < 0) c.fail("negative dim in shape ", shape_str(shape));
+    if (d < 0 || d > kMaxImportElems) c.fail("dim out of range in shape ", shape_str(shape));
   DType dt = DType::F32;
   double v = 0;
   if (const auto* at = c.attr("value")) {

@@ -16,6 +16,9 @@
 
 namespace opv::onnx_import {
 
+// Tensors/dims larger than this many elements are rejected as corrupt input.
+constexpr int64_t kMaxImportElems = int64_t(1) << 40;
+
 // ---- onnx_reader.cpp ----
 // Maps an ONNX TensorProto data type to a DType; nullopt for types we do not carry.
 std::optional<DType> dtype_from_onnx(int32_t t);

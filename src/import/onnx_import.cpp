@@ -316,13 +316,16 @@ ir::Graph Importer::run(const onnx::ModelProto& model) {
                     dim.dim_value());
         }
       }
-      for (int64_t d : shape) OPV_CHECK(d >= 0, "graph input '", vi.name(), "': negative dim in override");
+      for (int64_t d : shape)
+        OPV_CHECK(d >= 0 && d <= kMaxImportElems, "graph input '", vi.name(), "': dim ", d, " out of range");
     } else {
       OPV_CHECK(tt.has_shape(), "graph input '", vi.name(),
                 "' has no shape; give one with ImportOptions::input_shapes");
       for (int d = 0; d < tt.shape().dim_size(); ++d) {
         const auto& dim = tt.shape().dim(d);
         if (dim.has_dim_value() && dim.dim_value() >= 0) {
+          OPV_CHECK(dim.dim_value() <= kMaxImportElems, "graph input '", vi.name(), "': dim ", d, " = ",
+                    dim.dim_value(), " is out of range");
           shape.push_back(dim.dim_value());
         } else {
           std::cerr << "opvision: note: input '" << vi.name() << "' dim " << d
@@ -330,6 +333,12 @@ ir::Graph Importer::run(const onnx::ModelProto& model) {
           shape.push_back(1);
         }
       }
+    }
+    int64_t total = 1;
+    for (int64_t d : shape) {
+      OPV_CHECK(d == 0 || total <= kMaxImportElems / d, "graph input '", vi.name(), "': shape ", shape_str(shape),
+                " is too large");
+      total *= d;
     }
     ir::Value v;
     v.name = unique_name(vi.name());

@@ -44,9 +44,6 @@ const char* onnx_type_name(int32_t t) {
 
 namespace {
 
-// Initializers larger than this are rejected as corrupt (2^40 elements).
-constexpr int64_t kMaxTensorElems = int64_t(1) << 40;
-
 Tensor read_external(const TP& t, const std::string& base_dir, DType dt, const Shape& shape, int64_t want) {
   std::string location;
   int64_t offset = 0, length = -1;
@@ -88,7 +85,7 @@ Tensor tensor_from_proto(const TP& t, const std::string& base_dir) {
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     OPV_CHECK(d >= 0, "initializer '", t.name(), "': negative dim ", d);
-    OPV_CHECK(d == 0 || n <= kMaxTensorElems / d, "initializer '", t.name(), "': dims are too large");
+    OPV_CHECK(d == 0 || n <= kMaxImportElems / d, "initializer '", t.name(), "': dims are too large");
     n *= d;
     shape.push_back(d);
   }

@@ -15,7 +15,10 @@
 
 #include <algorithm>
 #include <bitset>
+#include <cstdio>
 #include <deque>
+#include <sstream>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "ir3/isa_model.h"
@@ -271,7 +274,9 @@ std::string unit_name(int u) {
   if (full >= kRegP0 && full < kRegP0 + 4) return std::string("p0.") + "xyzw"[full & 3];
   if (full == kRegA0) return "a0.x";
   if (full == kRegA0 + 1) return "a1.x";
-  return "r" + std::to_string(full / 4) + "." + "xyzw"[full & 3];
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "r%d.%c", full / 4, "xyzw"[full & 3]);
+  return buf;
 }
 
 int needed_delay(const Info& producer_is_alu_dummy, const Info& c, const Access& a) {
@@ -316,12 +321,22 @@ struct Analysis {
   std::vector<State> at;  // state reaching each instruction
 };
 
-Analysis analyse(const std::vector<uint64_t>& prog, int gen) {
+using InfoCache = std::unordered_map<uint64_t, Info>;
+
+Analysis analyse(const std::vector<uint64_t>& prog, int gen, InfoCache* cache = nullptr) {
   Analysis a;
   for (size_t i = 0; i < prog.size(); ++i) {
+    if (cache) {
+      auto it = cache->find(prog[i]);
+      if (it != cache->end()) {
+        a.info.push_back(it->second);
+        continue;
+      }
+    }
     Instr in = decode(prog[i], gen);
     OPV_CHECK(in.valid(), "ir3 legalize: instruction ", i, " (raw 0x", std::hex, prog[i], ") does not decode");
     a.info.push_back(describe(in));
+    if (cache) cache->emplace(prog[i], a.info.back());
   }
   a.at.assign(prog.size(), State());
   if (prog.empty()) return a;
@@ -352,11 +367,9 @@ Analysis analyse(const std::vector<uint64_t>& prog, int gen) {
   return a;
 }
 
-std::vector<Hazard> hazards_at(const Analysis& a, size_t i) {
+std::vector<Hazard> hazards_for(const State& s, const Info& d, size_t i) {
   std::vector<Hazard> out;
-  const State& s = a.at[i];
   if (!s.reached) return out;
-  const Info& d = a.info[i];
   // one report per instruction and kind (a flag is per instruction); delays keep the worst
   auto add = [&](Hazard::Kind k, int unit, int need, int have, const std::string& why) {
     for (Hazard& h : out)
@@ -392,17 +405,18 @@ std::vector<Hazard> hazards_at(const Analysis& a, size_t i) {
 
 std::string to_string(const Hazard& h) {
   std::string k = h.kind == Hazard::Kind::MissingSs ? "missing (ss)" : h.kind == Hazard::Kind::MissingSy ? "missing (sy)" : "too few delay slots";
-  std::string s = "instruction " + std::to_string(h.index) + ": " + k + " on " + h.reg + " (" + h.message;
-  if (h.kind == Hazard::Kind::TooFewDelay) s += ": needs " + std::to_string(h.need) + ", has " + std::to_string(h.have);
-  s += "; written/read by instruction " + std::to_string(h.producer) + ")";
-  return s;
+  std::ostringstream o;
+  o << "instruction " << h.index << ": " << k << " on " << h.reg << " (" << h.message;
+  if (h.kind == Hazard::Kind::TooFewDelay) o << ": needs " << h.need << ", has " << h.have;
+  o << "; written/read by instruction " << h.producer << ")";
+  return o.str();
 }
 
 std::vector<Hazard> check_hazards(const std::vector<uint64_t>& prog, int gen) {
   Analysis a = analyse(prog, gen);
   std::vector<Hazard> out;
   for (size_t i = 0; i < prog.size(); ++i) {
-    auto h = hazards_at(a, i);
+    auto h = hazards_for(a.at[i], a.info[i], i);
     out.insert(out.end(), h.begin(), h.end());
   }
   return out;
@@ -431,47 +445,124 @@ void insert_before(std::vector<uint64_t>& prog, size_t p, const std::vector<uint
   prog.insert(prog.begin() + static_cast<std::ptrdiff_t>(p), ins.begin(), ins.end());
 }
 
+bool is_branch_target(const std::vector<uint64_t>& prog, size_t p, int gen) {
+  for (size_t i = 0; i < prog.size(); ++i) {
+    Instr in = decode(prog[i], gen);
+    if ((in.bits >> 61) != 0 || !in.valid()) continue;
+    Info d = describe(in);
+    if ((d.is_branch || d.is_jump) && static_cast<int64_t>(i) + d.target == static_cast<int64_t>(p)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
+// One pass: walk the program with the exact state along straight-line code, fixing each
+// offending instruction; at a branch target reached after a fix the pass stops (its fixpoint
+// state is stale) and the next pass re-analyses. Branches are re-targeted at the end of a pass.
 bool legalize(std::vector<uint64_t>& prog, int gen) {
   bool changed = false;
-  for (int guard = 0; guard < 100000; ++guard) {
-    Analysis a = analyse(prog, gen);
-    size_t i = 0;
-    std::vector<Hazard> hz;
-    for (; i < prog.size(); ++i) {
-      hz = hazards_at(a, i);
-      if (!hz.empty()) break;
+  InfoCache cache;
+  auto info_of = [&](uint64_t w) {
+    auto it = cache.find(w);
+    if (it != cache.end()) return it->second;
+    Info d = describe(decode(w, gen));
+    cache.emplace(w, d);
+    return d;
+  };
+  for (int pass = 0; pass < 10000; ++pass) {
+    Analysis a = analyse(prog, gen, &cache);
+    size_t n = prog.size();
+    std::vector<bool> is_target(n + 1, false);
+    for (size_t i = 0; i < n; ++i) {
+      const Info& d = a.info[i];
+      int64_t t = static_cast<int64_t>(i) + d.target;
+      if ((d.is_branch || d.is_jump) && t >= 0 && t < static_cast<int64_t>(n)) is_target[static_cast<size_t>(t)] = true;
     }
-    if (i == prog.size()) return changed;
-    changed = true;
-    bool need_ss = false, need_sy = false;
-    int deficit = 0;
-    for (const Hazard& h : hz) {
-      if (h.kind == Hazard::Kind::MissingSs) need_ss = true;
-      if (h.kind == Hazard::Kind::MissingSy) need_sy = true;
-      if (h.kind == Hazard::Kind::TooFewDelay) deficit = std::max(deficit, h.need - h.have);
-    }
-    Instr in = decode(prog[i], gen);
-    if (need_sy) in = with_field(in, "SY", 1);
-    std::vector<uint64_t> before;
-    if (need_ss) {
-      if (in.has("SS") && deficit == 0) {
-        in = with_field(in, "SS", 1);
-      } else {
-        // one (ss)nop; it also fills one delay slot, (rptN) fills the rest
-        int rpt = std::max(0, deficit - 1);
-        before.push_back(encode(parse("(ss)" + std::string(rpt ? "(rpt" + std::to_string(std::min(rpt, 5)) + ")" : "") + "nop", gen)));
-        deficit = std::max(0, deficit - 1 - std::min(rpt, 5));
+    std::vector<uint64_t> out;
+    std::vector<size_t> head(n), pos(n);
+    State cur, prev_in;  // state after the last emitted instruction / reaching it
+    bool fixed_any = false, stop = false;
+    for (size_t i = 0; i < n; ++i) {
+      head[i] = out.size();
+      if (!stop && fixed_any && is_target[i]) stop = true;
+      if (stop) {
+        pos[i] = out.size();
+        out.push_back(prog[i]);
+        continue;
       }
+      State s = (i == 0 || is_target[i] || !cur.reached) ? a.at[i] : cur;
+      std::vector<Hazard> hz = hazards_for(s, a.info[i], i);
+      if (hz.empty()) {
+        pos[i] = out.size();
+        out.push_back(prog[i]);
+        prev_in = s;
+        if (s.reached) cur = transfer(s, a.info[i], i);
+        continue;
+      }
+      fixed_any = changed = true;
+      bool need_ss = false, need_sy = false;
+      int deficit = 0;
+      for (const Hazard& h : hz) {
+        if (h.kind == Hazard::Kind::MissingSs) need_ss = true;
+        if (h.kind == Hazard::Kind::MissingSy) need_sy = true;
+        if (h.kind == Hazard::Kind::TooFewDelay) deficit = std::max(deficit, h.need - h.have);
+      }
+      Instr in = a.info[i].in;
+      if (need_sy) in = with_field(in, "SY", 1);
+      std::vector<uint64_t> before;
+      if (need_ss) {
+        if (in.has("SS") && deficit == 0) {
+          in = with_field(in, "SS", 1);
+        } else {
+          // one (ss)nop; it also fills one delay slot, (rptN) fills the rest
+          int rpt = std::min(5, std::max(0, deficit - 1));
+          before.push_back(encode(parse(rpt ? "(ss)(rpt" + std::to_string(rpt) + ")nop" : "(ss)nop", gen)));
+          deficit = std::max(0, deficit - 1 - rpt);
+        }
+      }
+      // Cheapest: (nopN) on the previous cat2/cat3 (no new instruction), when the previous
+      // instruction is the only way into this one.
+      if (deficit > 0 && before.empty() && i > 0 && !is_target[i] && prev_in.reached && !out.empty() &&
+          pos[i - 1] == out.size() - 1) {
+        Instr prev = decode(out.back(), gen);
+        int cat = static_cast<int>(prev.bits >> 61);
+        if ((cat == 2 || cat == 3) && prev.get_or("REPEAT", 1) == 0) {
+          int have = static_cast<int>(prev.get("SRC1_R") | (prev.get("SRC2_R") << 1));
+          int want = have + deficit;
+          if (want <= 3) {
+            prev = with_field(with_field(prev, "SRC1_R", want & 1), "SRC2_R", want >> 1);
+            out.back() = prev.bits;
+            s = transfer(prev_in, info_of(prev.bits), i - 1);
+            deficit = 0;
+          }
+        }
+      }
+      while (deficit > 0) {
+        int k = std::min(deficit, 6);
+        before.push_back(encode(parse(k > 1 ? "(rpt" + std::to_string(k - 1) + ")nop" : "nop", gen)));
+        deficit -= k;
+      }
+      for (uint64_t w : before) {
+        out.push_back(w);
+        s = transfer(s, info_of(w), i);
+      }
+      pos[i] = out.size();
+      out.push_back(in.bits);
+      prev_in = s;
+      cur = transfer(s, info_of(in.bits), i);
     }
-    while (deficit > 0) {
-      int n = std::min(deficit, 6);
-      before.push_back(encode(parse(n > 1 ? "(rpt" + std::to_string(n - 1) + ")nop" : "nop", gen)));
-      deficit -= n;
+    if (!fixed_any) return changed;
+    // re-target branches: a branch to old index t now lands on head[t] (inserted sync first)
+    for (size_t j = 0; j < n; ++j) {
+      const Info& d = a.info[j];
+      if (!(d.is_branch || d.is_jump)) continue;
+      int64_t t = static_cast<int64_t>(j) + d.target;
+      if (t < 0 || t >= static_cast<int64_t>(n)) continue;
+      int64_t off = static_cast<int64_t>(head[static_cast<size_t>(t)]) - static_cast<int64_t>(pos[j]);
+      out[pos[j]] = (out[pos[j]] & ~0xffffffffull) | (static_cast<uint64_t>(off) & 0xffffffffull);
     }
-    prog[i] = in.bits;
-    if (!before.empty()) insert_before(prog, i, before, gen);
+    prog = std::move(out);
   }
   fail("ir3 legalize: did not converge");
 }

@@ -25,7 +25,8 @@ struct Hazard {
 std::vector<Hazard> check_hazards(const std::vector<uint64_t>& program, int gen = kGenA6xx);
 
 // Inserts the minimum needed: sets (ss)/(sy) on the consumer when it has the bit, otherwise adds
-// "(ss)nop"; pads short distances with "(rptN)nop"; re-targets branches across insertions.
+// "(ss)nop"; pads short distances with (nopN) on the previous cat2/cat3 when that suffices, else
+// with "(rptN)nop"; re-targets branches across insertions.
 // Returns true if it changed the program. Afterwards check_hazards() is empty.
 bool legalize(std::vector<uint64_t>& program, int gen = kGenA6xx);
 

@@ -23,6 +23,23 @@ namespace {
 
 const char* dn(DType t) { return dtype_name(t); }
 
+// Dims, pads and strides beyond this are rejected as corrupt (keeps all arithmetic in range).
+constexpr int64_t kMaxExtent = int64_t(1) << 40;
+
+void check_extents(const std::vector<int64_t>& v, const char* what, int64_t lo = -kMaxExtent) {
+  for (int64_t x : v) OPV_CHECK(x >= lo && x <= kMaxExtent, what, " value ", x, " is out of range");
+}
+
+// The product of dims with an overflow guard (an error instead of wrapping).
+void check_size(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    OPV_CHECK(d >= 0 && d <= kMaxExtent, "dim ", d, " of ", shape_str(s), " is out of range");
+    OPV_CHECK(d == 0 || n <= kMaxExtent / d, "shape ", shape_str(s), " is too large");
+    n *= d;
+  }
+}
+
 void need_inputs(const std::vector<ValueInfo>& ins, size_t lo, size_t hi) {
   OPV_CHECK(ins.size() >= lo && ins.size() <= hi, "expects ", lo, (lo == hi ? "" : ".."),
             (lo == hi ? std::string() : std::to_string(hi)), " inputs, got ", ins.size());
@@ -85,6 +102,9 @@ void infer_conv(const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<V
   auto st = ints_of_size(a, "strides", 2, 1);
   auto pd = ints_of_size(a, "pads", 4, 0);
   auto dl = ints_of_size(a, "dilations", 2, 1);
+  check_extents(st, "strides");
+  check_extents(pd, "pads");
+  check_extents(dl, "dilations");
   for (int i = 0; i < 2; ++i) OPV_CHECK(st[i] >= 1 && dl[i] >= 1, "strides and dilations must be >= 1");
   for (int64_t p : pd) OPV_CHECK(p >= 0, "pads must be >= 0");
   Shape y = {x[0], w[0], 0, 0};
@@ -102,6 +122,10 @@ void infer_pool(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, st
   auto st = ints_of_size(a, "strides", 2, 1);
   auto pd = ints_of_size(a, "pads", 4, 0);
   auto dl = op == OpKind::MaxPool ? ints_of_size(a, "dilations", 2, 1) : std::vector<int64_t>{1, 1};
+  check_extents(k, "kernel");
+  check_extents(st, "strides");
+  check_extents(pd, "pads");
+  check_extents(dl, "dilations");
   for (int i = 0; i < 2; ++i)
     OPV_CHECK(k[i] >= 1 && st[i] >= 1 && dl[i] >= 1, "kernel, strides and dilations must be >= 1");
   Shape lo = x, hi = x;
@@ -189,7 +213,9 @@ void infer_range(const std::vector<ValueInfo>& ins, std::vector<ValueInfo>& outs
   if (ins[0].data && ins[1].data && ins[2].data) {
     double s = ins[0].data->get_f64(0), l = ins[1].data->get_f64(0), d = ins[2].data->get_f64(0);
     OPV_CHECK(d != 0, "delta must be non-zero");
-    int64_t n = int64_t(std::max(0.0, std::ceil((l - s) / d)));
+    double count = std::ceil((l - s) / d);
+    OPV_CHECK(count <= double(kMaxExtent), "range(", s, ",", l, ",", d, ") is too long");
+    int64_t n = int64_t(std::max(0.0, count));
     if (!is_float(ins[0].dtype)) {
       int64_t si = scalar_i64(ins[0]), li = scalar_i64(ins[1]), di = scalar_i64(ins[2]);
       n = di > 0 ? std::max<int64_t>(0, (li - si + di - 1) / di) : std::max<int64_t>(0, (si - li - di - 1) / -di);
@@ -208,6 +234,8 @@ void infer_slice(const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<
   auto starts = ints_of_size(a, "starts", r, 0);
   auto steps = ints_of_size(a, "steps", r, 1);
   OPV_CHECK(y.size() == r, "output shape ", shape_str(y), " must have the input's rank ", r);
+  check_extents(starts, "starts");
+  check_extents(steps, "steps");
   for (size_t i = 0; i < r; ++i) {
     OPV_CHECK(steps[i] != 0, "step of axis ", i, " is zero");
     OPV_CHECK(y[i] >= 0, "negative output dim");
@@ -381,11 +409,14 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
       need_inputs(ins, 1, 1);
       const Shape& x = ins[0].shape;
       auto rep = ints_of_size(a, "repeats", x.size(), 1);
+  check_extents(rep, "repeats", 0);
       Shape y = x;
       for (size_t i = 0; i < x.size(); ++i) {
         OPV_CHECK(rep[i] >= 0, "negative repeat");
+        OPV_CHECK(rep[i] == 0 || y[i] <= kMaxExtent / rep[i], "repeats ", shape_str(rep), " make the output too large");
         y[i] *= rep[i];
       }
+      check_size(y);
       outs[0] = {ins[0].dtype, y, nullptr};
       return;
     }
@@ -393,6 +424,7 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
       need_inputs(ins, 1, 1);
       const Shape& x = ins[0].shape;
       auto pads = ints_of_size(a, "pads", 2 * x.size(), 0);
+      check_extents(pads, "pads");
       std::string mode = a.s("mode", "constant");
       OPV_CHECK(mode == "constant" || mode == "reflect" || mode == "edge", "mode '", mode, "' is not supported");
       Shape y = x;
@@ -434,9 +466,7 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
   }
 }
 
-}  // namespace
-
-void infer_shapes(OpKind op, const Attrs& attrs, const std::vector<ValueInfo>& ins, std::vector<ValueInfo>& outs) {
+void infer_impl(OpKind op, const Attrs& attrs, const std::vector<ValueInfo>& ins, std::vector<ValueInfo>& outs) {
   if (op == OpKind::Split) {
     OPV_CHECK(!outs.empty(), "expects at least one output");
   } else {
@@ -467,6 +497,15 @@ void infer_shapes(OpKind op, const Attrs& attrs, const std::vector<ValueInfo>& i
     return;
   }
   infer_other(op, attrs, ins, outs);
+}
+
+}  // namespace
+
+void infer_shapes(OpKind op, const Attrs& attrs, const std::vector<ValueInfo>& ins, std::vector<ValueInfo>& outs) {
+  for (const ValueInfo& v : ins) check_size(v.shape);
+  for (const ValueInfo& v : outs) check_size(v.shape);
+  infer_impl(op, attrs, ins, outs);
+  for (const ValueInfo& v : outs) check_size(v.shape);
 }
 
 }  // namespace opv

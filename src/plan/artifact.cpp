@@ -16,6 +16,7 @@
 
 #include <zlib.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -574,7 +575,8 @@ Plan parse_artifact(const uint8_t* data, size_t size, std::vector<uint8_t>* owne
     sec_size[i] = size_t(sz);
     prev_end = size_t(off + sz);
   }
-  if (prev_end != size) fail("artifact: ", size - prev_end, " unexpected bytes after the last section at byte ", prev_end);
+  if (prev_end != size)
+    fail("artifact: ", size - prev_end, " unexpected bytes after the last section at byte ", prev_end);
 
   Plan p;
   Reader r(data, sec_off[0], sec_off[0] + sec_size[0]);
@@ -599,11 +601,23 @@ Plan deserialize(const uint8_t* data, size_t size) { return parse_artifact(data,
 
 void save_artifact(const Plan& p, const std::string& path) {
   std::vector<uint8_t> bytes = serialize(p);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  OPV_CHECK(f.good(), "cannot open '", path, "' for writing");
-  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  f.close();
-  OPV_CHECK(!f.fail(), "error writing '", path, "'");
+  // Written beside the target and renamed into place, so a failed write never leaves a
+  // half-written artifact under the final name.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    OPV_CHECK(f.good(), "cannot open '", tmp, "' for writing");
+    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    f.close();
+    if (f.fail()) {
+      std::remove(tmp.c_str());
+      fail("error writing '", tmp, "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail("cannot rename '", tmp, "' to '", path, "'");
+  }
 }
 
 Plan load_artifact(const std::string& path) {

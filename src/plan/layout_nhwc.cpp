@@ -4,7 +4,7 @@
 //      "agnostic" (unary element-wise; binary element-wise and Concat on axis 1) calls can run in
 //      NHWC; their data slots are input 0 of spatial calls, every input of the shape of the
 //      output of agnostic calls, and full-shape operands of binary post-ops. Other slots of
-//      these calls must be broadcast operands of per-channel ([1,C,1,1], [C,1,1], [C]) or
+//      these calls must be broadcast operands of per-channel ([1,C,1,1], [C,1,1]) or
 //      scalar shape (layout-free), else the call is not NHWC-capable. All other ops need Linear.
 //   2. In call order, a capable call joins the NHWC domain when it is spatial with a 4-D f32
 //      output, or when one of its data inputs is already NHWC; then its 4-D f32 Intermediate

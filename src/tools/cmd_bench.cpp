@@ -96,7 +96,8 @@ int cmd_bench(int argc, char** argv) {
       rows[it->second].total_ms += per_call[i];
       profile_total += per_call[i];
     }
-    std::stable_sort(rows.begin(), rows.end(), [](const KernelRow& x, const KernelRow& y) { return x.total_ms > y.total_ms; });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const KernelRow& x, const KernelRow& y) { return x.total_ms > y.total_ms; });
   }
   auto share = [&](double ms) { return profile_total > 0 ? ms / profile_total : 0.0; };
 

@@ -105,9 +105,11 @@ int cmd_demo(int argc, char** argv) {
   const std::string artifact = workdir + "/model.opv";
   plan::save_artifact(plan, artifact);
   plan::Plan reloaded = plan::load_artifact(artifact);
-  checks.record("artifact", plan::serialize(reloaded) == plan::serialize(plan),
-                fmt("saved and reloaded %s (%zu bytes), re-serialises identically", artifact.c_str(),
-                    plan::serialize(plan).size()));
+  {
+    const std::vector<uint8_t> saved = plan::serialize(plan);
+    checks.record("artifact", plan::serialize(reloaded) == saved,
+                  fmt("saved and reloaded %s (%zu bytes), re-serialises identically", artifact.c_str(), saved.size()));
+  }
 
   // 3. Capture run (compiled plan) vs reloaded artifact.
   runtime::Session capture(std::move(plan), bopts);
@@ -115,7 +117,8 @@ int cmd_demo(int argc, char** argv) {
   runtime::NamedTensors inputs = session.random_inputs(seed);
   runtime::NamedTensors out0 = capture.run(inputs);
   runtime::NamedTensors out1 = session.run(inputs);
-  checks.record("reload", all_bit_equal(out0, out1), "reloaded artifact output is bit-identical to the compiled plan's");
+  checks.record("reload", all_bit_equal(out0, out1),
+                "reloaded artifact output is bit-identical to the compiled plan's");
 
   // 4. Agreement with the reference backend.
   {

@@ -47,7 +47,8 @@ int cmd_inspect(int argc, char** argv) {
   for (const auto& [name, n] : s.kernel_calls) std::printf("  %-48s %6lld\n", name.c_str(), (long long)n);
   std::printf("\nbuffers by kind:\n");
   for (const auto& [kind, row] : s.buffers)
-    std::printf("  %-8s %6lld  %s\n", plan::buffer_kind_name(kind), (long long)row.count, human_bytes(row.bytes).c_str());
+    std::printf("  %-8s %6lld  %s\n", plan::buffer_kind_name(kind), (long long)row.count,
+                human_bytes(row.bytes).c_str());
   std::printf("\nweights      %s\n", human_bytes(s.weights_bytes).c_str());
   std::printf("arena        %s (without reuse: %s)\n", human_bytes(plan.arena_bytes).c_str(),
               human_bytes(plan::unplanned_bytes(plan)).c_str());

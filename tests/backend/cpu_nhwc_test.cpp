@@ -153,8 +153,12 @@ TEST(CpuNhwc, PassStructure) {
   EXPECT_EQ(B[size_t(first.outputs[0])].layout, Layout::NHWC);
   for (const plan::Call& c : p.calls) {
     const plan::Kernel& k = p.kernels[size_t(c.kernel)];
-    if (k.op == OpKind::Transpose) EXPECT_EQ(B[size_t(c.inputs[0])].layout, Layout::Linear);
-    if (k.op == OpKind::Conv) EXPECT_TRUE(k.name.ends_with("_nhwc")) << k.name;
+    if (k.op == OpKind::Transpose) {
+      EXPECT_EQ(B[size_t(c.inputs[0])].layout, Layout::Linear);
+    }
+    if (k.op == OpKind::Conv) {
+      EXPECT_TRUE(k.name.ends_with("_nhwc")) << k.name;
+    }
   }
   // A second run finds nothing to do; memory planning and validation accept the result.
   EXPECT_FALSE(plan::assign_nhwc_layout(p));
@@ -184,6 +188,50 @@ TEST(CpuNhwc, NumericsMatchLinearAndReference) {
   }
 }
 
+// Concat on channels stays NHWC; on another axis it needs Linear inputs (Reorders before it).
+TEST(CpuNhwc, ConcatChannelsVsSpatial) {
+  Builder b;
+  int x = b.input("x", {1, 6, 10, 14});
+  int a = b.conv(x, 6, 8, 3, 1, 1, {1, 8, 10, 14}, {unary_po(OpKind::Relu)});
+  int c = b.conv(x, 6, 4, 1, 1, 1, {1, 4, 10, 14});
+  Attrs ch, sp;
+  ch.set("axis", int64_t(1));
+  sp.set("axis", int64_t(2));
+  int cat_c = b.call(OpKind::Concat, ch, {a, c}, {1, 12, 10, 14});
+  b.conv(cat_c, 12, 5, 3, 1, 1, {1, 5, 10, 14}, {}, {});
+  b.p.buffers.back().kind = BufferKind::Output;
+  b.p.outputs.push_back(int(b.p.buffers.size()) - 1);
+  b.call(OpKind::Concat, sp, {a, a}, {1, 8, 20, 14}, {}, BufferKind::Output);
+  plan::Plan p = b.p;
+  ASSERT_TRUE(plan::assign_nhwc_layout(p));
+  EXPECT_EQ(p.buffers[size_t(cat_c)].layout, Layout::NHWC);
+  for (const plan::Call& call : p.calls) {
+    const plan::Kernel& k = p.kernels[size_t(call.kernel)];
+    if (k.op == OpKind::Concat && k.attrs.i("axis") == 2) {
+      for (int in : call.inputs) EXPECT_EQ(p.buffers[size_t(in)].layout, Layout::Linear);
+    }
+  }
+  plan::plan_memory(p);
+  plan::validate(p);
+  auto ref = reference_eval(b.p, b.values);
+  for (int threads : {1, 2}) {
+    // With per-call profiling on: one time per plan call.
+    auto be = backend::make_cpu_backend({threads, ""});
+    be->load(p);
+    be->set_profiling(true);
+    std::vector<const Tensor*> feeds{&b.values.at(x)};
+    std::vector<Tensor> outs;
+    for (int id : p.outputs) outs.emplace_back(DType::F32, p.buffers[size_t(id)].shape);
+    std::vector<Tensor*> op{&outs[0], &outs[1]};
+    be->run(feeds, op);
+    EXPECT_EQ(be->call_times_ms().size(), p.calls.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      EXPECT_LE(compare(outs[i], ref[i]).rel_l2, kTol) << "output " << i;
+      EXPECT_LE(compare(outs[i], ref[i]).max_abs_rel, kTol) << "output " << i;
+    }
+  }
+}
+
 // A residual that the memory planner placed at the destination's own bytes (the consumer is
 // the residual's last reader): the conv must add the old contents (oneDNN `sum`), in both
 // layouts.
@@ -199,7 +247,9 @@ TEST(CpuNhwc, ResidualAliasingTheDestination) {
     int t3 = b.conv(t2, 16, 16, 1, 1, 1, {1, 16, 12, 12}, {binary_po(OpKind::Add, 3), unary_po(OpKind::Gelu)}, {t1});
     b.call(OpKind::Relu, {}, {t3}, {1, 16, 12, 12}, {}, BufferKind::Output);
     plan::Plan p = b.p;
-    if (nhwc) ASSERT_TRUE(plan::assign_nhwc_layout(p));
+    if (nhwc) {
+      ASSERT_TRUE(plan::assign_nhwc_layout(p));
+    }
     for (auto& buf : p.buffers)
       if (buf.kind == BufferKind::Intermediate) buf.offset = -1;  // own storage...
     const int64_t sz = p.buffers[size_t(t0)].bytes;

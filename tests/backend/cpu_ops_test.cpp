@@ -213,6 +213,12 @@ TEST_P(CpuOps, WhereCastNot) {
   Attrs a;
   a.set("to", int64_t(DType::I64));
   check(OpKind::Cast, a, {}, {in(rnd({40}, 1302, -50.f, 50.f))}, threads(), "cast f32->i64");
+  a.set("to", int64_t(DType::F32));
+  check(OpKind::Cast, a, {}, {in(rnd({3, 7, 5}, 1303))}, threads(), "cast f32->f32");
+  check(OpKind::Identity, {}, {}, {in(Tensor::from_i64({5, -1, 7}))}, threads(), "identity i64");
+  a.set("round_to", int64_t(DType::F16));
+  check(OpKind::Cast, a, {}, {in(rnd({3, 7, 5}, 1304, -60000.f, 60000.f))}, threads(), "cast f32->f32 round_to f16");
+  check(OpKind::Cast, a, {}, {in(u8)}, threads(), "cast u8->f32 round_to f16");
 }
 
 TEST_P(CpuOps, DataMovement) {

@@ -77,8 +77,8 @@ TEST(FoldConstants, MultiOutputAndPostOps) {
   g.add_node(sp);
   // y = relu(part3) + b as a Relu with a fused binary post-op reading input 1.
   int p3 = g.nodes[0].outputs[1];
-  int y = add_node(g, OpKind::Relu, {p3, cb});
-  (void)y;
+  add_node(g, OpKind::Relu, {p3});
+  g.nodes.back().inputs.push_back(cb);  // post-op operands follow the op's own inputs
   g.nodes.back().post_ops.push_back({OpKind::Add, 0.f, 0.f, 1, false});
   g.outputs = {g.nodes[0].outputs[0], g.nodes.back().outputs[0]};
   ASSERT_TRUE(ir::fold_constants(g));

@@ -786,6 +786,21 @@ TEST(OnnxImport, ErrorsNameTheProblem) {
   onnx::TensorProto huge = B::tensor_f32("w_huge", {1000000, 1000000, 1000000}, {}, true);
   EXPECT_NE(bad_init(huge).find("initializer 'w_huge': dims are too large"), std::string::npos) << bad_init(huge);
 
+  // Absurd sizes are errors, not overflows or huge allocations.
+  OnnxBuilder big;
+  big.input("x", kF32, {int64_t(1) << 30, int64_t(1) << 30});
+  big.output("x");
+  EXPECT_NE(import_error(big).find("graph input 'x': shape [1073741824,1073741824] is too large"), std::string::npos)
+      << import_error(big);
+  OnnxBuilder tile;
+  tile.input("x", kF32, {1 << 20});
+  tile.init_i64("r", {int64_t(1) << 30});
+  tile.node("Tile", {"x", "r"}, {"y"}, "/tile");
+  tile.output("y");
+  EXPECT_NE(import_error(tile).find("node '/tile' (Tile): repeats [1073741824] make the output too large"),
+            std::string::npos)
+      << import_error(tile);
+
   // Garbage and truncated files.
   auto err = [](const std::string& bytes) {
     try {

@@ -12,7 +12,7 @@
 using namespace opv::ir3;
 
 namespace {
-std::vector<uint64_t> code() { return assemble("add.f r0.x, r1.x, r1.y\nadd.f r0.y, r0.x, r0.x\nend\n"); }
+std::vector<uint64_t> code() { return assemble("add.f r0.x, r1.x, r1.y\nrcp r0.y, r0.x\nend\n"); }
 void put(std::vector<uint8_t>& b, uint32_t at, uint32_t v) { std::memcpy(b.data() + at, &v, 4); }
 }  // namespace
 

@@ -71,6 +71,14 @@ TEST(Ir3Legalize, DelaySlotsFollowMesaRules) {
   EXPECT_EQ(count(hs, Hazard::Kind::MissingSs), 1);  // hr2.x/hr2.y are the halves of r1.x
 }
 
+TEST(Ir3Legalize, ShortDelaysUseNopBitsOfThePreviousAluInstruction) {
+  auto p = assemble("add.f r0.x, r1.x, r1.y\nadd.f r0.y, r0.x, r0.x\nrcp r1.x, r0.y\nend\n");
+  EXPECT_TRUE(legalize(p));
+  EXPECT_TRUE(check_hazards(p).empty());
+  // 3 slots fit in (nop3) on the producer; rcp needs 6 after the second add: one (rpt5)nop
+  EXPECT_EQ(disassemble(p), "(nop3) add.f r0.x, r1.x, r1.y\nadd.f r0.y, r0.x, r0.x\n(rpt5)nop\nrcp r1.x, r0.y\nend\n");
+}
+
 TEST(Ir3Legalize, RepeatElementsAreTimedSeparately) {
   // packed accumulate chain: element j of the second reads what element j of the first wrote
   // three cycles earlier -> legal back to back; the scalar chain is not.

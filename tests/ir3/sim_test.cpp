@@ -3,6 +3,7 @@
 // with barriers, and the (rpt3)(r) packing of a 4x4 mad.f32 block).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -264,4 +265,141 @@ TEST(Ir3Sim, PredicationAndErrors) {
   // running off the end
   SimRun noend("mov.u32u32 r1.x, 0\n", 4);
   EXPECT_THROW(noend.sim.run(SimConfig{}), opv::Error);
+}
+
+TEST(Ir3Sim, HalfRegsRelativeAddressingIboSfuAndGroups) {
+  // per fiber: out[gid*8 + lid] record of 4 dwords:
+  //  [0] r2.x assembled from its two halves hr4.x (low) / hr4.y (high)
+  //  [1] r<a0.x + 8> with a0.x = lid & 3 (reads r2.x + lid&3 of a table in r2.x..r2.w)
+  //  [2] rsq(float(lid + 1)) bits,  [3] IBO 0 element lid, stored back +1000 into IBO 1
+  const int L = 16, G = 3;
+  SimRun r(R"(
+    mov.u16u16 hr4.x, 0x1234
+    mov.u16u16 hr4.y, 0xabcd
+    mov.u32u32 r3.x, r2.x            ; r2.x is hr4.x|hr4.y<<16 (merged file)
+    mov.u32u32 r2.x, 100
+    mov.u32u32 r2.y, 101
+    mov.u32u32 r2.z, 102
+    mov.u32u32 r2.w, 103
+    and.b r1.x, r0.x, 3
+    cov.u32s16 hr8.x, r1.x          ; hr8.x = low half of r4.x (hr1.z would clobber r0.w)
+    mova a0.x, hr8.x
+    mov.u32u32 r3.y, r<a0.x + 8>
+    add.u r1.y, r0.x, 1
+    cov.u32f32 r1.z, r1.y
+    rsq r3.z, r1.z
+    ldib.b.untyped.1d.u32.1.imm r3.w, r0.x, 0
+    (sy)add.u r5.x, r3.w, 1000
+    stib.b.untyped.1d.u32.1.imm r5.x, r0.x, 1
+    mul.u24 r6.x, r0.w, 16           ; r0.w = group id x (group_id_reg)
+    add.u r6.x, r6.x, r0.x
+    shl.b r6.x, r6.x, 4
+    add.u r7.x, c0.x, r6.x
+    mov.u32u32 r7.y, c0.y
+    (ss)nop
+    stg.u32 g[r7.x], r3.x, 4
+    end
+  )", 16 * L * G);
+  std::vector<uint32_t> in(L * G), out(L * G, 0);
+  for (int i = 0; i < L * G; ++i) in[i] = 7 * i + 3;
+  uint64_t a = r.sim.alloc(4 * L * G), b = r.sim.alloc(4 * L * G);
+  r.sim.write(a, in.data(), 4 * in.size());
+  r.sim.ibos = {{a, 4 * static_cast<uint64_t>(L)}, {b, 4 * static_cast<uint64_t>(L)}};
+  SimConfig cfg;
+  cfg.local_size = {L, 1, 1};
+  cfg.num_groups = {G, 1, 1};
+  cfg.group_id_reg = 3;  // r0.w
+  r.sim.run(cfg);
+  auto v = r.sim.read_vec<uint32_t>(r.out, 4 * L * G);
+  auto back = r.sim.read_vec<uint32_t>(b, L);
+  for (int g = 0; g < G; ++g)
+    for (int l = 0; l < L; ++l) {
+      const uint32_t* rec = &v[4 * (g * L + l)];
+      EXPECT_EQ(rec[0], 0xabcd1234u);
+      EXPECT_EQ(rec[1], 100u + (l & 3));
+      float f;
+      std::memcpy(&f, &rec[2], 4);
+      EXPECT_EQ(f, 1.0f / std::sqrt(static_cast<float>(l + 1)));
+      EXPECT_EQ(rec[3], in[l]);
+    }
+  for (int l = 0; l < L; ++l) EXPECT_EQ(back[l], in[l] + 1000);
+}
+
+TEST(Ir3Sim, SelSamSfuHalfFloatAndDeterminism) {
+  // per fiber (lid): x = float(lid) / 8
+  //  [0] sel.b32: lid odd ? 111 : 222   [1] exp2(x)   [2] log2(x + 1)   [3] sin(x) + cos(x)
+  //  [4] sam of a 4x1 RGBA32F image at normalized u = (lid % 4 + 0.5) / 4 (red channel)
+  //  [5] mad.f16 in half registers: h(x) * h(2.0) + h(0.5), widened back to f32 with cov
+  const std::string src = R"(
+    cov.u32f32 r1.x, r0.x
+    mul.f r1.x, r1.x, c4.x            ; c4.x = 0.125
+    and.b r1.y, r0.x, 1
+    mov.u32u32 r2.x, 111
+    mov.u32u32 r2.y, 222
+    sel.b32 r3.x, r2.x, r1.y, r2.y
+    exp2 r3.y, r1.x
+    add.f r1.z, r1.x, (1.0)
+    log2 r3.z, r1.z
+    sin r4.x, r1.x
+    cos r4.y, r1.x
+    (ss)add.f r3.w, r4.x, r4.y
+    and.b r5.x, r0.x, 3
+    cov.u32f32 r5.x, r5.x
+    add.f r5.x, r5.x, (0.5)
+    mul.f r5.x, r5.x, (0.5)
+    mul.f r5.x, r5.x, (0.5)
+    mov.f32f32 r5.y, (0.5)
+    sam (f32)(x)r4.x, r5.x, s#0, t#0
+    cov.f32f16 hr12.x, r1.x
+    mad.f16 hr12.y, hr12.x, h(2.0), h(0.5)   ; not encodable: mad srcs 2 must be a register
+  )";
+  EXPECT_THROW(assemble(src + "end\n"), opv::Error);  // the assembler rejects an immediate src2
+  const std::string fixed = std::string(src.substr(0, src.find("    mad.f16"))) + R"(
+    mov.f16f16 hr13.x, h(2.0)
+    mov.f16f16 hr13.y, h(0.5)
+    mad.f16 hr12.y, hr12.x, hr13.x, hr13.y
+    cov.f16f32 r4.y, hr12.y
+    mul.u24 r6.x, r0.x, 24
+    add.u r7.x, c0.x, r6.x
+    mov.u32u32 r7.y, c0.y
+    (sy)stg.u32 g[r7.x], r3.x, 4
+    add.u r7.x, r7.x, 16
+    stg.u32 g[r7.x], r4.x, 2
+    end
+  )";
+  std::vector<std::vector<uint32_t>> runs;
+  for (int rep = 0; rep < 2; ++rep) {
+    SimRun r(fixed, 24 * 64);
+    float eighth = 0.125f;
+    std::memcpy(&r.sim.consts[16], &eighth, 4);
+    SimImage img;
+    img.format = SimImage::Format::RGBA32F;
+    img.width = 4;
+    img.height = 1;
+    img.data.resize(4 * 16);
+    for (int t = 0; t < 4; ++t) {
+      float red = 10.0f + t;
+      std::memcpy(img.data.data() + 16 * t, &red, 4);
+    }
+    r.sim.images.push_back(img);
+    r.sim.run(SimConfig{});
+    runs.push_back(r.sim.read_vec<uint32_t>(r.out, 6 * 64));
+  }
+  ASSERT_EQ(runs[0], runs[1]);  // deterministic
+  auto f = [&](int lid, int k) {
+    float v;
+    std::memcpy(&v, &runs[0][6 * lid + k], 4);
+    return v;
+  };
+  for (int lid = 0; lid < 64; ++lid) {
+    float x = static_cast<float>(lid) * 0.125f;
+    EXPECT_EQ(runs[0][6 * lid], (lid & 1) ? 111u : 222u);
+    EXPECT_EQ(f(lid, 1), std::exp2(x));
+    EXPECT_EQ(f(lid, 2), std::log2(x + 1.0f));
+    EXPECT_EQ(f(lid, 3), std::sin(x) + std::cos(x));
+    EXPECT_EQ(f(lid, 4), 10.0f + static_cast<float>(lid % 4));
+    float h = opv::half_to_float(opv::float_to_half(x));
+    float want = opv::half_to_float(opv::float_to_half(opv::half_to_float(opv::float_to_half(h * 2.0f)) + 0.5f));
+    EXPECT_EQ(f(lid, 5), want) << lid;
+  }
 }

@@ -216,6 +216,36 @@ TEST(Artifact, FixtureRoundTripEveryTarget) {
   }
 }
 
+TEST(Artifact, PlanWithoutWeights) {
+  Plan p;
+  p.target = "reference";
+  Buffer in;
+  in.name = "x";
+  in.shape = {3};
+  in.kind = BufferKind::Input;
+  Buffer out = in;
+  out.name = "y";
+  out.kind = BufferKind::Output;
+  int bi = p.add_buffer(in), bo = p.add_buffer(out);
+  Kernel k;
+  k.name = "relu_f32";
+  k.op = OpKind::Relu;
+  Call c;
+  c.kernel = p.add_kernel(k);
+  c.inputs = {bi};
+  c.outputs = {bo};
+  p.calls.push_back(c);
+  p.inputs = {bi};
+  p.outputs = {bo};
+  std::vector<uint8_t> bytes = serialize(p);
+  EXPECT_EQ(bytes.size() % 64, 0u);  // empty weights section at the aligned end
+  std::string path = test::temp_dir() + "/noweights.opv";
+  save_artifact(p, path);
+  Plan q = load_artifact(path);
+  expect_plans_equal(p, q);
+  EXPECT_TRUE(q.weights.empty());
+}
+
 TEST(Artifact, HeaderLayout) {
   Plan p = make_plan();
   std::vector<uint8_t> b = serialize(p);

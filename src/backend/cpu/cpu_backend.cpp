@@ -156,14 +156,18 @@ class CpuBackend final : public Backend {
       }
       StepFn main;
       size_t done = 0;
+      std::string dnnl_msg;  // why oneDNN declined, for the error when nothing else runs it
       try {
         main = build_dnnl_step(c, done);
       } catch (const dnnl::error& e) {
-        fail(c.where(), ": oneDNN: ", e.what());
+        dnnl_msg = e.what();
+      } catch (const Error& e) {
+        dnnl_msg = e.what();
       }
       if (!main) main = build_glue_step(c), done = 0;
       if (!main) main = build_ref_step(c), done = c.kernel.post_ops.size();
-      OPV_CHECK(main, "cpu backend: ", c.where(), " is not supported (dtypes/layouts of its buffers)");
+      OPV_CHECK(main, "cpu backend: ", c.where(), " is not supported (dtypes/layouts of its buffers)",
+                dnnl_msg.empty() ? "" : "; oneDNN: ", dnnl_msg);
       StepFn post;
       if (done < c.kernel.post_ops.size()) post = build_post_op_step(c, done);
       if (post)

@@ -286,6 +286,18 @@ StepFn build_cast(CallCtx& c) {
   LoopNest n = make_nest(y.shape, {logical_strides(y.shape, y.layout), logical_strides(x.shape, x.layout)},
                          {esize(y), esize(x)}, c.threads);
   std::vector<char*> base{static_cast<char*>(y.ptr), static_cast<char*>(x.ptr)};
+  if (c.kernel.attrs.has("round_to")) {
+    // Widened fp16 storage: the result keeps fp16 precision (see ops.def Cast).
+    if (c.kernel.attrs.i("round_to") != int64_t(DType::F16) || !is_float(to)) return {};
+    if (from == DType::F32 && to == DType::F32)
+      return unary_f32_step(x, y, c.threads, [](float v) { return round_to_half(v); });
+    return [n, base, from, to, ey = esize(y), ex = esize(x)] {
+      run_nest(n, base, [&](int64_t cnt, char** p, const int64_t* st) {
+        for (int64_t i = 0; i < cnt; ++i)
+          store_f64(to, p[0] + i * st[0] * ey, round_to_half(float(load_as_f64(from, p[1] + i * st[1] * ex))));
+      });
+    };
+  }
   if (from == to)
     return copy_step(y.shape, logical_strides(y.shape, y.layout), logical_strides(x.shape, x.layout), base[0], base[1],
                      esize(x), c.threads);
