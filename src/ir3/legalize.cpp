@@ -8,8 +8,10 @@
 // dataflow problem: pending (ss)/(sy) results, pending late reads (WAR), and for ALU results
 // the cycles since their write (min over incoming paths); (3) check each instruction against the
 // state reaching it: ALU->ALU needs 3 slots (1 for a mad's third source), ALU->SFU/tex/mem/flow
-// and a0 writes need 6; (4) legalize() fixes the first offending instruction, re-analyses and
-// repeats, re-targeting branches across every insertion.
+// and a0 writes need 6; (4) legalize() walks the program with the exact state along
+// straight-line code, fixing each offending instruction ((ss)/(sy) bits, (nopN) on the previous
+// ALU op, or inserted (ss)/(rptN) nops), stops a pass at the next branch target after a fix,
+// re-targets branches, re-analyses, and repeats until nothing is left.
 // Invariant: legalize only adds flags and nops; it never reorders or drops instructions.
 #include "ir3/legalize.h"
 
@@ -421,41 +423,6 @@ std::vector<Hazard> check_hazards(const std::vector<uint64_t>& prog, int gen) {
   }
   return out;
 }
-
-namespace {
-
-// Inserts `ins` before index p and re-targets every branch (a branch to p now lands on the
-// first inserted instruction, so the inserted sync runs on every path into p).
-void insert_before(std::vector<uint64_t>& prog, size_t p, const std::vector<uint64_t>& ins, int gen) {
-  size_t k = ins.size();
-  auto map = [&](int64_t q) -> int64_t { return q < static_cast<int64_t>(p) ? q : q == static_cast<int64_t>(p) ? q : q + static_cast<int64_t>(k); };
-  for (size_t i = 0; i < prog.size(); ++i) {
-    Instr in = decode(prog[i], gen);
-    if ((in.bits >> 61) != 0 || !in.valid()) continue;
-    const std::string& n = in.name();
-    bool br = n == "br" || n == "brao" || n == "braa" || n == "bany" || n == "ball" || n == "jump" || n == "getone" ||
-              n == "getlast" || n == "brac" || n == "brax" || n == "shps" || n == "call" || n == "bkt";
-    if (!br) continue;
-    int64_t off = detail::sign_extend(in.bits & 0xffffffffu, 32);
-    int64_t tgt = static_cast<int64_t>(i) + off;
-    int64_t ni = static_cast<int64_t>(i) < static_cast<int64_t>(p) ? i : i + k;
-    int64_t noff = map(tgt) - ni;
-    prog[i] = (prog[i] & ~0xffffffffull) | (static_cast<uint64_t>(noff) & 0xffffffffull);
-  }
-  prog.insert(prog.begin() + static_cast<std::ptrdiff_t>(p), ins.begin(), ins.end());
-}
-
-bool is_branch_target(const std::vector<uint64_t>& prog, size_t p, int gen) {
-  for (size_t i = 0; i < prog.size(); ++i) {
-    Instr in = decode(prog[i], gen);
-    if ((in.bits >> 61) != 0 || !in.valid()) continue;
-    Info d = describe(in);
-    if ((d.is_branch || d.is_jump) && static_cast<int64_t>(i) + d.target == static_cast<int64_t>(p)) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 // One pass: walk the program with the exact state along straight-line code, fixing each
 // offending instruction; at a branch target reached after a fix the pass stops (its fixpoint
