@@ -3,7 +3,8 @@
 // Steps: (1) pick the subcommand (dis, asm, sim, check, info), each with --help; (2) load the
 // input: assembler text, a raw shader image (8 bytes per instruction, little-endian) or a
 // Qualcomm OpenCL program binary (detected by its header); (3) run and print. Errors are
-// reported as one line on stderr with exit code 1; hazards found by `check` give exit code 2.
+// reported as one line `opvision: error: ...` on stderr with exit code 2, like every opvision
+// subcommand; hazards found by `check` give exit code 1 (a check that ran and failed).
 #include "ir3/cli.h"
 
 #include <cstdio>
@@ -129,7 +130,7 @@ int cmd_dis(int argc, char** argv) {
         "  Disassembles FILE: a raw shader image (little-endian 64-bit words) or a Qualcomm\n"
         "  OpenCL program binary (its image is found through the header). --addr prefixes\n"
         "  instruction indices, --hex appends each word. Undecodable words print as raw 0x....\n");
-    return a.help ? 0 : 1;
+    return a.help ? 0 : 2;
   }
   int gen = gen_of(a);
   Input in = load(a.pos[0], gen);
@@ -150,7 +151,7 @@ int cmd_asm(int argc, char** argv) {
         "usage: opvision ir3 asm FILE [-o OUT.bin] [--gen 600] [--hex]\n"
         "  Assembles Mesa-syntax text (one instruction per line, ';' or '//' comments, 'label:'\n"
         "  and '#label' branch targets) into a raw shader image. Without -o, prints hex words.\n");
-    return a.help ? 0 : 1;
+    return a.help ? 0 : 2;
   }
   std::vector<uint8_t> b = read_file(a.pos[0]);
   std::vector<uint64_t> code = assemble(std::string(b.begin(), b.end()), gen_of(a));
@@ -183,7 +184,7 @@ int cmd_sim(int argc, char** argv) {
         "  address in const dwords C, C+1 (dword index: c2.x = 8). --const sets one const dword.\n"
         "  --dump prints the buffer whose address is at const dword C after the run.\n"
         "  Local ids arrive in r0.x-z; --group-id-reg R puts the work-group id in regid R..R+2.\n");
-    return a.help ? 0 : 1;
+    return a.help ? 0 : 2;
   }
   int gen = gen_of(a);
   Input in = load(a.pos[0], gen);
@@ -268,8 +269,8 @@ int cmd_check(int argc, char** argv) {
         "  Reports every missing (ss)/(sy) and every too-short nop distance (a6xx rules).\n"
         "  --fix inserts the minimum needed and writes the result to OUT (a raw image, or a\n"
         "  program binary when FILE is one; default: print the fixed disassembly).\n"
-        "  Exit code 2 when hazards are found and not fixed.\n");
-    return a.help ? 0 : 1;
+        "  Exit code 1 when hazards are found and not fixed.\n");
+    return a.help ? 0 : 2;
   }
   int gen = gen_of(a);
   Input in = load(a.pos[0], gen);
@@ -277,7 +278,7 @@ int cmd_check(int argc, char** argv) {
   for (const Hazard& h : hs)
     std::printf("%s\n    %s\n", to_string(h).c_str(), disasm(in.code[h.index], gen).c_str());
   std::printf("%zu hazard(s) in %zu instructions\n", hs.size(), in.code.size());
-  if (!a.flag("--fix")) return hs.empty() ? 0 : 2;
+  if (!a.flag("--fix")) return hs.empty() ? 0 : 1;
   std::vector<uint64_t> code = in.code;
   legalize(code, gen);
   std::printf("fixed: %zu -> %zu instructions\n", in.code.size(), code.size());
@@ -299,7 +300,7 @@ int cmd_info(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {});
   if (a.help || a.pos.size() != 1) {
     std::printf("usage: opvision ir3 info FILE\n  Prints a Qualcomm OpenCL program binary's fields.\n");
-    return a.help ? 0 : 1;
+    return a.help ? 0 : 2;
   }
   std::printf("%s", qcom::describe(qcom::read(read_file(a.pos[0]))).c_str());
   return 0;
@@ -310,7 +311,7 @@ int cmd_info(int argc, char** argv) {
 int cli_main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     std::printf("%s", kUsage);
-    return argc < 2 ? 1 : 0;
+    return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
   try {
@@ -320,11 +321,11 @@ int cli_main(int argc, char** argv) {
     if (cmd == "check") return cmd_check(argc, argv);
     if (cmd == "info") return cmd_info(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: ir3 %s: %s\n", cmd.c_str(), e.what());
-    return 1;
+    std::fprintf(stderr, "opvision: error: ir3 %s: %s\n", cmd.c_str(), e.what());
+    return 2;
   }
-  std::fprintf(stderr, "error: unknown ir3 command `%s`\n%s", cmd.c_str(), kUsage);
-  return 1;
+  std::fprintf(stderr, "opvision: error: unknown ir3 command `%s`\n%s", cmd.c_str(), kUsage);
+  return 2;
 }
 
 }  // namespace opv::ir3

@@ -9,6 +9,8 @@
 //   2. In call order, a capable call joins the NHWC domain when it is spatial with a 4-D f32
 //      output, or when one of its data inputs is already NHWC; then its 4-D f32 Intermediate
 //      outputs whose NHWC and Linear bytes differ become NHWC.
+//   2b. In reverse call order, an agnostic call whose outputs are read only as data by domain
+//      calls joins the domain too, so Reorders move towards the model inputs (onto fewer bytes).
 //   3. Rewrite the call list: a slot whose buffer layout differs from what the call needs (the
 //      domain layout for data slots, Linear elsewhere) reads a converted copy made by a Reorder
 //      call inserted before it (one copy per buffer and layout, reused by later readers); a
@@ -54,7 +56,7 @@ struct NhwcPass {
   std::vector<CallClass> cls;
   std::vector<bool> nhwc_domain;
   std::map<std::pair<int, Layout>, int> converted;  // (buffer, layout) -> converted copy
-  int k_to_nhwc = -1, k_to_linear = -1;
+  std::map<std::pair<Layout, DType>, int> reorder_kernels;  // kernel id + 1
   bool changed = false;
 
   explicit NhwcPass(Plan& plan) : p(plan) {}
@@ -88,7 +90,7 @@ struct NhwcPass {
           return r;
         }
       }
-      if (is_unary(k.op) && buf(c.inputs[0]).dtype != DType::F32) return r;
+      if (is_unary(k.op) && buf(c.inputs[0]).dtype != DType::F32 && k.op != OpKind::Cast) return r;
     } else {
       return r;
     }
@@ -114,15 +116,15 @@ struct NhwcPass {
            !layout_free(b.shape);
   }
 
-  int reorder_kernel(Layout to) {
-    int& k = to == Layout::NHWC ? k_to_nhwc : k_to_linear;
-    if (k < 0) {
+  int reorder_kernel(Layout to, DType dt) {
+    int& k = reorder_kernels[{to, dt}];
+    if (k == 0) {
       Kernel kr;
-      kr.name = to == Layout::NHWC ? "reorder_nchw_to_nhwc_f32" : "reorder_nhwc_to_nchw_f32";
+      kr.name = std::string(to == Layout::NHWC ? "reorder_nchw_to_nhwc_" : "reorder_nhwc_to_nchw_") + dtype_name(dt);
       kr.op = OpKind::Reorder;
-      k = p.add_kernel(std::move(kr));
+      k = p.add_kernel(std::move(kr)) + 1;
     }
-    return k;
+    return k - 1;
   }
 
   int new_buffer(int like, Layout layout, const char* suffix) {
@@ -137,7 +139,7 @@ struct NhwcPass {
 
   Call reorder_call(int from, int to, Layout layout, const std::string& label) {
     Call r;
-    r.kernel = reorder_kernel(layout);
+    r.kernel = reorder_kernel(layout, buf(from).dtype);
     r.inputs = {from};
     r.outputs = {to};
     r.label = label + (layout == Layout::NHWC ? "/to_nhwc" : "/to_nchw");
@@ -163,6 +165,31 @@ struct NhwcPass {
           p.buffers[size_t(o)].bytes = storage_bytes(DType::F32, p.buffers[size_t(o)].shape, Layout::NHWC);
           changed = true;
         }
+    }
+    // Step 2b: in reverse call order, an agnostic call outside the domain joins it when every
+    // reader of each of its outputs is a domain call reading it as data; the Reorder then moves
+    // towards the model inputs (e.g. onto the uint8 image before its normalisation).
+    for (size_t ci = p.calls.size(); ci-- > 0;) {
+      const Call& c = p.calls[ci];
+      if (nhwc_domain[ci] || !cls[ci].capable || is_spatial(p.kernels[size_t(c.kernel)].op)) continue;
+      bool ok = true;
+      int readers = 0;
+      for (int o : c.outputs) {
+        ok = ok && eligible(o);
+        for (size_t cj = ci + 1; ok && cj < p.calls.size(); ++cj)
+          for (size_t i = 0; i < p.calls[cj].inputs.size(); ++i)
+            if (p.calls[cj].inputs[i] == o) {
+              ok = ok && nhwc_domain[cj] && cls[cj].capable && cls[cj].data_in[i];
+              ++readers;
+            }
+      }
+      if (!ok || readers == 0) continue;
+      nhwc_domain[ci] = true;
+      for (int o : c.outputs) {
+        p.buffers[size_t(o)].layout = Layout::NHWC;
+        p.buffers[size_t(o)].bytes = storage_bytes(DType::F32, p.buffers[size_t(o)].shape, Layout::NHWC);
+      }
+      changed = true;
     }
     // Step 3: make every slot agree with its call.
     std::vector<Call> out;

@@ -342,3 +342,44 @@ TEST(CpuNhwc, DISABLED_FastVitStack) {
 
 }  // namespace
 }  // namespace opv::test
+
+namespace opv::test {
+namespace {
+
+// uint8 image -> Cast(f32) with per-channel Sub/Div post-ops -> conv: the Cast joins the NHWC
+// domain (step 2b), so the one Reorder converts the uint8 input, not the float image.
+TEST(CpuNhwc, InputNormalisationJoinsTheDomain) {
+  for (int threads : {1, 2}) {
+    Builder b;
+    const Shape s{1, 6, 9, 11};
+    int x = b.p.add_buffer({"img", DType::U8, s, Layout::Linear, BufferKind::Input});
+    b.p.inputs.push_back(x);
+    Tensor img(DType::U8, s);
+    for (int64_t i = 0; i < img.numel(); ++i) img.data<uint8_t>()[i] = uint8_t((i * 37 + 11) % 256);
+    b.values[x] = img;
+    Attrs cast;
+    cast.set("to", int64_t(DType::F32));
+    int mean = b.constant({6, 1, 1}, 100.f, 150.f), stdev = b.constant({6, 1, 1}, 40.f, 60.f);
+    int f = b.call(OpKind::Cast, cast, {x, mean, stdev}, s,
+                   {binary_po(OpKind::Sub, 1), binary_po(OpKind::Div, 2)});
+    int y = b.conv(f, 6, 8, 3, 2, 1, {1, 8, 5, 6}, {unary_po(OpKind::Relu)});
+    b.call(OpKind::Identity, {}, {y}, {1, 8, 5, 6}, {}, BufferKind::Output);
+    plan::Plan p = b.p;
+    ASSERT_TRUE(plan::assign_nhwc_layout(p));
+    EXPECT_EQ(p.buffers[size_t(f)].layout, Layout::NHWC) << p.dump();
+    const plan::Call& first = p.calls[0];
+    ASSERT_EQ(p.kernels[size_t(first.kernel)].op, OpKind::Reorder) << p.dump();
+    EXPECT_EQ(first.inputs[0], x);
+    EXPECT_EQ(p.buffers[size_t(first.outputs[0])].dtype, DType::U8);
+    plan::plan_memory(p);
+    plan::validate(p);
+    auto ref = reference_eval(b.p, b.values);
+    auto got = run_cpu(p, b.values, threads);
+    ErrorMetrics m = compare(got[0], ref[0]);
+    EXPECT_LE(m.rel_l2, kTol) << "threads " << threads;
+    EXPECT_LE(m.max_abs_rel, kTol) << "threads " << threads;
+  }
+}
+
+}  // namespace
+}  // namespace opv::test

@@ -251,32 +251,46 @@ StepFn with_copies(std::vector<StepFn> copies, StepFn main) {
   return main;
 }
 
-StepFn build_conv(CallCtx& c, size_t& done) {
-  if (!all_f32(c) || c.ins.size() < 2) return {};
-  const BufView &x = c.ins[0], &w = c.ins[1], &y = c.outs[0];
-  if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4) return {};
-  const Attrs& a = c.kernel.attrs;
-  const int64_t g = a.i("group", 1);
-  const int64_t M = w.shape[0], Cg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
-  OPV_CHECK(g >= 1 && M % g == 0 && x.shape[1] == Cg * g, c.where(), ": weight ", shape_str(w.shape),
-            " does not match input ", shape_str(x.shape), " with group ", g);
-  auto strides = a.ints("strides", {1, 1});
-  auto pads = a.ints("pads", {0, 0, 0, 0});
-  auto dil = a.ints("dilations", {1, 1});
-  OPV_CHECK(strides.size() == 2 && pads.size() == 4 && dil.size() == 2, c.where(), ": bad strides/pads/dilations");
+// Geometry of a 2-D convolution call, checked once.
+struct ConvGeom {
+  int64_t g, M, Cg, kh, kw;
+  std::vector<int64_t> strides, pads, dil;
+};
 
+ConvGeom conv_geom(const CallCtx& c) {
+  const BufView &x = c.ins[0], &w = c.ins[1];
+  const Attrs& a = c.kernel.attrs;
+  ConvGeom q{a.i("group", 1), w.shape[0], w.shape[1], w.shape[2], w.shape[3],
+             a.ints("strides", {1, 1}), a.ints("pads", {0, 0, 0, 0}), a.ints("dilations", {1, 1})};
+  OPV_CHECK(q.g >= 1 && q.M % q.g == 0 && x.shape[1] == q.Cg * q.g, c.where(), ": weight ", shape_str(w.shape),
+            " does not match input ", shape_str(x.shape), " with group ", q.g);
+  OPV_CHECK(q.strides.size() == 2 && q.pads.size() == 4 && q.dil.size() == 2, c.where(),
+            ": bad strides/pads/dilations");
+  return q;
+}
+
+// The convolution primitive over source buffer `x` (the call's input, or its channel-repeated
+// copy) with `g` groups of the call's weights. With `want_dw`, returns an empty step unless
+// oneDNN picks a depthwise implementation.
+StepFn conv_primitive(CallCtx& c, size_t& done, const BufView& x, const ConvGeom& q, int64_t g, bool want_dw) {
+  const BufView &w = c.ins[1], &y = c.outs[0];
+  const int64_t M = q.M, Cg = x.shape[1] / g;
   memory::desc src = md_like(x, y), dst = md_like(y, x);
-  memory::dims wdims = g == 1 ? memory::dims{M, Cg, kh, kw} : memory::dims{g, M / g, Cg, kh, kw};
+  memory::dims wdims = g == 1 ? memory::dims{M, Cg, q.kh, q.kw} : memory::dims{g, M / g, Cg, q.kh, q.kw};
   memory::desc w_user(wdims, dt::f32, g == 1 ? tag::oihw : tag::goihw);
   memory::desc w_any(wdims, dt::f32, tag::any);
   const bool has_bias = c.ins.size() > 2 && c.ins[2].present();
   memory::desc bias_md = has_bias ? memory::desc({M}, dt::f32, tag::a) : memory::desc();
   using CF = dnnl::convolution_forward;
   CF::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct, src, w_any, bias_md, dst,
-             {strides[0], strides[1]}, {dil[0] - 1, dil[1] - 1}, {pads[0], pads[1]}, {pads[2], pads[3]});
+             {q.strides[0], q.strides[1]}, {q.dil[0] - 1, q.dil[1] - 1}, {q.pads[0], q.pads[1]},
+             {q.pads[2], q.pads[3]});
   MappedPostOps m = map_post_ops(c, c.kernel.post_ops, y, y.shape);
   const bool nhwc_dst = y.layout == plan::Layout::NHWC && !layout_irrelevant(y.shape);
-  CF::primitive_desc pd = make_pd<CF::primitive_desc>(c, d, 1.f, m, done, nhwc_dst);
+  size_t got = 0;
+  CF::primitive_desc pd = make_pd<CF::primitive_desc>(c, d, 1.f, m, got, nhwc_dst);
+  if (want_dw && std::string(pd.impl_info_str()).find("dw") == std::string::npos) return {};
+  done = got;
 
   StepFn pre;
   Args args = std::move(m.args);
@@ -286,6 +300,79 @@ StepFn build_conv(CallCtx& c, size_t& done) {
   args[DNNL_ARG_DST] = memory(pd.dst_desc(), c.eng, y.ptr);
   OPV_ASSERT(pd.src_desc() == src && pd.dst_desc() == dst);
   return with_copies(std::move(m.pre), chain(std::move(pre), finish(c, CF(pd), std::move(args), pd.scratchpad_desc())));
+}
+
+// Grouped convolution with a channel multiplier (group == C_in, C_out == mult * C_in, mult > 1):
+// oneDNN runs it in its generic grouped kernel, several times slower than its depthwise ones.
+// ONNX's output channel o reads input channel o / mult, so repeating every input channel mult
+// times into a scratch buffer (rep channel c*mult+j = input channel c) turns it into a
+// depthwise convolution with C_out groups over the same weights. The scratch is allocated here,
+// at load; returns an empty step when oneDNN has no depthwise implementation for it.
+StepFn build_conv_channel_multiplier(CallCtx& c, size_t& done, const ConvGeom& q) {
+  const BufView& x = c.ins[0];
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3], mult = q.M / q.g;
+  struct FreeBytes {
+    void operator()(float* p) const { std::free(p); }
+  };
+  const size_t rep_bytes = size_t(plan::align_up(N * q.M * H * W * int64_t(sizeof(float))));
+  std::shared_ptr<float> rep(static_cast<float*>(std::aligned_alloc(size_t(plan::kAlign), rep_bytes)), FreeBytes{});
+  OPV_CHECK(rep, c.where(), ": out of memory allocating ", rep_bytes, " bytes of channel-repeat scratch");
+  BufView xr = x;
+  xr.ptr = rep.get();
+  xr.shape = {N, q.M, H, W};
+  xr.kind = plan::BufferKind::Intermediate;
+  xr.bytes = int64_t(rep_bytes);
+  StepFn conv;
+  try {
+    conv = conv_primitive(c, done, xr, q, q.M, true);
+  } catch (const std::exception&) {
+    return {};
+  }
+  if (!conv) return {};
+
+  const std::vector<int64_t> xs = logical_strides(x.shape, x.layout), rs = logical_strides(xr.shape, xr.layout);
+  const float* src = static_cast<const float*>(x.ptr);
+  StepFn repeat;
+  if (xs[1] == 1 && rs[1] == 1) {
+    // Channels innermost (NHWC): every pixel's C values become C*mult values.
+    repeat = [=, r = rep.get()] {
+#pragma omp parallel for collapse(2)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w) {
+            const float* s = src + n * xs[0] + h * xs[2] + w * xs[3];
+            float* o = r + n * rs[0] + h * rs[2] + w * rs[3];
+            for (int64_t ch = 0; ch < C; ++ch)
+              for (int64_t j = 0; j < mult; ++j) o[ch * mult + j] = s[ch];
+          }
+    };
+  } else {
+    // Planes (Linear): every H*W plane is copied mult times.
+    OPV_ASSERT(xs[3] == 1 && xs[2] == W && rs[3] == 1 && rs[2] == W);
+    repeat = [=, r = rep.get()] {
+#pragma omp parallel for collapse(2)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t ch = 0; ch < C; ++ch)
+          for (int64_t j = 0; j < mult; ++j)
+            std::memcpy(r + n * rs[0] + (ch * mult + j) * rs[1], src + n * xs[0] + ch * xs[1],
+                        size_t(H * W) * sizeof(float));
+    };
+  }
+  return [repeat = std::move(repeat), conv = std::move(conv), rep] {
+    repeat();
+    conv();
+  };
+}
+
+StepFn build_conv(CallCtx& c, size_t& done) {
+  if (!all_f32(c) || c.ins.size() < 2) return {};
+  const BufView &x = c.ins[0], &w = c.ins[1], &y = c.outs[0];
+  if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4) return {};
+  const ConvGeom q = conv_geom(c);
+  if (q.g > 1 && q.Cg == 1 && q.M > q.g) {
+    if (StepFn s = build_conv_channel_multiplier(c, done, q)) return s;
+  }
+  return conv_primitive(c, done, x, q, q.g, false);
 }
 
 // Gemm: y = alpha * A' * B' + beta * C, all 2-D row-major.
@@ -467,11 +554,25 @@ StepFn build_eltwise(CallCtx& c, size_t& done) {
   return finish(c, dnnl::eltwise_forward(pd), std::move(args), pd.scratchpad_desc());
 }
 
+// oneDNN's jitted reorder for every dtype it has (the generic strided copy is far slower on
+// the channel-interleaving NCHW <-> NHWC case, e.g. a uint8 camera image).
 StepFn build_reorder(CallCtx& c) {
-  if (!all_f32(c) || c.ins.size() != 1 || c.outs.size() != 1) return {};
+  if (c.ins.size() != 1 || c.outs.size() != 1) return {};
   const BufView &x = c.ins[0], &y = c.outs[0];
-  if (x.shape != y.shape || x.shape.size() != 4) return {};
-  memory src(md_of(x), c.eng, x.ptr), dst(md_of(y), c.eng, y.ptr);
+  if (x.shape != y.shape || x.shape.size() != 4 || x.dtype != y.dtype) return {};
+  dt d;
+  switch (x.dtype) {
+    case DType::F32: d = dt::f32; break;
+    case DType::U8: d = dt::u8; break;
+    case DType::I8: d = dt::s8; break;
+    case DType::I32: d = dt::s32; break;
+    default: return {};
+  }
+  auto md = [&](const BufView& b) {
+    std::vector<int64_t> st = logical_strides(b.shape, b.layout);
+    return memory::desc(to_dims(b.shape), d, memory::dims(st.begin(), st.end()));
+  };
+  memory src(md(x), c.eng, x.ptr), dst(md(y), c.eng, y.ptr);
   dnnl::reorder r(src, dst);
   auto strm = c.strm;
   return [r, src, dst, strm]() mutable { r.execute(strm, src, dst); };

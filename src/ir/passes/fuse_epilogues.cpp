@@ -2,7 +2,7 @@
 // (ops/op.h: PostOp), so a backend applies them before storing the output.
 //
 // Steps, for each host node p (Conv, Gemm, MatMul; also AveragePool, GlobalAveragePool,
-// ReduceMean and a binary Add) with one float output o, repeated while o has a fusable reader:
+// ReduceMean, Cast and a binary Add) with one float output o, repeated while o has a fusable reader:
 //  1. Require: o has exactly one reader c (through one input slot) and is not a graph output;
 //     c has no post-ops and one output with o's dtype and shape (so nothing is enlarged).
 //  2. c unary activation (Relu, LeakyRelu, Elu, Sigmoid, HardSigmoid, HardSwish, Tanh,
@@ -36,7 +36,8 @@ int host_input_slots(OpKind k) {
     case OpKind::Add: return 2;
     case OpKind::AveragePool:
     case OpKind::GlobalAveragePool:
-    case OpKind::ReduceMean: return 1;
+    case OpKind::ReduceMean:
+    case OpKind::Cast: return 1;  // Cast: an input image's normalisation rides on its conversion
     default: return -1;
   }
 }
