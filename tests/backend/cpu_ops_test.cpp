@@ -1,5 +1,5 @@
 // cpu backend vs the reference kernels, one op family per test, over random shapes (odd sizes,
-// groups, depthwise with channel multiplier 2, strides 2, asymmetric pads, dilations,
+// groups, depthwise with channel multipliers 2-5, strides 2, asymmetric pads, dilations,
 // broadcasting, M=1 gemm, fused post-ops incl. residuals), at 1 and 2 threads.
 #include <gtest/gtest.h>
 
@@ -81,6 +81,52 @@ TEST_P(CpuOps, ConvWeightsNotConstantAndActivations) {
   // Swapped subtraction (operand - y) is not a oneDNN post-op: the generic routine runs it.
   check(OpKind::Conv, a, {binary_po(OpKind::Sub, 2, true)}, {in(x), cst(w), cst(rnd({7, 1, 1}, 4))}, threads(),
         "conv swapped sub");
+}
+
+// Grouped conv with a channel multiplier (group == C_in, C_out == mult * C_in): the backend
+// repeats input channels into a scratch buffer and runs a depthwise conv over it. Covers
+// mult 2/3/4/5, strides 1/2, symmetric and asymmetric pads, dilation, bias or none, fused
+// post-ops (activation, per-channel scale, residual), run-time weights, Linear and NHWC.
+TEST_P(CpuOps, ConvChannelMultiplier) {
+  struct Case {
+    int64_t N, C, H, W, mult, k, s, d;
+    std::vector<int64_t> pads;
+    int post;  // 0 none, 1 gelu, 2 relu + bias-like add + layer-scale mul + residual add
+    bool bias, const_w;
+  };
+  std::vector<Case> cases{
+      {1, 16, 32, 64, 2, 7, 2, 1, {3, 3, 3, 3}, 0, true, true},   // FastViT patch embedding shape
+      {1, 8, 9, 11, 2, 7, 1, 1, {3, 3, 3, 3}, 1, false, true},    // stride 1
+      {2, 12, 16, 13, 3, 3, 2, 1, {1, 0, 2, 1}, 2, true, true},   // mult 3, asymmetric pads
+      {1, 5, 10, 9, 3, 5, 1, 1, {0, 0, 0, 0}, 1, true, true},     // no padding, odd C
+      {1, 20, 8, 16, 2, 3, 1, 2, {2, 2, 2, 2}, 2, false, true},   // dilation 2
+      {1, 3, 7, 7, 4, 3, 2, 1, {1, 1, 1, 1}, 0, true, false},     // mult 4, run-time weights
+      {1, 6, 9, 8, 5, 3, 1, 1, {1, 1, 1, 1}, 1, true, true},      // mult 5 (generic repeat)
+      {2, 32, 16, 16, 2, 7, 2, 1, {3, 3, 3, 3}, 2, true, true},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& q = cases[i];
+    const int64_t M = q.mult * q.C;
+    Attrs a = conv_attrs(q.C, {q.s, q.s}, q.pads, {q.d, q.d});
+    Tensor x = rnd({q.N, q.C, q.H, q.W}, 700 + i), w = rnd({M, 1, q.k, q.k}, 710 + i, -0.5f, 0.5f);
+    std::vector<Arg> args{in(x), q.const_w ? cst(w) : in(w), q.bias ? cst(rnd({M}, 720 + i)) : none()};
+    auto outs = infer_outs(OpKind::Conv, a, std::vector<Arg>(args.begin(), args.begin() + (q.bias ? 3 : 2)),
+                           {ValueInfo{}});
+    const Shape ys = outs[0].shape;
+    std::vector<PostOp> post;
+    if (q.post == 1) post = {unary_po(OpKind::Gelu)};
+    if (q.post == 2) {
+      args.push_back(cst(rnd({M, 1, 1}, 730 + i)));
+      args.push_back(cst(rnd({1, M, 1, 1}, 740 + i)));
+      args.push_back(in(rnd(ys, 750 + i)));
+      post = {unary_po(OpKind::Relu), binary_po(OpKind::Add, 3), binary_po(OpKind::Mul, 4),
+              binary_po(OpKind::Add, 5)};
+    }
+    std::string what = "conv channel multiplier case " + std::to_string(i) + " x" + shape_str(x.shape()) + " w" +
+                       shape_str(w.shape()) + " " + a.str() + " " + post_ops_str(post);
+    expect_close(run_one_call(OpKind::Conv, a, post, args, outs, threads()), what);
+    expect_close(run_one_call(OpKind::Conv, a, post, args, outs, threads(), true), what + " [nhwc]");
+  }
 }
 
 TEST_P(CpuOps, Gemm) {

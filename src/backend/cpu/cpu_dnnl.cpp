@@ -7,7 +7,8 @@
 //   3. create the primitive; when oneDNN cannot fuse the post-ops (or only with a reference
 //      implementation) retry without them and leave them to the generic post-op step;
 //   4. reorder constant weights into the chosen format and allocate the scratchpad, once.
-// The returned closure only executes primitives on pointers fixed at load.
+// The returned closure only executes primitives on pointers fixed at load. Grouped convs with
+// a channel multiplier run as a channel repeat into scratch + a depthwise conv (see below).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -269,11 +270,12 @@ ConvGeom conv_geom(const CallCtx& c) {
   return q;
 }
 
-// The convolution primitive over source buffer `x` (the call's input, or its channel-repeated
-// copy) with `g` groups of the call's weights. With `want_dw`, returns an empty step unless
+// The convolution primitive from `x` to `y` (the call's buffers, or the channel-multiplier
+// scratch) with `g` groups of the call's weights. With `want_dw`, returns an empty step unless
 // oneDNN picks a depthwise implementation.
-StepFn conv_primitive(CallCtx& c, size_t& done, const BufView& x, const ConvGeom& q, int64_t g, bool want_dw) {
-  const BufView &w = c.ins[1], &y = c.outs[0];
+StepFn conv_primitive(CallCtx& c, size_t& done, const BufView& x, const BufView& y, const ConvGeom& q, int64_t g,
+                      bool want_dw) {
+  const BufView& w = c.ins[1];
   const int64_t M = q.M, Cg = x.shape[1] / g;
   memory::desc src = md_like(x, y), dst = md_like(y, x);
   memory::dims wdims = g == 1 ? memory::dims{M, Cg, q.kh, q.kw} : memory::dims{g, M / g, Cg, q.kh, q.kw};
@@ -302,63 +304,99 @@ StepFn conv_primitive(CallCtx& c, size_t& done, const BufView& x, const ConvGeom
   return with_copies(std::move(m.pre), chain(std::move(pre), finish(c, CF(pd), std::move(args), pd.scratchpad_desc())));
 }
 
+// o[c*mult + j] = s[c*cs] for j < mult; MU > 0 fixes mult at compile time so the loop
+// vectorises (about 10x faster than the runtime-mult loop).
+template <int64_t MU>
+void repeat_row(const float* s, int64_t cs, float* o, int64_t C, int64_t mult) {
+  const int64_t mu = MU > 0 ? MU : mult;
+  if (cs == 1) {
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t j = 0; j < mu; ++j) o[ch * mu + j] = s[ch];
+  } else {
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t j = 0; j < mu; ++j) o[ch * mu + j] = s[ch * cs];
+  }
+}
+
+template <int64_t MU>
+struct RepeatRow {  // a functor, so the pixel loop inlines the row
+  void operator()(const float* s, int64_t cs, float* o, int64_t C, int64_t mult) const {
+    repeat_row<MU>(s, cs, o, C, mult);
+  }
+};
+
+struct FreeFloats {
+  void operator()(float* p) const { std::free(p); }
+};
+std::shared_ptr<float> alloc_scratch(const CallCtx& c, const Shape& shape, int64_t& bytes) {
+  bytes = plan::align_up(numel(shape) * int64_t(sizeof(float)));
+  std::shared_ptr<float> p(static_cast<float*>(std::aligned_alloc(size_t(plan::kAlign), size_t(bytes))), FreeFloats{});
+  OPV_CHECK(p, c.where(), ": out of memory allocating ", bytes, " bytes of conv scratch");
+  return p;
+}
+
 // Grouped convolution with a channel multiplier (group == C_in, C_out == mult * C_in, mult > 1):
-// oneDNN runs it in its generic grouped kernel, several times slower than its depthwise ones.
-// ONNX's output channel o reads input channel o / mult, so repeating every input channel mult
-// times into a scratch buffer (rep channel c*mult+j = input channel c) turns it into a
-// depthwise convolution with C_out groups over the same weights. The scratch is allocated here,
-// at load; returns an empty step when oneDNN has no depthwise implementation for it.
+// oneDNN runs it in its generic grouped kernel (jit grouped on nhwc, gemm:jit on nchw), several
+// times slower than its depthwise ones. ONNX's output channel o reads input channel o / mult,
+// so repeating every input channel mult times into a scratch buffer (rep channel c*mult+j =
+// input channel c) turns it into a depthwise convolution with C_out groups over the same
+// weights: brdgmm_dw / jit_dw. Those take nhwc activations only, so the scratch is always nhwc;
+// a Linear input is transposed by the same repeat loop, and a Linear output is produced in an
+// nhwc scratch then reordered (post-ops oneDNN does not fuse there run after, on the output).
+// Scratch is allocated here, at load; returns an empty step when oneDNN has no depthwise
+// implementation for the configuration (the caller keeps the grouped path).
 StepFn build_conv_channel_multiplier(CallCtx& c, size_t& done, const ConvGeom& q) {
-  const BufView& x = c.ins[0];
+  const BufView &x = c.ins[0], &y = c.outs[0];
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3], mult = q.M / q.g;
-  struct FreeBytes {
-    void operator()(float* p) const { std::free(p); }
-  };
-  const size_t rep_bytes = size_t(plan::align_up(N * q.M * H * W * int64_t(sizeof(float))));
-  std::shared_ptr<float> rep(static_cast<float*>(std::aligned_alloc(size_t(plan::kAlign), rep_bytes)), FreeBytes{});
-  OPV_CHECK(rep, c.where(), ": out of memory allocating ", rep_bytes, " bytes of channel-repeat scratch");
   BufView xr = x;
-  xr.ptr = rep.get();
   xr.shape = {N, q.M, H, W};
+  xr.layout = plan::Layout::NHWC;
   xr.kind = plan::BufferKind::Intermediate;
-  xr.bytes = int64_t(rep_bytes);
+  std::shared_ptr<float> rep = alloc_scratch(c, xr.shape, xr.bytes);
+  xr.ptr = rep.get();
+  // A Linear output (unless its bytes are the same in nhwc) goes through an nhwc scratch.
+  const bool y_via_scratch = y.layout != plan::Layout::NHWC && !layout_irrelevant(y.shape);
+  BufView yr = y;
+  std::shared_ptr<float> yscratch;
+  if (y_via_scratch) {
+    yr.layout = plan::Layout::NHWC;
+    yr.kind = plan::BufferKind::Intermediate;
+    yscratch = alloc_scratch(c, yr.shape, yr.bytes);
+    yr.ptr = yscratch.get();
+  }
   StepFn conv;
   try {
-    conv = conv_primitive(c, done, xr, q, q.M, true);
+    conv = conv_primitive(c, done, xr, yr, q, q.M, true);
   } catch (const std::exception&) {
     return {};
   }
   if (!conv) return {};
+  if (y_via_scratch) {
+    memory from(md_of(yr), c.eng, yr.ptr), to(md_of(y), c.eng, y.ptr);
+    dnnl::reorder r(from, to);
+    auto strm = c.strm;
+    conv = chain(std::move(conv), [r, from, to, strm]() mutable { r.execute(strm, from, to); });
+  }
 
   const std::vector<int64_t> xs = logical_strides(x.shape, x.layout), rs = logical_strides(xr.shape, xr.layout);
+  OPV_ASSERT(rs[1] == 1);
   const float* src = static_cast<const float*>(x.ptr);
+  // Pixel by pixel: the C input values (strided by xs[1]) become C*mult contiguous values.
+  auto pixels = [=, r = rep.get()](auto row) {
+#pragma omp parallel for collapse(2)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          row(src + n * xs[0] + h * xs[2] + w * xs[3], xs[1], r + n * rs[0] + h * rs[2] + w * rs[3], C, mult);
+  };
   StepFn repeat;
-  if (xs[1] == 1 && rs[1] == 1) {
-    // Channels innermost (NHWC): every pixel's C values become C*mult values.
-    repeat = [=, r = rep.get()] {
-#pragma omp parallel for collapse(2)
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t w = 0; w < W; ++w) {
-            const float* s = src + n * xs[0] + h * xs[2] + w * xs[3];
-            float* o = r + n * rs[0] + h * rs[2] + w * rs[3];
-            for (int64_t ch = 0; ch < C; ++ch)
-              for (int64_t j = 0; j < mult; ++j) o[ch * mult + j] = s[ch];
-          }
-    };
-  } else {
-    // Planes (Linear): every H*W plane is copied mult times.
-    OPV_ASSERT(xs[3] == 1 && xs[2] == W && rs[3] == 1 && rs[2] == W);
-    repeat = [=, r = rep.get()] {
-#pragma omp parallel for collapse(2)
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t ch = 0; ch < C; ++ch)
-          for (int64_t j = 0; j < mult; ++j)
-            std::memcpy(r + n * rs[0] + (ch * mult + j) * rs[1], src + n * xs[0] + ch * xs[1],
-                        size_t(H * W) * sizeof(float));
-    };
+  switch (mult) {
+    case 2: repeat = [pixels] { pixels(RepeatRow<2>{}); }; break;
+    case 3: repeat = [pixels] { pixels(RepeatRow<3>{}); }; break;
+    case 4: repeat = [pixels] { pixels(RepeatRow<4>{}); }; break;
+    default: repeat = [pixels] { pixels(RepeatRow<0>{}); }; break;
   }
-  return [repeat = std::move(repeat), conv = std::move(conv), rep] {
+  return [repeat = std::move(repeat), conv = std::move(conv), rep, yscratch] {
     repeat();
     conv();
   };
@@ -372,7 +410,7 @@ StepFn build_conv(CallCtx& c, size_t& done) {
   if (q.g > 1 && q.Cg == 1 && q.M > q.g) {
     if (StepFn s = build_conv_channel_multiplier(c, done, q)) return s;
   }
-  return conv_primitive(c, done, x, q, q.g, false);
+  return conv_primitive(c, done, x, y, q, q.g, false);
 }
 
 // Gemm: y = alpha * A' * B' + beta * C, all 2-D row-major.
