@@ -10,17 +10,20 @@ For every MODEL and every T in --threads:
      inter_op_num_threads=1, sequential execution, all graph optimisations, the same input names,
      shapes and dtypes (seeded random values; these networks have no data-dependent control flow),
      W warm-up runs then N timed runs.
+Steps 1 and 2 alternate for --rounds rounds (default 3) and the table gives the median of the
+rounds' medians, with each round's ratio, since a shared VM drifts in speed over minutes.
 Peak RSS of each child comes from wait4()'s rusage (ru_maxrss), so each side is measured alone.
 Linux carries the parent's high-water RSS across fork+exec into ru_maxrss, so this script keeps
 its own process lean (no numpy/onnxruntime import) and prints that floor; onnxruntime's figure
 includes its python interpreter and numpy.
 Without MODEL, the default openpilot-architecture model is generated with `opvision make-model`.
 
-Usage: bench/bench_cpu.py [MODEL ...] [--iters 50] [--warmup 10] [--threads 1,2] [--opvision PATH]
-       [--json OUT.json]
+Usage: bench/bench_cpu.py [MODEL ...] [--iters 50] [--warmup 10] [--threads 1,2] [--rounds 3]
+       [--opvision PATH] [--json OUT.json]
 """
 import argparse
 import json
+import statistics
 import os
 import pathlib
 import platform
@@ -169,6 +172,17 @@ def ort_child(args):
                       "p90_ms": float(np.percentile(ts, 90)), "version": ort.__version__}))
 
 
+def combine_rounds(results):
+    """Median of the rounds' medians and p90s, minimum of their minima, maximum RSS."""
+    out = dict(results[0])
+    for key in ("median_ms", "p90_ms"):
+        out[key] = statistics.median(x[key] for x in results if x.get(key) is not None)
+    out["min_ms"] = min(x["min_ms"] for x in results if x.get("min_ms") is not None)
+    out["peak_rss"] = max((x["peak_rss"] for x in results if x.get("peak_rss") is not None), default=None)
+    out["round_medians_ms"] = [x["median_ms"] for x in results]
+    return out
+
+
 def fmt(v, scale=1.0, prec=2):
     return "-" if v is None else f"{v / scale:.{prec}f}"
 
@@ -179,6 +193,8 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating opvision/onnxruntime rounds per model and thread count")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--opvision", default=None, help="opvision binary (default ./build/opvision)")
     ap.add_argument("--workdir", default=None, help="where a generated model goes")
@@ -196,6 +212,8 @@ def main():
         sys.exit(f"bench_cpu: --threads must be a comma-separated list of integers, got {args.threads!r}")
     if not thread_list or min(thread_list) < 1:
         sys.exit("bench_cpu: --threads needs positive thread counts")
+    if args.rounds < 1:
+        sys.exit("bench_cpu: --rounds must be >= 1")
     opv = find_opvision(args.opvision)
 
     models = list(args.models)
@@ -218,15 +236,21 @@ def main():
     for m in models:
         arena = None
         for t in thread_list:
-            print(f"[{pathlib.Path(m).name} T={t}] opvision ...", file=sys.stderr, flush=True)
-            o = bench_opvision(opv, m, t, args)
+            # Alternate the two peers for --rounds rounds so that drift in the machine's speed
+            # (a shared VM) hits both alike; report the median of the per-round medians.
+            os_, rs_ = [], []
+            for k in range(args.rounds):
+                print(f"[{pathlib.Path(m).name} T={t} round {k + 1}/{args.rounds}] opvision, onnxruntime ...",
+                      file=sys.stderr, flush=True)
+                os_.append(bench_opvision(opv, m, t, args))
+                rs_.append(bench_ort(m, t, args))
+            o, r = combine_rounds(os_), combine_rounds(rs_)
             if o["arena_bytes"] is None and arena is None:
                 arena = arena_from_inspect(opv, m, args)
             o["arena_bytes"] = o["arena_bytes"] if o["arena_bytes"] is not None else arena
-            print(f"[{pathlib.Path(m).name} T={t}] onnxruntime ...", file=sys.stderr, flush=True)
-            r = bench_ort(m, t, args)
+            ratios = [a["median_ms"] / b["median_ms"] for a, b in zip(os_, rs_)]
             rows.append({"model": m, "threads": t, "opvision": o, "onnxruntime": r,
-                         "ratio": o["median_ms"] / r["median_ms"]})
+                         "ratio": o["median_ms"] / r["median_ms"], "round_ratios": ratios})
 
     ort_version = rows[0]["onnxruntime"].get("version", "?") if rows else "?"
     floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -234,7 +258,7 @@ def main():
           f"own floor (see the header comment)", file=sys.stderr)
     hdr = (f"{'model':28s} {'T':>2s} {'opv med':>8s} {'opv min':>8s} {'opv p90':>8s} "
            f"{'ort med':>8s} {'ort p90':>8s} {'opv/ort':>7s} {'opv RSS':>8s} {'ort RSS':>8s} "
-           f"{'arena':>8s}")
+           f"{'arena':>8s}  per-round opv/ort")
     print(hdr)
     print(f"{'':28s} {'':>2s} {'ms':>8s} {'ms':>8s} {'ms':>8s} {'ms':>8s} {'ms':>8s} {'':>7s} "
           f"{'MiB':>8s} {'MiB':>8s} {'MiB':>8s}")
@@ -244,7 +268,8 @@ def main():
               f"{fmt(o['median_ms']):>8s} {fmt(o['min_ms']):>8s} {fmt(o['p90_ms']):>8s} "
               f"{fmt(x['median_ms']):>8s} {fmt(x['p90_ms']):>8s} {r['ratio']:>7.2f} "
               f"{fmt(o['peak_rss'], MIB, 1):>8s} {fmt(x['peak_rss'], MIB, 1):>8s} "
-              f"{fmt(o['arena_bytes'], MIB, 2):>8s}")
+              f"{fmt(o['arena_bytes'], MIB, 2):>8s}  "
+              + " ".join(f"{x:.2f}" for x in r["round_ratios"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": platform.node(), "cpus": os.cpu_count(), "iters": args.iters,

@@ -9,8 +9,6 @@
 //   2. In call order, a capable call joins the NHWC domain when it is spatial with a 4-D f32
 //      output, or when one of its data inputs is already NHWC; then its 4-D f32 Intermediate
 //      outputs whose NHWC and Linear bytes differ become NHWC.
-//   2b. In reverse call order, an agnostic call whose outputs are read only as data by domain
-//      calls joins the domain too, so Reorders move towards the model inputs (onto fewer bytes).
 //   3. Rewrite the call list: a slot whose buffer layout differs from what the call needs (the
 //      domain layout for data slots, Linear elsewhere) reads a converted copy made by a Reorder
 //      call inserted before it (one copy per buffer and layout, reused by later readers); a
@@ -90,7 +88,7 @@ struct NhwcPass {
           return r;
         }
       }
-      if (is_unary(k.op) && buf(c.inputs[0]).dtype != DType::F32 && k.op != OpKind::Cast) return r;
+      if (is_unary(k.op) && buf(c.inputs[0]).dtype != DType::F32) return r;
     } else {
       return r;
     }
@@ -165,31 +163,6 @@ struct NhwcPass {
           p.buffers[size_t(o)].bytes = storage_bytes(DType::F32, p.buffers[size_t(o)].shape, Layout::NHWC);
           changed = true;
         }
-    }
-    // Step 2b: in reverse call order, an agnostic call outside the domain joins it when every
-    // reader of each of its outputs is a domain call reading it as data; the Reorder then moves
-    // towards the model inputs (e.g. onto the uint8 image before its normalisation).
-    for (size_t ci = p.calls.size(); ci-- > 0;) {
-      const Call& c = p.calls[ci];
-      if (nhwc_domain[ci] || !cls[ci].capable || is_spatial(p.kernels[size_t(c.kernel)].op)) continue;
-      bool ok = true;
-      int readers = 0;
-      for (int o : c.outputs) {
-        ok = ok && eligible(o);
-        for (size_t cj = ci + 1; ok && cj < p.calls.size(); ++cj)
-          for (size_t i = 0; i < p.calls[cj].inputs.size(); ++i)
-            if (p.calls[cj].inputs[i] == o) {
-              ok = ok && nhwc_domain[cj] && cls[cj].capable && cls[cj].data_in[i];
-              ++readers;
-            }
-      }
-      if (!ok || readers == 0) continue;
-      nhwc_domain[ci] = true;
-      for (int o : c.outputs) {
-        p.buffers[size_t(o)].layout = Layout::NHWC;
-        p.buffers[size_t(o)].bytes = storage_bytes(DType::F32, p.buffers[size_t(o)].shape, Layout::NHWC);
-      }
-      changed = true;
     }
     // Step 3: make every slot agree with its call.
     std::vector<Call> out;

@@ -286,7 +286,9 @@ StepFn build_cast(CallCtx& c) {
   LoopNest n = make_nest(y.shape, {logical_strides(y.shape, y.layout), logical_strides(x.shape, x.layout)},
                          {esize(y), esize(x)}, c.threads);
   std::vector<char*> base{static_cast<char*>(y.ptr), static_cast<char*>(x.ptr)};
-  if (c.kernel.attrs.has("round_to")) {
+  // Every 8-bit integer is exactly representable in fp16, so rounding them is the identity.
+  const bool exact_in_f16 = from == DType::U8 || from == DType::I8 || from == DType::Bool;
+  if (c.kernel.attrs.has("round_to") && !exact_in_f16) {
     // Widened fp16 storage: the result keeps fp16 precision (see ops.def Cast).
     if (c.kernel.attrs.i("round_to") != int64_t(DType::F16) || !is_float(to)) return {};
     if (from == DType::F32 && to == DType::F32)
