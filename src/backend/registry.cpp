@@ -1,14 +1,12 @@
 // Backend registry: the one place that knows every backend of this build.
-#include "backend/backend.h"
-
 #include <algorithm>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/reference/reference_backend.h"
 #include "core/error.h"
 
 namespace opv::backend {
-
-// Each backend's factory (defined in backend/<name>/).
-std::unique_ptr<Backend> make_reference_backend(const Options&);
-std::unique_ptr<Backend> make_cpu_backend(const Options&);
 
 namespace {
 struct Entry {

@@ -38,24 +38,20 @@ plan::Plan compile_onnx(const std::string& onnx_path, const CompileOptions& opts
   ir::Graph g = import_onnx(onnx_path);
   if (opts.verbose) std::fprintf(stderr, "[import] %s: %zu nodes\n", onnx_path.c_str(), g.nodes.size());
   // Split the disabled names between graph and plan passes; unknown names are an error.
+  std::vector<std::string> graph_names, plan_names;
+  for (const auto& p : ir::graph_passes()) graph_names.push_back(p.name);
+  for (const auto& p : plan::plan_passes_for(opts.target)) plan_names.push_back(p.name);
+  auto listed = [](const std::vector<std::string>& names, const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
   std::vector<std::string> graph_disabled;
-  std::vector<std::string> known;
-  for (const auto& p : ir::graph_passes()) known.push_back(p.name);
-  for (const auto& p : plan::plan_passes_for(opts.target)) known.push_back(p.name);
   for (const std::string& name : opts.disable_passes) {
-    bool is_graph = false;
-    for (const auto& p : ir::graph_passes())
-      if (name == p.name) is_graph = true;
-    if (is_graph) {
+    if (listed(graph_names, name)) {
       graph_disabled.push_back(name);
-      continue;
-    }
-    bool is_plan = false;
-    for (const auto& p : plan::plan_passes_for(opts.target))
-      if (name == p.name) is_plan = true;
-    if (!is_plan) {
+    } else if (!listed(plan_names, name)) {
       std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      for (const auto& k : graph_names) list += (list.empty() ? "" : ", ") + k;
+      for (const auto& k : plan_names) list += ", " + k;
       fail("unknown pass '", name, "' for target ", opts.target, " (passes: ", list, ")");
     }
   }
