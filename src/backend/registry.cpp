@@ -3,6 +3,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/opencl/opencl_backend.h"
 #include "backend/reference/reference_backend.h"
 #include "core/error.h"
 
@@ -16,6 +17,7 @@ struct Entry {
 const Entry kBackends[] = {
     {"reference", make_reference_backend},
     {"cpu", make_cpu_backend},
+    {"opencl", make_opencl_backend},
 };
 }  // namespace
 

@@ -1,5 +1,6 @@
 // The compiler driver: ONNX -> ir::Graph -> graph passes -> plan::Plan for a target -> plan passes.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -8,11 +9,33 @@
 
 namespace opv {
 
+// Called by the driver around every plan pass that ran (and for the final compact(), named
+// "compact"): the plan before and after it, and whether the pass reported a change.
+using PassObserver = std::function<void(const std::string& pass, const plan::Plan& before,
+                                        const plan::Plan& after, bool changed)>;
+
 struct CompileOptions {
   std::string target = "cpu";             // backend the plan is lowered for
   std::vector<std::string> disable_passes; // graph or plan pass names to skip
+  // When non-empty: only these plan passes of the target run (plus the mandatory ones, see
+  // plan_pass_mandatory); graph passes are still controlled by disable_passes only.
+  std::vector<std::string> only_passes;
   bool verbose = false;                    // print per-pass progress to stderr
+  bool report = false;                     // call `observer` around every plan pass
+  PassObserver observer;                   // used when report is set
 };
+
+// Plan passes that always run for their target (skipping them would leave the plan unrunnable):
+// "codegen" for opencl. Naming one in disable_passes is an error.
+bool plan_pass_mandatory(const std::string& target, const std::string& pass);
+
+// Runs the named plan passes of p.target, in the given order, on an existing plan (e.g. a loaded
+// artifact): Intermediate offsets are reset first, then each pass runs (validated after each
+// change), then compact(), memory planning and validation. Unknown names: opv::Error listing the
+// target's passes. meta "plan_passes" gets "opt:<name>" entries appended.
+plan::Plan optimize(plan::Plan p, const std::vector<std::string>& passes);
+plan::Plan optimize(plan::Plan p, const std::vector<std::string>& passes, const PassObserver& observer,
+                    bool verbose = false);
 
 // Lowers an optimised graph to a plan for `target` (one call per node, constants into the
 // weights blob, floats as the target's storage dtype), runs the target's plan passes and

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "plan/opencl/cl_abi.h"
 
 namespace opv::plan {
 
@@ -33,7 +34,7 @@ const char* buffer_kind_name(BufferKind k) {
 }
 
 int64_t storage_bytes(DType dtype, const Shape& shape, Layout layout) {
-  (void)layout;
+  if (layout == Layout::ImageRGBA) return cl::image_bytes(dtype, shape);
   return numel(shape) * int64_t(dtype_size(dtype));
 }
 

@@ -42,6 +42,7 @@ int cmd_bench(int argc, char** argv) {
   p.positional("MODEL", "an ONNX model (compiled on the fly) or a .opv artifact")
       .option("--backend", "B", "backend to run on (.opv: defaults to the artifact's target)", kDefaultBackend)
       .option("--threads", "N", "CPU threads (0 = backend default)", "0")
+      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices')")
       .option("--warmup", "N", "untimed runs first", "10")
       .option("--iters", "N", "timed runs", "50")
       .option("--seed", "S", "seed of the random inputs", "0")

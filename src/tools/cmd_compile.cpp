@@ -4,9 +4,23 @@
 
 #include "compiler/compile.h"
 #include "plan/artifact.h"
+#include "plan/passes.h"
 #include "tools/common.h"
+#include "tools/pass_report.h"
 
 namespace opv::tools {
+
+namespace {
+std::string plan_pass_help() {
+  std::string r = "plan passes per target (in order; memory planning always runs last):\n";
+  for (const std::string& t : backend::available()) {
+    auto passes = plan::plan_passes_for(t);
+    r += "  " + t + ":" + (passes.empty() ? " none\n" : "\n");
+    for (const auto& p : passes) r += fmt("    %-16s %s\n", p.name, p.doc);
+  }
+  return r;
+}
+}  // namespace
 
 int cmd_compile(int argc, char** argv) {
   std::string targets;
@@ -16,17 +30,25 @@ int cmd_compile(int argc, char** argv) {
   p.positional("MODEL.onnx", "the ONNX model")
       .option("--output", "OUT.opv", "artifact to write (required)", "", "-o")
       .option("--target", targets, "backend the plan is compiled for", kDefaultBackend)
-      .option("--no-pass", "NAME", "skip a graph or plan pass", "", "", true)
+      .option("--passes", "A,B,..", "run only these plan passes of the target (mandatory ones always run)", "",
+              "", true)
+      .option("--no-pass", "NAME", "skip a graph or plan pass (or a comma list)", "", "", true)
+      .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
-      .flag("--dump-plan", "print the compiled plan to stdout");
+      .flag("--dump-plan", "print the compiled plan to stdout")
+      .epilog(plan_pass_help());
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   if (!a.has("--output")) throw UsageError("opvision compile: missing -o OUT.opv (see 'opvision compile --help')");
 
   CompileOptions opts;
   opts.target = a.get("--target", kDefaultBackend);
-  opts.disable_passes = a.all("--no-pass");
+  opts.disable_passes = split_names(a.all("--no-pass"));
+  opts.only_passes = split_names(a.all("--passes"));
   opts.verbose = a.has("--verbose");
+  PassReport report;
+  opts.report = a.has("--report");
+  if (opts.report) opts.observer = report.observer();
   // Fail early on an unknown target rather than after compiling.
   bool known = false;
   for (const std::string& b : backend::available()) known |= b == opts.target;
@@ -39,6 +61,7 @@ int cmd_compile(int argc, char** argv) {
   std::string out = a.get("--output");
   plan::save_artifact(plan, out);
   if (a.has("--dump-plan")) std::cout << plan.dump();
+  if (opts.report) report.print(stdout);
   std::fprintf(stderr,
                "[compile] %s -> %s: target %s, %zu calls, %zu kernels, %zu buffers, weights %zu B, arena %lld B "
                "(%.0f ms)\n",

@@ -68,6 +68,7 @@ int cmd_demo(int argc, char** argv) {
   p.positional("MODEL.onnx", "model to use instead of the generated one", false)
       .option("--backend", "B", "backend to compile for and run on", kDefaultBackend)
       .option("--threads", "N", "CPU threads (0 = backend default)", "0")
+      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices')")
       .option("--iters", "N", "timed benchmark runs", "20")
       .option("--seed", "S", "seed of the random inputs", "0")
       .option("--workdir", "DIR", "where model.onnx, model.opv and ref.npz go", "a fresh temporary directory");

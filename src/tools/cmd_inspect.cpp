@@ -45,6 +45,24 @@ int cmd_inspect(int argc, char** argv) {
   for (const auto& [name, n] : s.op_calls) std::printf("  %-20s %6lld\n", name.c_str(), (long long)n);
   std::printf("\nkernels (calls per kernel):\n");
   for (const auto& [name, n] : s.kernel_calls) std::printf("  %-48s %6lld\n", name.c_str(), (long long)n);
+  if (!s.gpu_kernels.empty()) {
+    std::printf("\nGPU kernels (texture reads per work-item; gated = conditional reads):\n");
+    std::printf("  %-44s %-10s %8s %6s %10s %6s %6s %12s %8s\n", "kernel", "family", "launches", "calls", "items",
+                "reads", "gated", "tex reads", "gated");
+    int64_t launches = 0, calls = 0, reads = 0, gated = 0, host = 0;
+    for (const auto& [name, g] : s.gpu_kernels) {
+      std::printf("  %-44s %-10s %8lld %6lld %10lld %6lld %6lld %12lld %8lld\n", name.c_str(), g.family.c_str(),
+                  (long long)g.launches, (long long)g.calls, (long long)g.work_items, (long long)g.reads_per_item,
+                  (long long)g.gated_per_item, (long long)g.texture_reads(), (long long)g.gated_reads());
+      launches += g.launches;
+      calls += g.calls;
+      reads += g.texture_reads();
+      gated += g.gated_reads();
+      if (g.family == "host") host += g.launches;
+    }
+    std::printf("  total: %lld launches for %lld calls, %lld host-fallback calls, %lld texture reads, %lld gated\n",
+                (long long)launches, (long long)calls, (long long)host, (long long)reads, (long long)gated);
+  }
   std::printf("\nbuffers by kind:\n");
   for (const auto& [kind, row] : s.buffers)
     std::printf("  %-8s %6lld  %s\n", plan::buffer_kind_name(kind), (long long)row.count,

@@ -20,7 +20,8 @@ int cmd_verify(int argc, char** argv) {
   p.positional("MODEL", "an ONNX model (compiled on the fly) or a .opv artifact")
       .option("--ref", "REF.npz", "inputs and reference outputs by name (required)")
       .option("--backend", "B", "backend to run on (.opv: defaults to the artifact's target)", kDefaultBackend)
-      .option("--threads", "N", "CPU threads (0 = backend default)", "0");
+      .option("--threads", "N", "CPU threads (0 = backend default)", "0")
+      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices')");
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   if (!a.has("--ref")) throw UsageError("opvision verify: missing --ref REF.npz (see 'opvision verify --help')");

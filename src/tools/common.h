@@ -24,6 +24,8 @@ int cmd_bench(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_verify(int argc, char** argv);
 int cmd_ir3(int argc, char** argv);
+int cmd_opt(int argc, char** argv);
+int cmd_devices(int argc, char** argv);
 
 // Exit codes of every subcommand.
 constexpr int kExitOk = 0;
@@ -40,7 +42,7 @@ bool is_artifact_path(const std::string& path);
 // target must equal `backend` when that is given.
 plan::Plan load_model(const std::string& path, const std::string& backend);
 
-// Backend options from --threads (absent: backend default).
+// Backend options from --threads and --device (absent: backend default).
 backend::Options backend_options(const Args& a);
 
 // Model inputs for `session` from --inputs NPZ (keys = input names; other keys are ignored),

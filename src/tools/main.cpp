@@ -26,10 +26,12 @@ const Command kCommands[] = {
     {"demo", opv::tools::cmd_demo, "generate/compile/save/reload/run/verify/benchmark a model in one go"},
     {"make-model", opv::tools::cmd_make_model, "write an openpilot-architecture ONNX model with random weights"},
     {"compile", opv::tools::cmd_compile, "compile an ONNX model into a .opv artifact"},
+    {"opt", opv::tools::cmd_opt, "run plan passes on a saved .opv artifact"},
     {"run", opv::tools::cmd_run, "run a model on inputs from .npz/.npy files or random inputs"},
     {"bench", opv::tools::cmd_bench, "measure latency and per-kernel time"},
     {"inspect", opv::tools::cmd_inspect, "ops, kernels, buffers, memory, FLOPs of a model's plan"},
     {"verify", opv::tools::cmd_verify, "compare a model's outputs with a reference .npz"},
+    {"devices", opv::tools::cmd_devices, "list OpenCL platforms and devices with their capabilities"},
     {"ir3", opv::tools::cmd_ir3, "Adreno IR3 tools: dis, asm, sim, check"},
 };
 

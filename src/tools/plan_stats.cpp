@@ -6,6 +6,8 @@
 // Cast, Reorder, ...) none. Bytes moved: every call's input and output buffer bytes.
 #include "tools/plan_stats.h"
 
+#include <algorithm>
+
 namespace opv::tools {
 
 namespace {
@@ -84,6 +86,18 @@ PlanStats plan_stats(const plan::Plan& p) {
     const plan::Kernel& k = p.kernels[size_t(c.kernel)];
     s.op_calls[op_name(k.op)] += 1;
     s.kernel_calls[k.name] += 1;
+    if (p.target == "opencl") {
+      GpuKernelStats& g = s.gpu_kernels[k.name];
+      g.family = k.source.empty() ? "host" : k.attrs.s("cl_family", "?");
+      g.launches += 1;
+      g.calls += std::max<int64_t>(1, k.attrs.i("cl_batch", 1));
+      int64_t items = 1;
+      for (int64_t d : c.global)
+        if (d > 0) items *= d;
+      if (!k.source.empty()) g.work_items += items;
+      g.reads_per_item = k.attrs.i("cl_reads", 0);
+      g.gated_per_item = k.attrs.i("cl_gated", 0);
+    }
     FlopCount f = call_flops(p, c);
     s.flops.conv += f.conv;
     s.flops.matmul += f.matmul;

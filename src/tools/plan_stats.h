@@ -23,6 +23,20 @@ struct BufferKindStats {
   int64_t bytes = 0;
 };
 
+// GPU kernels (target opencl): launches and texture traffic, from the attrs the code generator
+// records per kernel: "cl_reads" texture reads per work-item, "cl_gated" how many of them are
+// conditional, "cl_batch" calls merged into one launch.
+struct GpuKernelStats {
+  std::string family;          // "cl_family" attr; "host" for a host-fallback kernel
+  int64_t launches = 0;        // plan calls using the kernel
+  int64_t calls = 0;           // launches weighted by cl_batch (work of the original calls)
+  int64_t work_items = 0;      // sum over launches of the global size
+  int64_t reads_per_item = 0;  // texture reads per work-item
+  int64_t gated_per_item = 0;  // of which conditional
+  int64_t texture_reads() const { return reads_per_item * work_items; }
+  int64_t gated_reads() const { return gated_per_item * work_items; }
+};
+
 struct PlanStats {
   std::map<std::string, int64_t> op_calls;      // op name -> calls
   std::map<std::string, int64_t> kernel_calls;  // kernel name -> calls
@@ -32,6 +46,7 @@ struct PlanStats {
   int64_t peak_bytes = 0;   // weights + arena + inputs + outputs
   int64_t bytes_moved = 0;  // sum over calls of input and output buffer bytes
   FlopCount flops;
+  std::map<std::string, GpuKernelStats> gpu_kernels;  // kernel name -> stats (only kernels with cl_family or host fallback on GPU targets)
 };
 
 // FLOPs of one call, from the logical shapes of its buffers.

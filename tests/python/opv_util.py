@@ -31,6 +31,16 @@ class Cli:
         cmd = [self.path] + [str(a) for a in args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
+    def has_opencl(self):
+        """Whether `opvision devices` lists an OpenCL device (cached); GPU tests skip without one."""
+        if not hasattr(self, "_has_opencl"):
+            try:
+                p = self.run("devices", timeout=120)
+                self._has_opencl = p.returncode == 0 and "[0]" in p.stdout
+            except subprocess.TimeoutExpired:
+                self._has_opencl = False
+        return self._has_opencl
+
     def verify(self, model, ref, backend, *extra, timeout=300):
         """Runs `opvision verify`; returns (proc, rel_l2, max_abs_rel) (None, None if no line)."""
         p = self.run("verify", model, "--ref", ref, "--backend", backend, *extra, timeout=timeout)

@@ -126,9 +126,11 @@ def test_make_model_rejects_bad_sizes(cli, tmp_path, args, needle):
 
 
 # --------------------------------------------------------------- (a) generated models verify
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS + ("opencl",))
 @pytest.mark.parametrize("tag", ["small_fp32", "small_fp16", "small_opset18"])
 def test_generated_model_verifies(cli, generated, tag, backend):
+    if backend == "opencl" and not cli.has_opencl():
+        pytest.skip("no OpenCL device")
     path, ref = generated[tag]
     assert_verify_ok(cli, path, ref, backend)
 

@@ -12,7 +12,8 @@ from onnx import helper
 
 from opv_util import assert_error, assert_verify_ok, describe, make_model, save_case
 
-BACKENDS = ("reference", "cpu")
+BACKENDS = ("reference", "cpu", "opencl")  # opencl: skipped where no OpenCL device exists
+CPU_BACKENDS = ("reference", "cpu")
 F32 = np.float32
 CASES = {}
 
@@ -960,6 +961,8 @@ def built(tmp_path_factory):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_op(cli, built, name, backend):
+    if backend == "opencl" and not cli.has_opencl():
+        pytest.skip("no OpenCL device")
     mpath, rpath, outs = built(name)
     for k, v in outs.items():
         assert np.all(np.isfinite(v.astype(np.float64))), f"onnxruntime output {k} not finite"
@@ -996,7 +999,7 @@ def test_verify_detects_wrong_reference(cli, tmp_path):
     mpath, rpath, outs = save_case(tmp_path, model, feeds)
     bad = tmp_path / "bad.npz"
     np.savez(bad, **feeds, y0=outs["y0"] * 1.1 + 0.1)
-    for backend in BACKENDS:
+    for backend in CPU_BACKENDS:
         p, rel, _ = cli.verify(mpath, bad, backend)
         assert p.returncode == 1, describe(p)
         assert rel is not None and rel > 1e-3, describe(p)

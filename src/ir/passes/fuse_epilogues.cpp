@@ -2,7 +2,8 @@
 // (ops/op.h: PostOp), so a backend applies them before storing the output.
 //
 // Steps, for each host node p (Conv, Gemm, MatMul; also AveragePool, GlobalAveragePool,
-// ReduceMean, Cast and a binary Add) with one float output o, repeated while o has a fusable reader:
+// ReduceMean, Cast and a binary Add or Mul — Mul hosts squeeze-excite gating's activation) with one
+// float output o, repeated while o has a fusable reader:
 //  1. Require: o has exactly one reader c (through one input slot) and is not a graph output;
 //     c has no post-ops and one output with o's dtype and shape (so nothing is enlarged).
 //  2. c unary activation (Relu, LeakyRelu, Elu, Sigmoid, HardSigmoid, HardSwish, Tanh,
@@ -33,7 +34,8 @@ int host_input_slots(OpKind k) {
     case OpKind::Conv:
     case OpKind::Gemm: return 3;  // x, w, [bias] / a, b, [c]
     case OpKind::MatMul:
-    case OpKind::Add: return 2;
+    case OpKind::Add:
+    case OpKind::Mul: return 2;
     case OpKind::AveragePool:
     case OpKind::GlobalAveragePool:
     case OpKind::ReduceMean:

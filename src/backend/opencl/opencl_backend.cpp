@@ -1,0 +1,647 @@
+// OpenCL backend (see opencl_backend.h; the plan contract is src/plan/opencl/cl_abi.h).
+// load():
+//   1. check the plan: target "opencl", ids in range, Inputs/Outputs Linear, ImageRGBA only for
+//      Intermediates with dtype F16/F32 and rank 4, images within the device's image2d limits
+//      and format support, host-fallback calls (empty source) touching only Linear buffers;
+//   2. select the device (Options.device), take its shared context, create the in-order queue;
+//   3. memory: one image per distinct (arena offset, geometry, dtype) of ImageRGBA buffers; one
+//      arena cl_mem with sub-buffers for Linear/NHWC intermediates whose offset is a multiple of
+//      CL_DEVICE_MEM_BASE_ADDR_ALIGN, a separate cl_mem for the others; one read-only cl_mem per
+//      constant (uploaded from plan.weights); own cl_mem for Inputs/Outputs; all zero-filled;
+//   4. kernels: build each kernel with a source through the program cache, one cl_kernel per
+//      call with arguments bound once (outputs, then present inputs), launch geometry from
+//      Call.global/local (trailing zeros drop dimensions, all-zero local = NULL);
+//   5. replay plans (meta cl_replay) without host-fallback calls on a device with a compatible
+//      cl_khr_command_buffer: record every launch once into a command buffer.
+// run(): write inputs; replay the command buffer or enqueue each call (host-fallback calls read
+//   their inputs back, run ref::run, write their outputs); without cl_replay clFinish after each
+//   call; read outputs and wait once. Profiling: a profiling queue, one event per launch.
+#include "backend/opencl/opencl_backend.h"
+
+#include <CL/cl_ext.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "backend/opencl/cl_runtime.h"
+#include "core/error.h"
+#include "kernels/reference.h"
+
+namespace opv::backend {
+
+namespace {
+
+using plan::BufferKind;
+using plan::Layout;
+
+// ImageRGBA geometry as defined in cl_abi.h: width = W * ceil(C/4), height = N * H.
+struct Geom {
+  int64_t width = 0, height = 0;
+};
+Geom image_geometry(const Shape& s) {
+  OPV_ASSERT(s.size() == 4);
+  return {s[3] * ((s[1] + 3) / 4), s[0] * s[2]};
+}
+
+// The cl_khr_command_buffer entry points this build's header declares. Headers without the
+// version macro (Khronos 2023.02 and older) declare the provisional 0.9.0-0.9.4 signatures.
+#ifdef CL_KHR_COMMAND_BUFFER_EXTENSION_VERSION
+constexpr cl_version kHeaderCommandBufferVersion = CL_KHR_COMMAND_BUFFER_EXTENSION_VERSION;
+constexpr bool kHeaderVersionExact = true;
+#else
+constexpr cl_version kHeaderCommandBufferVersion = CL_MAKE_VERSION(0, 9, 0);
+constexpr bool kHeaderVersionExact = false;
+constexpr cl_uint kFirstChangedPatch = 5;  // 0.9.5 changed entry-point signatures
+#endif
+
+bool command_buffer_version_ok(cl_version dev) {
+  if (dev == 0) return false;  // unknown version: do not guess the ABI
+  if (CL_VERSION_MAJOR(dev) != CL_VERSION_MAJOR(kHeaderCommandBufferVersion) ||
+      CL_VERSION_MINOR(dev) != CL_VERSION_MINOR(kHeaderCommandBufferVersion))
+    return false;
+  if (kHeaderVersionExact) return CL_VERSION_PATCH(dev) == CL_VERSION_PATCH(kHeaderCommandBufferVersion);
+#ifndef CL_KHR_COMMAND_BUFFER_EXTENSION_VERSION
+  return CL_VERSION_PATCH(dev) < kFirstChangedPatch;
+#else
+  return true;
+#endif
+}
+
+struct CommandBufferApi {
+  clCreateCommandBufferKHR_fn create = nullptr;
+  clFinalizeCommandBufferKHR_fn finalize = nullptr;
+  clReleaseCommandBufferKHR_fn release = nullptr;
+  clEnqueueCommandBufferKHR_fn enqueue = nullptr;
+  clCommandNDRangeKernelKHR_fn nd_range = nullptr;
+
+  bool load(cl_platform_id p) {
+    auto get = [&](const char* name) { return clGetExtensionFunctionAddressForPlatform(p, name); };
+    create = reinterpret_cast<clCreateCommandBufferKHR_fn>(get("clCreateCommandBufferKHR"));
+    finalize = reinterpret_cast<clFinalizeCommandBufferKHR_fn>(get("clFinalizeCommandBufferKHR"));
+    release = reinterpret_cast<clReleaseCommandBufferKHR_fn>(get("clReleaseCommandBufferKHR"));
+    enqueue = reinterpret_cast<clEnqueueCommandBufferKHR_fn>(get("clEnqueueCommandBufferKHR"));
+    nd_range = reinterpret_cast<clCommandNDRangeKernelKHR_fn>(get("clCommandNDRangeKernelKHR"));
+    return create && finalize && release && enqueue && nd_range;
+  }
+};
+
+// Owner of a recorded command buffer.
+class CommandBuffer {
+ public:
+  CommandBuffer() = default;
+  ~CommandBuffer() { reset(); }
+  CommandBuffer(const CommandBuffer&) = delete;
+  CommandBuffer& operator=(const CommandBuffer&) = delete;
+  void reset(const CommandBufferApi* api = nullptr, cl_command_buffer_khr cb = nullptr) {
+    if (cb_ && api_) api_->release(cb_);
+    api_ = api;
+    cb_ = cb;
+  }
+  cl_command_buffer_khr get() const { return cb_; }
+  explicit operator bool() const { return cb_ != nullptr; }
+  // Gives up ownership without releasing.
+  cl_command_buffer_khr release() {
+    api_ = nullptr;
+    return std::exchange(cb_, nullptr);
+  }
+
+ private:
+  const CommandBufferApi* api_ = nullptr;
+  cl_command_buffer_khr cb_ = nullptr;
+};
+
+bool env_disabled(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == "0";
+}
+
+bool meta_flag(const Attrs& a, const std::string& key) {
+  auto it = a.map().find(key);
+  if (it == a.map().end()) return false;
+  if (const int64_t* i = std::get_if<int64_t>(&it->second)) return *i != 0;
+  if (const std::string* s = std::get_if<std::string>(&it->second)) return *s == "1" || *s == "true";
+  return false;
+}
+
+std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
+
+// Bytes a Linear-like buffer needs: its declared storage, at least the dense size, never 0.
+size_t buffer_size(const plan::Buffer& b) {
+  const int64_t dense = numel(b.shape) * int64_t(dtype_size(b.dtype));
+  return size_t(std::max<int64_t>({b.bytes, dense, 1}));
+}
+
+struct CallRt {
+  bool host = false;
+  cl::Kernel kernel;
+  cl_uint dims = 0;
+  std::array<size_t, 3> global{0, 0, 0}, local{0, 0, 0};
+  bool has_local = false;
+  // Host fallback: tensors the call reads back and computes into (allocated at load).
+  std::vector<Tensor> host_in;   // empty tensor for an absent input
+  std::vector<Tensor> host_out;
+};
+
+class OpenCLBackend : public Backend {
+ public:
+  explicit OpenCLBackend(const Options& o) : opts_(o) {}
+  ~OpenCLBackend() override {
+    if (queue_) clFinish(queue_.get());
+    cb_.reset();
+    // Release in dependency order: events and kernels (which hold their arguments), then the
+    // memory objects newest first (sub-buffers and shared images before their parents), then
+    // the queue.
+    events_.clear();
+    rt_.clear();
+    while (!mems_.empty()) mems_.pop_back();
+    queue_ = cl::Queue();
+  }
+  std::string name() const override { return "opencl"; }
+  Tolerance tolerance() const override { return {1e-2, 1e-2}; }  // fp16 storage
+  void load(const plan::Plan& plan) override;
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
+  void set_profiling(bool on) override;
+  std::vector<double> call_times_ms() const override { return profiling_ ? times_ms_ : std::vector<double>{}; }
+  const OpenCLLoadInfo* info() const { return loaded_ ? &info_ : nullptr; }
+
+ private:
+  void check_plan(const plan::Plan& plan) const;
+  void create_queue(bool profiling);
+  void record_command_buffer();
+  void host_call(size_t ci);
+
+  Options opts_;
+  cl::DeviceInfo dev_;
+  cl_context ctx_ = nullptr;  // shared, owned by the runtime
+  cl::Queue queue_;
+  bool queue_profiling_ = false;
+  CommandBufferApi cb_api_;
+  bool cb_eligible_ = false;  // replay plan, no host calls, compatible extension, not disabled
+  CommandBuffer cb_;
+
+  std::vector<plan::Buffer> buffers_;
+  std::vector<plan::Kernel> kernels_;
+  std::vector<plan::Call> calls_;
+  std::vector<int> inputs_, outputs_;
+  std::vector<cl::Mem> mems_;    // every cl_mem this backend owns (sub-buffers after the arena)
+  std::vector<cl_mem> buf_mem_;  // per plan buffer
+  std::vector<CallRt> rt_;
+  std::vector<cl::Event> events_;
+  bool replay_ = false;
+  bool loaded_ = false;
+  bool profiling_ = false;
+  std::vector<double> times_ms_;
+  OpenCLLoadInfo info_;
+};
+
+void OpenCLBackend::check_plan(const plan::Plan& plan) const {
+  OPV_CHECK(plan.target == "opencl", "opencl backend: plan was lowered for target '", plan.target,
+            "', not 'opencl'");
+  const int nb = int(plan.buffers.size());
+  for (size_t ci = 0; ci < plan.calls.size(); ++ci) {
+    const plan::Call& c = plan.calls[ci];
+    OPV_CHECK(c.kernel >= 0 && c.kernel < int(plan.kernels.size()), "opencl backend: ", call_name(ci, c),
+              " uses kernel ", c.kernel, " of ", plan.kernels.size());
+    for (int b : c.inputs)
+      OPV_CHECK(b >= -1 && b < nb, "opencl backend: ", call_name(ci, c), " reads buffer ", b, " of ", nb);
+    for (int b : c.outputs) {
+      OPV_CHECK(b >= 0 && b < nb, "opencl backend: ", call_name(ci, c), " writes buffer ", b, " of ", nb);
+      const BufferKind k = plan.buffers[size_t(b)].kind;
+      OPV_CHECK(k != BufferKind::Input && k != BufferKind::Constant, "opencl backend: ", call_name(ci, c), " writes ",
+                plan::buffer_kind_name(k), " buffer '", plan.buffers[size_t(b)].name, "'");
+    }
+    const plan::Kernel& k = plan.kernels[size_t(c.kernel)];
+    if (k.source.empty()) {
+      std::vector<int> touched = c.outputs;
+      touched.insert(touched.end(), c.inputs.begin(), c.inputs.end());
+      for (int b : touched) {
+        if (b < 0) continue;
+        const plan::Buffer& buf = plan.buffers[size_t(b)];
+        OPV_CHECK(buf.layout == Layout::Linear, "opencl backend: ", call_name(ci, c), " runs kernel '", k.name,
+                  "' on the host (no source) but touches buffer '", buf.name, "' with layout ",
+                  plan::layout_name(buf.layout), "; host fallback needs linear buffers");
+      }
+    } else {
+      OPV_CHECK(!k.entry.empty(), "opencl backend: kernel '", k.name, "' has source but no entry");
+      bool any = false;
+      for (int64_t g : c.global) any |= g > 0;
+      OPV_CHECK(any, "opencl backend: ", call_name(ci, c), " has no launch geometry (global all zero)");
+    }
+  }
+  for (int b : plan.inputs)
+    OPV_CHECK(b >= 0 && b < nb && plan.buffers[size_t(b)].kind == BufferKind::Input, "opencl backend: plan input ",
+              b, " is not an Input buffer");
+  for (int b : plan.outputs) OPV_CHECK(b >= 0 && b < nb, "opencl backend: plan output ", b, " out of range");
+  bool f16_image = false, f32_image = false;
+  for (const plan::Buffer& b : plan.buffers) {
+    if (b.kind == BufferKind::Input || b.kind == BufferKind::Output)
+      OPV_CHECK(b.layout == Layout::Linear, "opencl backend: ", plan::buffer_kind_name(b.kind), " buffer '", b.name,
+                "' has layout ", plan::layout_name(b.layout), "; inputs and outputs must be linear");
+    if (b.layout != Layout::ImageRGBA) continue;
+    OPV_CHECK(b.kind == BufferKind::Intermediate, "opencl backend: image buffer '", b.name, "' is a ",
+              plan::buffer_kind_name(b.kind), "; images must be intermediates (cl_abi.h)");
+    OPV_CHECK(b.dtype == DType::F16 || b.dtype == DType::F32, "opencl backend: image buffer '", b.name,
+              "' has dtype ", dtype_name(b.dtype), "; images hold f16 or f32");
+    OPV_CHECK(b.shape.size() == 4, "opencl backend: image buffer '", b.name, "' has shape ", shape_str(b.shape),
+              "; images hold 4-D [N,C,H,W] tensors");
+    OPV_CHECK(dev_.image_support, "opencl backend: device '", dev_.name, "' has no image support, but the plan uses "
+              "image buffer '", b.name, "'");
+    const Geom g = image_geometry(b.shape);
+    OPV_CHECK(g.width >= 1 && g.height >= 1, "opencl backend: image buffer '", b.name, "' is empty");
+    OPV_CHECK(g.width <= dev_.image2d_max_width, "opencl backend: image buffer '", b.name, "' ", shape_str(b.shape),
+              " needs an image ", g.width, " texels wide; device '", dev_.name, "' allows CL_DEVICE_IMAGE2D_MAX_WIDTH = ",
+              dev_.image2d_max_width);
+    OPV_CHECK(g.height <= dev_.image2d_max_height, "opencl backend: image buffer '", b.name, "' ",
+              shape_str(b.shape), " needs an image ", g.height, " texels high; device '", dev_.name,
+              "' allows CL_DEVICE_IMAGE2D_MAX_HEIGHT = ", dev_.image2d_max_height);
+    (b.dtype == DType::F16 ? f16_image : f32_image) = true;
+  }
+  // The image formats the plan needs must be supported for read/write images.
+  if (f16_image || f32_image) {
+    cl_uint n = 0;
+    cl::check(clGetSupportedImageFormats(ctx_, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, 0, nullptr, &n),
+              "clGetSupportedImageFormats");
+    std::vector<cl_image_format> fmts(n);
+    if (n)
+      cl::check(clGetSupportedImageFormats(ctx_, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, n, fmts.data(), nullptr),
+                "clGetSupportedImageFormats");
+    auto has = [&](cl_channel_type t) {
+      for (const cl_image_format& f : fmts)
+        if (f.image_channel_order == CL_RGBA && f.image_channel_data_type == t) return true;
+      return false;
+    };
+    OPV_CHECK(!f16_image || has(CL_HALF_FLOAT), "opencl backend: device '", dev_.name,
+              "' does not support CL_RGBA/CL_HALF_FLOAT images");
+    OPV_CHECK(!f32_image || has(CL_FLOAT), "opencl backend: device '", dev_.name,
+              "' does not support CL_RGBA/CL_FLOAT images");
+  }
+}
+
+void OpenCLBackend::create_queue(bool profiling) {
+  if (queue_) cl::check(clFinish(queue_.get()), "clFinish");
+  cb_.reset();
+  events_.clear();
+  const cl_queue_properties props[] = {CL_QUEUE_PROPERTIES,
+                                       profiling ? cl_queue_properties(CL_QUEUE_PROFILING_ENABLE) : 0, 0};
+  cl_int err = CL_SUCCESS;
+  cl::Queue q(clCreateCommandQueueWithProperties(ctx_, dev_.device, props, &err));
+  cl::check(err, "clCreateCommandQueueWithProperties", "device '" + dev_.name + "'");
+  queue_ = std::move(q);
+  queue_profiling_ = profiling;
+  if (loaded_ || !rt_.empty()) record_command_buffer();
+}
+
+// Records every launch, each waiting on the previous one, into one command buffer. Leaves cb_
+// empty (plain enqueue) when the plan or device does not qualify.
+void OpenCLBackend::record_command_buffer() {
+  cb_.reset();
+  info_.command_buffer = false;
+  if (!cb_eligible_) return;
+  cl_command_queue_properties required = 0;
+  if (clGetDeviceInfo(dev_.device, CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR, sizeof required, &required,
+                      nullptr) != CL_SUCCESS)
+    return;
+  const cl_command_queue_properties have = queue_profiling_ ? CL_QUEUE_PROFILING_ENABLE : 0;
+  if ((required & ~have) != 0) return;
+  cl_int err = CL_SUCCESS;
+  cl_command_queue q = queue_.get();
+  CommandBuffer cb;
+  cb.reset(&cb_api_, cb_api_.create(1, &q, nullptr, &err));
+  cl::check(err, "clCreateCommandBufferKHR", "device '" + dev_.name + "'");
+  cl_sync_point_khr prev = 0;
+  bool have_prev = false;
+  for (size_t ci = 0; ci < rt_.size(); ++ci) {
+    const CallRt& r = rt_[ci];
+    cl_sync_point_khr sp = 0;
+    cl::check(cb_api_.nd_range(cb.get(), nullptr, nullptr, r.kernel.get(), r.dims, nullptr, r.global.data(),
+                               r.has_local ? r.local.data() : nullptr, have_prev ? 1 : 0,
+                               have_prev ? &prev : nullptr, &sp, nullptr),
+              "clCommandNDRangeKernelKHR", call_name(ci, calls_[ci]));
+    prev = sp;
+    have_prev = true;
+  }
+  cl::check(cb_api_.finalize(cb.get()), "clFinalizeCommandBufferKHR");
+  cb_.reset(&cb_api_, cb.release());
+  info_.command_buffer = true;
+}
+
+void OpenCLBackend::load(const plan::Plan& plan) {
+  OPV_CHECK(plan.target == "opencl", "opencl backend: plan was lowered for target '", plan.target,
+            "', not 'opencl'");
+  // Re-loading: drop everything of the previous plan first.
+  if (queue_) clFinish(queue_.get());
+  cb_.reset();
+  events_.clear();
+  rt_.clear();
+  buf_mem_.clear();
+  mems_.clear();
+  loaded_ = false;
+  info_ = {};
+
+  dev_ = cl::select_device(opts_.device);
+  ctx_ = cl::shared_context(dev_);
+  check_plan(plan);
+  buffers_ = plan.buffers;
+  kernels_ = plan.kernels;
+  calls_ = plan.calls;
+  inputs_ = plan.inputs;
+  outputs_ = plan.outputs;
+  replay_ = meta_flag(plan.meta, "cl_replay");
+  info_.device = dev_.platform_name + " / " + dev_.name;
+  info_.replay = replay_;
+  create_queue(profiling_);
+
+  // Memory objects.
+  const size_t nb = buffers_.size();
+  buf_mem_.assign(nb, nullptr);
+  auto make_buffer = [&](cl_mem_flags flags, size_t size, const void* host, const std::string& what) {
+    cl_int err = CL_SUCCESS;
+    cl::Mem m(clCreateBuffer(ctx_, flags, size, const_cast<void*>(host), &err));
+    cl::check(err, "clCreateBuffer", detail::concat(what, " (", size, " bytes)"));
+    mems_.push_back(std::move(m));
+    return mems_.back().get();
+  };
+  const uint8_t zero = 0;
+  auto zero_fill = [&](cl_mem m, size_t size, const std::string& what) {
+    cl::check(clEnqueueFillBuffer(queue_.get(), m, &zero, sizeof zero, 0, size, 0, nullptr, nullptr),
+              "clEnqueueFillBuffer", what);
+  };
+  // Which Linear-like intermediates go into the arena.
+  const int64_t align = std::max<int64_t>(1, dev_.mem_base_addr_align);
+  std::vector<bool> in_arena(nb, false);
+  for (size_t i = 0; i < nb; ++i) {
+    const plan::Buffer& b = buffers_[i];
+    if (b.kind != BufferKind::Intermediate || b.layout == Layout::ImageRGBA || b.offset < 0) continue;
+    in_arena[i] = b.offset % align == 0 && b.offset + int64_t(buffer_size(b)) <= plan.arena_bytes;
+  }
+  cl_mem arena = nullptr;
+  if (std::find(in_arena.begin(), in_arena.end(), true) != in_arena.end()) {
+    arena = make_buffer(CL_MEM_READ_WRITE, size_t(plan.arena_bytes), nullptr, "arena");
+    zero_fill(arena, size_t(plan.arena_bytes), "arena");
+  }
+  std::map<std::tuple<int64_t, int64_t, int64_t, DType>, cl_mem> shared_images;
+  for (size_t i = 0; i < nb; ++i) {
+    const plan::Buffer& b = buffers_[i];
+    const std::string what = "buffer '" + b.name + "'";
+    if (b.layout == Layout::ImageRGBA) {
+      const Geom g = image_geometry(b.shape);
+      const auto key = std::make_tuple(b.offset, g.width, g.height, b.dtype);
+      if (b.offset >= 0) {
+        if (auto it = shared_images.find(key); it != shared_images.end()) {
+          buf_mem_[i] = it->second;
+          continue;
+        }
+      }
+      const cl_image_format fmt{CL_RGBA, cl_channel_type(b.dtype == DType::F16 ? CL_HALF_FLOAT : CL_FLOAT)};
+      cl_image_desc desc{};
+      desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+      desc.image_width = size_t(g.width);
+      desc.image_height = size_t(g.height);
+      cl_int err = CL_SUCCESS;
+      cl::Mem m(clCreateImage(ctx_, CL_MEM_READ_WRITE, &fmt, &desc, nullptr, &err));
+      cl::check(err, "clCreateImage", detail::concat(what, " (", g.width, "x", g.height, " RGBA ", dtype_name(b.dtype), ")"));
+      const float zeros[4] = {0, 0, 0, 0};
+      const size_t origin[3] = {0, 0, 0}, region[3] = {size_t(g.width), size_t(g.height), 1};
+      cl::check(clEnqueueFillImage(queue_.get(), m.get(), zeros, origin, region, 0, nullptr, nullptr),
+                "clEnqueueFillImage", what);
+      mems_.push_back(std::move(m));
+      buf_mem_[i] = mems_.back().get();
+      if (b.offset >= 0) shared_images[key] = buf_mem_[i];
+      ++info_.images;
+      continue;
+    }
+    const size_t size = buffer_size(b);
+    switch (b.kind) {
+      case BufferKind::Constant: {
+        const int64_t dense = numel(b.shape) * int64_t(dtype_size(b.dtype));
+        const int64_t need = b.layout == Layout::PackedWeight ? b.bytes : std::max(b.bytes, dense);
+        OPV_CHECK(b.offset >= 0 && b.offset + need <= int64_t(plan.weights.size()), "opencl backend: constant '",
+                  b.name, "' at offset ", b.offset, " (", need, " bytes) lies outside the weights (",
+                  plan.weights.size(), " bytes)");
+        const uint8_t one_byte = 0;  // an empty constant still gets a (1-byte) cl_mem
+        const void* src = need > 0 ? static_cast<const void*>(plan.weights.data() + b.offset) : &one_byte;
+        buf_mem_[i] = make_buffer(CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, size_t(std::max<int64_t>(need, 1)), src, what);
+        break;
+      }
+      case BufferKind::Intermediate:
+        if (in_arena[i]) {
+          const cl_buffer_region region{size_t(b.offset), size};
+          cl_int err = CL_SUCCESS;
+          cl::Mem m(clCreateSubBuffer(arena, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err));
+          cl::check(err, "clCreateSubBuffer", detail::concat(what, " at arena offset ", b.offset));
+          mems_.push_back(std::move(m));
+          buf_mem_[i] = mems_.back().get();
+          ++info_.arena_sub_buffers;
+          break;
+        }
+        ++info_.separate_buffers;
+        [[fallthrough]];
+      case BufferKind::Input:
+      case BufferKind::Output:
+        buf_mem_[i] = make_buffer(CL_MEM_READ_WRITE, size, nullptr, what);
+        zero_fill(buf_mem_[i], size, what);
+        break;
+    }
+  }
+
+  // Programs and per-call kernels.
+  std::vector<cl::Program> programs(kernels_.size());
+  for (size_t ki = 0; ki < kernels_.size(); ++ki) {
+    const plan::Kernel& k = kernels_[ki];
+    bool used = false;
+    for (const plan::Call& c : calls_) used |= c.kernel == int(ki);
+    if (!k.source.empty() && used) programs[ki] = cl::build_program(dev_, k.source, k.options, k.entry);
+  }
+  rt_.resize(calls_.size());
+  for (size_t ci = 0; ci < calls_.size(); ++ci) {
+    const plan::Call& c = calls_[ci];
+    const plan::Kernel& k = kernels_[size_t(c.kernel)];
+    CallRt& r = rt_[ci];
+    if (k.source.empty()) {
+      r.host = true;
+      ++info_.host_calls;
+      for (int b : c.inputs)
+        r.host_in.push_back(b < 0 ? Tensor() : Tensor(buffers_[size_t(b)].dtype, buffers_[size_t(b)].shape));
+      for (int b : c.outputs) r.host_out.emplace_back(buffers_[size_t(b)].dtype, buffers_[size_t(b)].shape);
+      continue;
+    }
+    cl_int err = CL_SUCCESS;
+    r.kernel.reset(clCreateKernel(programs[size_t(c.kernel)].get(), k.entry.c_str(), &err));
+    cl::check(err, "clCreateKernel", detail::concat(call_name(ci, c), " entry '", k.entry, "'"));
+    std::vector<int> args = c.outputs;
+    for (int b : c.inputs)
+      if (b >= 0) args.push_back(b);
+    cl_uint nargs = 0;
+    cl::check(clGetKernelInfo(r.kernel.get(), CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, nullptr), "clGetKernelInfo",
+              call_name(ci, c));
+    OPV_CHECK(nargs == args.size(), "opencl backend: ", call_name(ci, c), ": kernel '", k.entry, "' takes ", nargs,
+              " arguments, the call binds ", args.size(), " (outputs then present inputs, cl_abi.h)");
+    for (size_t a = 0; a < args.size(); ++a) {
+      const cl_mem m = buf_mem_[size_t(args[a])];
+      cl::check(clSetKernelArg(r.kernel.get(), cl_uint(a), sizeof(cl_mem), &m), "clSetKernelArg",
+                detail::concat(call_name(ci, c), " argument ", a, " = buffer '", buffers_[size_t(args[a])].name, "'"));
+    }
+    cl_uint dims = 3;
+    while (dims > 0 && c.global[dims - 1] == 0) --dims;
+    for (cl_uint d = 0; d < dims; ++d) {
+      OPV_CHECK(c.global[d] > 0, "opencl backend: ", call_name(ci, c), ": global size ", c.global[d],
+                " in dimension ", d, " before a non-zero one");
+      r.global[d] = size_t(c.global[d]);
+    }
+    r.dims = dims;
+    r.has_local = c.local[0] != 0 || c.local[1] != 0 || c.local[2] != 0;
+    if (r.has_local) {
+      for (cl_uint d = 0; d < dims; ++d) {
+        OPV_CHECK(c.local[d] > 0 && c.global[d] % c.local[d] == 0, "opencl backend: ", call_name(ci, c),
+                  ": local size ", c.local[d], " does not divide global size ", c.global[d], " in dimension ", d);
+        r.local[d] = size_t(c.local[d]);
+      }
+    }
+  }
+
+  // Replay from a command buffer where possible.
+  cb_eligible_ = replay_ && info_.host_calls == 0 && !calls_.empty() && dev_.has_command_buffer &&
+                 command_buffer_version_ok(dev_.command_buffer_version) && !env_disabled("OPV_CL_COMMAND_BUFFER") &&
+                 cb_api_.load(dev_.platform);
+  record_command_buffer();
+  cl::check(clFinish(queue_.get()), "clFinish", "after load");
+  times_ms_.assign(calls_.size(), 0.0);
+  events_.resize(calls_.size());
+  loaded_ = true;
+}
+
+void OpenCLBackend::set_profiling(bool on) {
+  profiling_ = on;
+  if (on && queue_ && !queue_profiling_) {
+    create_queue(true);
+    events_.resize(calls_.size());
+  }
+}
+
+void OpenCLBackend::host_call(size_t ci) {
+  const plan::Call& c = calls_[ci];
+  const plan::Kernel& k = kernels_[size_t(c.kernel)];
+  CallRt& r = rt_[ci];
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor*> outs;
+  for (size_t j = 0; j < c.inputs.size(); ++j) {
+    const int b = c.inputs[j];
+    if (b < 0) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    Tensor& t = r.host_in[j];
+    if (t.nbytes())
+      cl::check(clEnqueueReadBuffer(queue_.get(), buf_mem_[size_t(b)], CL_TRUE, 0, t.nbytes(), t.raw(), 0, nullptr,
+                                    nullptr),
+                "clEnqueueReadBuffer", call_name(ci, c) + " host input '" + buffers_[size_t(b)].name + "'");
+    ins.push_back(&t);
+  }
+  for (Tensor& t : r.host_out) outs.push_back(&t);
+  try {
+    ref::run({k.op, k.attrs, k.post_ops}, ins, outs);
+  } catch (const Error& e) {
+    fail("opencl backend: ", call_name(ci, c), " (host fallback '", k.name, "'): ", e.what());
+  }
+  for (size_t j = 0; j < c.outputs.size(); ++j) {
+    const Tensor& t = r.host_out[j];
+    // Non-blocking: the tensor is not touched again before the run's final wait.
+    if (t.nbytes())
+      cl::check(clEnqueueWriteBuffer(queue_.get(), buf_mem_[size_t(c.outputs[j])], CL_FALSE, 0, t.nbytes(), t.raw(),
+                                     0, nullptr, nullptr),
+                "clEnqueueWriteBuffer", call_name(ci, c) + " host output '" + buffers_[size_t(c.outputs[j])].name + "'");
+  }
+}
+
+void OpenCLBackend::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+  OPV_CHECK(loaded_, "opencl backend: run() before load()");
+  OPV_CHECK(inputs.size() == inputs_.size(), "opencl backend: ", inputs.size(), " inputs given, plan has ",
+            inputs_.size());
+  OPV_CHECK(outputs.size() == outputs_.size(), "opencl backend: ", outputs.size(), " outputs given, plan has ",
+            outputs_.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const plan::Buffer& b = buffers_[size_t(inputs_[i])];
+    OPV_CHECK(inputs[i] && inputs[i]->dtype() == b.dtype && inputs[i]->shape() == b.shape, "opencl backend: input '",
+              b.name, "' must be ", dtype_name(b.dtype), shape_str(b.shape));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const plan::Buffer& b = buffers_[size_t(outputs_[i])];
+    OPV_CHECK(outputs[i] && outputs[i]->dtype() == b.dtype && outputs[i]->shape() == b.shape,
+              "opencl backend: output '", b.name, "' must be ", dtype_name(b.dtype), shape_str(b.shape));
+  }
+  cl_command_queue q = queue_.get();
+  const bool timed = profiling_ && queue_profiling_;
+  std::vector<double> host_ms(calls_.size(), 0.0);
+  try {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i]->nbytes())
+        cl::check(clEnqueueWriteBuffer(q, buf_mem_[size_t(inputs_[i])], CL_FALSE, 0, inputs[i]->nbytes(),
+                                       inputs[i]->raw(), 0, nullptr, nullptr),
+                  "clEnqueueWriteBuffer", "input '" + buffers_[size_t(inputs_[i])].name + "'");
+    if (cb_ && !timed) {
+      // An event is requested although unused: PoCL's generic command-buffer path dereferences it.
+      cl_event ev = nullptr;
+      cl::check(cb_api_.enqueue(0, nullptr, cb_.get(), 0, nullptr, &ev), "clEnqueueCommandBufferKHR");
+      cl::Event done(ev);
+    } else {
+      for (size_t ci = 0; ci < calls_.size(); ++ci) {
+        CallRt& r = rt_[ci];
+        if (r.host) {
+          const auto t0 = std::chrono::steady_clock::now();
+          host_call(ci);
+          host_ms[ci] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          continue;
+        }
+        cl_event ev = nullptr;
+        cl::check(clEnqueueNDRangeKernel(q, r.kernel.get(), r.dims, nullptr, r.global.data(),
+                                         r.has_local ? r.local.data() : nullptr, 0, nullptr, timed ? &ev : nullptr),
+                  "clEnqueueNDRangeKernel",
+                  detail::concat(call_name(ci, calls_[ci]), " kernel '", kernels_[size_t(calls_[ci].kernel)].entry,
+                                 "' global ", r.global[0], "x", r.global[1], "x", r.global[2]));
+        if (timed) events_[ci].reset(ev);
+        if (!replay_) cl::check(clFinish(q), "clFinish", call_name(ci, calls_[ci]));
+      }
+    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (outputs[i]->nbytes())
+        cl::check(clEnqueueReadBuffer(q, buf_mem_[size_t(outputs_[i])], CL_FALSE, 0, outputs[i]->nbytes(),
+                                      outputs[i]->raw(), 0, nullptr, nullptr),
+                  "clEnqueueReadBuffer", "output '" + buffers_[size_t(outputs_[i])].name + "'");
+    cl::check(clFinish(q), "clFinish", "end of inference");
+  } catch (...) {
+    clFinish(q);  // never return while the device may still touch the caller's tensors
+    throw;
+  }
+  if (timed) {
+    for (size_t ci = 0; ci < calls_.size(); ++ci) {
+      if (rt_[ci].host) {
+        times_ms_[ci] = host_ms[ci];
+        continue;
+      }
+      cl_ulong t0 = 0, t1 = 0;
+      cl::check(clGetEventProfilingInfo(events_[ci].get(), CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr),
+                "clGetEventProfilingInfo", call_name(ci, calls_[ci]));
+      cl::check(clGetEventProfilingInfo(events_[ci].get(), CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr),
+                "clGetEventProfilingInfo", call_name(ci, calls_[ci]));
+      constexpr double kNsPerMs = 1e6;
+      times_ms_[ci] = t1 >= t0 ? double(t1 - t0) / kNsPerMs : 0.0;
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_opencl_backend(const Options& opts) { return std::make_unique<OpenCLBackend>(opts); }
+
+const OpenCLLoadInfo* opencl_load_info(const Backend& b) {
+  const auto* cl = dynamic_cast<const OpenCLBackend*>(&b);
+  return cl ? cl->info() : nullptr;
+}
+
+}  // namespace opv::backend

@@ -1,0 +1,126 @@
+"""The OpenCL backend end to end through the CLI (skipped where no OpenCL device exists; CI runs
+it on PoCL): the shared fixture against its onnxruntime reference with every plan pass and with
+each optional pass switched off, generated models, the artifact checks of DESIGN.md (repeat runs
+and reloads bit-identical), what the passes do to the fixture's plan (dedupe removes the
+duplicated head, batch merges launches, input-pack leaves one input call), and `inspect`'s
+texture-read counts."""
+import re
+
+import numpy as np
+import pytest
+
+from opv_util import assert_verify_ok, describe, load_npz, ort_run
+
+FIXTURE = "opvision_t12_fp16"
+OPTIONAL_PASSES = ["layout-image", "input-pack", "weight-pack", "dedupe", "level-schedule", "batch", "replay"]
+
+
+@pytest.fixture(scope="module")
+def ocl(cli):
+    if not cli.has_opencl():
+        pytest.skip("no OpenCL device (see `opvision devices`)")
+    return cli
+
+
+@pytest.fixture(scope="module")
+def fixture_paths(shared_models):
+    model = shared_models / f"{FIXTURE}.onnx"
+    ref = shared_models / f"{FIXTURE}_ref.npz"
+    if not model.exists() or not ref.exists():
+        pytest.skip(f"fixture {model} or {ref} missing")
+    return model, ref
+
+
+@pytest.fixture(scope="module")
+def fixture_opv(ocl, fixture_paths, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ocl") / "fixture.opv"
+    p = ocl.run("compile", fixture_paths[0], "-o", out, "--target", "opencl", timeout=600)
+    assert p.returncode == 0, describe(p)
+    return out
+
+
+def _calls(cli, opv):
+    p = cli.run("inspect", opv)
+    assert p.returncode == 0, describe(p)
+    m = re.search(r"^calls (\d+)", p.stdout, re.M)
+    assert m, p.stdout
+    return int(m.group(1)), p.stdout
+
+
+def _run(cli, model, out, *args):
+    p = cli.run("run", model, "-o", out, "--backend", "opencl", *args, timeout=600)
+    assert p.returncode == 0, describe(p)
+    return load_npz(out)["outputs"]
+
+
+def test_fixture_verifies_all_passes(ocl, fixture_paths, fixture_opv):
+    rel, mx = assert_verify_ok(ocl, fixture_opv, fixture_paths[1], "opencl", timeout=600)
+    assert rel <= 1e-2 and mx <= 1e-2, (rel, mx)
+
+
+@pytest.mark.parametrize("off", OPTIONAL_PASSES)
+def test_fixture_verifies_without_pass(ocl, fixture_paths, tmp_path, off):
+    opv = tmp_path / f"no_{off}.opv"
+    p = ocl.run("compile", fixture_paths[0], "-o", opv, "--target", "opencl", "--no-pass", off, timeout=600)
+    assert p.returncode == 0, describe(p)
+    assert_verify_ok(ocl, opv, fixture_paths[1], "opencl", timeout=600)
+
+
+def test_fixture_live_onnxruntime(ocl, fixture_paths, fixture_opv, tmp_path):
+    """A second input set, with the reference computed now by onnxruntime."""
+    rng = np.random.default_rng(23)
+    z = load_npz(fixture_paths[1])
+    feeds = {k: rng.integers(0, 256, z[k].shape, dtype=np.uint8) for k in ("img", "big_img")}
+    ref = tmp_path / "live.npz"
+    np.savez(ref, **feeds, **ort_run(str(fixture_paths[0]), feeds))
+    assert_verify_ok(ocl, fixture_opv, ref, "opencl", timeout=600)
+
+
+def test_repeat_runs_and_reload_bit_identical(ocl, fixture_paths, fixture_opv, tmp_path):
+    a = _run(ocl, fixture_opv, tmp_path / "a.npz", "--seed", "3")
+    b = _run(ocl, fixture_opv, tmp_path / "b.npz", "--seed", "3")
+    c = _run(ocl, fixture_paths[0], tmp_path / "c.npz", "--seed", "3")  # compiled afresh from the ONNX
+    d = _run(ocl, fixture_opv, tmp_path / "d.npz", "--seed", "4")
+    assert a.dtype == np.float32 and np.all(np.isfinite(a))
+    assert a.tobytes() == b.tobytes()
+    assert a.tobytes() == c.tobytes()
+    assert not np.array_equal(a, d)
+
+
+def test_passes_shrink_the_plan(ocl, fixture_paths, fixture_opv, tmp_path):
+    base = tmp_path / "base.opv"
+    p = ocl.run("compile", fixture_paths[0], "-o", base, "--target", "opencl", "--passes", "layout-image",
+                timeout=600)
+    assert p.returncode == 0, describe(p)
+    n_base, _ = _calls(ocl, base)
+    n_all, text = _calls(ocl, fixture_opv)
+    # dedupe removes the duplicated head (3 calls), batch merges same-kernel head layers,
+    # input-pack makes the Concat + normalisation + reorder one call.
+    assert n_all <= n_base - 3 - 2, (n_base, n_all)
+    assert "input_pack" in text, text
+
+
+def test_inspect_counts_texture_reads(ocl, fixture_opv):
+    _, text = _calls(ocl, fixture_opv)
+    m = re.search(r"total: (\d+) launches for (\d+) calls, (\d+) host-fallback calls, (\d+) texture reads, "
+                  r"(\d+) gated", text)
+    assert m, text
+    launches, calls, host, reads, gated = (int(x) for x in m.groups())
+    assert launches <= calls and reads > 0
+    assert host == 0, "every fixture op should have a GPU kernel\n" + text
+    assert gated == 0, "image kernels pad through the sampler border, not gated reads\n" + text
+
+
+def test_opt_on_saved_artifact(ocl, fixture_paths, tmp_path):
+    """Passes run standalone on a saved artifact give the same numbers as at compile time."""
+    raw = tmp_path / "raw.opv"
+    p = ocl.run("compile", fixture_paths[0], "-o", raw, "--target", "opencl", "--no-pass", "dedupe",
+                "--no-pass", "batch", timeout=600)
+    assert p.returncode == 0, describe(p)
+    opt = tmp_path / "opt.opv"
+    p = ocl.run("opt", raw, opt, "--pass", "dedupe", "--pass", "batch", timeout=600)
+    assert p.returncode == 0, describe(p)
+    assert _calls(ocl, opt)[0] < _calls(ocl, raw)[0]
+    a = _run(ocl, raw, tmp_path / "raw.npz", "--seed", "5")
+    b = _run(ocl, opt, tmp_path / "opt.npz", "--seed", "5")
+    assert np.abs(a - b).max() <= 1e-2 * np.abs(a).max(), np.abs(a - b).max()

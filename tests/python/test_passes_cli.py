@@ -1,0 +1,172 @@
+"""The plan passes through the CLI: `compile --passes/--no-pass/--report` and `opt` on saved
+artifacts, on the shared fixture (its two byte-identical heads are what dedupe removes) for the
+cpu target; bad pass names and missing files give clear errors."""
+import re
+
+import numpy as np
+import pytest
+
+from opv_util import assert_error, assert_verify_ok, describe, load_npz
+
+FIXTURE = "opvision_t12_fp16"
+SUMMARY = re.compile(r"\[compile\] .* target (\S+), (\d+) calls, (\d+) kernels, (\d+) buffers, weights (\d+) B")
+OPT_SUMMARY = re.compile(r"\[opt\] .* calls (\d+) -> (\d+), weights (\d+) -> (\d+) B")
+
+
+@pytest.fixture(scope="module")
+def fixture_paths(shared_models):
+    model = shared_models / f"{FIXTURE}.onnx"
+    ref = shared_models / f"{FIXTURE}_ref.npz"
+    if not model.exists() or not ref.exists():
+        pytest.skip(f"fixture {model} or {ref} missing")
+    return model, ref
+
+
+def compile_ok(cli, model, out, *extra):
+    p = cli.run("compile", model, "-o", out, "--target", "cpu", *extra)
+    assert p.returncode == 0, describe(p)
+    m = SUMMARY.search(p.stderr)
+    assert m, describe(p)
+    return p, int(m.group(2)), int(m.group(5))
+
+
+def run_outputs(cli, model, out):
+    p = cli.run("run", model, "-o", out, "--seed", "3", "--backend", "cpu")
+    assert p.returncode == 0, describe(p)
+    return load_npz(out)["outputs"]
+
+
+@pytest.fixture(scope="module")
+def compiled(cli, fixture_paths, tmp_path_factory):
+    """The fixture compiled for cpu with all passes and without dedupe."""
+    root = tmp_path_factory.mktemp("passes")
+    model, _ = fixture_paths
+    full, no_dedupe = root / "full.opv", root / "nodedupe.opv"
+    _, calls_full, w_full = compile_ok(cli, model, full)
+    _, calls_nd, w_nd = compile_ok(cli, model, no_dedupe, "--no-pass", "dedupe")
+    return root, full, no_dedupe, (calls_full, w_full), (calls_nd, w_nd)
+
+
+def test_dedupe_removes_the_duplicated_head(compiled):
+    _, _, _, (calls_full, w_full), (calls_nd, w_nd) = compiled
+    # The duplicated head is three linear layers: at least three calls and their weights go.
+    assert calls_nd - calls_full >= 3, (calls_full, calls_nd)
+    # (the fixture's duplicated heads may already share their constants: bytes never grow)
+    assert w_full <= w_nd, (w_full, w_nd)
+
+
+def test_both_verify_against_onnxruntime(cli, compiled, fixture_paths):
+    _, full, no_dedupe, _, _ = compiled
+    _, ref = fixture_paths
+    for art in (full, no_dedupe):
+        assert_verify_ok(cli, art, ref, "cpu")
+
+
+def test_dedupe_leaves_outputs_bit_identical(cli, compiled):
+    root, full, no_dedupe, _, _ = compiled
+    a = run_outputs(cli, full, root / "a.npz")
+    b = run_outputs(cli, no_dedupe, root / "b.npz")
+    assert a.tobytes() == b.tobytes()
+
+
+def test_opt_round_trip(cli, compiled, fixture_paths):
+    root, full, no_dedupe, (calls_full, w_full), (calls_nd, _) = compiled
+    out = root / "opt.opv"
+    p = cli.run("opt", no_dedupe, out, "--pass", "dedupe")
+    assert p.returncode == 0, describe(p)
+    m = OPT_SUMMARY.search(p.stderr)
+    assert m, describe(p)
+    assert int(m.group(1)) == calls_nd
+    assert int(m.group(2)) == calls_nd - (calls_nd - calls_full), describe(p)
+    assert int(m.group(4)) <= int(m.group(3)), describe(p)
+    assert_verify_ok(cli, out, fixture_paths[1], "cpu")
+    a = run_outputs(cli, out, root / "opt_out.npz")
+    b = run_outputs(cli, no_dedupe, root / "nd_out.npz")
+    assert a.tobytes() == b.tobytes()
+    # Running it again changes nothing more; a comma list is accepted too.
+    again = root / "opt2.opv"
+    p = cli.run("opt", out, again, "--pass", "dedupe,layout-nhwc")
+    assert p.returncode == 0, describe(p)
+    m = OPT_SUMMARY.search(p.stderr)
+    assert m and m.group(1) == m.group(2), describe(p)
+
+
+def test_passes_selects_plan_passes(cli, fixture_paths, tmp_path):
+    model, ref = fixture_paths
+    only = tmp_path / "only_dedupe.opv"
+    _, calls_only, _ = compile_ok(cli, model, only, "--passes", "dedupe")
+    none = tmp_path / "none.opv"
+    _, calls_none, _ = compile_ok(cli, model, none, "--no-pass", "dedupe,layout-nhwc")
+    # Without layout-nhwc there are no reorder calls; with dedupe the head is gone.
+    assert calls_only < calls_none
+    assert_verify_ok(cli, only, ref, "cpu")
+    # layout-nhwc then runs standalone on the saved artifact.
+    out = tmp_path / "then_nhwc.opv"
+    p = cli.run("opt", only, out, "--pass", "layout-nhwc")
+    assert p.returncode == 0, describe(p)
+    assert_verify_ok(cli, out, ref, "cpu")
+
+
+def test_report(cli, fixture_paths, tmp_path):
+    model, _ = fixture_paths
+    p, _, _ = compile_ok(cli, model, tmp_path / "r.opv", "--report")
+    lines = p.stdout.splitlines()
+    assert any(l.startswith("pass report") for l in lines), describe(p)
+    rows = {l.split()[0]: l for l in lines if l.split() and l.split()[0] in ("dedupe", "layout-nhwc", "compact")}
+    assert set(rows) == {"dedupe", "layout-nhwc", "compact"}, describe(p)
+    # dedupe row: "dedupe yes A -> B C -> D E -> F T0 -> T1" with B < A and a measured time.
+    nums = re.findall(r"(?<![\d.])(\d+) -> (\d+)(?![\d.])", rows["dedupe"])
+    assert len(nums) == 3, rows["dedupe"]
+    assert int(nums[0][1]) < int(nums[0][0])
+    t = re.search(r"([\d.]+|n/a) -> ([\d.]+|n/a)\s*$", rows["dedupe"])
+    assert t and t.group(1) != "n/a" and float(t.group(2)) > 0, rows["dedupe"]
+    # compact drops the duplicated head's weights from the blob.
+    w_before, w_after = (int(x) for x in nums[2])
+    assert w_after <= w_before
+
+
+def test_opt_report(cli, compiled, tmp_path):
+    _, _, no_dedupe, _, _ = compiled
+    p = cli.run("opt", no_dedupe, tmp_path / "o.opv", "--pass", "dedupe", "--report")
+    assert p.returncode == 0, describe(p)
+    assert "pass report" in p.stdout and "\ndedupe " in p.stdout, describe(p)
+
+
+def test_bad_pass_names_and_files(cli, compiled, fixture_paths, tmp_path):
+    model, _ = fixture_paths
+    _, full, _, _, _ = compiled
+    out = tmp_path / "x.opv"
+    assert_error(cli.run("compile", model, "-o", out, "--target", "cpu", "--passes", "bogus"),
+                 "bogus", "dedupe", "layout-nhwc")
+    assert_error(cli.run("compile", model, "-o", out, "--target", "cpu", "--no-pass", "nonsense"),
+                 "nonsense", "dedupe")
+    assert not out.exists()
+    assert_error(cli.run("opt", full, out, "--pass", "bogus"), "bogus", "cpu", "dedupe", "layout-nhwc")
+    assert_error(cli.run("opt", tmp_path / "missing.opv", out, "--pass", "dedupe"), "missing.opv")
+    assert_error(cli.run("opt", full, out), "--pass")
+    # An ONNX file is not an artifact.
+    assert_error(cli.run("opt", model, out, "--pass", "dedupe"), "artifact")
+
+
+def test_opencl_passes_keep_outputs_bit_identical(cli, fixture_paths, tmp_path):
+    """dedupe + level-schedule + batch + replay on an OpenCL artifact (via `opt`) change no output
+    bit against the same artifact without them (skipped without an OpenCL device)."""
+    model, ref = fixture_paths
+    d = cli.run("devices")
+    if d.returncode != 0 or "[0]" not in d.stdout:
+        pytest.skip("no OpenCL device")
+    base = tmp_path / "base.opv"
+    p = cli.run("compile", model, "-o", base, "--target", "opencl", "--no-pass", "dedupe,level-schedule,batch,replay")
+    assert p.returncode == 0, describe(p)
+    opt = tmp_path / "opt.opv"
+    p = cli.run("opt", base, opt, "--pass", "dedupe", "--pass", "level-schedule,batch,replay")
+    assert p.returncode == 0, describe(p)
+    m = OPT_SUMMARY.search(p.stderr)
+    assert m and int(m.group(2)) < int(m.group(1)), describe(p)
+    outs = []
+    for art in (base, opt):
+        p = cli.run("run", art, "-o", tmp_path / "o.npz", "--seed", "4", "--backend", "opencl", timeout=600)
+        assert p.returncode == 0, describe(p)
+        outs.append(load_npz(tmp_path / "o.npz")["outputs"])
+    assert outs[0].tobytes() == outs[1].tobytes()
+    assert_verify_ok(cli, opt, ref, "opencl", timeout=600)
