@@ -98,7 +98,9 @@ TEST(LayoutImage, ConvReluGapFlattenGemm) {
   EXPECT_EQ(p.buffers[size_t(call_of(p, "flatten")->inputs[0])].layout, Layout::ImageRGBA);
   // Weights and bias stay Linear constants.
   for (const Buffer& b : p.buffers)
-    if (b.kind != BufferKind::Intermediate) EXPECT_EQ(b.layout, Layout::Linear) << b.name;
+    if (b.kind != BufferKind::Intermediate) {
+      EXPECT_EQ(b.layout, Layout::Linear) << b.name;
+    }
   // Idempotent.
   plan::Plan q = p;
   EXPECT_FALSE(plan::assign_image_layout(q));

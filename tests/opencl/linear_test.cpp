@@ -72,6 +72,7 @@ struct Case {
   Shape out_shape;          // empty + infer = true: from shape inference
   bool infer = true;
   bool pack = false;        // run plan pass weight-pack and expect it to pack
+  int64_t expect_lanes = 0; // > 0: expect a K-split GEMV with work-groups of this many lanes
   std::string what;
 };
 
@@ -139,8 +140,15 @@ void check(Case cs) {
   if (cs.pack) {
     EXPECT_TRUE(plan::weight_pack(p)) << "weight-pack did not pack";
     EXPECT_EQ(p.buffers.at(size_t(p.calls[0].inputs[1])).layout, Layout::PackedWeight);
-    EXPECT_EQ(p.kernels.at(size_t(p.calls[0].kernel)).attrs.s("cl_pack"), "gemv_k4n4:f16");
+    EXPECT_EQ(p.kernels.at(size_t(p.calls[0].kernel)).attrs.s("cl_pack"), "gemv_n4k4:f16");
     EXPECT_EQ(family_of(p), "linear");
+  }
+  if (cs.expect_lanes > 0) {
+    // A K-split GEMV: one work-group of expect_lanes lanes per 4 outputs.
+    const plan::Call& c0 = p.calls[0];
+    EXPECT_EQ(c0.local, (std::array<int64_t, 3>{cs.expect_lanes, 1, 0}));
+    EXPECT_EQ(c0.global[0], cs.expect_lanes * ((cs.out_shape.back() + 3) / 4));
+    EXPECT_NE(p.kernels.at(size_t(c0.kernel)).source.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
   }
   plan::plan_memory(p);
   plan::validate(p);
@@ -229,24 +237,26 @@ TEST_F(LinearFamily, GemvHeadsOfIdenticalShapeShareOneKernel) {
   EXPECT_EQ(p.calls[0].kernel, p.calls[1].kernel) << "packed heads should share one kernel again";
   EXPECT_EQ(p.calls[0].global, p.calls[1].global);
   EXPECT_EQ(k0.source.find("heads"), std::string::npos) << "call-specific names in the source";
-  EXPECT_EQ(k0.attrs.s("cl_pack"), "gemv_k4n4:f16");
-  EXPECT_EQ(k0.name, "cl_gemv_k512_n256_w16_bias_f32_f32_relu");
-  EXPECT_EQ(p.calls[0].global[0], 64);  // one work-item per 4 outputs
-  // Both calls read packed weights (F16 [K/4][N/4][4][4]) and a packed F32 bias.
+  EXPECT_EQ(k0.attrs.s("cl_pack"), "gemv_n4k4:f16");
+  EXPECT_EQ(k0.name, "cl_gemv_k512_n256_w16_bias_ks64_f32_f32_relu");
+  EXPECT_EQ(p.calls[0].global[0], 64 * 64);  // one 64-lane work-group per 4 outputs
+  EXPECT_EQ(p.calls[0].local, (std::array<int64_t, 3>{64, 1, 0}));
+  EXPECT_NE(k0.source.find("__local float4 red[64]"), std::string::npos);
+  // Both calls read packed weights (F16 [N/4][K/4][4][4]) and a packed F32 bias.
   for (const plan::Call& c : p.calls) {
     const Buffer& w = p.buffers.at(size_t(c.inputs[1]));
     EXPECT_EQ(w.layout, Layout::PackedWeight);
     EXPECT_EQ(w.dtype, DType::F16);
-    EXPECT_EQ(w.shape, (Shape{128, 64, 4, 4}));
+    EXPECT_EQ(w.shape, (Shape{64, 128, 4, 4}));
     EXPECT_EQ(p.buffers.at(size_t(c.inputs[2])).shape, (Shape{256}));
   }
-  // Packing order: block (kb, nb), element [kk][nn] = W[4nb+nn, 4kb+kk] (transB).
+  // Packing order: block (nb, kb), element [kk][nn] = W[4nb+nn, 4kb+kk] (transB).
   const Buffer& w0 = p.buffers.at(size_t(p.calls[0].inputs[1]));
   const uint16_t* pw = reinterpret_cast<const uint16_t*>(p.constant_data(p.calls[0].inputs[1]));
   Tensor w = rnd({256, 512}, 10);
   for (int64_t n : {0, 5, 130, 255})
     for (int64_t k : {0, 3, 257, 511}) {
-      const int64_t at = ((k / 4 * 64 + n / 4) * 4 + k % 4) * 4 + n % 4;
+      const int64_t at = ((n / 4 * 128 + k / 4) * 4 + k % 4) * 4 + n % 4;
       EXPECT_EQ(pw[at], float_to_half(w.data<float>()[n * 512 + k])) << w0.name << " n=" << n << " k=" << k;
     }
   EXPECT_FALSE(plan::weight_pack(p)) << "packing twice";
@@ -319,6 +329,7 @@ TEST_F(LinearFamily, GemvPackedAndUnpacked) {
         if (t % 3 == 1) c.args.pop_back();  // no bias
         if (t % 2 == 0) c.post = {unary(OpKind::Relu)};
         c.pack = pack;
+        c.expect_lanes = 64;
         c.what = "gemv K" + std::to_string(K) + " N" + std::to_string(N) + (pack ? " packed" : "") + (tb ? " tb" : "");
         check(c);
       }
@@ -342,8 +353,107 @@ TEST_F(LinearFamily, GemvFixtureShapesAndAlphaBeta) {
     c.out_dt = dt;
     c.post = {unary(OpKind::Relu)};
     c.pack = true;
+    c.expect_lanes = 64;
     c.what = "fixture gemv " + std::to_string(kn[i].first) + "->" + std::to_string(kn[i].second);
     check(c);
+  }
+}
+
+TEST_F(LinearFamily, GemvLongKWideGroupsAndUnpackedForms) {
+  // K = N = 1024 (4 rounds of 64 lanes), K > 2048 (128 lanes, unrolled rounds + a partial round
+  // + a K % 4 tail), weights packed, transposed (column vectors), row vectors, element loads
+  // (N % 4 != 0), a non-constant F16 B, a 1-D activation.
+  struct Sh {
+    int64_t K, N, lanes;
+  };
+  int i = 0;
+  for (Sh sh : {Sh{1024, 1024, 64}, Sh{4099, 21, 128}, Sh{5001, 37, 128}, Sh{2047, 8, 64}}) {
+    for (int form = 0; form < 4; ++form, ++i) {
+      Case c;
+      const bool tb = form == 0 || form == 1;
+      c.op = OpKind::Gemm;
+      c.attrs = gemm_attrs(false, tb);
+      c.args = {in(rnd({1, sh.K}, 4000 + i)),
+                cst(rnd(tb ? Shape{sh.N, sh.K} : Shape{sh.K, sh.N}, 4100 + i, -0.1f, 0.1f)), cst(rnd({sh.N}, 4200 + i))};
+      c.post = {unary(OpKind::Relu)};
+      c.pack = form == 0 || form == 2;
+      if (form == 3) {
+        // MatMul x[K] (1-D) by a runtime B [K, N], all F16.
+        c.op = OpKind::MatMul;
+        c.attrs = Attrs();
+        c.args = {in(rnd({sh.K}, 4300 + i).cast(DType::F16)),
+                  in(rnd({sh.K, sh.N}, 4400 + i, -0.1f, 0.1f).cast(DType::F16))};
+        c.out_dt = DType::F16;
+        c.post = {};
+      }
+      c.expect_lanes = sh.lanes;
+      c.what = "gemv K" + std::to_string(sh.K) + " N" + std::to_string(sh.N) + " form " + std::to_string(form);
+      check(c);
+    }
+  }
+}
+
+TEST_F(LinearFamily, GemvHeadsBatchIntoOneLaunch) {
+  // Four independent heads [1,1024] -> [1,200] of identical shape: weight-pack, then the batch
+  // pass merges them into one K-split launch (local size kept, local[2] = 1); the values match
+  // the reference head by head and repeated runs are bit-identical.
+  ir::Graph gr;
+  gr.source = "linear_test";
+  int x = gr.add_value({"x", DType::F32, {1, 1024}, nullptr});
+  gr.inputs.push_back(x);
+  for (int h = 0; h < 4; ++h) {
+    int w = gr.add_const("w" + std::to_string(h), rnd({200, 1024}, 5000 + h, -0.05f, 0.05f));
+    int b = gr.add_const("b" + std::to_string(h), rnd({200}, 5100 + h));
+    int y = gr.add_value({"y" + std::to_string(h), DType::F32, {1, 200}, nullptr});
+    ir::Node nd{"head" + std::to_string(h), OpKind::Gemm, gemm_attrs(false, true), {x, w, b}, {y}, {}};
+    nd.post_ops = {unary(OpKind::Relu)};
+    gr.add_node(nd);
+    gr.outputs.push_back(y);
+  }
+  gr.validate();
+  CompileOptions o;
+  o.target = "opencl";
+  plan::Plan p = lower(gr, o);
+  int batched = 0;
+  for (const plan::Call& c : p.calls) {
+    const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+    if (k.attrs.s("cl_family") != "linear" || k.attrs.i("cl_batch", 0) < 2) continue;
+    ++batched;
+    EXPECT_EQ(k.attrs.i("cl_batch", 0), 4);
+    EXPECT_EQ(c.global, (std::array<int64_t, 3>{64 * 50, 1, 4}));
+    EXPECT_EQ(c.local, (std::array<int64_t, 3>{64, 1, 1}));
+    EXPECT_EQ(k.attrs.s("cl_pack"), "gemv_n4k4:f16");
+  }
+  EXPECT_EQ(batched, 1) << "the four heads should run as one batched launch";
+  if (!have_device()) GTEST_SKIP() << "no OpenCL device found";
+  o.target = "reference";
+  plan::Plan rp = lower(gr, o);
+  Tensor xin = rnd({1, 1024}, 5200);
+  std::vector<Tensor> got, again, want;
+  for (int h = 0; h < 4; ++h) {
+    got.emplace_back(DType::F32, Shape{1, 200});
+    again.emplace_back(DType::F32, Shape{1, 200});
+    want.emplace_back(DType::F32, Shape{1, 200});
+  }
+  auto ptrs = [](std::vector<Tensor>& v) {
+    std::vector<Tensor*> r;
+    for (Tensor& t : v) r.push_back(&t);
+    return r;
+  };
+  auto be = backend::create("opencl");
+  be->load(p);
+  be->run({&xin}, ptrs(got));
+  be->run({&xin}, ptrs(again));
+  auto rb = backend::create("reference");
+  rb->load(rp);
+  rb->run({&xin}, ptrs(want));
+  for (int h = 0; h < 4; ++h) {
+    SCOPED_TRACE("head " + std::to_string(h));
+    EXPECT_TRUE(bit_equal(got[size_t(h)], again[size_t(h)])) << "repeated runs differ";
+    ErrorMetrics m = compare(got[size_t(h)], want[size_t(h)]);
+    EXPECT_TRUE(m.finite);
+    EXPECT_LE(m.rel_l2, 1e-2);
+    EXPECT_LE(m.max_abs_rel, 1e-2);
   }
 }
 

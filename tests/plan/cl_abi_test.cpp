@@ -217,5 +217,66 @@ TEST(ClAbi, BatchedEntryRunsOnDevice) {
   clReleaseProgram(prog);
 }
 
+// A work-group reduction through a cl_wrap local array, batched over 2 groups: the local array
+// is declared at kernel scope in both the plain and the batched entry and reaches the body as a
+// pointer; barrier() inside the switch is uniform per work-group.
+TEST(ClAbi, LocalArraysReachBodyAndBatchedEntry) {
+  const std::string params = "__global float* out0, __global const float* in0";
+  std::string src = cl_wrap(cl_prelude(), "red", params,
+                            "  const int l = get_local_id(0);\n"
+                            "  red[l] = in0[get_global_id(0)];\n"
+                            "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                            "  for (int s = 32; s > 0; s >>= 1) {\n"
+                            "    if (l < s) red[l] += red[l + s];\n"
+                            "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+                            "  }\n"
+                            "  if (l == 0) out0[get_group_id(0)] = red[0];\n",
+                            "__local float red[64]");
+  EXPECT_NE(src.find("void red_body(__global float* out0, __global const float* in0, __local float* red)"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("  __local float red[64];\n  red_body(out0, in0, red);"), std::string::npos) << src;
+  EXPECT_THROW(cl_wrap("", "e", params, "", "float red[4]"), opv::Error);
+  std::string entry;
+  src = cl_batch_entry(src, "red", params, 2, 1, &entry);
+  Cl cl;
+  if (!cl.open()) GTEST_SKIP() << "no OpenCL device";
+  const char* text = src.c_str();
+  cl_int err = 0;
+  cl_program prog = clCreateProgramWithSource(cl.ctx, 1, &text, nullptr, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  ASSERT_EQ(clBuildProgram(prog, 1, &cl.dev, "", nullptr, nullptr), CL_SUCCESS) << src;
+  cl_kernel k = clCreateKernel(prog, entry.c_str(), &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  constexpr int kN = 128;
+  std::vector<std::vector<float>> in(2, std::vector<float>(kN));
+  for (int g = 0; g < 2; ++g)
+    for (int i = 0; i < kN; ++i) in[size_t(g)][size_t(i)] = float((i * 7 + g * 3) % 11) - 5.0f;
+  cl_mem outs[2], ins[2];
+  for (int g = 0; g < 2; ++g) {
+    outs[g] = clCreateBuffer(cl.ctx, CL_MEM_READ_WRITE, 2 * sizeof(float), nullptr, &err);
+    ins[g] = clCreateBuffer(cl.ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, kN * sizeof(float), in[size_t(g)].data(),
+                            &err);
+  }
+  cl_uint arg = 0;
+  for (cl_mem& m : outs) ASSERT_EQ(clSetKernelArg(k, arg++, sizeof(cl_mem), &m), CL_SUCCESS);
+  for (cl_mem& m : ins) ASSERT_EQ(clSetKernelArg(k, arg++, sizeof(cl_mem), &m), CL_SUCCESS);
+  size_t global[3] = {kN, 1, 2}, local[3] = {64, 1, 1};
+  ASSERT_EQ(clEnqueueNDRangeKernel(cl.q, k, 3, nullptr, global, local, 0, nullptr, nullptr), CL_SUCCESS);
+  for (int g = 0; g < 2; ++g) {
+    float got[2];
+    ASSERT_EQ(clEnqueueReadBuffer(cl.q, outs[g], CL_TRUE, 0, sizeof got, got, 0, nullptr, nullptr), CL_SUCCESS);
+    for (int half = 0; half < 2; ++half) {
+      float want = 0;
+      for (int i = 0; i < 64; ++i) want += in[size_t(g)][size_t(half * 64 + i)];
+      EXPECT_EQ(got[half], want) << "group " << g << " work-group " << half;
+    }
+    clReleaseMemObject(outs[g]);
+    clReleaseMemObject(ins[g]);
+  }
+  clReleaseKernel(k);
+  clReleaseProgram(prog);
+}
+
 }  // namespace
 }  // namespace opv::plan::cl

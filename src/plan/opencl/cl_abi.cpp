@@ -133,15 +133,71 @@ std::vector<Param> parse_params(const std::string& params) {
   return out;
 }
 
+namespace {
+// Local arrays of cl_wrap: (kernel-scope declaration, body parameter, name).
+struct LocalDecl {
+  std::string decl, param, name;
+};
+constexpr const char* kLocalsMarker = "// opv_locals: ";
+
+std::vector<LocalDecl> parse_locals(const std::string& locals) {
+  std::vector<LocalDecl> r;
+  size_t start = 0;
+  while (start < locals.size()) {
+    size_t end = locals.find(';', start);
+    if (end == std::string::npos) end = locals.size();
+    std::string d = locals.substr(start, end - start);
+    start = end + 1;
+    while (!d.empty() && std::isspace(static_cast<unsigned char>(d.back()))) d.pop_back();
+    while (!d.empty() && std::isspace(static_cast<unsigned char>(d.front()))) d.erase(d.begin());
+    if (d.empty()) continue;
+    const size_t br = d.find('[');
+    OPV_CHECK(d.rfind("__local ", 0) == 0 && br != std::string::npos && d.back() == ']',
+              "cl_wrap: local declaration '", d, "' is not of the form '__local T name[N]'");
+    std::string head = d.substr(0, br);
+    while (!head.empty() && head.back() == ' ') head.pop_back();
+    const size_t sp = head.rfind(' ');
+    OPV_CHECK(sp != std::string::npos, "cl_wrap: local declaration '", d, "' has no name");
+    r.push_back({d, head.substr(0, sp) + "* " + head.substr(sp + 1), head.substr(sp + 1)});
+  }
+  return r;
+}
+
+// Kernel-scope declarations and the extra body arguments/parameters for a source's locals.
+std::vector<LocalDecl> locals_of_source(const std::string& source) {
+  const size_t m = source.find(kLocalsMarker);
+  if (m == std::string::npos) return {};
+  const size_t b = m + std::string(kLocalsMarker).size();
+  return parse_locals(source.substr(b, source.find('\n', b) - b));
+}
+
+std::string local_decls(const std::vector<LocalDecl>& ls) {
+  std::string r;
+  for (const LocalDecl& l : ls) r += "  " + l.decl + ";\n";
+  return r;
+}
+
+std::string local_args(const std::vector<LocalDecl>& ls) {
+  std::string r;
+  for (const LocalDecl& l : ls) r += ", " + l.name;
+  return r;
+}
+}  // namespace
+
 std::string cl_wrap(const std::string& prelude, const std::string& entry, const std::string& params,
-                    const std::string& body) {
+                    const std::string& body, const std::string& locals) {
   std::vector<Param> ps = parse_params(params);
+  const std::vector<LocalDecl> ls = parse_locals(locals);
+  std::string body_params = params;
+  for (const LocalDecl& l : ls) body_params += ", " + l.param;
   std::string r = prelude;
   if (!r.empty() && r.back() != '\n') r += '\n';
-  r += "void " + entry + "_body(" + params + ") {\n" + body;
+  if (!ls.empty()) r += kLocalsMarker + locals + "\n";
+  r += "void " + entry + "_body(" + body_params + ") {\n" + body;
   if (!body.empty() && body.back() != '\n') r += '\n';
   r += "}\n";
-  r += "__kernel void " + entry + "(" + params + ") {\n  " + entry + "_body(" + join_names(ps, "") + ");\n}\n";
+  r += "__kernel void " + entry + "(" + params + ") {\n" + local_decls(ls) + "  " + entry + "_body(" +
+       join_names(ps, "") + local_args(ls) + ");\n}\n";
   return r;
 }
 
@@ -162,10 +218,11 @@ std::string cl_batch_entry(const std::string& source, const std::string& entry, 
   const std::string decls = cl_batch_params(params, n, n_outputs);
   std::string r = source;
   if (!r.empty() && r.back() != '\n') r += '\n';
-  r += "__kernel void " + name + "(" + decls + ") {\n  switch (get_global_id(2)) {\n";
+  const std::vector<LocalDecl> ls = locals_of_source(source);
+  r += "__kernel void " + name + "(" + decls + ") {\n" + local_decls(ls) + "  switch (get_global_id(2)) {\n";
   for (int g = 0; g < n; ++g)
     r += "    case " + std::to_string(g) + ": " + entry + "_body(" + join_names(ps, group_suffix(g)) +
-         "); break;\n";
+         local_args(ls) + "); break;\n";
   r += "  }\n}\n";
   if (batched_entry) *batched_entry = name;
   return r;

@@ -68,8 +68,12 @@ std::vector<Param> parse_params(const std::string& params);
 
 // Emits `void <entry>_body(<params>) { <body> }` and the one-group entry that calls it.
 // `prelude` (helpers, #defines) goes first. The result is a complete program.
+// `locals` (optional): work-group local arrays, "__local float red[256]; __local float4 t[64]";
+// OpenCL C allows them only at kernel scope, so every entry (also batched ones) declares them and
+// passes them to the body as pointers ("__local float* red"). The body may use barrier(); the
+// batch form keeps that legal since all work-items of a work-group share get_global_id(2).
 std::string cl_wrap(const std::string& prelude, const std::string& entry, const std::string& params,
-                    const std::string& body);
+                    const std::string& body, const std::string& locals = "");
 // A program whose entry `<entry>_x<n>` takes n argument groups (names suffixed _0.._n-1) and runs
 // group get_global_id(2). `source` must have come from cl_wrap() with the same entry/params.
 std::string cl_batch_entry(const std::string& source, const std::string& entry, const std::string& params,

@@ -3,18 +3,22 @@
  * (after plan pass "weight-pack"). Every kernel is specialised at compile time (shapes, strides,
  * pads, dilations, taps unrolled) and follows ADRENO.md sections 1-4:
  *   1. Variants:
- *      dense   group 1, any kxk (1x1 is the k=1 case): one work-item = one output block (4 out
- *              channels) x TW pixels along w; taps unrolled, loop over input blocks; per texel
- *              4 vector mads with the 4 weight vectors (4 outputs of input channels ci..ci+3).
+ *      dense   group 1, any kxk (1x1 is the k=1 case): one work-item = OB output blocks (4 out
+ *              channels each; OB = 2 on large maps with an even block count) x TW pixels along
+ *              w; taps unrolled, loop over input blocks; per texel and block 4 vector mads with
+ *              the 4 weight vectors (4 outputs of input channels ci..ci+3).
  *      dw      group == Cin, channel multiplier m = 1 or 2: per tap one float4 weight; the
  *              input row is read once per kernel row and reused by the TW outputs (sliding
  *              window); m = 2 reads input block cb/2 and expands .xy/.zw to (a,a,b,b).
  *      group   every other grouping (incl. depthwise with m > 2): per-lane path, 1 pixel.
+ *      TW in {1,2,4} and OB follow the amount of work (plan meta "cl_busy_items", default
+ *      sized for an a630); dimension 0 = (output block group, row, pixel tile), dimension 1 = n.
  *   2. Padding: an input w outside [0,W) lands outside the image and reads zero through the
  *      sampler; rows are forced to -1 with select() when N > 1 (no bleeding between images).
  *      No read is ever gated (attr cl_gated = 0).
- *   3. Accumulation in float4 (fp32); with -DOPV_FP16_MATH on a device with cl_khr_fp16 the
- *      same source accumulates in half4. Bias, then the fused post-ops (emit_post_ops_image),
+ *   3. Accumulation in float4 (fp32); with -DOPV_FP16_MATH (added to the options when the
+ *      kernel has attr "cl_fp16_math" = 1) on a device with cl_khr_fp16 the same source
+ *      accumulates in half4. Bias, then the fused post-ops (emit_post_ops_image),
  *      padded output lanes (c >= Cout) are written as 0.
  *   4. pack_weights: weights -> F16 PackedWeight in the exact read order (dense
  *      [M4][tap][C4*4][4], dw [M4][tap][4], group [M4][Cg][tap][4]), bias -> F32 padded to 4;

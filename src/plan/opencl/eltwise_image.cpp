@@ -64,7 +64,6 @@ std::string channel_vec4(DType dt, const std::string& name, const std::string& b
 std::string operand_expr(const Plan& p, const Call& c, size_t j, const Shape& out) {
   const Buffer& b = p.buffers.at(size_t(c.inputs[j]));
   const std::string name = "in" + std::to_string(j);
-  const ImageGeom g = image_geom(out);
   switch (classify(b, out)) {
     case Operand::SameImage: return "read_imagef(" + name + ", opv_smp, (int2)(x, y))";
     case Operand::ChannelImage: return "read_imagef(" + name + ", opv_smp, (int2)(cb, n))";
@@ -73,18 +72,16 @@ std::string operand_expr(const Plan& p, const Call& c, size_t j, const Shape& ou
     case Operand::Scalar: return "(float4)(" + cl_load(b.dtype, name, "0") + ")";
     case Operand::Bad: break;
   }
-  (void)g;
   fail("eltwise_image: operand ", j, " of call '", c.label, "' cannot be read on an image output");
 }
 
 // Texture reads per work-item: the op's image operands and the image operands of post-ops.
-int image_reads(const Plan& p, const Call& c, const Kernel& k, const Shape& out, size_t n_ops) {
+int image_reads(const Plan& p, const Call& c, const Kernel& k, size_t n_ops) {
   auto is_img = [&](int id) { return id >= 0 && p.buffers.at(size_t(id)).layout == Layout::ImageRGBA; };
   int r = 0;
   for (size_t j = 0; j < n_ops; ++j) r += is_img(c.inputs[j]);
   for (const PostOp& po : k.post_ops)
     if (!is_unary(po.op) && po.input >= 0 && size_t(po.input) < c.inputs.size()) r += is_img(c.inputs[size_t(po.input)]);
-  (void)out;
   return r;
 }
 
@@ -196,11 +193,11 @@ void generate(const Plan& p, Call& c, Kernel& k) {
   if (k.op == OpKind::Concat) {
     body += concat_body(p, c, out, reads);
   } else if (is_unary(k.op)) {
-    reads = image_reads(p, c, k, out, 1);
+    reads = image_reads(p, c, k, 1);
     body += "  const float4 a0 = " + operand_expr(p, c, 0, out) + ";\n";
     body += "  float4 v = " + unary_expr(unary_post_op(k.op, k.attrs), "a0") + ";\n";
   } else {
-    reads = image_reads(p, c, k, out, 2);
+    reads = image_reads(p, c, k, 2);
     body += "  const float4 a0 = " + operand_expr(p, c, 0, out) + ";\n";
     body += "  const float4 a1 = " + operand_expr(p, c, 1, out) + ";\n";
     body += "  float4 v = " + binary_expr(k.op, "a0", "a1") + ";\n";

@@ -200,7 +200,7 @@ struct PackPass {
       Kernel kernel;
       std::vector<int> removed = match(int(ri), packed, kernel);
       if (removed.empty()) continue;
-      // The packed call must be valid on its own before the plan is touched.
+      // The packed call takes R's place; K (and the Concat) go; their buffers are left for compact().
       packed.kernel = p.add_kernel(std::move(kernel));
       p.calls[ri] = std::move(packed);
       std::set<int> drop(removed.begin(), removed.end());

@@ -2,12 +2,15 @@
  *   1. describe(): both ops become one form — per batch, y[m,n] = alpha * sum_k A'(m,k) B'(k,n)
  *      (+ beta * C[m,n]) with A'(m,k) at a_batch + m*am + k*ak, B'(k,n) at b_batch + k*bk + n*bn.
  *      A MatMul whose B has no batch axes folds A's batch into M.
- *   2. GEMV (M == 1, no batch) on prepacked weights: work-item nb computes outputs 4nb..4nb+3,
- *      streaming the F16 blocks [K/4][N/4][4][4] (one vload_half4 per k, 16 contiguous halves per
- *      k-block; neighbouring work-items read neighbouring blocks) and a packed F32 bias.
- *   3. Everything else (unpacked weights, M > 1, batches): a register-tiled kernel, 4 rows x 4
- *      columns per work-item (1 x 4 when M == 1), loads clamped into range (branch-free inner
- *      loop), stores guarded at the edges.
+ *   2. GEMV (M == 1, no batch): K split across the lanes of a work-group (64 or 128, by K);
+ *      work-group nb computes outputs 4nb..4nb+3, lane l sums k-blocks l, l+L, .. and a
+ *      fixed-order local-memory tree adds the lanes' float4s; lane 0 runs the epilogue. On
+ *      prepacked weights (F16 [N/4][K/4][4][4], one vload_half4 per k, a wave reads one
+ *      contiguous range) with a packed F32 bias; unpacked weights are read with vector loads
+ *      along k or n where contiguous, else element loads.
+ *   3. Everything else (M > 1, batches): a register-tiled kernel, 4 rows x 4 columns per
+ *      work-item (1 x 4 when M == 1), loads clamped into range (branch-free inner loop), stores
+ *      guarded at the edges.
  *   4. gemm_pack_weights(): makes the packed constants for the GEMV path and regenerates.
  * Accumulation is fp32. Post-ops run per output element through emit_post_ops_linear.
  */
@@ -47,7 +50,7 @@ int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 bool is_packed_weights(const Buffer& b, int64_t K, int64_t N) {
   return b.layout == Layout::PackedWeight && b.kind == BufferKind::Constant && b.dtype == DType::F16 &&
          ends_with(b.name, std::string("@") + kPackGemvWeights) &&
-         b.shape == Shape{div_up(K, kBlock), div_up(N, kBlock), kBlock, kBlock};
+         b.shape == Shape{div_up(N, kBlock), div_up(K, kBlock), kBlock, kBlock};
 }
 
 bool is_packed_bias(const Buffer& b, int64_t N) {
@@ -169,80 +172,178 @@ std::string load4(DType dt, const std::string& name, const std::string& off) {
   return "vload4(0, " + name + " + " + off + ")";
 }
 
-std::string gemv_packed(const Plan& p, const Call& c, const Kernel& k, const GemmDesc& d, std::string* name) {
+// Lanes of a GEMV work-group: a multiple of the 64-wide Adreno wave; the wider group once a
+// 64-lane group would leave each lane more than kLaneBlocks k-blocks to stream.
+constexpr int64_t kWave = 64;
+constexpr int64_t kWideLanes = 128;
+constexpr int64_t kLaneBlocks = 8;
+static_assert(kWave % (kBlock * kBlock) == 0 && kWideLanes % (kBlock * kBlock) == 0,
+              "the lane tree reduces by 4 per level down to 2 or 4 partial sums");
+
+int64_t gemv_lanes(int64_t K) { return div_up(K, kBlock) > kWave * kLaneBlocks ? kWideLanes : kWave; }
+
+// How a GEMV lane reads its weights.
+enum class WRead {
+  Packed,  // packed F16 blocks: vload_half4 per k gives 4 outputs' weights
+  Row,     // B'(k, 4nb..4nb+3) contiguous (bn == 1, N % 4 == 0): one vector per k
+  Col,     // B'(4kb..4kb+3, n) contiguous (bk == 1): one vector per output column
+  Scalar,  // anything else: element loads, columns clamped into range
+};
+
+// GEMV (M == 1, no batch) with K split across the L lanes of a work-group: work-group nb computes
+// outputs 4nb..4nb+3; lane l accumulates k-blocks l, l+L, l+2L, .. (all lanes of a round read
+// neighbouring blocks), then a fixed-order tree in local memory sums the L partial float4s and
+// lane 0 applies alpha/beta/bias/post-ops and stores. No atomics: bit-identical across runs.
+std::string gemv_ksplit(const Plan& p, const Call& c, const Kernel& k, const GemmDesc& d, int64_t L,
+                        std::string* name) {
   const Buffer& A = in_buf(p, c, 0);
+  const Buffer& B = in_buf(p, c, 1);
   const Buffer& y = out_buf(p, c);
-  const int64_t N4 = div_up(d.N, kBlock), KF = d.K / kBlock, KT = d.K % kBlock;
-  const std::string blk = std::to_string(N4 * kBlock * kBlock);
+  auto I = [](int64_t v) { return std::to_string(v); };
+  auto times = [&](const std::string& var, int64_t s) {
+    return s == 0 ? std::string("0") : (s == 1 ? var : "(" + var + ") * " + I(s));
+  };
+  static const char* kLn[] = {"s0", "s1", "s2", "s3"};
+  const int64_t K4 = div_up(d.K, kBlock), KF = d.K / kBlock, KT = d.K % kBlock;
+  const int64_t R = KF / L, KR = KF % L;  // full rounds of L blocks; blocks of the partial round
+  WRead mode = WRead::Scalar;
+  if (d.packed_w)
+    mode = WRead::Packed;
+  else if (d.bk == 1)
+    mode = WRead::Col;
+  else if (d.bn == 1 && d.N % kBlock == 0)
+    mode = WRead::Row;
   std::string b;
-  b += "  const int nb = get_global_id(0);\n";
-  b += "  if (nb >= " + std::to_string(N4) + ") return;\n";
-  b += "  const __global half* w = in1 + nb * " + std::to_string(kBlock * kBlock) + ";\n";
-  // Four independent partial sums (one per k lane). The k-block loop is unrolled by kUnroll
-  // with every load of a step issued before its mads, so each work-item keeps 4 x 4 weight
-  // loads in flight (the GEMV is latency bound: few work-items, long K).
+  b += "  const int g = get_global_id(0);\n";
+  b += "  const int nb = g / " + I(L) + ";  /* output tile: outputs 4nb .. 4nb+3 */\n";
+  b += "  const int lid = g - nb * " + I(L) + ";\n";
+  if (mode == WRead::Packed) b += "  const __global half* w = in1 + nb * " + I(K4 * kBlock * kBlock) + ";\n";
+  if (mode == WRead::Col || mode == WRead::Scalar)
+    for (int64_t j = 0; j < kBlock; ++j)
+      b += "  const int n" + I(j) + " = min(nb * 4 + " + I(j) + ", " + I(d.N - 1) + ");\n";
+  // Weights of the 4 tile outputs at row k, as a float4 over n.
+  auto wrow = [&](const std::string& kx) {
+    if (mode == WRead::Row) return load4(B.dtype, "in1", times(kx, d.bk) + " + nb * 4");
+    std::string r = "(float4)(";
+    for (int64_t j = 0; j < kBlock; ++j)
+      r += (j ? ", " : "") + cl_load(B.dtype, "in1", times(kx, d.bk) + " + " + times("n" + I(j), d.bn));
+    return r + ")";
+  };
+  // Four accumulators: per k lane of a block (over n), or per output column (over k) for Col.
   b += "  float4 acc0 = (float4)(0.0f), acc1 = (float4)(0.0f), acc2 = (float4)(0.0f), acc3 = (float4)(0.0f);\n";
-  // Code for k-blocks kb0 .. kb0+u-1 (kb0 an expression).
+  // Blocks kb0 + q*L, q < u: every load of the step is issued before its mads.
   auto step = [&](const std::string& kb0, int64_t u, const std::string& ind) {
     std::string r;
     for (int64_t q = 0; q < u; ++q) {
-      const std::string Q = std::to_string(q), kbq = "(" + kb0 + " + " + Q + ")";
+      const std::string Q = I(q), kbq = q == 0 ? "(" + kb0 + ")" : "(" + kb0 + " + " + I(q * L) + ")";
       r += ind + "const float4 x" + Q + " = " + load4(A.dtype, "in0", kbq + " * 4") + ";\n";
-      r += ind + "const __global half* wb" + Q + " = w + " + kbq + " * " + blk + ";\n";
-      for (int64_t l = 0; l < kBlock; ++l)
-        r += ind + "const float4 w" + Q + std::to_string(l) + " = vload_half4(" + std::to_string(l) + ", wb" + Q +
-             ");\n";
+      if (mode == WRead::Packed)
+        r += ind + "const __global half* wb" + Q + " = w + " + kbq + " * " + I(kBlock * kBlock) + ";\n";
+      for (int64_t l = 0; l < kBlock; ++l) {
+        const std::string L_ = I(l);
+        std::string e;
+        if (mode == WRead::Packed)
+          e = "vload_half4(" + L_ + ", wb" + Q + ")";
+        else if (mode == WRead::Col)
+          e = load4(B.dtype, "in1", times("n" + L_, d.bn) + " + " + kbq + " * 4");
+        else
+          e = wrow(kbq + " * 4 + " + L_);
+        r += ind + "const float4 w" + Q + L_ + " = " + e + ";\n";
+      }
     }
-    static const char* kLn[] = {"s0", "s1", "s2", "s3"};
     for (int64_t q = 0; q < u; ++q)
-      for (int64_t l = 0; l < kBlock; ++l)
-        r += ind + "acc" + std::to_string(l) + " += x" + std::to_string(q) + "." + kLn[l] + " * w" +
-             std::to_string(q) + std::to_string(l) + ";\n";
+      for (int64_t l = 0; l < kBlock; ++l) {
+        const std::string Q = I(q), L_ = I(l);
+        if (mode == WRead::Col)
+          r += ind + "acc" + L_ + " += x" + Q + " * w" + Q + L_ + ";\n";
+        else
+          r += ind + "acc" + L_ + " += x" + Q + "." + kLn[l] + " * w" + Q + L_ + ";\n";
+      }
     return r;
   };
-  const int64_t KU = KF / kUnroll * kUnroll;
-  if (KU > 0) {
-    b += "  for (int kb = 0; kb < " + std::to_string(KU) + "; kb += " + std::to_string(kUnroll) + ") {\n";
-    b += step("kb", kUnroll, "    ");
-    b += "  }\n";
+  if (R > 0) {
+    const int64_t U = std::min(kUnroll, R), RU = R / U * U;
+    if (RU == U) {
+      b += "  {\n" + step("lid", U, "    ") + "  }\n";
+    } else {
+      b += "  for (int r = 0; r < " + I(RU) + "; r += " + I(U) + ") {\n";
+      b += step("lid + r * " + I(L), U, "    ");
+      b += "  }\n";
+    }
+    if (R > RU) b += "  {\n" + step("lid + " + I(RU * L), R - RU, "    ") + "  }\n";
   }
-  if (KF > KU) b += "  {\n" + step(std::to_string(KU), KF - KU, "    ") + "  }\n";
+  if (KR > 0) b += "  if (lid < " + I(KR) + ") {\n" + step("lid + " + I(R * L), 1, "    ") + "  }\n";
+  if (mode == WRead::Col)
+    b += "  float4 s = (float4)((acc0.s0 + acc0.s1) + (acc0.s2 + acc0.s3),\n"
+         "                      (acc1.s0 + acc1.s1) + (acc1.s2 + acc1.s3),\n"
+         "                      (acc2.s0 + acc2.s1) + (acc2.s2 + acc2.s3),\n"
+         "                      (acc3.s0 + acc3.s1) + (acc3.s2 + acc3.s3));\n";
+  else
+    b += "  float4 s = (acc0 + acc1) + (acc2 + acc3);\n";
   if (KT > 0) {
-    b += "  {\n    const __global half* wb = w + " + std::to_string(KF) + " * " + blk + ";\n";
-    for (int64_t t = 0; t < KT; ++t)
-      b += "    acc" + std::to_string(t) + " += " + cl_load(A.dtype, "in0", std::to_string(KF * kBlock + t)) +
-           " * vload_half4(" + std::to_string(t) + ", wb);\n";
+    // The last K % 4 rows: one lane (the first without a block in the partial round).
+    b += "  if (lid == " + I(KR) + ") {\n";
+    for (int64_t t = 0; t < KT; ++t) {
+      const std::string kx = I(KF * kBlock + t);
+      const std::string wv = mode == WRead::Packed ? "vload_half4(" + I(t) + ", w + " + I(KF * kBlock * kBlock) + ")"
+                                                   : wrow(kx);
+      b += "    s += " + cl_load(A.dtype, "in0", kx) + " * " + wv + ";\n";
+    }
     b += "  }\n";
   }
-  b += "  const float4 acc = (acc0 + acc1) + (acc2 + acc3);\n";
+  // Fixed-order 4-ary tree over the lanes (one barrier per level), lane 0 adds the last <= 4.
+  b += "  red[lid] = s;\n  barrier(CLK_LOCAL_MEM_FENCE);\n";
+  int64_t left = L;
+  for (; left > kBlock; left /= kBlock) {
+    const int64_t h = left / kBlock;
+    b += "  if (lid < " + I(h) + ") red[lid] = (red[lid] + red[lid + " + I(h) + "]) + (red[lid + " + I(2 * h) +
+         "] + red[lid + " + I(3 * h) + "]);\n  barrier(CLK_LOCAL_MEM_FENCE);\n";
+  }
+  b += "  if (lid != 0) return;\n";
+  b += left == kBlock ? "  const float4 acc = (red[0] + red[1]) + (red[2] + red[3]);\n"
+                      : "  const float4 acc = red[0] + red[1];\n";
   if (d.packed_bias) b += "  const float4 bias = vload4(nb, in2);\n";
   const std::string post = emit_post_ops_linear(p, c, k);
-  static const char* kLane[] = {"s0", "s1", "s2", "s3"};
   // With N a multiple of 4 and a float output the four results leave as one vector store.
+  const int64_t N4 = div_up(d.N, kBlock);
   const bool vec_store = d.N % kBlock == 0 && is_float_dt(y.dtype);
   for (int64_t j = 0; j < kBlock; ++j) {
-    const bool guard = (N4 - 1) * kBlock + j >= d.N;  // lane j of the last block may be padding
-    const std::string J = std::to_string(j);
+    const bool guard = (N4 - 1) * kBlock + j >= d.N;  // lane j of the last tile may be padding
+    const std::string J = I(j);
     std::string cval;
     const std::string n = "(nb * 4 + " + J + ")";
     if (d.packed_bias)
-      cval = std::string("bias.") + kLane[j];
+      cval = std::string("bias.") + kLn[j];
     else if (d.has_c)
-      cval = cl_load(in_buf(p, c, 2).dtype, "in2", d.csn == 0 ? "0" : (d.csn == 1 ? n : n + " * " + std::to_string(d.csn)));
-    b += "  float v" + J + " = " + epilogue_value(d, std::string("acc.") + kLane[j], cval) + ";\n";
+      cval = cl_load(in_buf(p, c, 2).dtype, "in2", d.csn == 0 ? "0" : (d.csn == 1 ? n : n + " * " + I(d.csn)));
     std::string inner;
+    if (!cval.empty() && guard) {
+      // The bias of a padding lane may lie past the end of C: read it inside the guard.
+      inner += "    v" + J + " = " + epilogue_value(d, std::string("acc.") + kLn[j], cval) + ";\n";
+      b += "  float v" + J + " = 0.0f;\n";
+    } else {
+      b += "  float v" + J + " = " + epilogue_value(d, std::string("acc.") + kLn[j], cval) + ";\n";
+    }
     if (!post.empty()) inner += "    float v = v" + J + ";\n    const long i = " + n + ";\n" + post + "    v" + J + " = v;\n";
     if (!vec_store) inner += "    " + cl_store(y.dtype, "out0", n, "v" + J) + "\n";
     if (inner.empty()) continue;
-    b += guard ? "  if (" + n + " < " + std::to_string(d.N) + ") {\n" + inner + "  }\n" : "  {\n" + inner + "  }\n";
+    b += guard ? "  if (" + n + " < " + I(d.N) + ") {\n" + inner + "  }\n" : "  {\n" + inner + "  }\n";
   }
   if (vec_store) {
     const std::string v4 = "(float4)(v0, v1, v2, v3)";
     b += y.dtype == DType::F16 ? "  vstore_half4_rte(" + v4 + ", nb, out0);\n" : "  vstore4(" + v4 + ", nb, out0);\n";
   }
-  *name = "cl_gemv_k" + std::to_string(d.K) + "_n" + std::to_string(d.N) + "_w16" + (d.packed_bias ? "_bias" : "") +
-          (d.has_c && !d.packed_bias ? "_c" : "") + (d.alpha != 1.0 || d.beta != 1.0 ? "_ab" : "") + "_" +
-          dtype_name(A.dtype) + "_" + dtype_name(y.dtype) + post_ops_suffix(k.post_ops);
+  const std::string flags = std::string(d.packed_bias ? "_bias" : "") + (d.has_c && !d.packed_bias ? "_c" : "") +
+                            (d.alpha != 1.0 || d.beta != 1.0 ? "_ab" : "") + "_ks" + I(L);
+  if (mode == WRead::Packed) {
+    *name = "cl_gemv_k" + I(d.K) + "_n" + I(d.N) + "_w16" + flags + "_" + dtype_name(A.dtype) + "_" +
+            dtype_name(y.dtype) + post_ops_suffix(k.post_ops);
+  } else {
+    static const char* kMode[] = {"", "_brow", "_bcol", "_bscalar"};
+    *name = std::string(k.op == OpKind::Gemm ? "cl_gemm" : "cl_matmul") + "_m1_n" + I(d.N) + "_k" + I(d.K) +
+            (d.ta ? "_ta" : "") + (d.tb ? "_tb" : "") + kMode[int(mode)] + flags + "_" + dtype_name(A.dtype) + "_" +
+            dtype_name(B.dtype) + "_" + dtype_name(y.dtype) + post_ops_suffix(k.post_ops);
+  }
   return b;
 }
 
@@ -328,12 +429,15 @@ void gemm_generate(const Plan& p, Call& c, Kernel& k) {
   GemmDesc d;
   OPV_CHECK(describe(p, c, k, d), "linear codegen: call '", c.label, "' is not a supported Gemm/MatMul");
   std::string name, body;
-  if (d.packed_w) {
-    body = gemv_packed(p, c, k, d, &name);
-    k.attrs.set("cl_pack", std::string(kPackGemvWeights));
-    finish(p, c, k, name, "", body, "-cl-mad-enable", {div_up(d.N, kBlock), 0, 0});
+  if (d.M == 1 && d.batch.empty()) {
+    const int64_t L = gemv_lanes(d.K);
+    body = gemv_ksplit(p, c, k, d, L, &name);
+    if (d.packed_w) k.attrs.set("cl_pack", std::string(kPackGemvWeights));
+    finish(p, c, k, name, "", body, "-cl-mad-enable", {L * div_up(d.N, kBlock), 1, 0},
+           "__local float4 red[" + std::to_string(L) + "]", {L, 1, 0});
     return;
   }
+  OPV_CHECK(!d.packed_w, "linear codegen: call '", c.label, "' has packed weights but is not a GEMV");
   const int64_t TM = d.M > 1 ? kBlock : 1;
   body = gemm_tiled(p, c, k, d, TM, &name);
   finish(p, c, k, name, "", body, "-cl-mad-enable",
@@ -367,7 +471,7 @@ bool gemm_pack_weights(Plan& p, int call) {
     std::memcpy(&f, data + idx * 4, 4);
     return f;
   };
-  // Weights: block (kb, nb) holds B'(4kb+kk, 4nb+nn) at [kk][nn].
+  // Weights: block (nb, kb) holds B'(4kb+kk, 4nb+nn) at [kk][nn].
   const int wsrc = c.inputs[1];
   std::vector<uint16_t> w(size_t(K4 * N4 * kBlock * kBlock), 0);
   {
@@ -375,13 +479,13 @@ bool gemm_pack_weights(Plan& p, int call) {
     const uint8_t* data = p.constant_data(wsrc);
     for (int64_t kk = 0; kk < d.K; ++kk)
       for (int64_t n = 0; n < d.N; ++n) {
-        const size_t at = size_t(((kk / kBlock * N4 + n / kBlock) * kBlock + kk % kBlock) * kBlock + n % kBlock);
+        const size_t at = size_t(((n / kBlock * K4 + kk / kBlock) * kBlock + kk % kBlock) * kBlock + n % kBlock);
         w[at] = float_to_half(value_at(B, data, kk * d.bk + n * d.bn));
       }
   }
   std::vector<uint8_t> wbytes(w.size() * 2);
   std::memcpy(wbytes.data(), w.data(), wbytes.size());
-  const int wid = add_packed_constant(p, wsrc, kPackGemvWeights, DType::F16, {K4, N4, kBlock, kBlock}, wbytes);
+  const int wid = add_packed_constant(p, wsrc, kPackGemvWeights, DType::F16, {N4, K4, kBlock, kBlock}, wbytes);
   // Bias: a constant C that varies along n only (or not at all) becomes F32 [N4*4].
   int bid = -1;
   if (d.has_c && d.csm == 0 && p.buffers.at(size_t(c.inputs[2])).kind == BufferKind::Constant) {

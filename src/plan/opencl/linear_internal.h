@@ -13,9 +13,10 @@ namespace opv::plan::cl::lin {
 
 constexpr const char* kFamilyName = "linear";
 // Packing names (PackedWeight constants "<name>@<packing>", kernel attr "cl_pack").
-// GEMV weights: F16 [K/4][N/4][4 k][4 n] (zero padded), one 16-half block per (k-block,
-// n-block); work-item nb streams blocks (kb, nb), consecutive work-items read consecutive blocks.
-constexpr const char* kPackGemvWeights = "gemv_k4n4:f16";
+// GEMV weights: F16 [N/4][K/4][4 k][4 n] (zero padded), one 16-half block per (n-block,
+// k-block). The work-group of output tile nb streams the K/4 blocks of row nb, its lanes taking
+// consecutive blocks (lane l: blocks l, l+L, ..), so a wave reads one contiguous range.
+constexpr const char* kPackGemvWeights = "gemv_n4k4:f16";
 // GEMV bias: F32 [ceil(N/4)*4] (zero padded), read as one float4 per work-item.
 constexpr const char* kPackGemvBias = "gemv_bias_n4:f32";
 constexpr int64_t kBlock = 4;  // vector width of the packed layouts and of the n-tile
@@ -60,9 +61,10 @@ bool has_in(const Call& c, size_t j);
 bool all_linear(const Plan& p, const Call& c);
 
 // Fills k (source via cl_wrap with cl_prelude + `defs`, entry = name, params = default_params,
-// attrs) and c (global, local = NULL).
+// work-group local arrays `locals` (cl_wrap form), attrs) and c (global, local; zeros = NULL).
 void finish(const Plan& p, Call& c, Kernel& k, const std::string& name, const std::string& defs,
-            const std::string& body, const std::string& options, std::array<int64_t, 3> global);
+            const std::string& body, const std::string& options, std::array<int64_t, 3> global,
+            const std::string& locals = "", std::array<int64_t, 3> local = {0, 0, 0});
 
 // ---- the two halves of the family -------------------------------------------------------------
 
