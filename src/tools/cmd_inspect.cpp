@@ -1,6 +1,6 @@
 // `opvision inspect MODEL`: what a model's plan contains and costs (op histogram, kernels,
-// buffers by kind, weights/arena/peak bytes, FLOPs and bytes moved; see plan_stats.h), and the
-// whole plan with --dump.
+// buffers by kind, weights/arena/peak bytes, FLOPs and bytes moved; see plan_stats.h), the
+// whole plan with --dump, generated kernel sources with --source NAME.
 #include <cstdio>
 #include <iostream>
 
@@ -29,11 +29,24 @@ int cmd_inspect(int argc, char** argv) {
   p.positional("MODEL", "an ONNX model (compiled on the fly) or a .opv artifact")
       .option("--target", "B", "backend to compile for (.opv: must match the artifact, default its target)",
               kDefaultBackend)
-      .flag("--dump", "also print the whole plan");
+      .flag("--dump", "also print the whole plan")
+      .option("--source", "NAME", "print the generated source and build options of the GPU kernels whose name "
+              "contains NAME, and nothing else", "");
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   const std::string& model = a.positionals[0];
   plan::Plan plan = load_model(model, a.get("--target"));
+  if (const std::string want = a.get("--source", ""); !want.empty()) {
+    int shown = 0;
+    for (const plan::Kernel& k : plan.kernels) {
+      if (k.name.find(want) == std::string::npos) continue;
+      std::printf("// kernel %s  entry %s  options '%s'\n%s\n", k.name.c_str(), k.entry.c_str(), k.options.c_str(),
+                  k.source.empty() ? "// (no source: runs on the host through the reference kernel)" : k.source.c_str());
+      ++shown;
+    }
+    if (shown == 0) fail("no kernel of ", model, " has '", want, "' in its name");
+    return kExitOk;
+  }
 
   const PlanStats s = plan_stats(plan);
   constexpr double kGiga = 1e9, kMega = 1e6;

@@ -359,6 +359,25 @@ bool codegen(Plan& p) {
   return changed;
 }
 
+bool intern_kernels(Plan& p) {
+  std::vector<Kernel> kernels;
+  std::map<KernelKey, int> interned;
+  std::map<int, int> remap;
+  for (Call& c : p.calls) {
+    auto done = remap.find(c.kernel);
+    if (done == remap.end()) {
+      const Kernel& k = p.kernels.at(size_t(c.kernel));
+      auto [it, fresh] = interned.emplace(key_of(k), int(kernels.size()));
+      if (fresh) kernels.push_back(k);
+      done = remap.emplace(c.kernel, it->second).first;
+    }
+    c.kernel = done->second;
+  }
+  const bool changed = kernels.size() != p.kernels.size();
+  p.kernels = std::move(kernels);
+  return changed;
+}
+
 void regenerate(Plan& p, int call) {
   Call& c = p.calls.at(size_t(call));
   Kernel k = p.kernels.at(size_t(c.kernel));

@@ -52,6 +52,9 @@ bool codegen(Plan& p);
 // Regenerates the kernel of one call in place (gives the call its own kernel first when the
 // kernel is shared). Used by passes that change a call's buffers (weight-pack, input-pack).
 void regenerate(Plan& p, int call);
+// Merges kernels whose (name, op, attrs, post-ops, source, entry, options) are identical and drops
+// kernels no call uses (passes that regenerate calls one by one end with it). True if any merged.
+bool intern_kernels(Plan& p);
 
 // A PackedWeight constant derived from constant `src` by packing `packing` (e.g. "conv_o4i:f16"):
 // returns the existing buffer named "<src name>@<packing>" if an earlier call made it, else adds

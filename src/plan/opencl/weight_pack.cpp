@@ -14,6 +14,7 @@ bool weight_pack(Plan& p) {
     for (const cl::Family* f : cl::families())
       if (fam == f->name && f->pack_weights) changed |= f->pack_weights(p, int(i));
   }
+  if (changed) cl::intern_kernels(p);  // calls regenerated one by one may share kernels again
   return changed;
 }
 
