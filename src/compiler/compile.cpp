@@ -101,7 +101,8 @@ plan::Plan lower(const ir::Graph& g, const CompileOptions& opts) {
   for (const plan::PlanPassInfo& pass : plan::plan_passes_for(opts.target)) {
     bool mandatory = plan_pass_mandatory(opts.target, pass.name);
     if (!mandatory && (listed(opts.disable_passes, pass.name) ||
-                       (!opts.only_passes.empty() && !listed(opts.only_passes, pass.name))))
+                       (!opts.only_passes.empty() && !listed(opts.only_passes, pass.name)) ||
+                       (pass.opt_in && !listed(opts.only_passes, pass.name))))
       continue;
     bool changed = run_plan_pass(p, pass.name, pass.fn, opts.verbose, observer);
     log += std::string(log.empty() ? "" : ",") + pass.name + (changed ? "" : "(noop)");

@@ -18,6 +18,7 @@ std::vector<PlanPassInfo> plan_passes_for(const std::string& target) {
         {"level-schedule", level_schedule, "order calls by (dependency level, kernel)"},
         {"batch", batch_calls, "merge up to 4 independent same-kernel same-geometry calls into one launch"},
         {"replay", replay, "enqueue the whole plan with one wait per inference"},
+        {"fp16-math", fp16_math, "fp16 accumulation in conv kernels where cl_khr_fp16 exists (opt-in)", true},
     };
   return {};
 }

@@ -21,6 +21,8 @@ bool cl_codegen(Plan& p);
 bool input_pack(Plan& p);
 // "weight-pack": every static weight prepacked in the order its kernel reads it.
 bool weight_pack(Plan& p);
+// "fp16-math" (opt-in): kernels with an fp16-arithmetic variant use it where cl_khr_fp16 exists.
+bool fp16_math(Plan& p);
 
 // ---- generic plan passes (src/plan/) ----
 // "dedupe": calls with the same kernel and identical inputs (same buffers, or constants with
@@ -45,6 +47,7 @@ struct PlanPassInfo {
   const char* name;
   bool (*fn)(Plan&);
   const char* doc;
+  bool opt_in = false;  // runs only when asked for (compile --passes, opt --pass), never by default
 };
 // Plan passes a target runs, in order (memory planning always runs last and is not listed).
 std::vector<PlanPassInfo> plan_passes_for(const std::string& target);

@@ -50,3 +50,16 @@ def shared_models():
     if not d.is_dir():
         pytest.skip(f"shared fixture directory {d} is absent")
     return d
+
+
+FIXTURE = "opvision_t12_fp16"
+
+
+@pytest.fixture(scope="session")
+def fixture_paths(shared_models):
+    """The shared fixture model and its onnxruntime reference (skip when absent)."""
+    model = shared_models / f"{FIXTURE}.onnx"
+    ref = shared_models / f"{FIXTURE}_ref.npz"
+    if not model.exists() or not ref.exists():
+        pytest.skip(f"fixture {model} or {ref} missing")
+    return model, ref

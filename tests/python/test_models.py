@@ -25,7 +25,6 @@ def small_with(*overrides):
     return [x for kv in opts.items() for x in kv]
 # Heads as in openpilot but with head 12 duplicating head 11 (the make-model default list).
 DEFAULT_HEADS = [12, 12, 6, 6, 32, 8, 8, 2, 2, 8, 8, 4, 4, 4, 4]
-FIXTURE = "opvision_t12_fp16"
 
 
 def random_feeds(model_path, seed):
@@ -141,14 +140,6 @@ def test_generated_model_threads(cli, generated):
         assert_verify_ok(cli, path, ref, "cpu", "--threads", t)
 
 
-# ----------------------------------------------------------------------- (b) the fixture
-@pytest.fixture(scope="module")
-def fixture_paths(shared_models):
-    model = shared_models / f"{FIXTURE}.onnx"
-    ref = shared_models / f"{FIXTURE}_ref.npz"
-    if not model.exists() or not ref.exists():
-        pytest.skip(f"fixture {model} or {ref} missing")
-    return model, ref
 
 
 def test_fixture_stored_reference_cpu(cli, fixture_paths):

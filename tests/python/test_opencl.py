@@ -11,7 +11,6 @@ import pytest
 
 from opv_util import assert_verify_ok, describe, load_npz, ort_run
 
-FIXTURE = "opvision_t12_fp16"
 OPTIONAL_PASSES = ["layout-image", "input-pack", "weight-pack", "dedupe", "level-schedule", "batch", "replay"]
 
 
@@ -22,13 +21,6 @@ def ocl(cli):
     return cli
 
 
-@pytest.fixture(scope="module")
-def fixture_paths(shared_models):
-    model = shared_models / f"{FIXTURE}.onnx"
-    ref = shared_models / f"{FIXTURE}_ref.npz"
-    if not model.exists() or not ref.exists():
-        pytest.skip(f"fixture {model} or {ref} missing")
-    return model, ref
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +116,21 @@ def test_opt_on_saved_artifact(ocl, fixture_paths, tmp_path):
     a = _run(ocl, raw, tmp_path / "raw.npz", "--seed", "5")
     b = _run(ocl, opt, tmp_path / "opt.npz", "--seed", "5")
     assert np.abs(a - b).max() <= 1e-2 * np.abs(a).max(), np.abs(a - b).max()
+
+
+def test_fp16_math_is_opt_in_and_falls_back_without_cl_khr_fp16(ocl, fixture_opv, tmp_path):
+    """fp16-math is not run by default; where the device lacks cl_khr_fp16 (PoCL, NVIDIA) the
+    rebuilt kernels take the fp32 path, so the outputs stay bit-identical."""
+    p = ocl.run("inspect", fixture_opv, "--source", "conv1x1")
+    assert p.returncode == 0 and "-DOPV_FP16_MATH" not in p.stdout, describe(p)
+    half = tmp_path / "half.opv"
+    p = ocl.run("opt", fixture_opv, half, "--pass", "fp16-math", timeout=600)
+    assert p.returncode == 0, describe(p)
+    p = ocl.run("inspect", half, "--source", "conv1x1")
+    assert p.returncode == 0 and "-DOPV_FP16_MATH" in p.stdout, describe(p)
+    devices = ocl.run("devices").stdout
+    if "fp16 yes" in devices:
+        pytest.skip("the device has cl_khr_fp16: outputs legitimately differ")
+    a = _run(ocl, fixture_opv, tmp_path / "a.npz", "--seed", "9")
+    b = _run(ocl, half, tmp_path / "b.npz", "--seed", "9")
+    assert a.tobytes() == b.tobytes()

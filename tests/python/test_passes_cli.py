@@ -8,18 +8,10 @@ import pytest
 
 from opv_util import assert_error, assert_verify_ok, describe, load_npz
 
-FIXTURE = "opvision_t12_fp16"
 SUMMARY = re.compile(r"\[compile\] .* target (\S+), (\d+) calls, (\d+) kernels, (\d+) buffers, weights (\d+) B")
 OPT_SUMMARY = re.compile(r"\[opt\] .* calls (\d+) -> (\d+), weights (\d+) -> (\d+) B")
 
 
-@pytest.fixture(scope="module")
-def fixture_paths(shared_models):
-    model = shared_models / f"{FIXTURE}.onnx"
-    ref = shared_models / f"{FIXTURE}_ref.npz"
-    if not model.exists() or not ref.exists():
-        pytest.skip(f"fixture {model} or {ref} missing")
-    return model, ref
 
 
 def compile_ok(cli, model, out, *extra):
