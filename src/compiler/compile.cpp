@@ -95,6 +95,7 @@ plan::Plan lower(const ir::Graph& g, const CompileOptions& opts) {
   for (const auto& p : ir::graph_passes()) graph_names.push_back(p.name);
   check_pass_names(opts, graph_names);
   plan::Plan p = lower_graph(g, opts);
+  if (opts.cl_busy_items > 0) p.meta.set("cl_busy_items", opts.cl_busy_items);
   plan::validate(p);
   const PassObserver* observer = opts.report && opts.observer ? &opts.observer : nullptr;
   std::string log;

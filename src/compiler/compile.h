@@ -23,6 +23,10 @@ struct CompileOptions {
   bool verbose = false;                    // print per-pass progress to stderr
   bool report = false;                     // call `observer` around every plan pass
   PassObserver observer;                   // used when report is set
+  // opencl: work-items the target GPU needs in flight to stay busy (plan meta "cl_busy_items";
+  // 0 = the kernels' default, sized for an Adreno 630). Wider tiles per work-item are chosen only
+  // when a layer leaves this much work; large desktop GPUs want ~65536.
+  int64_t cl_busy_items = 0;
 };
 
 // Plan passes that always run for their target (skipping them would leave the plan unrunnable):

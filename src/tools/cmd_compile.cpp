@@ -33,6 +33,8 @@ int cmd_compile(int argc, char** argv) {
       .option("--passes", "A,B,..", "run only these plan passes of the target (mandatory ones always run)", "",
               "", true)
       .option("--no-pass", "NAME", "skip a graph or plan pass (or a comma list)", "", "", true)
+      .option("--cl-busy-items", "N", "opencl: work-items the GPU needs to stay busy (0 = sized for Adreno 630; "
+              "large desktop GPUs ~65536)", "0")
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
       .flag("--dump-plan", "print the compiled plan to stdout")
@@ -46,6 +48,8 @@ int cmd_compile(int argc, char** argv) {
   opts.disable_passes = split_names(a.all("--no-pass"));
   opts.only_passes = split_names(a.all("--passes"));
   opts.verbose = a.has("--verbose");
+  opts.cl_busy_items = a.get_int("--cl-busy-items", 0);
+  if (opts.cl_busy_items < 0) throw UsageError("opvision compile: --cl-busy-items must be >= 0");
   PassReport report;
   opts.report = a.has("--report");
   if (opts.report) opts.observer = report.observer();
