@@ -6,6 +6,11 @@
 //     multiplier 2 7x7/3x3 stride 2, bias or not, post-ops gelu/relu/sigmoid/layer scale/
 //     residual image), unpacked and packed, run directly through OpenCL on half images and
 //     compared with ref::run on the same (fp16-rounded) inputs.
+//     K-split dense variant ("_ks<L>", a work-group per output texel reducing in local
+//     memory): forced by a large plan meta cl_busy_items on random small maps, 1x1 with many
+//     (also not multiple-of-4) input channels and dense 3x3 (strides, pads, dilation, N = 2),
+//     all post-ops incl. residual add, packed and unpacked, each lane count 16/32/64; the
+//     default (Adreno) busy value never picks it; two runs give identical bits.
 //  3. End to end: the same kinds of graphs lowered for target "opencl" and run on backend
 //     "opencl" against backend "reference" (skipped while either is unavailable).
 #include <gtest/gtest.h>
@@ -14,6 +19,7 @@
 
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "backend/backend.h"
 #include "backend/opencl/cl_runtime.h"
@@ -253,7 +259,9 @@ Tensor run_on_device(const plan::Plan& p, const CaseData& d, bool* pad_ok) {
     backend::cl::check(clSetKernelArg(kern.get(), cl_uint(i), sizeof(cl_mem), &m), "clSetKernelArg");
   }
   size_t global[2] = {size_t(c.global[0]), size_t(c.global[1])};
-  backend::cl::check(clEnqueueNDRangeKernel(dev.queue, kern.get(), 2, nullptr, global, nullptr, 0, nullptr, nullptr),
+  size_t local[2] = {size_t(c.local[0]), size_t(std::max<int64_t>(c.local[1], 1))};
+  backend::cl::check(clEnqueueNDRangeKernel(dev.queue, kern.get(), 2, nullptr, global, c.local[0] ? local : nullptr,
+                                            0, nullptr, nullptr),
                      "clEnqueueNDRangeKernel");
   const Shape& s = yb.shape;
   std::vector<uint16_t> out(size_t(s[0] * s[2] * s[3] * ((s[1] + 3) / 4) * 4));
@@ -520,6 +528,167 @@ TEST_F(ConvImageDevice, WideTiles) {
   }
 }
 
+// ---- K-split variant ----------------------------------------------------------------------------
+
+// Busy-items value of a desktop GPU far larger than any test map: every dense conv with
+// enough (input block x tap) steps takes the K-split form.
+constexpr int64_t kWideBusy = int64_t(1) << 30;
+
+ConvCase random_ks_case(std::mt19937& g, bool three) {
+  ConvCase cc;
+  cc.N = rnd(g, 1, 2);
+  cc.H = rnd(g, 1, 5);
+  cc.W = rnd(g, 1, 6);
+  cc.bias = rnd(g, 0, 3) != 0;
+  cc.wdt = rnd(g, 0, 1) ? DType::F16 : DType::F32;
+  cc.post = int(rnd(g, 0, 5));
+  cc.M = rnd(g, 1, 23);
+  cc.busy = kWideBusy;
+  if (!three) {  // 1x1: >= 32 input blocks, C % 4 random; sometimes strided / padded
+    cc.C = rnd(g, 125, 600);
+    cc.KH = cc.KW = 1;
+    cc.sh = cc.sw = rnd(g, 0, 2) ? 1 : 2;
+    cc.pt = cc.pl = cc.pb = cc.pr = 0;
+    if (rnd(g, 0, 3) == 0) cc.pt = 1, cc.pr = 1;
+  } else {  // 3x3 (or 3x2) dense: >= 4 input blocks
+    cc.C = rnd(g, 13, 130);
+    cc.KH = 3;
+    cc.KW = rnd(g, 0, 3) ? 3 : 2;
+    cc.sh = rnd(g, 1, 2);
+    cc.sw = rnd(g, 0, 3) ? cc.sh : 3 - cc.sh;
+    cc.dh = cc.dw = rnd(g, 0, 3) ? 1 : 2;
+    cc.H += 2 * cc.dh;
+    cc.W += 2 * cc.dw;
+    cc.pt = rnd(g, 0, cc.dh);
+    cc.pl = rnd(g, 0, cc.dw);
+    cc.pb = rnd(g, 0, cc.dh);
+    cc.pr = rnd(g, 0, cc.dw);
+  }
+  return cc;
+}
+
+// Lanes the K-split form of cc uses (0: not split) and the kernel of the generated plan.
+int64_t ks_lanes(const ConvCase& cc, plan::Kernel* out = nullptr, plan::Call* call = nullptr) {
+  CaseData d = make_data(cc, 1);
+  plan::Plan p = conv_plan(cc, d);
+  generate(p);
+  if (out) *out = p.kernels[0];
+  if (call) *call = p.calls[0];
+  return p.kernels[0].attrs.i("cl_ks", -1);
+}
+
+TEST(ConvImage, KSplitOnlyForWideTargetsAndLongReductions) {
+  // Stage 3 of the fixture: 1536 -> 512 1x1 on 4x8, N = 2 (4096 work-items, 384 steps).
+  ConvCase s3;
+  s3.N = 2, s3.C = 1536, s3.M = 512, s3.H = 4, s3.W = 8, s3.KH = s3.KW = 1, s3.pt = s3.pl = s3.pb = s3.pr = 0;
+  s3.post = 4;
+  EXPECT_EQ(ks_lanes(s3), 0) << "default busy (Adreno 630): no local memory in conv kernels";
+  s3.busy = 4096;
+  EXPECT_EQ(ks_lanes(s3), 0);
+  s3.busy = 65536;
+  plan::Kernel k;
+  plan::Call c;
+  EXPECT_EQ(ks_lanes(s3, &k, &c), 64);
+  EXPECT_NE(k.name.find("_ks64"), std::string::npos) << k.name;
+  EXPECT_EQ(c.local[0], 64);
+  EXPECT_EQ(c.local[1], 1);
+  EXPECT_EQ(c.local[2], 0);
+  EXPECT_EQ(c.global[0], 64 * 128 * 32);
+  EXPECT_EQ(c.global[1], 2);
+  EXPECT_NE(k.source.find("__local float4 red[64];"), std::string::npos);
+  EXPECT_NE(k.source.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
+  EXPECT_EQ(k.attrs.i("cl_gated", -1), 0);
+  EXPECT_EQ(k.attrs.i("cl_reads", 0), 384 / 64 + 1);  // + the residual texel
+  // Squeeze-excite 1x1 on a 1x1 map: 1024 -> 64 (256 steps) splits, 64 -> 1024 (16 steps) not.
+  ConvCase se;
+  se.C = 1024, se.M = 64, se.H = se.W = 1, se.KH = se.KW = 1, se.pt = se.pl = se.pb = se.pr = 0, se.busy = 65536;
+  EXPECT_EQ(ks_lanes(se), 64);
+  se.C = 64, se.M = 1024;
+  EXPECT_EQ(ks_lanes(se), 0);
+  // Enough work-items (a quarter of busy or more) keeps one work-item per tile.
+  ConvCase big = s3;
+  big.H = 32, big.W = 64, big.M = 64;  // 16 blocks x 2048 px x 2 = 65536 items
+  EXPECT_EQ(ks_lanes(big), 0);
+  // Lane counts follow the steps: 16 for 32..127, 32 for 128..255, 64 from 256.
+  ConvCase l = se;
+  l.C = 128, l.M = 8;
+  EXPECT_EQ(ks_lanes(l), 16);
+  l.C = 124;  // 31 blocks: too few
+  EXPECT_EQ(ks_lanes(l), 0);
+  l.C = 512;
+  EXPECT_EQ(ks_lanes(l), 32);
+  ConvCase d3 = l;  // 3x3: 4 blocks x 9 taps = 36 steps
+  d3.C = 13, d3.KH = d3.KW = 3, d3.H = d3.W = 3;
+  EXPECT_EQ(ks_lanes(d3), 16);
+  // Grouped / depthwise convs never split.
+  ConvCase dw = d3;
+  dw.C = dw.M = 256, dw.group = 256;
+  EXPECT_EQ(ks_lanes(dw), 0);
+}
+
+class ConvImageKSplit : public ConvImageDevice {};
+
+void run_ks(bool three, int cases, uint64_t seed, std::set<int64_t>* lanes) {
+  std::mt19937 g{uint32_t(seed)};
+  for (int i = 0; i < cases; ++i) {
+    ConvCase cc = random_ks_case(g, three);
+    const int64_t L = ks_lanes(cc);
+    EXPECT_TRUE(L == 16 || L == 32 || L == 64) << cc.str() << " lanes " << L;
+    lanes->insert(L);
+    for (bool pack : {false, true}) check_case(cc, seed * 1000 + uint64_t(i), pack, "cl_conv");
+  }
+}
+
+TEST_F(ConvImageKSplit, OneByOneRandom) {
+  std::set<int64_t> lanes;
+  run_ks(false, 6, 31, &lanes);
+  EXPECT_GE(lanes.size(), 2u);
+}
+
+TEST_F(ConvImageKSplit, DenseRandom) {
+  std::set<int64_t> lanes;
+  run_ks(true, 10, 32, &lanes);
+  EXPECT_EQ(lanes.size(), 3u) << "16, 32 and 64 lanes";
+}
+
+// Fixed shapes: 64 lanes with a 2-channel tail block and residual add, a 1x1 map, 3x3 with
+// N = 2 and row padding (rows forced to -1 between images), fp16 weights.
+TEST_F(ConvImageKSplit, FixedShapes) {
+  ConvCase a;
+  a.N = 2, a.C = 1030, a.M = 30, a.H = 2, a.W = 3, a.KH = a.KW = 1, a.pt = a.pl = a.pb = a.pr = 0, a.post = 4;
+  a.busy = kWideBusy;
+  ConvCase b = a;
+  b.N = 1, b.C = 1024, b.M = 64, b.H = b.W = 1, b.post = 2, b.wdt = DType::F16;
+  ConvCase c = a;
+  c.C = 47, c.M = 9, c.H = 4, c.W = 5, c.KH = c.KW = 3, c.pt = c.pl = c.pb = c.pr = 1, c.post = 5, c.bias = false;
+  ConvCase d = c;
+  d.N = 1, d.C = 130, d.sh = d.sw = 2, d.post = 4, d.wdt = DType::F16;
+  uint64_t seed = 41;
+  for (const ConvCase& cc : {a, b, c, d}) {
+    plan::Kernel k;
+    EXPECT_GT(ks_lanes(cc, &k), 0) << cc.str();
+    for (bool pack : {false, true}) check_case(cc, seed, pack, "cl_conv");
+    ++seed;
+  }
+}
+
+// Fixed reduction order: two runs give the same bits.
+TEST_F(ConvImageKSplit, Deterministic) {
+  ConvCase cc;
+  cc.N = 2, cc.C = 301, cc.M = 17, cc.H = 3, cc.W = 4, cc.KH = cc.KW = 3, cc.busy = kWideBusy, cc.post = 1;
+  CaseData d = make_data(cc, 51);
+  plan::Plan p = conv_plan(cc, d);
+  generate(p);
+  ASSERT_EQ(p.kernels[0].attrs.i("cl_ks"), 64);
+  bool pad_ok = false;
+  Tensor y1 = run_on_device(p, d, &pad_ok);
+  Tensor y2 = run_on_device(p, d, &pad_ok);
+  EXPECT_EQ(std::memcmp(y1.raw(), y2.raw(), size_t(y1.nbytes())), 0);
+  ErrorMetrics m = compare(y1, reference_conv(cc, d));
+  EXPECT_LE(m.rel_l2, 1e-2);
+  EXPECT_LE(m.max_abs_rel, 1e-2);
+}
+
 // ---- 3. end to end through lower(target opencl) and backend "opencl" ----------------------------
 
 ir::Graph conv_graph(const ConvCase& cc, uint64_t seed) {
@@ -602,6 +771,57 @@ TEST(ConvImageEndToEnd, MatchesReferenceBackend) {
         EXPECT_LE(m.max_abs_rel, 1e-2);
       }
       ++ran;
+    }
+  }
+}
+
+// The K-split form through lower(target opencl, cl_busy_items) and the backend (local size,
+// batching of the identical calls of a graph with two convs of one shape).
+TEST(ConvImageEndToEnd, KSplitMatchesReferenceBackend) {
+  std::unique_ptr<backend::Backend> cl, ref;
+  try {
+    cl = backend::create("opencl");
+    ref = backend::create("reference");
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "backend unavailable: " << e.what();
+  }
+  std::mt19937 gen(78);
+  for (int i = 0; i < 4; ++i) {
+    ConvCase cc = random_ks_case(gen, i % 2 == 1);
+    ir::Graph g = conv_graph(cc, uint64_t(300 + i));
+    for (bool pack : {false, true}) {
+      SCOPED_TRACE(cc.str() + (pack ? " packed" : " unpacked"));
+      CompileOptions o;
+      o.target = "opencl";
+      o.cl_busy_items = kWideBusy;
+      if (!pack) o.disable_passes = {"weight-pack"};
+      plan::Plan p = lower(g, o);
+      int split = 0;
+      for (const plan::Call& c : p.calls) {
+        const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+        if (k.op != OpKind::Conv) continue;
+        EXPECT_EQ(k.attrs.s("cl_family"), "conv_image") << "conv fell back: " << k.name;
+        split += k.attrs.i("cl_ks", 0) > 0;
+        EXPECT_GT(c.local[0], 0);
+      }
+      EXPECT_EQ(split, 1);
+      CompileOptions ro;
+      ro.target = "reference";
+      plan::Plan rp = lower(g, ro);
+      std::vector<Tensor> in;
+      for (size_t i2 = 0; i2 < g.inputs.size(); ++i2)
+        in.push_back(test::random_f32(g.values[size_t(g.inputs[i2])].shape, uint64_t(400 + i + i2)));
+      std::vector<const Tensor*> inp;
+      for (const Tensor& t : in) inp.push_back(&t);
+      Tensor y(DType::F32, {cc.N, cc.M, cc.OH(), cc.OW()}), yr(DType::F32, y.shape());
+      cl->load(p);
+      cl->run(inp, {&y});
+      ref->load(rp);
+      ref->run(inp, {&yr});
+      ErrorMetrics m = compare(y, yr);
+      EXPECT_TRUE(m.finite);
+      EXPECT_LE(m.rel_l2, 1e-2);
+      EXPECT_LE(m.max_abs_rel, 1e-2);
     }
   }
 }

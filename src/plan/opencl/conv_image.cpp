@@ -13,6 +13,11 @@
  *      group   every other grouping (incl. depthwise with m > 2): per-lane path, 1 pixel.
  *      TW in {1,2,4} and OB follow the amount of work (plan meta "cl_busy_items", default
  *      sized for an a630); dimension 0 = (output block group, row, pixel tile), dimension 1 = n.
+ *      dense K-split ("_ks<L>"): on targets wider than an a630 (cl_busy_items above the
+ *              default), a dense conv with fewer work-items than busy/4 and >= 32 (input
+ *              block x tap) steps gives each output texel a work-group of L = 16/32/64 lanes
+ *              that split the steps and add their partial sums in a fixed-order tree in local
+ *              memory (Call.local = {L, 1}); Adreno kernels keep no local memory (ADRENO.md).
  *   2. Padding: an input w outside [0,W) lands outside the image and reads zero through the
  *      sampler; rows are forced to -1 with select() when N > 1 (no bleeding between images).
  *      No read is ever gated (attr cl_gated = 0).
@@ -68,6 +73,7 @@ struct ConvGeom {
   int64_t TW = 1;                        // output pixels along w per work-item
   int64_t WT = 1;                        // work-items along w: ceil(OW / TW)
   int64_t OB = 1;                        // output blocks per work-item (dense only: 1 or 2)
+  int64_t KS = 0;                        // K-split lanes per output texel (dense only; 0 = off)
   int64_t KK() const { return KH * KW; }
 };
 
@@ -97,6 +103,22 @@ int64_t pick_tw(int64_t OW, int64_t work, int64_t busy_items) {
     return tw;
   }
   return 1;
+}
+
+// K-split lanes for a dense conv with `items` work-items of `steps` (input blocks x taps) each,
+// or 0 to keep one work-item per tile. A work-group of KS lanes then shares one output texel,
+// each lane summing every KS-th step, and reduces in local memory. Only for targets wider than
+// an a630 (busy > kBusyItems): ADRENO.md (section 3, "what not to do") keeps local memory and
+// barriers out of Adreno conv kernels. There the layers with too little parallel work (fewer
+// items than a quarter of what keeps the GPU busy: the 4x8 stage-3 and 1x1 squeeze-excite
+// convs on an H200) and a long serial loop (>= 32 steps) are latency-bound; the lanes are
+// chosen so that each still does >= 4 steps where it can (2 at the minimum of 16 lanes x 32).
+constexpr int64_t kKsMinSteps = 32;
+int64_t pick_ks(int64_t items, int64_t steps, int64_t busy) {
+  if (busy <= kBusyItems || items * 4 >= busy || steps < kKsMinSteps) return 0;
+  if (steps >= 4 * 64) return 64;
+  if (steps >= 4 * 32) return 32;
+  return 16;
 }
 
 // Geometry of call c; returns false (with *why) when this family cannot handle the shapes.
@@ -159,6 +181,8 @@ bool conv_geom(const Plan& p, const Call& c, const Kernel& k, ConvGeom& g, std::
   // Two output blocks per item halve the texture reads per mad (TFL's 2-slice tiles) while the
   // map stays large enough; only for an even block count, so no block is out of range.
   if (g.var == Variant::Dense && g.M4 % 2 == 0 && work / (g.TW * 2) >= busy) g.OB = 2;
+  g.KS = g.var == Variant::Dense ? pick_ks(g.N * g.WT * g.OH * (g.M4 / g.OB), g.C4 * g.KK(), busy) : 0;
+  if (g.KS) g.TW = 1, g.WT = g.OW, g.OB = 1;
   const Buffer* b = input_buf(p, c, 2);
   if (b && (!is_f32_f16(b->dtype) || (b->layout != Layout::Linear && b->layout != Layout::PackedWeight)))
     return no("bias must be a float Linear or packed buffer");
@@ -251,8 +275,11 @@ std::string epilogue_block(const Plan& p, const Call& c, const ConvGeom& g, cons
     if (g.M % kLanes != 0)
       r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
     std::string wr = "write_imagef(out0, (int2)(w * " + I(g.M4) + " + cb, gy), v);";
-    if (g.OW % g.TW != 0)
-      r += "    if (w < " + I(g.OW) + ") " + wr + "\n";
+    // Every lane of a K-split group computes the epilogue (its reads stay unconditional); lane 0 writes.
+    std::string cond = g.OW % g.TW != 0 ? "w < " + I(g.OW) : "";
+    if (g.KS) cond = cond.empty() ? "lane == 0" : cond + " && lane == 0";
+    if (!cond.empty())
+      r += "    if (" + cond + ") " + wr + "\n";
     else
       r += "    " + wr + "\n";
     r += "  }\n";
@@ -344,6 +371,74 @@ std::string dense_body(const Plan& p, const Call& c, const ConvGeom& g, bool pac
     r += "  }\n";
   }
   *reads = g.TW * KK * g.C4;
+  return r;
+}
+
+// Dense K-split (g.KS lanes per output texel, TW = OB = 1): dimension 0 = (tile, lane) with
+// tile = (output block, row, pixel) as in head(); lane l sums the steps s = l, l + KS, .. of
+// the flattened (tap, input block) loop, s = tap * C4 + ib (the packed weights' order), then a
+// fixed-order tree in local memory adds the KS partial sums (deterministic). All lanes reach
+// every barrier: the global size is exactly KS * tiles. Afterwards acc0 = red[0] for the
+// common epilogue, which every lane computes and lane 0 writes.
+std::string ks_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, int64_t* reads) {
+  const Buffer& wb = *input_buf(p, c, 1);
+  const int64_t KK = g.KK(), S = g.C4 * KK, L = g.KS;
+  std::string r;
+  r += "  const int gx = get_global_id(0), n = get_global_id(1);\n";
+  r += "  const int tile = gx / " + I(L) + ";\n";
+  r += "  const int lane = gx - tile * " + I(L) + ";\n";
+  r += "  const int cb = tile / " + I(g.OW * g.OH) + ";\n";
+  r += "  const int hw = tile - cb * " + I(g.OW * g.OH) + ";\n";
+  r += "  const int h = hw / " + I(g.OW) + ";\n";
+  r += "  const int ow0 = hw - h * " + I(g.OW) + ";\n";
+  r += "  const int gy = n * " + I(g.OH) + " + h;\n";
+  r += "  OPV_ACC4 acc0 = (OPV_ACC4)(0);\n";
+  if (!packed)
+    for (int j = 0; j < kLanes; ++j)
+      r += "  const int wo" + I(j) + " = min(4 * cb + " + I(j) + ", " + I(g.M - 1) + ") * " + I(g.Cg * KK) + ";\n";
+  r += "  for (int s = lane; s < " + I(S) + "; s += " + I(L) + ") {\n";
+  std::string tap = "0";
+  if (KK > 1) {
+    tap = "tap";
+    r += "    const int tap = s / " + I(g.C4) + ";\n";
+    r += "    const int ib = s - tap * " + I(g.C4) + ";\n";
+    r += "    const int kh = tap / " + I(g.KW) + ";\n";
+    r += "    const int kw = tap - kh * " + I(g.KW) + ";\n";
+    r += "    const int ih = h * " + I(g.sh) + " + kh * " + I(g.dh) + " - " + I(g.pt) + ";\n";
+    r += "    const int x = (ow0 * " + I(g.sw) + " + kw * " + I(g.dw) + " - " + I(g.pl) + ") * " + I(g.C4) + " + ib;\n";
+  } else {
+    r += "    const int ib = s;\n";
+    r += "    const int ih = h * " + I(g.sh) + " - " + I(g.pt) + ";\n";
+    r += "    const int x = (ow0 * " + I(g.sw) + " - " + I(g.pl) + ") * " + I(g.C4) + " + ib;\n";
+  }
+  r += "    const int y = " + row_expr(g, "ih") + ";\n";
+  r += "    const OPV_ACC4 v = OPV_RD(in0, x, y);\n";
+  static const char* comp = "xyzw";
+  for (int l = 0; l < kLanes; ++l) {
+    const std::string wn = "w" + I(l);
+    if (packed) {
+      r += "    const OPV_ACC4 " + wn + " = OPV_W4((cb * " + I(S) + " + s) * 4 + " + I(l) + ", in1);\n";
+    } else {
+      // Input channel of lane l; past C (the tail block) the texel lane is 0, so any in-range
+      // weight gives 0: clamp the index instead of branching.
+      std::string ci = "4 * ib + " + I(l);
+      if (g.C % kLanes != 0) ci = "min(" + ci + ", " + I(g.C - 1) + ")";
+      r += "    const OPV_ACC4 " + wn + " = OPV_CVT4((float4)(";
+      for (int j = 0; j < kLanes; ++j)
+        r += (j ? ", " : "") + ld(wb.dtype, "in1", "wo" + I(j) + " + (" + ci + ") * " + I(KK) + " + " + tap);
+      r += "));\n";
+    }
+  }
+  for (int l = 0; l < kLanes; ++l)
+    r += "    acc0 = mad((OPV_ACC4)(v." + std::string(1, comp[l]) + "), w" + I(l) + ", acc0);\n";
+  r += "  }\n";
+  r += "  red[lane] = convert_float4(acc0);\n";
+  r += "  barrier(CLK_LOCAL_MEM_FENCE);\n";
+  for (int64_t st = L / 2; st > 0; st /= 2) {
+    r += "  if (lane < " + I(st) + ") red[lane] += red[lane + " + I(st) + "];\n";
+    r += "  barrier(CLK_LOCAL_MEM_FENCE);\n";
+  }
+  *reads = (S + L - 1) / L;
   return r;
 }
 
@@ -456,6 +551,7 @@ std::string kernel_name(const Kernel& k, const ConvGeom& g, bool packed) {
   if (g.var == Variant::Group) os << "_g" << g.group;
   os << "_c" << g.C << "_k" << g.M << "_tw" << g.TW;
   if (g.OB > 1) os << "_ob" << g.OB;
+  if (g.KS) os << "_ks" << g.KS;
   if (packed) os << "_pk";
   for (const PostOp& po : k.post_ops) os << "_" << lower_case(op_name(po.op));
   return os.str();
@@ -478,12 +574,15 @@ void conv_generate(const Plan& p, Call& c, Kernel& k) {
   int64_t reads = 0;
   std::string body;
   switch (g.var) {
-    case Variant::Dense: body = dense_body(p, c, g, packed, &reads); break;
+    case Variant::Dense: body = g.KS ? ks_body(p, c, g, packed, &reads) : dense_body(p, c, g, packed, &reads); break;
     case Variant::Depthwise: body = dw_body(p, c, g, packed, &reads); break;
     case Variant::Group: body = group_body(p, c, g, packed, &reads); break;
   }
   const std::string post = emit_post_ops_image(p, c, k);
-  body += epilogue(p, c, k, g, post);
+  if (g.KS)
+    body += "  {\n  const float4 acc0 = red[0];\n" + epilogue(p, c, k, g, post) + "  }\n";
+  else
+    body += epilogue(p, c, k, g, post);
   reads += g.TW * g.OB * count_reads(post);
 
   std::string prelude = cl_prelude();
@@ -494,7 +593,7 @@ void conv_generate(const Plan& p, Call& c, Kernel& k) {
   k.name = kernel_name(k, g, packed);
   k.entry = k.name;
   k.source = "// generated by opvision conv_image (src/plan/opencl/conv_image.cpp) -- do not edit\n" +
-             cl_wrap(prelude, k.entry, params, body);
+             cl_wrap(prelude, k.entry, params, body, g.KS ? "__local float4 red[" + I(g.KS) + "]" : "");
   k.options = "-cl-mad-enable";
   if (k.attrs.i("cl_fp16_math", 0)) k.options += " -DOPV_FP16_MATH";
   k.attrs.set("cl_family", std::string(kFamily));
@@ -503,8 +602,9 @@ void conv_generate(const Plan& p, Call& c, Kernel& k) {
   k.attrs.set("cl_gated", int64_t(0));
   k.attrs.set("cl_tw", g.TW);
   k.attrs.set("cl_ob", g.OB);
-  c.global = {g.WT * g.OH * (g.M4 / g.OB), g.N, 0};
-  c.local = {0, 0, 0};
+  k.attrs.set("cl_ks", g.KS);
+  c.global = {g.WT * g.OH * (g.M4 / g.OB) * std::max<int64_t>(g.KS, 1), g.N, 0};
+  c.local = {g.KS, g.KS ? 1 : 0, 0};
 }
 
 // Float value of element i of a Linear F32/F16 constant.
