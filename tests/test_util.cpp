@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "backend/reference/reference_backend.h"
+
 namespace opv::test {
 
 Tensor random_f32(const Shape& shape, uint64_t seed, float lo, float hi) {
@@ -26,6 +28,20 @@ std::string temp_dir() {
   fs::path p = fs::temp_directory_path() / ("opv_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   fs::create_directories(p);
   return p.string();
+}
+
+std::vector<Tensor> run_on_reference(const plan::Plan& p, uint64_t seed) {
+  auto be = backend::make_reference_backend({});
+  be->load(p);
+  std::vector<Tensor> ins, outs;
+  for (size_t i = 0; i < p.inputs.size(); ++i) ins.push_back(random_f32(p.buffers[size_t(p.inputs[i])].shape, seed + i));
+  for (int o : p.outputs) outs.emplace_back(p.buffers[size_t(o)].dtype, p.buffers[size_t(o)].shape);
+  std::vector<const Tensor*> ip;
+  std::vector<Tensor*> op;
+  for (auto& t : ins) ip.push_back(&t);
+  for (auto& t : outs) op.push_back(&t);
+  be->run(ip, op);
+  return outs;
 }
 
 }  // namespace opv::test

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "plan/plan.h"
 
 namespace opv::test {
 
@@ -13,5 +14,8 @@ Tensor random_f32(const Shape& shape, uint64_t seed, float lo = -1.f, float hi =
 std::string shared_models_dir();
 // A fresh temporary directory for this test.
 std::string temp_dir();
+// Runs a memory-planned plan once on the reference backend with random f32 inputs (input i from
+// seed + i) and returns its outputs.
+std::vector<Tensor> run_on_reference(const plan::Plan& p, uint64_t seed);
 
 }  // namespace opv::test

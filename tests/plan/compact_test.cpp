@@ -15,18 +15,7 @@ namespace opv::plan {
 namespace {
 
 std::vector<Tensor> run_planned(const Plan& p, uint64_t seed = 3) {
-  auto be = backend::make_reference_backend({});
-  be->load(p);
-  std::vector<Tensor> ins, outs;
-  for (size_t i = 0; i < p.inputs.size(); ++i)
-    ins.push_back(test::random_f32(p.buffers[size_t(p.inputs[i])].shape, seed + i));
-  for (int o : p.outputs) outs.emplace_back(p.buffers[size_t(o)].dtype, p.buffers[size_t(o)].shape);
-  std::vector<const Tensor*> ip;
-  std::vector<Tensor*> op;
-  for (auto& t : ins) ip.push_back(&t);
-  for (auto& t : outs) op.push_back(&t);
-  be->run(ip, op);
-  return outs;
+  return test::run_on_reference(p, seed);
 }
 
 // y = relu(x * w1) + w3 with unused constants (w0, w2), an unused temp and unused kernels

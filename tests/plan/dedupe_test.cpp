@@ -51,18 +51,7 @@ std::vector<Tensor> run_ref(Plan p, uint64_t seed = 1) {
   compact(p);
   plan_memory(p);
   validate(p);
-  auto be = backend::make_reference_backend({});
-  be->load(p);
-  std::vector<Tensor> ins, outs;
-  for (size_t i = 0; i < p.inputs.size(); ++i)
-    ins.push_back(test::random_f32(p.buffers[size_t(p.inputs[i])].shape, seed + i));
-  for (int o : p.outputs) outs.emplace_back(p.buffers[size_t(o)].dtype, p.buffers[size_t(o)].shape);
-  std::vector<const Tensor*> ip;
-  std::vector<Tensor*> op;
-  for (auto& t : ins) ip.push_back(&t);
-  for (auto& t : outs) op.push_back(&t);
-  be->run(ip, op);
-  return outs;
+  return test::run_on_reference(p, seed);
 }
 
 void expect_same_results(const Plan& a, const Plan& b) {
