@@ -127,28 +127,6 @@ namespace {
 
 bool is_f32_f16(DType dt) { return dt == DType::F32 || dt == DType::F16; }
 
-// How a binary post-op operand broadcasts over an image output [N,C,H,W].
-enum class ImgOperand { Bad, SameImage, ChannelImage, Channel, BatchChannel, Scalar };
-
-ImgOperand classify_image_operand(const Buffer& b, const Shape& out) {
-  if (!is_f32_f16(b.dtype)) return ImgOperand::Bad;
-  if (b.layout == Layout::ImageRGBA) {
-    if (b.shape == out) return ImgOperand::SameImage;
-    if (b.shape.size() == 4 && b.shape[0] == out[0] && b.shape[1] == out[1] && b.shape[2] == 1 && b.shape[3] == 1)
-      return ImgOperand::ChannelImage;
-    return ImgOperand::Bad;
-  }
-  if (b.layout != Layout::Linear) return ImgOperand::Bad;
-  if (numel(b.shape) == 1) return ImgOperand::Scalar;
-  if (b.shape.size() > 4) return ImgOperand::Bad;
-  Shape s(4 - b.shape.size(), 1);
-  s.insert(s.end(), b.shape.begin(), b.shape.end());
-  if (s[2] != 1 || s[3] != 1 || s[1] != out[1]) return ImgOperand::Bad;
-  if (s[0] == 1) return ImgOperand::Channel;
-  if (s[0] == out[0]) return ImgOperand::BatchChannel;
-  return ImgOperand::Bad;
-}
-
 const Buffer* operand_buffer(const Plan& p, const Call& c, const PostOp& po) {
   if (po.input < 0 || size_t(po.input) >= c.inputs.size() || c.inputs[size_t(po.input)] < 0) return nullptr;
   return &p.buffers.at(size_t(c.inputs[size_t(po.input)]));
@@ -171,6 +149,25 @@ std::string channel_vec4(const Buffer& b, const std::string& name, const std::st
 
 }  // namespace
 
+ImageOperand classify_image_operand(const Buffer& b, const Shape& out) {
+  if (!is_f32_f16(b.dtype)) return ImageOperand::Bad;
+  if (b.layout == Layout::ImageRGBA) {
+    if (b.shape == out) return ImageOperand::SameImage;
+    if (b.shape.size() == 4 && b.shape[0] == out[0] && b.shape[1] == out[1] && b.shape[2] == 1 && b.shape[3] == 1)
+      return ImageOperand::ChannelImage;
+    return ImageOperand::Bad;
+  }
+  if (b.layout != Layout::Linear) return ImageOperand::Bad;
+  if (numel(b.shape) == 1) return ImageOperand::Scalar;
+  if (b.shape.size() > 4) return ImageOperand::Bad;
+  Shape s(4 - b.shape.size(), 1);
+  s.insert(s.end(), b.shape.begin(), b.shape.end());
+  if (s[2] != 1 || s[3] != 1 || s[1] != out[1]) return ImageOperand::Bad;
+  if (s[0] == 1) return ImageOperand::Channel;
+  if (s[0] == out[0]) return ImageOperand::BatchChannel;
+  return ImageOperand::Bad;
+}
+
 bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k) {
   if (c.outputs.size() != 1) return k.post_ops.empty();
   const Buffer& out = p.buffers.at(size_t(c.outputs[0]));
@@ -182,7 +179,7 @@ bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k) {
     }
     if (binary_expr(po.op, "a", "b").empty()) return false;
     const Buffer* b = operand_buffer(p, c, po);
-    if (!b || classify_image_operand(*b, out.shape) == ImgOperand::Bad) return false;
+    if (!b || classify_image_operand(*b, out.shape) == ImageOperand::Bad) return false;
   }
   return true;
 }
@@ -204,16 +201,16 @@ std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k) {
     const std::string name = "in" + std::to_string(po.input);
     std::string operand;
     switch (classify_image_operand(b, out)) {
-      case ImgOperand::SameImage:
+      case ImageOperand::SameImage:
         operand = "read_imagef(" + name + ", opv_smp, (int2)(w * " + C4 + " + cb, n * " + H + " + h))";
         break;
-      case ImgOperand::ChannelImage: operand = "read_imagef(" + name + ", opv_smp, (int2)(cb, n))"; break;
-      case ImgOperand::Channel: operand = channel_vec4(b, name, "0", out[1]); break;
-      case ImgOperand::BatchChannel:
+      case ImageOperand::ChannelImage: operand = "read_imagef(" + name + ", opv_smp, (int2)(cb, n))"; break;
+      case ImageOperand::Channel: operand = channel_vec4(b, name, "0", out[1]); break;
+      case ImageOperand::BatchChannel:
         operand = channel_vec4(b, name, "n * " + std::to_string(out[1]), out[1]);
         break;
-      case ImgOperand::Scalar: operand = "(float4)(" + cl_load(b.dtype, name, "0") + ")"; break;
-      case ImgOperand::Bad: fail("unreachable");
+      case ImageOperand::Scalar: operand = "(float4)(" + cl_load(b.dtype, name, "0") + ")"; break;
+      case ImageOperand::Bad: fail("unreachable");
     }
     r += "  v = " + (po.swapped ? binary_expr(po.op, operand, "v") : binary_expr(po.op, "v", operand)) + ";\n";
   }

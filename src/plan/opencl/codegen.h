@@ -79,6 +79,12 @@ std::string cl_store(DType dt, const std::string& name, const std::string& idx, 
 // cl_type (half for F16).
 std::string default_params(const Plan& p, const Call& c);
 
+// How a float operand broadcasts over an image output [N,C,H,W]: a same-shape image, an [N,C,1,1]
+// image, a per-channel ([C,1,1], [1,C,1,1]) or per-batch-channel ([N,C,1,1]) Linear vector, a
+// scalar, or not at all (Bad).
+enum class ImageOperand { Bad, SameImage, ChannelImage, Channel, BatchChannel, Scalar };
+ImageOperand classify_image_operand(const Buffer& b, const Shape& out);
+
 // Post-ops on an ImageRGBA output. In scope: `float4 v` (channels 4*cb..4*cb+3 of pixel n,h,w),
 // ints n, h, w, cb, and the call's parameters named as default_params() names them. Emits
 // statements that update v, reading same-shape image operands at the output texel and per-channel

@@ -23,26 +23,6 @@ bool is_supported_binary(OpKind k) {
          k == OpKind::Min || k == OpKind::Max;
 }
 
-enum class Operand { Bad, SameImage, ChannelImage, Channel, BatchChannel, Scalar };
-
-Operand classify(const Buffer& b, const Shape& out) {
-  if (!is_f32_f16(b.dtype)) return Operand::Bad;
-  if (b.layout == Layout::ImageRGBA) {
-    if (b.shape == out) return Operand::SameImage;
-    if (b.shape.size() == 4 && b.shape[0] == out[0] && b.shape[1] == out[1] && b.shape[2] == 1 && b.shape[3] == 1)
-      return Operand::ChannelImage;
-    return Operand::Bad;
-  }
-  if (b.layout != Layout::Linear) return Operand::Bad;
-  if (numel(b.shape) == 1) return Operand::Scalar;
-  if (b.shape.size() > 4) return Operand::Bad;
-  Shape s(4 - b.shape.size(), 1);
-  s.insert(s.end(), b.shape.begin(), b.shape.end());
-  if (s[1] != out[1] || s[2] != 1 || s[3] != 1) return Operand::Bad;
-  if (s[0] == 1) return Operand::Channel;
-  if (s[0] == out[0]) return Operand::BatchChannel;
-  return Operand::Bad;
-}
 
 std::string S(int64_t v) { return std::to_string(v); }
 
@@ -64,13 +44,13 @@ std::string channel_vec4(DType dt, const std::string& name, const std::string& b
 std::string operand_expr(const Plan& p, const Call& c, size_t j, const Shape& out) {
   const Buffer& b = p.buffers.at(size_t(c.inputs[j]));
   const std::string name = "in" + std::to_string(j);
-  switch (classify(b, out)) {
-    case Operand::SameImage: return "read_imagef(" + name + ", opv_smp, (int2)(x, y))";
-    case Operand::ChannelImage: return "read_imagef(" + name + ", opv_smp, (int2)(cb, n))";
-    case Operand::Channel: return channel_vec4(b.dtype, name, "0", out[1]);
-    case Operand::BatchChannel: return channel_vec4(b.dtype, name, "n * " + S(out[1]), out[1]);
-    case Operand::Scalar: return "(float4)(" + cl_load(b.dtype, name, "0") + ")";
-    case Operand::Bad: break;
+  switch (classify_image_operand(b, out)) {
+    case ImageOperand::SameImage: return "read_imagef(" + name + ", opv_smp, (int2)(x, y))";
+    case ImageOperand::ChannelImage: return "read_imagef(" + name + ", opv_smp, (int2)(cb, n))";
+    case ImageOperand::Channel: return channel_vec4(b.dtype, name, "0", out[1]);
+    case ImageOperand::BatchChannel: return channel_vec4(b.dtype, name, "n * " + S(out[1]), out[1]);
+    case ImageOperand::Scalar: return "(float4)(" + cl_load(b.dtype, name, "0") + ")";
+    case ImageOperand::Bad: break;
   }
   fail("eltwise_image: operand ", j, " of call '", c.label, "' cannot be read on an image output");
 }
@@ -118,9 +98,9 @@ bool supports(const Plan& p, const Call& c) {
   for (size_t j = 0; j < n_ops; ++j) {
     if (c.inputs[j] < 0) return false;
     const Buffer& b = p.buffers.at(size_t(c.inputs[j]));
-    const Operand o = classify(b, out.shape);
-    if (o == Operand::Bad) return false;
-    if (n_ops == 1 && o != Operand::SameImage) return false;
+    const ImageOperand o = classify_image_operand(b, out.shape);
+    if (o == ImageOperand::Bad) return false;
+    if (n_ops == 1 && o != ImageOperand::SameImage) return false;
   }
   return post_ops_image_ok(p, c, k);
 }
