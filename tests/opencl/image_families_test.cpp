@@ -23,25 +23,6 @@ using plan::Buffer;
 using plan::BufferKind;
 using plan::Layout;
 
-// Adds a node with a given output shape and post-ops, without shape inference.
-int raw_node(ir::Graph& g, const std::string& name, OpKind op, Attrs a, std::vector<int> ins, const Shape& out,
-             std::vector<PostOp> post = {}) {
-  ir::Value v;
-  v.name = name + "_out";
-  v.dtype = DType::F32;
-  v.shape = out;
-  int id = g.add_value(std::move(v));
-  ir::Node n;
-  n.name = name;
-  n.op = op;
-  n.attrs = std::move(a);
-  n.inputs = std::move(ins);
-  n.outputs = {id};
-  n.post_ops = std::move(post);
-  g.add_node(std::move(n));
-  return id;
-}
-
 Attrs pool_attrs(int64_t k, int64_t s, int64_t pad, int64_t d) {
   Attrs a;
   a.set("kernel", std::vector<int64_t>{k, k});
@@ -161,7 +142,7 @@ TEST(ImageFamilies, BinaryOperandKindsRandomShapes) {
         int m2 = to_image(b.g, "mp2", x2);
         int sc = b.random_const("scale", {C, 1, 1}, 9, 0.5f, 1.5f);
         y = raw_node(b.g, "op", OpKind::Add, {}, {m, m2, sc, m},
-                     s, {PostOp{OpKind::Gelu}, PostOp{OpKind::Mul, 0, 0, 2}, PostOp{OpKind::Add, 0, 0, 3}});
+                     s, DType::F32, {PostOp{OpKind::Gelu}, PostOp{OpKind::Mul, 0, 0, 2}, PostOp{OpKind::Add, 0, 0, 3}});
         what = "add +gelu +mul(scale) +add(residual image)";
         break;
       }
@@ -170,7 +151,7 @@ TEST(ImageFamilies, BinaryOperandKindsRandomShapes) {
         int sg = raw_node(b.g, "sig", OpKind::Sigmoid, {}, {gap}, {N, C, 1, 1});
         PostOp d{OpKind::Div, 0, 0, 1};
         d.swapped = true;
-        y = raw_node(b.g, "op", OpKind::Relu, {}, {m, sg}, s, {d});
+        y = raw_node(b.g, "op", OpKind::Relu, {}, {m, sg}, s, DType::F32, {d});
         what = "relu +div(gate, v)";
         break;
       }
@@ -202,7 +183,7 @@ TEST(ImageFamilies, GlobalPoolingRandomShapes) {
       Attrs a;
       a.set("axes", std::vector<int64_t>{2, 3});
       a.set("keepdims", int64_t(1));
-      y = raw_node(b.g, "op", OpKind::ReduceMean, a, {x}, o, {PostOp{OpKind::Sigmoid}});
+      y = raw_node(b.g, "op", OpKind::ReduceMean, a, {x}, o, DType::F32, {PostOp{OpKind::Sigmoid}});
       what = "reducemean(2,3) +sigmoid";
     }
     b.output(y);
@@ -358,8 +339,8 @@ TEST(ImageFamilies, GeneratedKernelsStringLevel) {
   b.g.source = "test";
   const Shape s = {1, 6, 5, 8};
   int m = to_image(b.g, "mp", b.input("x", s));
-  int gap = raw_node(b.g, "gap", OpKind::GlobalAveragePool, {}, {m}, {1, 6, 1, 1}, {PostOp{OpKind::Sigmoid}});
-  int mul = raw_node(b.g, "mul", OpKind::Mul, {}, {m, gap}, s, {PostOp{OpKind::Gelu}});
+  int gap = raw_node(b.g, "gap", OpKind::GlobalAveragePool, {}, {m}, {1, 6, 1, 1}, DType::F32, {PostOp{OpKind::Sigmoid}});
+  int mul = raw_node(b.g, "mul", OpKind::Mul, {}, {m, gap}, s, DType::F32, {PostOp{OpKind::Gelu}});
   Attrs a = pool_attrs(3, 2, 1, 1);
   int avg = raw_node(b.g, "avg", OpKind::AveragePool, a, {mul}, {1, 6, 3, 4});
   Attrs ca;

@@ -20,6 +20,25 @@
 namespace opv::test {
 
 // Whether backend "opencl" can be created here (a device exists).
+// Adds a node with a given output shape, dtype and post-ops, without shape inference.
+inline int raw_node(ir::Graph& g, const std::string& name, OpKind op, Attrs a, std::vector<int> ins, const Shape& out,
+             DType dt = DType::F32, std::vector<PostOp> post = {}) {
+  ir::Value v;
+  v.name = name + "_out";
+  v.dtype = dt;
+  v.shape = out;
+  int id = g.add_value(std::move(v));
+  ir::Node n;
+  n.name = name;
+  n.op = op;
+  n.attrs = std::move(a);
+  n.inputs = std::move(ins);
+  n.outputs = {id};
+  n.post_ops = std::move(post);
+  g.add_node(std::move(n));
+  return id;
+}
+
 inline bool opencl_available() {
   static const bool ok = [] {
     try {

@@ -17,24 +17,6 @@ namespace {
 
 using plan::Layout;
 
-int raw_node(ir::Graph& g, const std::string& name, OpKind op, Attrs a, std::vector<int> ins, const Shape& out,
-             DType dt = DType::F32, std::vector<PostOp> post = {}) {
-  ir::Value v;
-  v.name = name + "_out";
-  v.dtype = dt;
-  v.shape = out;
-  int id = g.add_value(std::move(v));
-  ir::Node n;
-  n.name = name;
-  n.op = op;
-  n.attrs = std::move(a);
-  n.inputs = std::move(ins);
-  n.outputs = {id};
-  n.post_ops = std::move(post);
-  g.add_node(std::move(n));
-  return id;
-}
-
 struct PackCase {
   std::vector<int64_t> channels;  // per input
   int64_t H = 8, W = 8;
