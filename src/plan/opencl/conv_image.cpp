@@ -13,11 +13,12 @@
  *      group   every other grouping (incl. depthwise with m > 2): per-lane path, 1 pixel.
  *      TW in {1,2,4} and OB follow the amount of work (plan meta "cl_busy_items", default
  *      sized for an a630); dimension 0 = (output block group, row, pixel tile), dimension 1 = n.
- *      dense K-split ("_ks<L>"): on targets wider than an a630 (cl_busy_items above the
- *              default), a dense conv with fewer work-items than busy/4 and >= 32 (input
- *              block x tap) steps gives each output texel a work-group of L = 16/32/64 lanes
- *              that split the steps and add their partial sums in a fixed-order tree in local
- *              memory (Call.local = {L, 1}); Adreno kernels keep no local memory (ADRENO.md).
+ *      dense K-split ("_ks<S>"): on targets wider than an a630 (cl_busy_items above the
+ *              default), dense convs take a register tile of TW = 4 pixels x OB = 2 blocks
+ *              where the shapes allow, and where that leaves the GPU short of work, S = 2..64
+ *              lanes share each tile, split its (tap, input block) steps and add their partial
+ *              sums in local memory in a fixed order (Call.local = {S * tiles per group, 1});
+ *              Adreno kernels keep no local memory (ADRENO.md).
  *   2. Padding: an input w outside [0,W) lands outside the image and reads zero through the
  *      sampler; rows are forced to -1 with select() when N > 1 (no bleeding between images).
  *      No read is ever gated (attr cl_gated = 0).
@@ -73,7 +74,8 @@ struct ConvGeom {
   int64_t TW = 1;                        // output pixels along w per work-item
   int64_t WT = 1;                        // work-items along w: ceil(OW / TW)
   int64_t OB = 1;                        // output blocks per work-item (dense only: 1 or 2)
-  int64_t KS = 0;                        // K-split lanes per output texel (dense only; 0 = off)
+  int64_t KS = 0;                        // K-split lanes per tile (dense only; 0 = off)
+  int64_t TPW = 1;                       // K-split: tiles per work-group
   int64_t KK() const { return KH * KW; }
 };
 
@@ -105,20 +107,23 @@ int64_t pick_tw(int64_t OW, int64_t work, int64_t busy_items) {
   return 1;
 }
 
-// K-split lanes for a dense conv with `items` work-items of `steps` (input blocks x taps) each,
-// or 0 to keep one work-item per tile. A work-group of KS lanes then shares one output texel,
-// each lane summing every KS-th step, and reduces in local memory. Only for targets wider than
-// an a630 (busy > kBusyItems): ADRENO.md (section 3, "what not to do") keeps local memory and
-// barriers out of Adreno conv kernels. There the layers with too little parallel work (fewer
-// items than a quarter of what keeps the GPU busy: the 4x8 stage-3 and 1x1 squeeze-excite
-// convs on an H200) and a long serial loop (>= 32 steps) are latency-bound; the lanes are
-// chosen so that each still does >= 4 steps where it can (2 at the minimum of 16 lanes x 32).
-constexpr int64_t kKsMinSteps = 32;
-int64_t pick_ks(int64_t items, int64_t steps, int64_t busy) {
-  if (busy <= kBusyItems || items * 4 >= busy || steps < kKsMinSteps) return 0;
-  if (steps >= 4 * 64) return 64;
-  if (steps >= 4 * 32) return 32;
-  return 16;
+// Wide targets (plan meta cl_busy_items above kBusyItems: desktop GPUs, measured on an H200
+// through NVIDIA OpenCL, BENCHMARKS.md): the a630 tiling leaves most of such a GPU idle on the
+// small maps of the later stages and runs one long serial loop per work-item. There a dense conv
+// takes the register-tiled K-split form ("_ks<S>"): a work-item holds TW pixels x OB output
+// blocks (TW = 4 / OB = 2 where the map and block count allow: 4 texel reads and 8 weight
+// vectors feed 128 mads), S lanes of a work-group share one such tile and split its (tap, input
+// block) steps, and the partial sums are added in local memory in a fixed order. S doubles while
+// the GPU is not yet busy and every lane keeps >= kKsMinSteps steps (at most kKsMaxLanes).
+// Adreno kernels keep no local memory (ADRENO.md section 3, "what not to do").
+constexpr int64_t kKsMinSteps = 4;
+constexpr int64_t kKsMaxLanes = 64;
+constexpr int64_t kKsGroupItems = 128;  // work-items per work-group of the split form
+bool wide_target(int64_t busy) { return busy > kBusyItems; }
+int64_t pick_ks(int64_t tiles, int64_t steps, int64_t busy) {
+  int64_t s = 1;
+  while (s < kKsMaxLanes && tiles * s < busy && steps / (2 * s) >= kKsMinSteps) s *= 2;
+  return s > 1 ? s : 0;
 }
 
 // Geometry of call c; returns false (with *why) when this family cannot handle the shapes.
@@ -176,13 +181,24 @@ bool conv_geom(const Plan& p, const Call& c, const Kernel& k, ConvGeom& g, std::
   }
   const int64_t work = g.M4 * g.N * g.OH * g.OW;
   const int64_t busy = p.meta.i("cl_busy_items", kBusyItems);
-  g.TW = g.var == Variant::Group ? 1 : pick_tw(g.OW, work, busy);
-  g.WT = (g.OW + g.TW - 1) / g.TW;
-  // Two output blocks per item halve the texture reads per mad (TFL's 2-slice tiles) while the
-  // map stays large enough; only for an even block count, so no block is out of range.
-  if (g.var == Variant::Dense && g.M4 % 2 == 0 && work / (g.TW * 2) >= busy) g.OB = 2;
-  g.KS = g.var == Variant::Dense ? pick_ks(g.N * g.WT * g.OH * (g.M4 / g.OB), g.C4 * g.KK(), busy) : 0;
-  if (g.KS) g.TW = 1, g.WT = g.OW, g.OB = 1;
+  if (g.var == Variant::Dense && wide_target(busy)) {
+    // Widest register tile that fits the map and block count; S lanes where the work is small.
+    g.TW = pick_tw(g.OW, work, 0);
+    g.WT = (g.OW + g.TW - 1) / g.TW;
+    g.OB = g.M4 % 2 == 0 ? 2 : 1;
+    const int64_t tiles = g.OH * g.WT * (g.M4 / g.OB);
+    g.KS = pick_ks(g.N * tiles, g.C4 * g.KK(), busy);
+    if (g.KS) {
+      g.TPW = 1;
+      while (g.TPW * 2 * g.KS <= kKsGroupItems && tiles % (g.TPW * 2) == 0) g.TPW *= 2;
+    }
+  } else {
+    g.TW = g.var == Variant::Group ? 1 : pick_tw(g.OW, work, busy);
+    g.WT = (g.OW + g.TW - 1) / g.TW;
+    // Two output blocks per item halve the texture reads per mad (TFL's 2-slice tiles) while the
+    // map stays large enough; only for an even block count, so no block is out of range.
+    if (g.var == Variant::Dense && g.M4 % 2 == 0 && work / (g.TW * 2) >= busy) g.OB = 2;
+  }
   const Buffer* b = input_buf(p, c, 2);
   if (b && (!is_f32_f16(b->dtype) || (b->layout != Layout::Linear && b->layout != Layout::PackedWeight)))
     return no("bias must be a float Linear or packed buffer");
@@ -275,9 +291,7 @@ std::string epilogue_block(const Plan& p, const Call& c, const ConvGeom& g, cons
     if (g.M % kLanes != 0)
       r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
     std::string wr = "write_imagef(out0, (int2)(w * " + I(g.M4) + " + cb, gy), v);";
-    // Every lane of a K-split group computes the epilogue (its reads stay unconditional); lane 0 writes.
-    std::string cond = g.OW % g.TW != 0 ? "w < " + I(g.OW) : "";
-    if (g.KS) cond = cond.empty() ? "lane == 0" : cond + " && lane == 0";
+    const std::string cond = g.OW % g.TW != 0 ? "w < " + I(g.OW) : "";
     if (!cond.empty())
       r += "    if (" + cond + ") " + wr + "\n";
     else
@@ -374,71 +388,113 @@ std::string dense_body(const Plan& p, const Call& c, const ConvGeom& g, bool pac
   return r;
 }
 
-// Dense K-split (g.KS lanes per output texel, TW = OB = 1): dimension 0 = (tile, lane) with
-// tile = (output block, row, pixel) as in head(); lane l sums the steps s = l, l + KS, .. of
-// the flattened (tap, input block) loop, s = tap * C4 + ib (the packed weights' order), then a
-// fixed-order tree in local memory adds the KS partial sums (deterministic). All lanes reach
-// every barrier: the global size is exactly KS * tiles. Afterwards acc0 = red[0] for the
-// common epilogue, which every lane computes and lane 0 writes.
-std::string ks_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, int64_t* reads) {
+// Dense K-split (g.KS = S lanes per tile of TW pixels x OB blocks): dimension 0 = (tile, lane),
+// tile = (output block group, row, pixel tile) as in head(); lane l sums the steps
+// s = l, l + S, .. of the flattened (tap, input block) loop, s = tap * C4 + ib (the packed
+// weights' order; neighbouring lanes read neighbouring texels and weight vectors). The A = TW*OB
+// partial accumulators go to local memory; after one barrier, accumulator a of the tile is the
+// fixed-order sum over lanes 0..S-1 (deterministic). Every lane then runs the epilogue of
+// accumulator lane % A (lane, lane + S, .. when S < A), so its reads stay unconditional; lanes
+// l < A write. All lanes reach the barrier: the global size is exactly S * tiles.
+std::string ks_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, const std::string& post,
+                    int64_t* reads) {
   const Buffer& wb = *input_buf(p, c, 1);
-  const int64_t KK = g.KK(), S = g.C4 * KK, L = g.KS;
+  const int64_t KK = g.KK(), STEPS = g.C4 * KK, S = g.KS, A = g.TW * g.OB;
+  const int64_t per_lane = (STEPS + S - 1) / S;
   std::string r;
   r += "  const int gx = get_global_id(0), n = get_global_id(1);\n";
-  r += "  const int tile = gx / " + I(L) + ";\n";
-  r += "  const int lane = gx - tile * " + I(L) + ";\n";
-  r += "  const int cb = tile / " + I(g.OW * g.OH) + ";\n";
-  r += "  const int hw = tile - cb * " + I(g.OW * g.OH) + ";\n";
-  r += "  const int h = hw / " + I(g.OW) + ";\n";
-  r += "  const int ow0 = hw - h * " + I(g.OW) + ";\n";
+  r += "  const int tile = gx / " + I(S) + ";\n";
+  r += "  const int lane = gx - tile * " + I(S) + ";\n";
+  r += "  const int tl = (int)get_local_id(0) / " + I(S) + ";\n";
+  r += "  const int cg = tile / " + I(g.WT * g.OH) + ";\n";
+  r += "  const int cb = cg * " + I(g.OB) + ";\n";
+  r += "  const int hw = tile - cg * " + I(g.WT * g.OH) + ";\n";
+  r += "  const int h = hw / " + I(g.WT) + ";\n";
+  r += "  const int ow0 = (hw - h * " + I(g.WT) + ") * " + I(g.TW) + ";\n";
   r += "  const int gy = n * " + I(g.OH) + " + h;\n";
-  r += "  OPV_ACC4 acc0 = (OPV_ACC4)(0);\n";
+  for (int64_t ob = 0; ob < g.OB; ++ob)
+    for (int64_t t = 0; t < g.TW; ++t) r += "  OPV_ACC4 " + acc(t, ob) + " = (OPV_ACC4)(0);\n";
   if (!packed)
-    for (int j = 0; j < kLanes; ++j)
-      r += "  const int wo" + I(j) + " = min(4 * cb + " + I(j) + ", " + I(g.M - 1) + ") * " + I(g.Cg * KK) + ";\n";
-  r += "  for (int s = lane; s < " + I(S) + "; s += " + I(L) + ") {\n";
+    for (int64_t ob = 0; ob < g.OB; ++ob)
+      for (int j = 0; j < kLanes; ++j)
+        r += "  const int wo" + I(ob) + I(j) + " = min(4 * (cb + " + I(ob) + ") + " + I(j) + ", " + I(g.M - 1) +
+             ") * " + I(g.Cg * KK) + ";\n";
+  r += "#pragma unroll\n";
+  r += "  for (int i = 0; i < " + I(per_lane) + "; ++i) {\n";
+  r += "    const int s = lane + i * " + I(S) + ";\n";
+  const std::string ind = STEPS % S ? "      " : "    ";
+  if (STEPS % S) r += "    if (s < " + I(STEPS) + ") {\n";
   std::string tap = "0";
   if (KK > 1) {
     tap = "tap";
-    r += "    const int tap = s / " + I(g.C4) + ";\n";
-    r += "    const int ib = s - tap * " + I(g.C4) + ";\n";
-    r += "    const int kh = tap / " + I(g.KW) + ";\n";
-    r += "    const int kw = tap - kh * " + I(g.KW) + ";\n";
-    r += "    const int ih = h * " + I(g.sh) + " + kh * " + I(g.dh) + " - " + I(g.pt) + ";\n";
-    r += "    const int x = (ow0 * " + I(g.sw) + " + kw * " + I(g.dw) + " - " + I(g.pl) + ") * " + I(g.C4) + " + ib;\n";
+    r += ind + "const int tap = s / " + I(g.C4) + ";\n";
+    r += ind + "const int ib = s - tap * " + I(g.C4) + ";\n";
+    r += ind + "const int kh = tap / " + I(g.KW) + ";\n";
+    r += ind + "const int kw = tap - kh * " + I(g.KW) + ";\n";
+    r += ind + "const int ih = h * " + I(g.sh) + " + kh * " + I(g.dh) + " - " + I(g.pt) + ";\n";
+    r += ind + "const int xk = kw * " + I(g.dw) + " - " + I(g.pl) + ";\n";
   } else {
-    r += "    const int ib = s;\n";
-    r += "    const int ih = h * " + I(g.sh) + " - " + I(g.pt) + ";\n";
-    r += "    const int x = (ow0 * " + I(g.sw) + " - " + I(g.pl) + ") * " + I(g.C4) + " + ib;\n";
+    r += ind + "const int ib = s;\n";
+    r += ind + "const int ih = h * " + I(g.sh) + " - " + I(g.pt) + ";\n";
+    r += ind + "const int xk = -" + I(g.pl) + ";\n";
   }
-  r += "    const int y = " + row_expr(g, "ih") + ";\n";
-  r += "    const OPV_ACC4 v = OPV_RD(in0, x, y);\n";
+  r += ind + "const int y = " + row_expr(g, "ih") + ";\n";
   static const char* comp = "xyzw";
-  for (int l = 0; l < kLanes; ++l) {
-    const std::string wn = "w" + I(l);
-    if (packed) {
-      r += "    const OPV_ACC4 " + wn + " = OPV_W4((cb * " + I(S) + " + s) * 4 + " + I(l) + ", in1);\n";
-    } else {
-      // Input channel of lane l; past C (the tail block) the texel lane is 0, so any in-range
-      // weight gives 0: clamp the index instead of branching.
-      std::string ci = "4 * ib + " + I(l);
-      if (g.C % kLanes != 0) ci = "min(" + ci + ", " + I(g.C - 1) + ")";
-      r += "    const OPV_ACC4 " + wn + " = OPV_CVT4((float4)(";
-      for (int j = 0; j < kLanes; ++j)
-        r += (j ? ", " : "") + ld(wb.dtype, "in1", "wo" + I(j) + " + (" + ci + ") * " + I(KK) + " + " + tap);
-      r += "));\n";
+  for (int64_t ob = 0; ob < g.OB; ++ob)
+    for (int l = 0; l < kLanes; ++l) {
+      const std::string wn = "w" + I(ob) + I(l);
+      if (packed) {
+        r += ind + "const OPV_ACC4 " + wn + " = OPV_W4(((cb + " + I(ob) + ") * " + I(STEPS) + " + s) * 4 + " + I(l) +
+             ", in1);\n";
+      } else {
+        // Input channel of lane l; past C (the tail block) the texel lane is 0, so any in-range
+        // weight gives 0: clamp the index instead of branching.
+        std::string ci = "4 * ib + " + I(l);
+        if (g.C % kLanes != 0) ci = "min(" + ci + ", " + I(g.C - 1) + ")";
+        r += ind + "const OPV_ACC4 " + wn + " = OPV_CVT4((float4)(";
+        for (int j = 0; j < kLanes; ++j)
+          r += (j ? ", " : "") + ld(wb.dtype, "in1", "wo" + I(ob) + I(j) + " + (" + ci + ") * " + I(KK) + " + " + tap);
+        r += "));\n";
+      }
     }
+  for (int64_t t = 0; t < g.TW; ++t) {
+    r += ind + "{\n" + ind + "  const OPV_ACC4 v = OPV_RD(in0, ((ow0 + " + I(t) + ") * " + I(g.sw) + " + xk) * " +
+         I(g.C4) + " + ib, y);\n";
+    for (int64_t ob = 0; ob < g.OB; ++ob)
+      for (int l = 0; l < kLanes; ++l)
+        r += ind + "  " + acc(t, ob) + " = mad((OPV_ACC4)(v." + comp[l] + "), w" + I(ob) + I(l) + ", " + acc(t, ob) +
+             ");\n";
+    r += ind + "}\n";
   }
-  for (int l = 0; l < kLanes; ++l)
-    r += "    acc0 = mad((OPV_ACC4)(v." + std::string(1, comp[l]) + "), w" + I(l) + ", acc0);\n";
+  if (STEPS % S) r += "    }\n";
   r += "  }\n";
-  r += "  red[lane] = convert_float4(acc0);\n";
+  // Partials: red[(tl * A + a) * S + lane], a = ob * TW + t.
+  for (int64_t ob = 0; ob < g.OB; ++ob)
+    for (int64_t t = 0; t < g.TW; ++t)
+      r += "  red[(tl * " + I(A) + " + " + I(ob * g.TW + t) + ") * " + I(S) + " + lane] = convert_float4(" +
+           acc(t, ob) + ");\n";
   r += "  barrier(CLK_LOCAL_MEM_FENCE);\n";
-  for (int64_t st = L / 2; st > 0; st /= 2) {
-    r += "  if (lane < " + I(st) + ") red[lane] += red[lane + " + I(st) + "];\n";
-    r += "  barrier(CLK_LOCAL_MEM_FENCE);\n";
-  }
-  *reads = (S + L - 1) / L;
+  const int64_t rounds = S >= A ? 1 : A / S;
+  r += "  for (int i = 0; i < " + I(rounds) + "; ++i) {\n";
+  r += std::string("    const int a = ") + (S >= A ? "lane % " + I(A) : "lane + i * " + I(S)) + ";\n";
+  r += "    __local const float4* part = red + (tl * " + I(A) + " + a) * " + I(S) + ";\n";
+  r += "    float4 sum = part[0];\n";
+  r += "    for (int j = 1; j < " + I(S) + "; ++j) sum += part[j];\n";
+  r += "    const int w = ow0 + a % " + I(g.TW) + ";\n";
+  r += "    const int cbo = cb + a / " + I(g.TW) + ";\n";
+  r += "    {\n    const int cb = cbo;\n";
+  r += "  " + bias_code(p, c, g);
+  r += "    float4 v = sum + bias4;\n";
+  std::istringstream is(post);
+  for (std::string l; std::getline(is, l);) r += "  " + l + "\n";
+  if (g.M % kLanes != 0)
+    r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
+  std::string cond = S > A ? "lane < " + I(A) : "";
+  if (g.OW % g.TW != 0) cond = cond.empty() ? "w < " + I(g.OW) : cond + " && w < " + I(g.OW);
+  const std::string wr = "write_imagef(out0, (int2)(w * " + I(g.M4) + " + cb, gy), v);";
+  r += cond.empty() ? "    " + wr + "\n" : "    if (" + cond + ") " + wr + "\n";
+  r += "    }\n  }\n";
+  *reads = per_lane * g.TW + rounds * count_reads(post);
   return r;
 }
 
@@ -573,17 +629,16 @@ void conv_generate(const Plan& p, Call& c, Kernel& k) {
   const bool packed = input_buf(p, c, 1)->layout == Layout::PackedWeight;
   int64_t reads = 0;
   std::string body;
+  const std::string post = emit_post_ops_image(p, c, k);
   switch (g.var) {
-    case Variant::Dense: body = g.KS ? ks_body(p, c, g, packed, &reads) : dense_body(p, c, g, packed, &reads); break;
+    case Variant::Dense: body = g.KS ? ks_body(p, c, g, packed, post, &reads) : dense_body(p, c, g, packed, &reads); break;
     case Variant::Depthwise: body = dw_body(p, c, g, packed, &reads); break;
     case Variant::Group: body = group_body(p, c, g, packed, &reads); break;
   }
-  const std::string post = emit_post_ops_image(p, c, k);
-  if (g.KS)
-    body += "  {\n  const float4 acc0 = red[0];\n" + epilogue(p, c, k, g, post) + "  }\n";
-  else
+  if (!g.KS) {
     body += epilogue(p, c, k, g, post);
-  reads += g.TW * g.OB * count_reads(post);
+    reads += g.TW * g.OB * count_reads(post);
+  }
 
   std::string prelude = cl_prelude();
   prelude += kPrecision;
@@ -593,7 +648,8 @@ void conv_generate(const Plan& p, Call& c, Kernel& k) {
   k.name = kernel_name(k, g, packed);
   k.entry = k.name;
   k.source = "// generated by opvision conv_image (src/plan/opencl/conv_image.cpp) -- do not edit\n" +
-             cl_wrap(prelude, k.entry, params, body, g.KS ? "__local float4 red[" + I(g.KS) + "]" : "");
+             cl_wrap(prelude, k.entry, params, body,
+                     g.KS ? "__local float4 red[" + I(g.TPW * g.TW * g.OB * g.KS) + "]" : "");
   k.options = "-cl-mad-enable";
   if (k.attrs.i("cl_fp16_math", 0)) k.options += " -DOPV_FP16_MATH";
   k.attrs.set("cl_family", std::string(kFamily));
@@ -604,7 +660,7 @@ void conv_generate(const Plan& p, Call& c, Kernel& k) {
   k.attrs.set("cl_ob", g.OB);
   k.attrs.set("cl_ks", g.KS);
   c.global = {g.WT * g.OH * (g.M4 / g.OB) * std::max<int64_t>(g.KS, 1), g.N, 0};
-  c.local = {g.KS, g.KS ? 1 : 0, 0};
+  c.local = {g.KS * g.TPW, g.KS ? 1 : 0, 0};
 }
 
 // Float value of element i of a Linear F32/F16 constant.
