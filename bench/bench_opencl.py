@@ -18,7 +18,7 @@ The shared fixture directory is ../shared beside the repository, or $OPV_SHARED.
 
 Usage: bench/bench_opencl.py [--model M.onnx] [--device nvidia] [--iters 200] [--rounds 3]
        [--trunk fastvit_t12 --hw 128,256 --seed 1] [--no-torch] [--no-attribution]
-       [--busy-items N] [--opvision PATH] [--json OUT.json]
+       [--busy-items N] [--weights f16|f32] [--batch N] [--opvision PATH] [--json OUT.json]
 """
 import argparse
 import json
@@ -60,9 +60,9 @@ def last_json(text):
     return json.loads(text[start + 1:] if start >= 0 else text[text.find("{"):])
 
 
-def compile_art(opv, model, passes, out, timeout, busy_items=0):
+def compile_art(opv, model, passes, out, timeout, args):
     cmd = [opv, "compile", str(model), "-o", str(out), "--target", "opencl", "--passes", ",".join(passes),
-           "--cl-busy-items", str(busy_items)]
+           "--cl-busy-items", str(args.busy_items), "--cl-weights", args.weights, "--cl-batch", str(args.batch)]
     run(cmd, timeout)
     return out
 
@@ -141,6 +141,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--busy-items", type=int, default=0,
                     help="compile --cl-busy-items (0: sized for Adreno 630; ~65536 for large desktop GPUs)")
+    ap.add_argument("--weights", default="f16", choices=["f16", "f32"],
+                    help="compile --cl-weights (f32 for GPUs without fp16 arithmetic)")
+    ap.add_argument("--batch", type=int, default=4, help="compile --cl-batch (calls per batched launch)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peer (no CUDA here)")
     ap.add_argument("--no-attribution", action="store_true", help="time only the fully optimised plan")
     ap.add_argument("--opvision", default=None)
@@ -157,13 +160,13 @@ def main():
     if args.no_attribution:
         steps = steps[-1:]
     results = {"machine": platform.node(), "model": args.model, "device": args.device,
-               "busy_items": args.busy_items, "steps": {}}
+               "busy_items": args.busy_items, "weights": args.weights, "batch": args.batch, "steps": {}}
     with tempfile.TemporaryDirectory() as tmp:
         arts = []
         for passes in steps:
             art = pathlib.Path(tmp) / f"m{len(passes)}.opv"
             t = time.perf_counter()
-            compile_art(opv, args.model, passes, art, args.timeout, args.busy_items)
+            compile_art(opv, args.model, passes, art, args.timeout, args)
             print(f"[bench] compiled +{passes[-1]} in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
             arts.append((passes[-1], art))
         rounds = {name: [] for name, _ in arts}

@@ -27,6 +27,11 @@ struct CompileOptions {
   // 0 = the kernels' default, sized for an Adreno 630). Wider tiles per work-item are chosen only
   // when a layer leaves this much work; large desktop GPUs want ~65536.
   int64_t cl_busy_items = 0;
+  // opencl: element type of packed conv weights, "f16" (default; Adreno) or "f32" (plan meta
+  // "cl_weight_dtype"; GPUs that compute in fp32 then skip a conversion per weight).
+  std::string cl_weights = "f16";
+  // opencl: most calls plan pass "batch" merges into one launch (plan meta "cl_batch_max").
+  int64_t cl_batch = 4;
 };
 
 // Plan passes that always run for their target (skipping them would leave the plan unrunnable):

@@ -1,5 +1,6 @@
-/* Plan pass "batch": merges up to kMaxBatch neighbouring, independent calls of the same GPU kernel
- * and launch geometry into one launch (the seed batches its same-program head kernels).
+/* Plan pass "batch": merges up to kMaxBatch (or plan meta "cl_batch_max") neighbouring, independent
+ * calls of the same GPU kernel and launch geometry into one launch (the seed batches its
+ * same-program head kernels in fours; wide GPUs take more per launch).
  *   1. Walk the call list; a run starts at a call whose kernel has a source made by cl_wrap()
  *      (attr "cl_params", `<entry>_body` in the source), is not batched already, and whose
  *      launch uses at most two dimensions (global[2] in {0, 1}).
@@ -119,6 +120,7 @@ struct Batcher {
   }
 
   bool run() {
+    const int max_batch = int(std::clamp<int64_t>(p.meta.i("cl_batch_max", kMaxBatch), 1, kMaxBatchLimit));
     std::vector<Call> out;
     bool changed = false;
     size_t i = 0;
@@ -126,7 +128,7 @@ struct Batcher {
       const Call& head = p.calls[i];
       std::vector<Call> group{head};
       if (batchable(head)) {
-        for (size_t j = i + 1; j < p.calls.size() && int(group.size()) < kMaxBatch; ++j) {
+        for (size_t j = i + 1; j < p.calls.size() && int(group.size()) < max_batch; ++j) {
           const Call& c = p.calls[j];
           if (c.kernel != head.kernel || c.global != head.global || c.local != head.local ||
               c.outputs.size() != head.outputs.size() || c.inputs.size() != head.inputs.size())

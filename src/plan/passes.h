@@ -34,7 +34,9 @@ bool dedupe(Plan& p);
 bool level_schedule(Plan& p);
 // "batch": up to kMaxBatch independent calls of the same kernel and launch geometry, adjacent
 // after level scheduling, merged into one launch (cl_batch_entry); GPU kernels only.
+// Plan meta "cl_batch_max" overrides the default (compile --cl-batch), up to kMaxBatchLimit.
 constexpr int kMaxBatch = 4;
+constexpr int kMaxBatchLimit = 64;
 bool batch_calls(Plan& p);
 // "replay": meta cl_replay=1 (enqueue everything, one wait per inference; recorded command
 // buffers where the device has them).

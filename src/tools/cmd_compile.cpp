@@ -35,6 +35,10 @@ int cmd_compile(int argc, char** argv) {
       .option("--no-pass", "NAME", "skip a graph or plan pass (or a comma list)", "", "", true)
       .option("--cl-busy-items", "N", "opencl: work-items the GPU needs to stay busy (0 = sized for Adreno 630; "
               "large desktop GPUs ~65536)", "0")
+      .option("--cl-batch", "N", "opencl: most calls plan pass batch merges into one launch (default 4, "
+              "as the seed; at most 64)", "4")
+      .option("--cl-weights", "f16|f32", "opencl: storage of packed conv weights (f32 spares GPUs without fp16 "
+              "arithmetic the conversions; twice the bytes)", "f16")
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
       .flag("--dump-plan", "print the compiled plan to stdout")
@@ -50,6 +54,11 @@ int cmd_compile(int argc, char** argv) {
   opts.verbose = a.has("--verbose");
   opts.cl_busy_items = a.get_int("--cl-busy-items", 0);
   if (opts.cl_busy_items < 0) throw UsageError("opvision compile: --cl-busy-items must be >= 0");
+  opts.cl_batch = a.get_int("--cl-batch", 4);
+  if (opts.cl_batch < 1 || opts.cl_batch > 64) throw UsageError("opvision compile: --cl-batch must be in 1..64");
+  opts.cl_weights = a.get("--cl-weights", "f16");
+  if (opts.cl_weights != "f16" && opts.cl_weights != "f32")
+    throw UsageError("opvision compile: --cl-weights must be f16 or f32, got '" + opts.cl_weights + "'");
   PassReport report;
   opts.report = a.has("--report");
   if (opts.report) opts.observer = report.observer();

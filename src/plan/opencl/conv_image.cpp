@@ -26,7 +26,7 @@
  *      kernel has attr "cl_fp16_math" = 1) on a device with cl_khr_fp16 the same source
  *      accumulates in half4. Bias, then the fused post-ops (emit_post_ops_image),
  *      padded output lanes (c >= Cout) are written as 0.
- *   4. pack_weights: weights -> F16 PackedWeight in the exact read order (dense
+ *   4. pack_weights: weights -> F16 (or, with plan meta cl_weight_dtype = "f32", F32) PackedWeight in the exact read order (dense
  *      [M4][tap][C4*4][4], dw [M4][tap][4], group [M4][Cg][tap][4]), bias -> F32 padded to 4;
  *      zero-filled padding; kernel attr "cl_pack" names the packing and the kernel is
  *      regenerated to read them with vload_half4 / vload4.
@@ -119,6 +119,9 @@ int64_t pick_tw(int64_t OW, int64_t work, int64_t busy_items) {
 constexpr int64_t kKsMinSteps = 4;
 constexpr int64_t kKsMaxLanes = 64;
 constexpr int64_t kKsGroupItems = 128;  // work-items per work-group of the split form
+// Depthwise convs with at least this many taps (5x5, 7x7) split their kernel rows over KH lanes
+// on wide targets ("_ks<KH>"): 49 dependent texel reads per work-item become 7.
+constexpr int64_t kDwSplitMinTaps = 25;
 bool wide_target(int64_t busy) { return busy > kBusyItems; }
 int64_t pick_ks(int64_t tiles, int64_t steps, int64_t busy) {
   int64_t s = 1;
@@ -188,16 +191,19 @@ bool conv_geom(const Plan& p, const Call& c, const Kernel& k, ConvGeom& g, std::
     g.OB = g.M4 % 2 == 0 ? 2 : 1;
     const int64_t tiles = g.OH * g.WT * (g.M4 / g.OB);
     g.KS = pick_ks(g.N * tiles, g.C4 * g.KK(), busy);
-    if (g.KS) {
-      g.TPW = 1;
-      while (g.TPW * 2 * g.KS <= kKsGroupItems && tiles % (g.TPW * 2) == 0) g.TPW *= 2;
-    }
   } else {
     g.TW = g.var == Variant::Group ? 1 : pick_tw(g.OW, work, busy);
     g.WT = (g.OW + g.TW - 1) / g.TW;
     // Two output blocks per item halve the texture reads per mad (TFL's 2-slice tiles) while the
     // map stays large enough; only for an even block count, so no block is out of range.
     if (g.var == Variant::Dense && g.M4 % 2 == 0 && work / (g.TW * 2) >= busy) g.OB = 2;
+    // Wide targets: a depthwise conv with many taps gives each kernel row its own lane.
+    if (g.var == Variant::Depthwise && wide_target(busy) && g.KK() >= kDwSplitMinTaps) g.KS = g.KH;
+  }
+  if (g.KS) {
+    const int64_t tiles = g.OH * g.WT * (g.M4 / g.OB);
+    g.TPW = 1;
+    while ((g.TPW * 2) * g.KS <= kKsGroupItems && tiles % (g.TPW * 2) == 0) g.TPW *= 2;
   }
   const Buffer* b = input_buf(p, c, 2);
   if (b && (!is_f32_f16(b->dtype) || (b->layout != Layout::Linear && b->layout != Layout::PackedWeight)))
@@ -205,7 +211,7 @@ bool conv_geom(const Plan& p, const Call& c, const Kernel& k, ConvGeom& g, std::
   if (b && b->layout == Layout::Linear && numel(b->shape) != g.M) return no("bias must have Cout elements");
   if (w->layout == Layout::PackedWeight) {
     if (k.attrs.s("cl_pack") != packing_of(g.var)) return no("packed weights of another packing");
-    if (w->dtype != DType::F16) return no("packed weights must be F16");
+    if (w->dtype != DType::F16 && w->dtype != DType::F32) return no("packed weights must be F16 or F32");
   } else if (w->layout != Layout::Linear) {
     return no("weights must be Linear or packed");
   }
@@ -241,17 +247,27 @@ struct Source {
 };
 
 // Precision macros: fp32 accumulation, or half where asked for and available.
+// OPV_W4 loads 4 packed weights: F16 packing (vload_half4, or vload4 of half with fp16 math) or,
+// with OPV_WF32 defined, F32 packing (vload4, converted once for fp16 math).
 const char* kPrecision =
     "#if defined(OPV_FP16_MATH) && defined(cl_khr_fp16)\n"
     "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
     "#define OPV_ACC4 half4\n"
     "#define OPV_RD(img, x, y) read_imageh((img), opv_smp, (int2)((x), (y)))\n"
+    "#ifdef OPV_WF32\n"
+    "#define OPV_W4(i, p) convert_half4(vload4((i), (p)))\n"
+    "#else\n"
     "#define OPV_W4(i, p) vload4((i), (p))\n"
+    "#endif\n"
     "#define OPV_CVT4(v) convert_half4(v)\n"
     "#else\n"
     "#define OPV_ACC4 float4\n"
     "#define OPV_RD(img, x, y) read_imagef((img), opv_smp, (int2)((x), (y)))\n"
+    "#ifdef OPV_WF32\n"
+    "#define OPV_W4(i, p) vload4((i), (p))\n"
+    "#else\n"
     "#define OPV_W4(i, p) vload_half4((i), (p))\n"
+    "#endif\n"
     "#define OPV_CVT4(v) (v)\n"
     "#endif\n";
 
@@ -388,19 +404,10 @@ std::string dense_body(const Plan& p, const Call& c, const ConvGeom& g, bool pac
   return r;
 }
 
-// Dense K-split (g.KS = S lanes per tile of TW pixels x OB blocks): dimension 0 = (tile, lane),
-// tile = (output block group, row, pixel tile) as in head(); lane l sums the steps
-// s = l, l + S, .. of the flattened (tap, input block) loop, s = tap * C4 + ib (the packed
-// weights' order; neighbouring lanes read neighbouring texels and weight vectors). The A = TW*OB
-// partial accumulators go to local memory; after one barrier, accumulator a of the tile is the
-// fixed-order sum over lanes 0..S-1 (deterministic). Every lane then runs the epilogue of
-// accumulator lane % A (lane, lane + S, .. when S < A), so its reads stay unconditional; lanes
-// l < A write. All lanes reach the barrier: the global size is exactly S * tiles.
-std::string ks_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, const std::string& post,
-                    int64_t* reads) {
-  const Buffer& wb = *input_buf(p, c, 1);
-  const int64_t KK = g.KK(), STEPS = g.C4 * KK, S = g.KS, A = g.TW * g.OB;
-  const int64_t per_lane = (STEPS + S - 1) / S;
+// Head of the split forms: dimension 0 = (tile, lane), tile as in head(); tl = the tile's
+// index in its work-group; accumulators.
+std::string split_head(const ConvGeom& g) {
+  const int64_t S = g.KS;
   std::string r;
   r += "  const int gx = get_global_id(0), n = get_global_id(1);\n";
   r += "  const int tile = gx / " + I(S) + ";\n";
@@ -414,6 +421,60 @@ std::string ks_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed
   r += "  const int gy = n * " + I(g.OH) + " + h;\n";
   for (int64_t ob = 0; ob < g.OB; ++ob)
     for (int64_t t = 0; t < g.TW; ++t) r += "  OPV_ACC4 " + acc(t, ob) + " = (OPV_ACC4)(0);\n";
+  return r;
+}
+
+// Tail of the split forms: the A = TW*OB partial accumulators go to local memory
+// red[(tl * A + a) * S + lane], a = ob * TW + t; after one barrier, accumulator a of the tile is
+// the fixed-order sum over lanes 0..S-1 (deterministic). Every lane then runs the epilogue of
+// accumulator lane % A (lane, lane + S, .. when S < A), so its reads stay unconditional; lanes
+// l < A write. *post_reads = texel reads of the epilogue per work-item.
+std::string split_tail(const Plan& p, const Call& c, const ConvGeom& g, const std::string& post,
+                       int64_t* post_reads) {
+  const int64_t S = g.KS, A = g.TW * g.OB;
+  std::string r;
+  for (int64_t ob = 0; ob < g.OB; ++ob)
+    for (int64_t t = 0; t < g.TW; ++t)
+      r += "  red[(tl * " + I(A) + " + " + I(ob * g.TW + t) + ") * " + I(S) + " + lane] = convert_float4(" +
+           acc(t, ob) + ");\n";
+  r += "  barrier(CLK_LOCAL_MEM_FENCE);\n";
+  const int64_t rounds = S >= A ? 1 : (A + S - 1) / S;
+  r += "  for (int i = 0; i < " + I(rounds) + "; ++i) {\n";
+  r += std::string("    const int a = ") + (S >= A ? "lane % " + I(A) : "lane + i * " + I(S)) + ";\n";
+  if (S < A && A % S) r += "    if (a >= " + I(A) + ") break;\n";
+  r += "    __local const float4* part = red + (tl * " + I(A) + " + a) * " + I(S) + ";\n";
+  r += "    float4 sum = part[0];\n";
+  r += "    for (int j = 1; j < " + I(S) + "; ++j) sum += part[j];\n";
+  r += "    const int w = ow0 + a % " + I(g.TW) + ";\n";
+  r += "    const int cbo = cb + a / " + I(g.TW) + ";\n";
+  r += "    {\n    const int cb = cbo;\n";
+  r += "  " + bias_code(p, c, g);
+  r += "    float4 v = sum + bias4;\n";
+  std::istringstream is(post);
+  for (std::string l; std::getline(is, l);) r += "  " + l + "\n";
+  if (g.M % kLanes != 0)
+    r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
+  std::string cond = S > A ? "lane < " + I(A) : "";
+  if (g.OW % g.TW != 0) cond = cond.empty() ? "w < " + I(g.OW) : cond + " && w < " + I(g.OW);
+  const std::string wr = "write_imagef(out0, (int2)(w * " + I(g.M4) + " + cb, gy), v);";
+  r += cond.empty() ? "    " + wr + "\n" : "    if (" + cond + ") " + wr + "\n";
+  r += "    }\n  }\n";
+  *post_reads = rounds * count_reads(post);
+  return r;
+}
+
+// Dense K-split (g.KS = S lanes per tile of TW pixels x OB blocks): dimension 0 = (tile, lane),
+// tile = (output block group, row, pixel tile) as in head(); lane l sums the steps
+// s = l, l + S, .. of the flattened (tap, input block) loop, s = tap * C4 + ib (the packed
+// weights' order; neighbouring lanes read neighbouring texels and weight vectors), then
+// split_tail() adds the lanes' partial sums. All lanes reach the barrier: the global size is
+// exactly S * tiles.
+std::string ks_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, const std::string& post,
+                    int64_t* reads) {
+  const Buffer& wb = *input_buf(p, c, 1);
+  const int64_t KK = g.KK(), STEPS = g.C4 * KK, S = g.KS;
+  const int64_t per_lane = (STEPS + S - 1) / S;
+  std::string r = split_head(g);
   if (!packed)
     for (int64_t ob = 0; ob < g.OB; ++ob)
       for (int j = 0; j < kLanes; ++j)
@@ -468,40 +529,18 @@ std::string ks_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed
   }
   if (STEPS % S) r += "    }\n";
   r += "  }\n";
-  // Partials: red[(tl * A + a) * S + lane], a = ob * TW + t.
-  for (int64_t ob = 0; ob < g.OB; ++ob)
-    for (int64_t t = 0; t < g.TW; ++t)
-      r += "  red[(tl * " + I(A) + " + " + I(ob * g.TW + t) + ") * " + I(S) + " + lane] = convert_float4(" +
-           acc(t, ob) + ");\n";
-  r += "  barrier(CLK_LOCAL_MEM_FENCE);\n";
-  const int64_t rounds = S >= A ? 1 : A / S;
-  r += "  for (int i = 0; i < " + I(rounds) + "; ++i) {\n";
-  r += std::string("    const int a = ") + (S >= A ? "lane % " + I(A) : "lane + i * " + I(S)) + ";\n";
-  r += "    __local const float4* part = red + (tl * " + I(A) + " + a) * " + I(S) + ";\n";
-  r += "    float4 sum = part[0];\n";
-  r += "    for (int j = 1; j < " + I(S) + "; ++j) sum += part[j];\n";
-  r += "    const int w = ow0 + a % " + I(g.TW) + ";\n";
-  r += "    const int cbo = cb + a / " + I(g.TW) + ";\n";
-  r += "    {\n    const int cb = cbo;\n";
-  r += "  " + bias_code(p, c, g);
-  r += "    float4 v = sum + bias4;\n";
-  std::istringstream is(post);
-  for (std::string l; std::getline(is, l);) r += "  " + l + "\n";
-  if (g.M % kLanes != 0)
-    r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
-  std::string cond = S > A ? "lane < " + I(A) : "";
-  if (g.OW % g.TW != 0) cond = cond.empty() ? "w < " + I(g.OW) : cond + " && w < " + I(g.OW);
-  const std::string wr = "write_imagef(out0, (int2)(w * " + I(g.M4) + " + cb, gy), v);";
-  r += cond.empty() ? "    " + wr + "\n" : "    if (" + cond + ") " + wr + "\n";
-  r += "    }\n  }\n";
-  *reads = per_lane * g.TW + rounds * count_reads(post);
+  int64_t post_reads = 0;
+  r += split_tail(p, c, g, post, &post_reads);
+  *reads = per_lane * g.TW + post_reads;
   return r;
 }
 
-// Depthwise, channel multiplier 1 or 2, sliding window along w.
-std::string dw_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, int64_t* reads) {
+// Depthwise, channel multiplier 1 or 2, sliding window along w. Split form (g.KS = KH lanes a
+// tile): lane kh computes kernel row kh, then split_tail() adds the rows.
+std::string dw_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, const std::string& post,
+                    int64_t* reads) {
   const Buffer& wb = *input_buf(p, c, 1);
-  std::string r = head(g);
+  std::string r = g.KS ? split_head(g) : head(g);
   const int64_t KK = g.KK();
   // Input block of output block cb.
   const std::string ib = g.mult == 1 ? "cb" : "(cb >> 1)";
@@ -514,8 +553,13 @@ std::string dw_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed
   for (int64_t t = 0; t < g.TW; ++t)
     for (int64_t kw = 0; kw < g.KW; ++kw) cols.insert(t * g.sw + kw * g.dw);
   r += "  const int xw0 = ow0 * " + I(g.sw) + " - " + I(g.pl) + ";\n";
-  for (int64_t kh = 0; kh < g.KH; ++kh) {
-    r += "  {\n    const int ih = h * " + I(g.sh) + " + " + I(kh * g.dh - g.pt) + ";\n";
+  for (int64_t kh = 0; kh < (g.KS ? 1 : g.KH); ++kh) {
+    // Split form: the row is the lane (taps kh * KW + kw at run time).
+    const std::string row = g.KS ? "lane * " + I(g.KW) + " + " : I(kh * g.KW) + " + ";
+    if (g.KS)
+      r += "  {\n    const int ih = h * " + I(g.sh) + " + lane * " + I(g.dh) + " - " + I(g.pt) + ";\n";
+    else
+      r += "  {\n    const int ih = h * " + I(g.sh) + " + " + I(kh * g.dh - g.pt) + ";\n";
     r += "    const int y = " + row_expr(g, "ih") + ";\n";
     for (int64_t q : cols) {
       std::string rd = "OPV_RD(in0, (xw0 + " + I(q) + ") * " + I(g.C4) + " + " + ib + ", y)";
@@ -527,12 +571,12 @@ std::string dw_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed
       }
     }
     for (int64_t kw = 0; kw < g.KW; ++kw) {
-      const int64_t tap = kh * g.KW + kw;
+      const std::string tap = "(" + row + I(kw) + ")";
       if (packed) {
-        r += "    {\n      const OPV_ACC4 wt = OPV_W4(cb * " + I(KK) + " + " + I(tap) + ", in1);\n";
+        r += "    {\n      const OPV_ACC4 wt = OPV_W4(cb * " + I(KK) + " + " + tap + ", in1);\n";
       } else {
         r += "    {\n      const OPV_ACC4 wt = OPV_CVT4((float4)(";
-        for (int j = 0; j < kLanes; ++j) r += (j ? ", " : "") + ld(wb.dtype, "in1", "wo" + I(j) + " + " + I(tap));
+        for (int j = 0; j < kLanes; ++j) r += (j ? ", " : "") + ld(wb.dtype, "in1", "wo" + I(j) + " + " + tap);
         r += "));\n";
       }
       for (int64_t t = 0; t < g.TW; ++t)
@@ -541,7 +585,12 @@ std::string dw_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed
     }
     r += "  }\n";
   }
-  *reads = g.KH * int64_t(cols.size());
+  *reads = (g.KS ? 1 : g.KH) * int64_t(cols.size());
+  if (g.KS) {
+    int64_t post_reads = 0;
+    r += split_tail(p, c, g, post, &post_reads);
+    *reads += post_reads;
+  }
   return r;
 }
 
@@ -570,7 +619,8 @@ std::string group_body(const Plan& p, const Call& c, const ConvGeom& g, bool pac
       }
       in += ")";
       if (packed) {
-        r += "        const float4 wt = vload_half4((cb * " + I(g.Cg) + " + k) * " + I(KK) + " + " + I(tap) + ", in1);\n";
+        r += "        const float4 wt = convert_float4(OPV_W4((cb * " + I(g.Cg) + " + k) * " + I(KK) + " + " + I(tap) +
+             ", in1));\n";
       } else {
         r += "        const float4 wt = (float4)(";
         for (int j = 0; j < kLanes; ++j)
@@ -632,7 +682,7 @@ void conv_generate(const Plan& p, Call& c, Kernel& k) {
   const std::string post = emit_post_ops_image(p, c, k);
   switch (g.var) {
     case Variant::Dense: body = g.KS ? ks_body(p, c, g, packed, post, &reads) : dense_body(p, c, g, packed, &reads); break;
-    case Variant::Depthwise: body = dw_body(p, c, g, packed, &reads); break;
+    case Variant::Depthwise: body = dw_body(p, c, g, packed, post, &reads); break;
     case Variant::Group: body = group_body(p, c, g, packed, &reads); break;
   }
   if (!g.KS) {
@@ -641,6 +691,7 @@ void conv_generate(const Plan& p, Call& c, Kernel& k) {
   }
 
   std::string prelude = cl_prelude();
+  if (packed && input_buf(p, c, 1)->dtype == DType::F32) prelude += "#define OPV_WF32 1\n";
   prelude += kPrecision;
   if (g.var == Variant::Group)
     prelude += "float opv_lane(float4 v, int l) { return l == 0 ? v.x : (l == 1 ? v.y : (l == 2 ? v.z : v.w)); }\n";
@@ -695,7 +746,9 @@ bool conv_pack_weights(Plan& p, int call) {
     case Variant::Depthwise: count = g.M4 * KK * kLanes; break;
     case Variant::Group: count = g.M4 * g.Cg * KK * kLanes; break;
   }
-  std::vector<uint16_t> wp(size_t(count), 0);
+  // Element type of the packing: F16 (default) or F32 (plan meta cl_weight_dtype = "f32").
+  const bool f32 = p.meta.s("cl_weight_dtype", "f16") == "f32";
+  std::vector<float> wp(size_t(count), 0.f);
   for (int64_t oc = 0; oc < g.M; ++oc) {
     const int64_t ob = oc / kLanes, j = oc % kLanes;
     for (int64_t ci = 0; ci < g.Cg; ++ci)
@@ -707,12 +760,21 @@ bool conv_pack_weights(Plan& p, int call) {
           case Variant::Depthwise: at = (ob * KK + t) * kLanes + j; break;
           case Variant::Group: at = ((ob * g.Cg + ci) * KK + t) * kLanes + j; break;
         }
-        wp[size_t(at)] = float_to_half(v);
+        wp[size_t(at)] = v;
       }
   }
-  std::vector<uint8_t> bytes(wp.size() * 2);
-  std::memcpy(bytes.data(), wp.data(), bytes.size());
-  const int new_w = add_packed_constant(p, wid, std::string(pack) + ":f16", DType::F16, wb.shape, bytes);
+  std::vector<uint8_t> bytes;
+  if (f32) {
+    bytes.resize(wp.size() * 4);
+    std::memcpy(bytes.data(), wp.data(), bytes.size());
+  } else {
+    std::vector<uint16_t> hp(wp.size());
+    for (size_t i = 0; i < wp.size(); ++i) hp[i] = float_to_half(wp[i]);
+    bytes.resize(hp.size() * 2);
+    std::memcpy(bytes.data(), hp.data(), bytes.size());
+  }
+  const int new_w = add_packed_constant(p, wid, std::string(pack) + (f32 ? ":f32" : ":f16"),
+                                        f32 ? DType::F32 : DType::F16, wb.shape, bytes);
   int new_b = -1;
   const int bid = c.inputs.size() > 2 ? c.inputs[2] : -1;
   if (bid >= 0) {
