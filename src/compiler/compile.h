@@ -1,6 +1,7 @@
 // The compiler driver: ONNX -> ir::Graph -> graph passes -> plan::Plan for a target -> plan passes.
 #pragma once
 #include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct CompileOptions {
   std::string cl_weights = "f16";
   // opencl: most calls plan pass "batch" merges into one launch (plan meta "cl_batch_max").
   int64_t cl_batch = 4;
+  // opencl: kernel-tuning plan meta values (compile --cl-tune KEY=N).
+  std::vector<std::pair<std::string, int64_t>> cl_tune;
 };
 
 // Plan passes that always run for their target (skipping them would leave the plan unrunnable):

@@ -1,5 +1,6 @@
 // `opvision compile MODEL.onnx -o OUT.opv`: ONNX -> plan for a target -> .opv artifact.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "compiler/compile.h"
@@ -37,6 +38,8 @@ int cmd_compile(int argc, char** argv) {
               "large desktop GPUs ~65536)", "0")
       .option("--cl-batch", "N", "opencl: most calls plan pass batch merges into one launch (default 4, "
               "as the seed; at most 64)", "4")
+      .option("--cl-tune", "KEY=N", "opencl: set a kernel-tuning plan meta value (cl_ks_max_lanes, "
+              "cl_ks_min_steps: the dense conv K-split limits); repeatable", "", "", true)
       .option("--cl-weights", "f16|f32", "opencl: storage of packed conv weights (f32 spares GPUs without fp16 "
               "arithmetic the conversions; twice the bytes)", "f16")
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
@@ -56,6 +59,17 @@ int cmd_compile(int argc, char** argv) {
   if (opts.cl_busy_items < 0) throw UsageError("opvision compile: --cl-busy-items must be >= 0");
   opts.cl_batch = a.get_int("--cl-batch", 4);
   if (opts.cl_batch < 1 || opts.cl_batch > 64) throw UsageError("opvision compile: --cl-batch must be in 1..64");
+  for (const std::string& kv : a.all("--cl-tune")) {
+    const size_t eq = kv.find('=');
+    const std::string key = kv.substr(0, eq);
+    if (eq == std::string::npos || (key != "cl_ks_max_lanes" && key != "cl_ks_min_steps"))
+      throw UsageError("opvision compile: --cl-tune wants cl_ks_max_lanes=N or cl_ks_min_steps=N, got '" + kv + "'");
+    char* end = nullptr;
+    const long long v = std::strtoll(kv.c_str() + eq + 1, &end, 10);
+    if (end == kv.c_str() + eq + 1 || *end != '\0' || v < 1 || v > 1024)
+      throw UsageError("opvision compile: --cl-tune " + key + " must be an integer in 1..1024, got '" + kv + "'");
+    opts.cl_tune.emplace_back(key, int64_t(v));
+  }
   opts.cl_weights = a.get("--cl-weights", "f16");
   if (opts.cl_weights != "f16" && opts.cl_weights != "f32")
     throw UsageError("opvision compile: --cl-weights must be f16 or f32, got '" + opts.cl_weights + "'");

@@ -123,9 +123,13 @@ constexpr int64_t kKsGroupItems = 128;  // work-items per work-group of the spli
 // on wide targets ("_ks<KH>"): 49 dependent texel reads per work-item become 7.
 constexpr int64_t kDwSplitMinTaps = 25;
 bool wide_target(int64_t busy) { return busy > kBusyItems; }
-int64_t pick_ks(int64_t tiles, int64_t steps, int64_t busy) {
+// Plan meta "cl_ks_max_lanes" / "cl_ks_min_steps" override the two limits (compile --cl-tune, for
+// tuning on a device).
+int64_t pick_ks(const Plan& p, int64_t tiles, int64_t steps, int64_t busy) {
+  const int64_t max_lanes = p.meta.i("cl_ks_max_lanes", kKsMaxLanes);
+  const int64_t min_steps = std::max<int64_t>(1, p.meta.i("cl_ks_min_steps", kKsMinSteps));
   int64_t s = 1;
-  while (s < kKsMaxLanes && tiles * s < busy && steps / (2 * s) >= kKsMinSteps) s *= 2;
+  while (s < max_lanes && tiles * s < busy && steps / (2 * s) >= min_steps) s *= 2;
   return s > 1 ? s : 0;
 }
 
@@ -190,7 +194,7 @@ bool conv_geom(const Plan& p, const Call& c, const Kernel& k, ConvGeom& g, std::
     g.WT = (g.OW + g.TW - 1) / g.TW;
     g.OB = g.M4 % 2 == 0 ? 2 : 1;
     const int64_t tiles = g.OH * g.WT * (g.M4 / g.OB);
-    g.KS = pick_ks(g.N * tiles, g.C4 * g.KK(), busy);
+    g.KS = pick_ks(p, g.N * tiles, g.C4 * g.KK(), busy);
   } else {
     g.TW = g.var == Variant::Group ? 1 : pick_tw(g.OW, work, busy);
     g.WT = (g.OW + g.TW - 1) / g.TW;
