@@ -48,13 +48,15 @@ struct ConvCase {
   // Plan meta "cl_busy_items" (0: the default): small values force multi-pixel / multi-block
   // tiles on small maps.
   int64_t busy = 0;
+  // Packed weights in F32 (plan meta cl_weight_dtype = "f32") instead of F16.
+  bool wf32 = false;
   int64_t OH() const { return (H + pt + pb - dh * (KH - 1) - 1) / sh + 1; }
   int64_t OW() const { return (W + pl + pr - dw * (KW - 1) - 1) / sw + 1; }
   std::string str() const {
     std::ostringstream os;
     os << "N" << N << " C" << C << " " << H << "x" << W << " M" << M << " k" << KH << "x" << KW << " g" << group
        << " s" << sh << "," << sw << " d" << dh << "," << dw << " p" << pt << "," << pl << "," << pb << "," << pr
-       << " bias" << bias << " w" << dtype_name(wdt) << " post" << post << " busy" << busy;
+       << " bias" << bias << " w" << dtype_name(wdt) << " post" << post << " busy" << busy << " wf32 " << wf32;
     return os.str();
   }
 };
@@ -102,6 +104,7 @@ plan::Plan conv_plan(const ConvCase& cc, const CaseData& d) {
   plan::Plan p;
   p.target = "opencl";
   if (cc.busy) p.meta.set("cl_busy_items", cc.busy);
+  if (cc.wf32) p.meta.set("cl_weight_dtype", std::string("f32"));
   auto image = [&](const std::string& name, const Shape& s) {
     Buffer b;
     b.name = name;
@@ -357,6 +360,7 @@ void check_case(const ConvCase& cc, uint64_t seed, bool pack, const std::string&
   if (pack) {
     ASSERT_TRUE(fam().pack_weights(p, 0));
     EXPECT_EQ(p.buffers[size_t(p.calls[0].inputs[1])].layout, Layout::PackedWeight);
+    EXPECT_EQ(p.buffers[size_t(p.calls[0].inputs[1])].dtype, cc.wf32 ? DType::F32 : DType::F16);
     EXPECT_FALSE(fam().pack_weights(p, 0)) << "packing twice";
   }
   const plan::Kernel& k = p.kernels[size_t(p.calls[0].kernel)];
@@ -679,6 +683,78 @@ TEST_F(ConvImageKSplit, FixedShapes) {
     EXPECT_GT(ks_lanes(cc, &k), 0) << cc.str();
     for (bool pack : {false, true}) check_case(cc, seed, pack, "cl_conv");
     ++seed;
+  }
+}
+
+// Depthwise 5x5 / 7x7 on a wide target: one lane per kernel row (multiplier 1 and 2, strides,
+// pads, N = 2, residual post-ops), packed and unpacked.
+TEST_F(ConvImageKSplit, DepthwiseRowSplitRandom) {
+  std::mt19937 g{61};
+  std::set<int64_t> rows;
+  for (int i = 0; i < 8; ++i) {
+    ConvCase cc;
+    cc.N = rnd(g, 1, 2);
+    cc.KH = rnd(g, 0, 1) ? 7 : 5;
+    cc.KW = rnd(g, 0, 1) ? 7 : 5;
+    const int64_t m = rnd(g, 1, 2);
+    cc.C = rnd(g, 1, 20);
+    cc.group = cc.C;
+    cc.M = m * cc.C;
+    cc.sh = cc.sw = rnd(g, 1, 2);
+    cc.H = rnd(g, 1, 9);
+    cc.W = rnd(g, 1, 11);
+    cc.pt = cc.pb = cc.KH / 2;
+    cc.pl = cc.pr = cc.KW / 2;
+    if (rnd(g, 0, 2) == 0) cc.pb = 0, cc.pl = 1;
+    cc.bias = rnd(g, 0, 3) != 0;
+    cc.post = int(rnd(g, 0, 5));
+    cc.wdt = rnd(g, 0, 1) ? DType::F16 : DType::F32;
+    cc.busy = kWideBusy;
+    plan::Kernel k;
+    plan::Call c;
+    EXPECT_EQ(ks_lanes(cc, &k, &c), cc.KH) << cc.str();
+    EXPECT_EQ(c.local[0] % cc.KH, 0) << cc.str();
+    EXPECT_EQ(c.global[0] % c.local[0], 0) << cc.str();
+    rows.insert(cc.KH);
+    for (bool pack : {false, true}) check_case(cc, 7000 + uint64_t(i), pack, "cl_dwconv");
+  }
+  EXPECT_EQ(rows.size(), 2u);
+}
+
+TEST(ConvImage, DepthwiseRowSplitOnlyForWideTargetsAndManyTaps) {
+  ConvCase dw;
+  dw.C = dw.M = dw.group = 64, dw.H = 8, dw.W = 16, dw.KH = dw.KW = 7, dw.pt = dw.pl = dw.pb = dw.pr = 3;
+  EXPECT_EQ(ks_lanes(dw), 0) << "Adreno: no local memory";
+  dw.busy = 65536;
+  plan::Kernel k;
+  plan::Call c;
+  EXPECT_EQ(ks_lanes(dw, &k, &c), 7);
+  EXPECT_NE(k.name.find("_ks7"), std::string::npos) << k.name;
+  EXPECT_EQ(k.attrs.i("cl_reads", 0), 7) << "one kernel row of texels per lane";
+  EXPECT_EQ(c.global[0], 7 * 16 * 8 * 16);
+  EXPECT_EQ(c.local[0], 7 * 16) << "16 tiles of 7 lanes in a work-group";
+  dw.KH = dw.KW = 3, dw.pt = dw.pl = dw.pb = dw.pr = 1;
+  EXPECT_EQ(ks_lanes(dw), 0) << "9 taps: not split";
+}
+
+// F32 packed weights (compile --cl-weights f32) for every variant that packs: the 1x1 split
+// form, dense 3x3, depthwise 7x7 split and unsplit, grouped.
+TEST_F(ConvImageKSplit, F32PackedWeights) {
+  ConvCase a;
+  a.N = 2, a.C = 300, a.M = 24, a.H = 3, a.W = 5, a.KH = a.KW = 1, a.pt = a.pl = a.pb = a.pr = 0, a.post = 4;
+  a.busy = kWideBusy;
+  ConvCase b = a;
+  b.C = 13, b.M = 10, b.KH = b.KW = 3, b.pt = b.pl = b.pb = b.pr = 1, b.busy = 0, b.post = 1;
+  ConvCase c = a;
+  c.C = c.M = c.group = 12, c.KH = c.KW = 7, c.H = 6, c.W = 9, c.pt = c.pl = c.pb = c.pr = 3, c.post = 5;
+  ConvCase d = c;
+  d.busy = 0;
+  ConvCase e = b;
+  e.C = 8, e.M = 12, e.group = 4;
+  uint64_t seed = 81;
+  for (ConvCase cc : {a, b, c, d, e}) {
+    cc.wf32 = true;
+    check_case(cc, seed++, true, "cl_");
   }
 }
 

@@ -250,6 +250,19 @@ TEST(Batch, AtMostMaxBatchAndRespectsLocalSize) {
   EXPECT_EQ(c.p.calls[0].local, (std::array<int64_t, 3>{4, 1, 1}));
 }
 
+TEST(Batch, PlanMetaSetsTheLimit) {
+  ClPlan c = cl_plan(7);
+  c.p.meta.set("cl_batch_max", int64_t(6));
+  ASSERT_TRUE(batch_calls(c.p));
+  validate(c.p);
+  ASSERT_EQ(c.p.calls.size(), 2u);
+  EXPECT_EQ(c.p.kernels[size_t(c.p.calls[0].kernel)].attrs.i("cl_batch"), 6);
+  EXPECT_EQ(c.p.calls[1].global[2], 0) << "the seventh call stays alone";
+  ClPlan one = cl_plan(3);
+  one.p.meta.set("cl_batch_max", int64_t(1));
+  EXPECT_FALSE(batch_calls(one.p)) << "a limit of 1 batches nothing";
+}
+
 TEST(Batch, RefusesDependentCallsAndOtherGeometry) {
   ClPlan c = cl_plan(3);
   // Call 1 reads call 0's output: make o0 an Intermediate feeding call 1.

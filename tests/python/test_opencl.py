@@ -134,3 +134,40 @@ def test_fp16_math_is_opt_in_and_falls_back_without_cl_khr_fp16(ocl, fixture_opv
     a = _run(ocl, fixture_opv, tmp_path / "a.npz", "--seed", "9")
     b = _run(ocl, half, tmp_path / "b.npz", "--seed", "9")
     assert a.tobytes() == b.tobytes()
+
+
+def _launches(text):
+    m = re.search(r"total: (\d+) launches for (\d+) calls", text)
+    assert m, text
+    return int(m.group(1))
+
+
+def test_fixture_desktop_gpu_settings(ocl, fixture_paths, fixture_opv, tmp_path):
+    """The settings the H200 benchmark uses (wide-GPU K-split and row-split kernels, 16 calls per
+    batched launch, F32 packed weights) verify, run bit-identically twice, and take fewer launches."""
+    opv = tmp_path / "desktop.opv"
+    p = ocl.run("compile", fixture_paths[0], "-o", opv, "--target", "opencl", "--cl-busy-items", "65536",
+                "--cl-batch", "16", "--cl-weights", "f32", timeout=600)
+    assert p.returncode == 0, describe(p)
+    assert_verify_ok(ocl, opv, fixture_paths[1], "opencl", timeout=600)
+    a = _run(ocl, opv, tmp_path / "a.npz", "--seed", "5")
+    b = _run(ocl, opv, tmp_path / "b.npz", "--seed", "5")
+    assert a.tobytes() == b.tobytes()
+    _, text = _calls(ocl, opv)
+    _, text_default = _calls(ocl, fixture_opv)
+    assert _launches(text) < _launches(text_default), (_launches(text), _launches(text_default))
+    assert re.search(r"cl_conv1x1_\S+_tw4_ob2_ks\d+", text), text
+    assert re.search(r"cl_dwconv7x7_\S+_ks7", text), text
+    assert not re.search(r"cl_(dw)?conv\S*_ks\d+", text_default), "the Adreno default never splits convs"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--cl-weights", "f8"], "--cl-weights must be f16 or f32"),
+    (["--cl-batch", "0"], "--cl-batch must be in 1..64"),
+    (["--cl-tune", "cl_unknown=2"], "--cl-tune wants"),
+    (["--cl-tune", "cl_ks_max_lanes=x"], "must be an integer"),
+])
+def test_compile_rejects_bad_opencl_options(cli, fixture_paths, tmp_path, args, needle):
+    p = cli.run("compile", fixture_paths[0], "-o", tmp_path / "x.opv", "--target", "opencl", *args)
+    assert p.returncode == 2, describe(p)
+    assert needle in p.stderr, p.stderr
