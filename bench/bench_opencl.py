@@ -18,7 +18,7 @@ The shared fixture directory is ../shared beside the repository, or $OPV_SHARED.
 
 Usage: bench/bench_opencl.py [--model M.onnx] [--device nvidia] [--iters 200] [--rounds 3]
        [--trunk fastvit_t12 --hw 128,256 --seed 1] [--no-torch] [--no-attribution]
-       [--busy-items N] [--weights f16|f32] [--batch N] [--opvision PATH] [--json OUT.json]
+       [--busy-items N] [--weights f16|f32] [--batch N] [--images image|buffer] [--opvision PATH] [--json OUT.json]
 """
 import argparse
 import json
@@ -62,7 +62,8 @@ def last_json(text):
 
 def compile_art(opv, model, passes, out, timeout, args):
     cmd = [opv, "compile", str(model), "-o", str(out), "--target", "opencl", "--passes", ",".join(passes),
-           "--cl-busy-items", str(args.busy_items), "--cl-weights", args.weights, "--cl-batch", str(args.batch)]
+           "--cl-busy-items", str(args.busy_items), "--cl-weights", args.weights, "--cl-batch", str(args.batch),
+           "--cl-images", args.images]
     run(cmd, timeout)
     return out
 
@@ -143,6 +144,8 @@ def main():
                     help="compile --cl-busy-items (0: sized for Adreno 630; ~65536 for large desktop GPUs)")
     ap.add_argument("--weights", default="f16", choices=["f16", "f32"],
                     help="compile --cl-weights (f32 for GPUs without fp16 arithmetic)")
+    ap.add_argument("--images", default="image", choices=["image", "buffer"],
+                    help="compile --cl-images (buffer: image-layout activations in global buffers)")
     ap.add_argument("--batch", type=int, default=4, help="compile --cl-batch (calls per batched launch)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peer (no CUDA here)")
     ap.add_argument("--no-attribution", action="store_true", help="time only the fully optimised plan")
@@ -160,7 +163,8 @@ def main():
     if args.no_attribution:
         steps = steps[-1:]
     results = {"machine": platform.node(), "model": args.model, "device": args.device,
-               "busy_items": args.busy_items, "weights": args.weights, "batch": args.batch, "steps": {}}
+               "busy_items": args.busy_items, "weights": args.weights, "batch": args.batch,
+               "images": args.images, "steps": {}}
     with tempfile.TemporaryDirectory() as tmp:
         arts = []
         for passes in steps:

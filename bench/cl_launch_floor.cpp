@@ -28,6 +28,18 @@ __kernel void img1(__read_only image2d_t x, __write_only image2d_t y) {
   const int2 p = (int2)(get_global_id(0), get_global_id(1));
   write_imagef(y, p, read_imagef(x, smp, p) * 0.5f + 1.0f);
 }
+__kernel void buf1(__global const half* x, __global half* y) {
+  const int i = get_global_id(1) * get_global_size(0) + get_global_id(0);
+  vstore_half4(vload_half4(i, x) * 0.5f + 1.0f, i, y);
+}
+__kernel void img2buf(__read_only image2d_t x, __global half* y) {
+  const int2 p = (int2)(get_global_id(0), get_global_id(1));
+  vstore_half4(read_imagef(x, smp, p) * 0.5f + 1.0f, p.y * get_global_size(0) + p.x, y);
+}
+__kernel void buf2img(__global const half* x, __write_only image2d_t y) {
+  const int2 p = (int2)(get_global_id(0), get_global_id(1));
+  write_imagef(y, p, vload_half4(p.y * get_global_size(0) + p.x, x) * 0.5f + 1.0f);
+}
 )";
 
 int main(int argc, char** argv) {
@@ -86,8 +98,29 @@ int main(int argc, char** argv) {
     check(clSetKernelArg(ki[i], 0, sizeof(cl_mem), &im[i]), "clSetKernelArg");
     check(clSetKernelArg(ki[i], 1, sizeof(cl_mem), &im[1 - i]), "clSetKernelArg");
   }
+  cl_mem hb[2];
+  for (cl_mem& m : hb) {
+    m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 256 * 16 * 8, nullptr, &e);
+    check(e, "clCreateBuffer");
+  }
+  // Chains of two kernels alternating: buffer -> buffer, image -> buffer -> image.
+  cl_kernel kb[2], kx[2];
+  for (int i = 0; i < 2; ++i) {
+    kb[i] = clCreateKernel(prog, "buf1", &e);
+    check(e, "clCreateKernel buf1");
+    check(clSetKernelArg(kb[i], 0, sizeof(cl_mem), &hb[i]), "clSetKernelArg");
+    check(clSetKernelArg(kb[i], 1, sizeof(cl_mem), &hb[1 - i]), "clSetKernelArg");
+  }
+  kx[0] = clCreateKernel(prog, "img2buf", &e);
+  check(e, "clCreateKernel img2buf");
+  check(clSetKernelArg(kx[0], 0, sizeof(cl_mem), &im[0]), "clSetKernelArg");
+  check(clSetKernelArg(kx[0], 1, sizeof(cl_mem), &hb[0]), "clSetKernelArg");
+  kx[1] = clCreateKernel(prog, "buf2img", &e);
+  check(e, "clCreateKernel buf2img");
+  check(clSetKernelArg(kx[1], 0, sizeof(cl_mem), &hb[0]), "clSetKernelArg");
+  check(clSetKernelArg(kx[1], 1, sizeof(cl_mem), &im[0]), "clSetKernelArg");
   std::printf("device: %s, %d launches per timing, median of 5\n", name.c_str(), n);
-  for (int mode = 0; mode < 3; ++mode) {
+  for (int mode = 0; mode < 5; ++mode) {
     const size_t g1 = mode == 0 ? 64 : 65536;
     std::vector<double> ts;
     for (int rep = 0; rep < 6; ++rep) {
@@ -97,7 +130,8 @@ int main(int argc, char** argv) {
           check(clEnqueueNDRangeKernel(q, ks, 1, nullptr, &g1, nullptr, 0, nullptr, nullptr), "enqueue");
         } else {
           const size_t g2[2] = {256, 16};
-          check(clEnqueueNDRangeKernel(q, ki[i & 1], 2, nullptr, g2, nullptr, 0, nullptr, nullptr), "enqueue");
+          cl_kernel k = mode == 2 ? ki[i & 1] : mode == 3 ? kb[i & 1] : kx[i & 1];
+          check(clEnqueueNDRangeKernel(q, k, 2, nullptr, g2, nullptr, 0, nullptr, nullptr), "enqueue");
         }
       }
       check(clFinish(q), "clFinish");
@@ -105,7 +139,8 @@ int main(int argc, char** argv) {
       if (rep) ts.push_back(us / n);
     }
     std::sort(ts.begin(), ts.end());
-    const char* what[] = {"buffer store, 64 items", "buffer store, 65536 items", "image read+write chain, 4096 texels"};
+    const char* what[] = {"buffer store, 64 items", "buffer store, 65536 items", "image read+write chain, 4096 texels",
+                          "half4 buffer chain, 4096 texels", "image -> buffer -> image chain"};
     std::printf("  %-38s %.2f us per launch\n", what[mode], ts[ts.size() / 2]);
   }
   return 0;

@@ -97,6 +97,7 @@ plan::Plan lower(const ir::Graph& g, const CompileOptions& opts) {
   plan::Plan p = lower_graph(g, opts);
   if (opts.cl_busy_items > 0) p.meta.set("cl_busy_items", opts.cl_busy_items);
   if (opts.cl_weights != "f16") p.meta.set("cl_weight_dtype", opts.cl_weights);
+  if (opts.cl_images != "image") p.meta.set("cl_image_storage", opts.cl_images);
   if (opts.cl_batch != 4) p.meta.set("cl_batch_max", opts.cl_batch);
   for (const auto& [key, value] : opts.cl_tune) p.meta.set(key, value);
   plan::validate(p);

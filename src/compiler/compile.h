@@ -31,6 +31,8 @@ struct CompileOptions {
   // opencl: element type of packed conv weights, "f16" (default; Adreno) or "f32" (plan meta
   // "cl_weight_dtype"; GPUs that compute in fp32 then skip a conversion per weight).
   std::string cl_weights = "f16";
+  // opencl: "image" (image2d_t activations) or "buffer" (plan meta "cl_image_storage").
+  std::string cl_images = "image";
   // opencl: most calls plan pass "batch" merges into one launch (plan meta "cl_batch_max").
   int64_t cl_batch = 4;
   // opencl: kernel-tuning plan meta values (compile --cl-tune KEY=N).

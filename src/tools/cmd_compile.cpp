@@ -40,6 +40,8 @@ int cmd_compile(int argc, char** argv) {
               "as the seed; at most 64)", "4")
       .option("--cl-tune", "KEY=N", "opencl: set a kernel-tuning plan meta value (cl_ks_max_lanes, "
               "cl_ks_min_steps: the dense conv K-split limits); repeatable", "", "", true)
+      .option("--cl-images", "image|buffer", "opencl: storage of image-layout activations: image2d (default; "
+              "Adreno) or global buffers with the same texel layout (cheaper kernel chains on NVIDIA)", "image")
       .option("--cl-weights", "f16|f32", "opencl: storage of packed conv weights (f32 spares GPUs without fp16 "
               "arithmetic the conversions; twice the bytes)", "f16")
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
@@ -70,6 +72,9 @@ int cmd_compile(int argc, char** argv) {
       throw UsageError("opvision compile: --cl-tune " + key + " must be an integer in 1..1024, got '" + kv + "'");
     opts.cl_tune.emplace_back(key, int64_t(v));
   }
+  opts.cl_images = a.get("--cl-images", "image");
+  if (opts.cl_images != "image" && opts.cl_images != "buffer")
+    throw UsageError("opvision compile: --cl-images must be image or buffer, got '" + opts.cl_images + "'");
   opts.cl_weights = a.get("--cl-weights", "f16");
   if (opts.cl_weights != "f16" && opts.cl_weights != "f32")
     throw UsageError("opvision compile: --cl-weights must be f16 or f32, got '" + opts.cl_weights + "'");

@@ -4,7 +4,8 @@
 //      Intermediates with dtype F16/F32 and rank 4, images within the device's image2d limits
 //      and format support, host-fallback calls (empty source) touching only Linear buffers;
 //   2. select the device (Options.device), take its shared context, create the in-order queue;
-//   3. memory: one image per distinct (arena offset, geometry, dtype) of ImageRGBA buffers; one
+//   3. memory: one image (or, with plan meta cl_image_storage = "buffer", one buffer of the same
+//      texel layout) per distinct (arena offset, geometry, dtype) of ImageRGBA buffers; one
 //      arena cl_mem with sub-buffers for Linear/NHWC intermediates whose offset is a multiple of
 //      CL_DEVICE_MEM_BASE_ADDR_ALIGN, a separate cl_mem for the others; one read-only cl_mem per
 //      constant (uploaded from plan.weights); own cl_mem for Inputs/Outputs; all zero-filled;
@@ -239,6 +240,9 @@ void OpenCLBackend::check_plan(const plan::Plan& plan) const {
               b, " is not an Input buffer");
   for (int b : plan.outputs) OPV_CHECK(b >= 0 && b < nb, "opencl backend: plan output ", b, " out of range");
   bool f16_image = false, f32_image = false;
+  // Plan meta cl_image_storage = "buffer": image-layout buffers are global buffers of the same
+  // texel layout (src/plan/opencl/image_storage.cpp); no image support needed.
+  const bool image_buffers = plan.meta.s("cl_image_storage", "image") == "buffer";
   for (const plan::Buffer& b : plan.buffers) {
     if (b.kind == BufferKind::Input || b.kind == BufferKind::Output)
       OPV_CHECK(b.layout == Layout::Linear, "opencl backend: ", plan::buffer_kind_name(b.kind), " buffer '", b.name,
@@ -250,10 +254,11 @@ void OpenCLBackend::check_plan(const plan::Plan& plan) const {
               "' has dtype ", dtype_name(b.dtype), "; images hold f16 or f32");
     OPV_CHECK(b.shape.size() == 4, "opencl backend: image buffer '", b.name, "' has shape ", shape_str(b.shape),
               "; images hold 4-D [N,C,H,W] tensors");
-    OPV_CHECK(dev_.image_support, "opencl backend: device '", dev_.name, "' has no image support, but the plan uses "
-              "image buffer '", b.name, "'");
     const Geom g = image_geometry(b.shape);
     OPV_CHECK(g.width >= 1 && g.height >= 1, "opencl backend: image buffer '", b.name, "' is empty");
+    if (image_buffers) continue;
+    OPV_CHECK(dev_.image_support, "opencl backend: device '", dev_.name, "' has no image support, but the plan uses "
+              "image buffer '", b.name, "'");
     OPV_CHECK(g.width <= dev_.image2d_max_width, "opencl backend: image buffer '", b.name, "' ", shape_str(b.shape),
               " needs an image ", g.width, " texels wide; device '", dev_.name, "' allows CL_DEVICE_IMAGE2D_MAX_WIDTH = ",
               dev_.image2d_max_width);
@@ -386,6 +391,7 @@ void OpenCLBackend::load(const plan::Plan& plan) {
     zero_fill(arena, size_t(plan.arena_bytes), "arena");
   }
   std::map<std::tuple<int64_t, int64_t, int64_t, DType>, cl_mem> shared_images;
+  const bool image_buffers = plan.meta.s("cl_image_storage", "image") == "buffer";
   for (size_t i = 0; i < nb; ++i) {
     const plan::Buffer& b = buffers_[i];
     const std::string what = "buffer '" + b.name + "'";
@@ -397,6 +403,14 @@ void OpenCLBackend::load(const plan::Plan& plan) {
           buf_mem_[i] = it->second;
           continue;
         }
+      }
+      if (image_buffers) {
+        const size_t bytes = size_t(g.width * g.height * 4) * dtype_size(b.dtype);
+        buf_mem_[i] = make_buffer(CL_MEM_READ_WRITE, bytes, nullptr, what + " (image layout in a buffer)");
+        zero_fill(buf_mem_[i], bytes, what);
+        if (b.offset >= 0) shared_images[key] = buf_mem_[i];
+        ++info_.images;
+        continue;
       }
       const cl_image_format fmt{CL_RGBA, cl_channel_type(b.dtype == DType::F16 ? CL_HALF_FLOAT : CL_FLOAT)};
       cl_image_desc desc{};

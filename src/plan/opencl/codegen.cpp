@@ -325,6 +325,7 @@ void generate_into(const Plan& p, Call& c, Kernel& k) {
   c.global = {0, 0, 0};
   c.local = {0, 0, 0};
   if (f) f->generate(p, c, k);
+  if (f && images_in_buffers(p)) store_images_in_buffers(p, c, k);
 }
 
 using KernelKey = std::tuple<std::string, uint16_t, std::string, std::string, std::string, std::string, std::string>;

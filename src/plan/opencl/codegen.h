@@ -62,6 +62,12 @@ bool intern_kernels(Plan& p);
 int add_packed_constant(Plan& p, int src, const std::string& packing, DType dt, const Shape& shape,
                         const std::vector<uint8_t>& bytes);
 
+// Plan meta "cl_image_storage" = "buffer": ImageRGBA buffers live in global buffers with the
+// same texel layout (image_storage.cpp); the codegen driver rewrites each generated kernel with
+// store_images_in_buffers() (parameters, attr cl_params, image reads/writes).
+bool images_in_buffers(const Plan& p);
+void store_images_in_buffers(const Plan& p, const Call& c, Kernel& k);
+
 // ---- helpers shared by the families ----------------------------------------------------------
 
 // OpenCL C type of one element of a Linear buffer: float, half (storage only), uchar, char, int,
