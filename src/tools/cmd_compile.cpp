@@ -39,7 +39,8 @@ int cmd_compile(int argc, char** argv) {
       .option("--cl-batch", "N", "opencl: most calls plan pass batch merges into one launch (default 4, "
               "as the seed; at most 64)", "4")
       .option("--cl-tune", "KEY=N", "opencl: set a kernel-tuning plan meta value (cl_ks_max_lanes, "
-              "cl_ks_min_steps: the dense conv K-split limits); repeatable", "", "", true)
+              "cl_ks_min_steps: the dense conv K-split limits; cl_dw_split_min_taps: depthwise row split); "
+              "repeatable", "", "", true)
       .option("--cl-images", "image|buffer", "opencl: storage of image-layout activations: image2d (default; "
               "Adreno) or global buffers with the same texel layout (cheaper kernel chains on NVIDIA)", "image")
       .option("--cl-weights", "f16|f32", "opencl: storage of packed conv weights (f32 spares GPUs without fp16 "
@@ -64,8 +65,9 @@ int cmd_compile(int argc, char** argv) {
   for (const std::string& kv : a.all("--cl-tune")) {
     const size_t eq = kv.find('=');
     const std::string key = kv.substr(0, eq);
-    if (eq == std::string::npos || (key != "cl_ks_max_lanes" && key != "cl_ks_min_steps"))
-      throw UsageError("opvision compile: --cl-tune wants cl_ks_max_lanes=N or cl_ks_min_steps=N, got '" + kv + "'");
+    if (eq == std::string::npos || (key != "cl_ks_max_lanes" && key != "cl_ks_min_steps" && key != "cl_dw_split_min_taps"))
+      throw UsageError("opvision compile: --cl-tune wants cl_ks_max_lanes=N, cl_ks_min_steps=N or "
+                       "cl_dw_split_min_taps=N, got '" + kv + "'");
     char* end = nullptr;
     const long long v = std::strtoll(kv.c_str() + eq + 1, &end, 10);
     if (end == kv.c_str() + eq + 1 || *end != '\0' || v < 1 || v > 1024)

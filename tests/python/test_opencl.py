@@ -142,12 +142,14 @@ def _launches(text):
     return int(m.group(1))
 
 
-def test_fixture_desktop_gpu_settings(ocl, fixture_paths, fixture_opv, tmp_path):
-    """The settings the H200 benchmark uses (wide-GPU K-split and row-split kernels, 16 calls per
-    batched launch, F32 packed weights) verify, run bit-identically twice, and take fewer launches."""
+@pytest.mark.parametrize("images,weights", [("image", "f32"), ("buffer", "f16")])
+def test_fixture_desktop_gpu_settings(ocl, fixture_paths, fixture_opv, tmp_path, images, weights):
+    """The settings for desktop GPUs (wide-GPU K-split and row-split kernels, 16 calls per batched
+    launch; image-layout activations in buffers, F32 packed weights) verify, run bit-identically
+    twice, and take fewer launches."""
     opv = tmp_path / "desktop.opv"
     p = ocl.run("compile", fixture_paths[0], "-o", opv, "--target", "opencl", "--cl-busy-items", "65536",
-                "--cl-batch", "16", "--cl-weights", "f32", timeout=600)
+                "--cl-batch", "16", "--cl-weights", weights, "--cl-images", images, timeout=600)
     assert p.returncode == 0, describe(p)
     assert_verify_ok(ocl, opv, fixture_paths[1], "opencl", timeout=600)
     a = _run(ocl, opv, tmp_path / "a.npz", "--seed", "5")
@@ -159,11 +161,13 @@ def test_fixture_desktop_gpu_settings(ocl, fixture_paths, fixture_opv, tmp_path)
     assert re.search(r"cl_conv1x1_\S+_tw4_ob2_ks\d+", text), text
     assert re.search(r"cl_dwconv7x7_\S+_ks7", text), text
     assert not re.search(r"cl_(dw)?conv\S*_ks\d+", text_default), "the Adreno default never splits convs"
+    assert ("cl_image_storage=buffer" in text) == (images == "buffer"), text.splitlines()[:3]
 
 
 @pytest.mark.parametrize("args,needle", [
     (["--cl-weights", "f8"], "--cl-weights must be f16 or f32"),
     (["--cl-batch", "0"], "--cl-batch must be in 1..64"),
+    (["--cl-images", "texture"], "--cl-images must be image or buffer"),
     (["--cl-tune", "cl_unknown=2"], "--cl-tune wants"),
     (["--cl-tune", "cl_ks_max_lanes=x"], "must be an integer"),
 ])

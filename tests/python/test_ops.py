@@ -969,6 +969,25 @@ def test_op(cli, built, name, backend):
     assert_verify_ok(cli, mpath, rpath, backend)
 
 
+# Cases whose plans keep image-layout activations on opencl: run them again with the settings for
+# desktop GPUs (image-layout activations in global buffers, wide-GPU conv tiles and splits).
+IMAGE_CASES = sorted(n for n in CASES if n.startswith((
+    "Conv_", "AveragePool_", "MaxPool_", "GlobalAveragePool", "Chain_", "ReduceMean_hw", "ReduceMax_hw",
+    "BatchNormalization_nchw", "Cast_uint8")) or n.endswith("_chan"))
+
+
+@pytest.mark.parametrize("name", IMAGE_CASES)
+def test_op_opencl_buffer_images(cli, built, tmp_path, name):
+    if not cli.has_opencl():
+        pytest.skip("no OpenCL device")
+    mpath, rpath, _ = built(name)
+    opv = tmp_path / "m.opv"
+    p = cli.run("compile", mpath, "-o", opv, "--target", "opencl", "--cl-images", "buffer",
+                "--cl-busy-items", "65536", "--cl-batch", "16")
+    assert p.returncode == 0, describe(p)
+    assert_verify_ok(cli, opv, rpath, "opencl")
+
+
 def test_op_coverage():
     """Every ONNX op the project claims is exercised by at least one case above."""
     claimed = """Conv BatchNormalization Gemm MatMul Add Sub Mul Div Pow Sqrt Erf Gelu Relu LeakyRelu

@@ -120,7 +120,8 @@ constexpr int64_t kKsMinSteps = 4;
 constexpr int64_t kKsMaxLanes = 64;
 constexpr int64_t kKsGroupItems = 128;  // work-items per work-group of the split form
 // Depthwise convs with at least this many taps (5x5, 7x7) split their kernel rows over KH lanes
-// on wide targets ("_ks<KH>"): 49 dependent texel reads per work-item become 7.
+// on wide targets ("_ks<KH>"): 49 dependent texel reads per work-item become 7 (plan meta
+// "cl_dw_split_min_taps" overrides the threshold).
 constexpr int64_t kDwSplitMinTaps = 25;
 bool wide_target(int64_t busy) { return busy > kBusyItems; }
 // Plan meta "cl_ks_max_lanes" / "cl_ks_min_steps" override the two limits (compile --cl-tune, for
@@ -202,7 +203,9 @@ bool conv_geom(const Plan& p, const Call& c, const Kernel& k, ConvGeom& g, std::
     // map stays large enough; only for an even block count, so no block is out of range.
     if (g.var == Variant::Dense && g.M4 % 2 == 0 && work / (g.TW * 2) >= busy) g.OB = 2;
     // Wide targets: a depthwise conv with many taps gives each kernel row its own lane.
-    if (g.var == Variant::Depthwise && wide_target(busy) && g.KK() >= kDwSplitMinTaps) g.KS = g.KH;
+    if (g.var == Variant::Depthwise && wide_target(busy) && g.KH > 1 &&
+        g.KK() >= p.meta.i("cl_dw_split_min_taps", kDwSplitMinTaps))
+      g.KS = g.KH;
   }
   if (g.KS) {
     const int64_t tiles = g.OH * g.WT * (g.M4 / g.OB);
