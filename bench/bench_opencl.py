@@ -205,6 +205,10 @@ def main():
         print(f"{'  + input upload/read-back':<28} {peer_io:>10.3f}")
         print(f"ratio opvision opencl / PyTorch CUDA graph: {last / peer:.2f} "
               f"(vs the peer with its input/output copies: {last / peer_io:.2f})")
+        final = results["steps"][list(rounds)[-1]]["round_medians_ms"]
+        per_round = [o / t["median_ms"] for o, t in zip(final, torch_rounds)]
+        results["round_ratios"] = per_round
+        print("per-round ratios (opvision / PyTorch, same round): " + " ".join(f"{r:.2f}" for r in per_round))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
 
