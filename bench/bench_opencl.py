@@ -18,7 +18,7 @@ The shared fixture directory is ../shared beside the repository, or $OPV_SHARED.
 
 Usage: bench/bench_opencl.py [--model M.onnx] [--device nvidia] [--iters 200] [--rounds 3]
        [--trunk fastvit_t12 --hw 128,256 --seed 1] [--no-torch] [--no-attribution]
-       [--busy-items N] [--weights f16|f32] [--batch N] [--images image|buffer] [--opvision PATH] [--json OUT.json]
+       [--busy-items N] [--weights f16|f32] [--batch N] [--images image|buffer] [--spin] [--opvision PATH] [--json OUT.json]
 """
 import argparse
 import json
@@ -73,6 +73,8 @@ def bench_opv(opv, art, args):
            str(args.iters), "--json"]
     if args.device:
         cmd += ["--device", args.device]
+    if args.spin:
+        cmd += ["--spin"]
     obj = last_json(run(cmd, args.timeout))
     return {"median_ms": float(obj["median_ms"]), "min_ms": float(obj["min_ms"]),
             "per_kernel": obj.get("kernels")}
@@ -147,6 +149,8 @@ def main():
     ap.add_argument("--images", default="image", choices=["image", "buffer"],
                     help="compile --cl-images (buffer: image-layout activations in global buffers)")
     ap.add_argument("--batch", type=int, default=4, help="compile --cl-batch (calls per batched launch)")
+    ap.add_argument("--spin", action="store_true",
+                    help="opvision bench --spin: poll for the end of each inference (PyTorch's synchronize spins too)")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peer (no CUDA here)")
     ap.add_argument("--no-attribution", action="store_true", help="time only the fully optimised plan")
     ap.add_argument("--opvision", default=None)
@@ -164,7 +168,7 @@ def main():
         steps = steps[-1:]
     results = {"machine": platform.node(), "model": args.model, "device": args.device,
                "busy_items": args.busy_items, "weights": args.weights, "batch": args.batch,
-               "images": args.images, "steps": {}}
+               "images": args.images, "spin": args.spin, "steps": {}}
     with tempfile.TemporaryDirectory() as tmp:
         arts = []
         for passes in steps:

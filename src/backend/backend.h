@@ -15,6 +15,7 @@ namespace opv::backend {
 struct Options {
   int threads = 0;         // CPU threads (0 = backend default)
   std::string device;      // device selector for GPU backends
+  bool spin_wait = false;  // GPU backends: wait for an inference's end by polling (one busy core)
 };
 
 // Error bounds against the reference backend (see DESIGN.md "Numerics and checks").

@@ -43,6 +43,7 @@ int cmd_bench(int argc, char** argv) {
       .option("--backend", "B", "backend to run on (.opv: defaults to the artifact's target)", kDefaultBackend)
       .option("--threads", "N", "CPU threads (0 = backend default)", "0")
       .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices')")
+      .flag("--spin", "opencl: wait for each inference's end by polling its completion (lower latency, one busy CPU core)")
       .option("--warmup", "N", "untimed runs first", "10")
       .option("--iters", "N", "timed runs", "50")
       .option("--seed", "S", "seed of the random inputs", "0")

@@ -36,7 +36,8 @@ int cmd_run(int argc, char** argv) {
       .option("--output", "OUT.npz", "write the outputs (keys = model output names)", "", "-o")
       .option("--backend", "B", "backend to run on (.opv: defaults to the artifact's target)", kDefaultBackend)
       .option("--threads", "N", "CPU threads (0 = backend default)", "0")
-      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices')");
+      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices')")
+      .flag("--spin", "opencl: wait for each inference's end by polling its completion (lower latency, one busy CPU core)");
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
 

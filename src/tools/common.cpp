@@ -63,6 +63,7 @@ backend::Options backend_options(const Args& a) {
   o.threads = int(a.get_int("--threads", 0));
   OPV_CHECK(o.threads >= 0, "--threads must be >= 0 (0 = backend default), got ", o.threads);
   o.device = a.get("--device", "");
+  o.spin_wait = a.has("--spin");
   return o;
 }
 

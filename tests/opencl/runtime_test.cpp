@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "backend/opencl/cl_runtime.h"
+#include "backend/opencl/qcom_recording.h"
 #include "core/error.h"
 #include "test_util.h"
 
@@ -238,6 +239,34 @@ TEST_F(ClCache, BuildErrorQuotesTheLog) {
   EXPECT_GT(msg.size(), msg.find("build log:\n") + 12) << "the log itself is quoted: " << msg;
   // A failed build leaves no cache file.
   EXPECT_FALSE(std::filesystem::exists(cache_path(dev_, src, "")));
+}
+
+}  // namespace
+}  // namespace opv::backend::cl
+
+namespace opv::backend::cl {
+namespace {
+
+// cl_qcom_recordable_queues replay (backend/opencl/qcom_recording.h) is only taken on a device
+// that advertises the extension; elsewhere recording reports why and holds nothing, and the
+// backend enqueues call by call (its end-to-end tests run that path). Adreno: not run here.
+TEST(QcomRecording, ReportsWhyItDoesNotRecordWithoutTheExtension) {
+  if (devices_or_empty().empty()) GTEST_SKIP() << "no OpenCL device found";
+  const DeviceInfo dev = select_device("");
+  if (dev.has_qcom_recordable_queues) GTEST_SKIP() << "device has cl_qcom_recordable_queues";
+  backend::qcom::PlanRecording rec;
+  std::string why;
+  EXPECT_FALSE(rec.record(dev.platform, shared_context(dev), dev.device, {}, &why));
+  EXPECT_EQ(why, "nothing to record");
+  backend::qcom::Launch l;
+  size_t g = 1;
+  l.dims = 1;
+  l.global = &g;
+  why.clear();
+  EXPECT_FALSE(rec.record(dev.platform, shared_context(dev), dev.device, {l}, &why));
+  EXPECT_FALSE(why.empty());
+  EXPECT_FALSE(bool(rec));
+  EXPECT_EQ(backend::qcom::kQueueRecordable, cl_command_queue_properties(0x40000000));
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ def test_fixture_live_onnxruntime(ocl, fixture_paths, fixture_opv, tmp_path):
 
 def test_repeat_runs_and_reload_bit_identical(ocl, fixture_paths, fixture_opv, tmp_path):
     a = _run(ocl, fixture_opv, tmp_path / "a.npz", "--seed", "3")
-    b = _run(ocl, fixture_opv, tmp_path / "b.npz", "--seed", "3")
+    b = _run(ocl, fixture_opv, tmp_path / "b.npz", "--seed", "3", "--spin")  # polling wait: same bits
     c = _run(ocl, fixture_paths[0], tmp_path / "c.npz", "--seed", "3")  # compiled afresh from the ONNX
     d = _run(ocl, fixture_opv, tmp_path / "d.npz", "--seed", "4")
     assert a.dtype == np.float32 and np.all(np.isfinite(a))

@@ -13,11 +13,14 @@
 //      call with arguments bound once (outputs, then present inputs), launch geometry from
 //      Call.global/local (trailing zeros drop dimensions, all-zero local = NULL);
 //   5. replay plans (meta cl_replay) without host-fallback calls on a device with a compatible
-//      cl_khr_command_buffer: record every launch once into a command buffer.
+//      cl_khr_command_buffer: record every launch once into a command buffer; else, on a device
+//      with cl_qcom_recordable_queues, into a Qualcomm recording (qcom_recording.h).
 // run(): write inputs; replay the command buffer or enqueue each call (host-fallback calls read
 //   their inputs back, run ref::run, write their outputs); without cl_replay clFinish after each
 //   call; read outputs and wait once. Profiling: a profiling queue, one event per launch.
 #include "backend/opencl/opencl_backend.h"
+
+#include "backend/opencl/qcom_recording.h"
 
 #include <CL/cl_ext.h>
 
@@ -155,6 +158,7 @@ class OpenCLBackend : public Backend {
   ~OpenCLBackend() override {
     if (queue_) clFinish(queue_.get());
     cb_.reset();
+    qrec_.reset();
     // Release in dependency order: events and kernels (which hold their arguments), then the
     // memory objects newest first (sub-buffers and shared images before their parents), then
     // the queue.
@@ -185,6 +189,7 @@ class OpenCLBackend : public Backend {
   CommandBufferApi cb_api_;
   bool cb_eligible_ = false;  // replay plan, no host calls, compatible extension, not disabled
   CommandBuffer cb_;
+  qcom::PlanRecording qrec_;  // cl_qcom_recordable_queues replay where no command buffer is used
 
   std::vector<plan::Buffer> buffers_;
   std::vector<plan::Kernel> kernels_;
@@ -342,6 +347,7 @@ void OpenCLBackend::load(const plan::Plan& plan) {
   // Re-loading: drop everything of the previous plan first.
   if (queue_) clFinish(queue_.get());
   cb_.reset();
+  qrec_.reset();
   events_.clear();
   rt_.clear();
   buf_mem_.clear();
@@ -524,6 +530,14 @@ void OpenCLBackend::load(const plan::Plan& plan) {
                  command_buffer_version_ok(dev_.command_buffer_version) && !env_disabled("OPV_CL_COMMAND_BUFFER") &&
                  cb_api_.load(dev_.platform);
   record_command_buffer();
+  // Else, on the Adreno driver, a cl_qcom_recordable_queues recording (qcom_recording.h).
+  if (!cb_ && replay_ && info_.host_calls == 0 && !calls_.empty() && dev_.has_qcom_recordable_queues &&
+      !env_disabled("OPV_CL_QCOM_RECORDING")) {
+    std::vector<qcom::Launch> launches;
+    for (const CallRt& r : rt_)
+      launches.push_back({r.kernel.get(), r.dims, r.global.data(), r.has_local ? r.local.data() : nullptr});
+    info_.qcom_recording = qrec_.record(dev_.platform, ctx_, dev_.device, launches, &info_.qcom_recording_skipped);
+  }
   cl::check(clFinish(queue_.get()), "clFinish", "after load");
   times_ms_.assign(calls_.size(), 0.0);
   events_.resize(calls_.size());
@@ -603,6 +617,8 @@ void OpenCLBackend::run(const std::vector<const Tensor*>& inputs, const std::vec
       cl_event ev = nullptr;
       cl::check(cb_api_.enqueue(0, nullptr, cb_.get(), 0, nullptr, &ev), "clEnqueueCommandBufferKHR");
       cl::Event done(ev);
+    } else if (qrec_ && !timed) {
+      cl::check(qrec_.replay(q), "clEnqueueRecordingQCOM");
     } else {
       for (size_t ci = 0; ci < calls_.size(); ++ci) {
         CallRt& r = rt_[ci];
@@ -627,6 +643,19 @@ void OpenCLBackend::run(const std::vector<const Tensor*>& inputs, const std::vec
         cl::check(clEnqueueReadBuffer(q, buf_mem_[size_t(outputs_[i])], CL_FALSE, 0, outputs[i]->nbytes(),
                                       outputs[i]->raw(), 0, nullptr, nullptr),
                   "clEnqueueReadBuffer", "output '" + buffers_[size_t(outputs_[i])].name + "'");
+    if (opts_.spin_wait) {
+      // Poll a marker after the read-backs instead of sleeping in clFinish (Options.spin_wait).
+      cl_event ev = nullptr;
+      cl::check(clEnqueueMarkerWithWaitList(q, 0, nullptr, &ev), "clEnqueueMarkerWithWaitList", "end of inference");
+      cl::Event done(ev);
+      cl::check(clFlush(q), "clFlush", "end of inference");
+      cl_int st = CL_QUEUED;
+      do {
+        cl::check(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr), "clGetEventInfo",
+                  "end of inference");
+      } while (st > CL_COMPLETE);
+      OPV_CHECK(st == CL_COMPLETE, "opencl backend: the inference ended with status ", cl::error_name(st));
+    }
     cl::check(clFinish(q), "clFinish", "end of inference");
   } catch (...) {
     clFinish(q);  // never return while the device may still touch the caller's tensors

@@ -5,7 +5,7 @@
 // every cl_mem (images shared by arena offset + geometry, Linear intermediates as sub-buffers of
 // one arena where aligned), upload constants, build every kernel through the program cache,
 // create one cl_kernel per call with its arguments bound, and, for replay plans on devices with
-// cl_khr_command_buffer, record the whole plan once.
+// cl_khr_command_buffer (or else cl_qcom_recordable_queues), record the whole plan once.
 // run(): write inputs, enqueue (or replay) the calls, read outputs; kernels with empty source run
 // on the host through the reference kernels.
 #pragma once
@@ -24,6 +24,8 @@ struct OpenCLLoadInfo {
   std::string device;          // "platform / device"
   bool replay = false;         // plan meta cl_replay: no host sync between kernels
   bool command_buffer = false; // the calls replay from a recorded cl_khr_command_buffer
+  bool qcom_recording = false; // ... else from a cl_qcom_recordable_queues recording
+  std::string qcom_recording_skipped;  // why a device with that extension did not record
   int host_calls = 0;          // calls run on the host (empty kernel source)
   int images = 0;              // distinct image objects
   int arena_sub_buffers = 0;   // Linear intermediates placed as sub-buffers of the arena
