@@ -82,27 +82,12 @@ def bench_opv(opv, art, args):
 
 def torch_child(args):
     """Child process: times the PyTorch fp16 CUDA-graph replay and prints one JSON line."""
-    import numpy as np
     import torch
-    sys.path.insert(0, str(SHARED / "models"))
-    import make_fixtures  # noqa: E402  (needs torch, timm, onnx, onnxruntime)
-    h, w = (int(x) for x in args.hw.split(","))
-    m = make_fixtures.build(args.trunk, (h, w), args.seed).cuda().half().eval()
-    rng = np.random.default_rng(0)
-    img = torch.from_numpy(rng.integers(0, 256, (1, 12, h, w), dtype=np.uint8)).cuda()
-    big = torch.from_numpy(rng.integers(0, 256, (1, 12, h, w), dtype=np.uint8)).cuda()
+    sys.path.insert(0, str(REPO / "bench"))
+    from torch_profile import capture_peer  # noqa: E402
+    g, img, big, out = capture_peer(args.trunk, args.hw, args.seed)
     img_host = img.cpu()
     big_host = big.cpu()
-    with torch.no_grad():
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                m(img, big)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            out = m(img, big)
     for _ in range(args.warmup):
         g.replay()
     torch.cuda.synchronize()

@@ -19,13 +19,8 @@ if [[ "${1:-}" == "--bundle" ]]; then
   du -sh "$D"
   exit 0
 fi
-mkdir -p /etc/OpenCL/vendors
-echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-mkdir -p /tmp/opv && tar xJf "$D/lib.tar.xz" -C /tmp/opv
-export LD_LIBRARY_PATH=/tmp/opv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export OPV_SHARED="$D/shared"
-OPV="$D/opvision"
-M="$OPV_SHARED/models/opvision_t12_fp16"
+# shellcheck source=bench/device_env.sh
+source "$ROOT/bench/device_env.sh"
 "$OPV" devices
 echo "== verify on NVIDIA OpenCL"
 "$OPV" verify "$M.onnx" --ref "${M}_ref.npz" --backend opencl --device nvidia

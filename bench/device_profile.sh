@@ -6,13 +6,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 D="$ROOT/.devrun"
-mkdir -p /etc/OpenCL/vendors
-echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-mkdir -p /tmp/opv && tar xJf "$D/lib.tar.xz" -C /tmp/opv
-export LD_LIBRARY_PATH=/tmp/opv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export OPV_SHARED="$D/shared"
-OPV="$D/opvision"
-M="$OPV_SHARED/models/opvision_t12_fp16"
+# shellcheck source=bench/device_env.sh
+source "$ROOT/bench/device_env.sh"
 i=0
 for variant in "$@"; do
   i=$((i + 1))

@@ -16,18 +16,13 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = pathlib.Path(os.environ.get("OPV_SHARED", REPO.parent / "shared"))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trunk", default="fastvit_t12")
-    ap.add_argument("--hw", default="128,256")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--top", type=int, default=40)
-    args = ap.parse_args()
+def capture_peer(trunk, hw, seed):
+    """The fixture network (make_fixtures.build) in fp16 on the GPU, captured once in a CUDA graph
+    on two random uint8 frames; returns (graph, img, big_img, output)."""
     sys.path.insert(0, str(SHARED / "models"))
-    import make_fixtures  # noqa: E402
-    h, w = (int(x) for x in args.hw.split(","))
-    m = make_fixtures.build(args.trunk, (h, w), args.seed).cuda().half().eval()
+    import make_fixtures  # noqa: E402  (needs torch, timm, onnx, onnxruntime)
+    h, w = (int(x) for x in hw.split(","))
+    m = make_fixtures.build(trunk, (h, w), seed).cuda().half().eval()
     rng = np.random.default_rng(0)
     img = torch.from_numpy(rng.integers(0, 256, (1, 12, h, w), dtype=np.uint8)).cuda()
     big = torch.from_numpy(rng.integers(0, 256, (1, 12, h, w), dtype=np.uint8)).cuda()
@@ -40,7 +35,19 @@ def main():
         torch.cuda.current_stream().wait_stream(s)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
-            m(img, big)
+            out = m(img, big)
+    return g, img, big, out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trunk", default="fastvit_t12")
+    ap.add_argument("--hw", default="128,256")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--top", type=int, default=40)
+    args = ap.parse_args()
+    g, _, _, _ = capture_peer(args.trunk, args.hw, args.seed)
     for _ in range(10):
         g.replay()
     torch.cuda.synchronize()
