@@ -12,8 +12,16 @@ ErrorMetrics compare(const Tensor& out, const Tensor& ref) {
   ErrorMetrics m;
   for (int64_t i = 0; i < out.numel(); ++i) {
     double o = out.get_f64(i), r = ref.get_f64(i);
-    if (!std::isfinite(o) && std::isfinite(r)) m.finite = false;
-    if (!std::isfinite(o) || !std::isfinite(r)) continue;
+    if (!std::isfinite(o) || !std::isfinite(r)) {
+      if (!std::isfinite(r)) ++m.ref_nonfinite;
+      // Non-finite elements match only exactly: NaN with NaN, +Inf with +Inf, -Inf with -Inf.
+      bool same = (std::isnan(o) && std::isnan(r)) || (std::isinf(o) && std::isinf(r) && (o > 0) == (r > 0));
+      if (!same) {
+        m.finite = false;
+        ++m.nonfinite_mismatches;
+      }
+      continue;
+    }
     double d = o - r;
     diff2 += d * d;
     ref2 += r * r;

@@ -12,6 +12,33 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
+int64_t checked_add(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) fail(what, ": integer overflow in ", a, " + ", b);
+  return r;
+}
+
+int64_t checked_sub(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) fail(what, ": integer overflow in ", a, " - ", b);
+  return r;
+}
+
+int64_t checked_mul(int64_t a, int64_t b, const char* what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) fail(what, ": integer overflow in ", a, " * ", b);
+  return r;
+}
+
+int64_t checked_numel(const Shape& s, const char* what) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    OPV_CHECK(d >= 0, what, " ", shape_str(s), " has a negative dim");
+    if (__builtin_mul_overflow(n, d, &n)) fail(what, " ", shape_str(s), " has too many elements (int64 overflow)");
+  }
+  return n;
+}
+
 std::string shape_str(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) {

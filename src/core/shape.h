@@ -9,6 +9,15 @@ namespace opv {
 using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape& s);
+// numel with an overflow check: throws opv::Error naming `what` when a dim is negative or the
+// product does not fit in int64.
+int64_t checked_numel(const Shape& s, const char* what = "shape");
+
+// Size arithmetic that throws opv::Error ("<what>: integer overflow in a + b") instead of
+// wrapping. Use for every computation on untrusted dims, pads, strides and counts.
+int64_t checked_add(int64_t a, int64_t b, const char* what = "size");
+int64_t checked_sub(int64_t a, int64_t b, const char* what = "size");
+int64_t checked_mul(int64_t a, int64_t b, const char* what = "size");
 std::string shape_str(const Shape& s);  // "[1,24,128,256]"
 // Row-major strides in elements.
 std::vector<int64_t> row_major_strides(const Shape& s);

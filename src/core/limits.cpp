@@ -1,0 +1,23 @@
+#include "core/limits.h"
+
+#include "core/error.h"
+
+namespace opv {
+
+void check_tensor_limits(DType dt, const Shape& s, const std::string& what, const Limits& lim) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    OPV_CHECK(d >= 0, what, ": shape ", shape_str(s), " has a negative dim");
+    if (__builtin_mul_overflow(n, d, &n) || n > lim.max_tensor_elems) {
+      // Report the element count when it is representable, else just the shape.
+      fail(what, ": tensor ", dtype_name(dt), shape_str(s), " has more than ", lim.max_tensor_elems,
+           " elements (the per-tensor limit)");
+    }
+  }
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, int64_t(dtype_size(dt)), &bytes) || bytes > lim.max_tensor_bytes)
+    fail(what, ": tensor ", dtype_name(dt), shape_str(s), " needs ", n, " elements x ", dtype_size(dt),
+         " bytes, more than the per-tensor limit of ", lim.max_tensor_bytes, " bytes");
+}
+
+}  // namespace opv
