@@ -20,6 +20,30 @@ namespace opv::onnx_import {
 
 namespace {
 
+std::vector<int64_t> two(const NodeCtx& c, const char* key, int64_t dflt) {
+  auto v = c.ints(key, {dflt, dflt});
+  if (v.size() != 2) c.fail(key, " must have 2 values for a 2-D op, got ", v.size());
+  return v;
+}
+
+// kernel_shape / strides / dilations: two values, each >= 1 (0 would divide by zero below,
+// negatives make no window).
+std::vector<int64_t> two_positive(const NodeCtx& c, const char* key, int64_t dflt) {
+  auto v = two(c, key, dflt);
+  for (int64_t x : v)
+    if (x < 1) c.fail("attribute '", key, "' must be >= 1, got ", shape_str(v));
+  return v;
+}
+
+// Extent covered by a window of k taps at dilation d: (k - 1) * d + 1, overflow-checked.
+int64_t window_extent(const NodeCtx& c, int64_t k, int64_t d) {
+  try {
+    return checked_add(checked_mul(k - 1, d, "kernel extent"), 1, "kernel extent");
+  } catch (const Error& e) {
+    c.fail("kernel_shape ", k, " with dilation ", d, ": ", e.what());
+  }
+}
+
 // Resolves auto_pad/pads for a 2-D window op over input spatial dims `in`.
 std::vector<int64_t> resolve_pads(const NodeCtx& c, const Shape& in, const std::vector<int64_t>& k,
                                   const std::vector<int64_t>& s, const std::vector<int64_t>& d) {
@@ -32,9 +56,17 @@ std::vector<int64_t> resolve_pads(const NodeCtx& c, const Shape& in, const std::
     // no padding
   } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
     for (int i = 0; i < 2; ++i) {
-      int64_t out = (in[size_t(i)] + s[size_t(i)] - 1) / s[size_t(i)];
-      int64_t eff = (k[size_t(i)] - 1) * d[size_t(i)] + 1;
-      int64_t total = std::max<int64_t>(0, (out - 1) * s[size_t(i)] + eff - in[size_t(i)]);
+      OPV_ASSERT(s[size_t(i)] >= 1);  // two_positive
+      int64_t out = in[size_t(i)] / s[size_t(i)] + (in[size_t(i)] % s[size_t(i)] != 0);
+      int64_t eff = window_extent(c, k[size_t(i)], d[size_t(i)]);
+      int64_t total = 0;
+      try {
+        total = checked_sub(checked_add(checked_mul(std::max<int64_t>(out - 1, 0), s[size_t(i)], "pads"), eff, "pads"),
+                            in[size_t(i)], "pads");
+      } catch (const Error& e) {
+        c.fail("auto_pad ", ap, ": ", e.what());
+      }
+      total = std::max<int64_t>(0, total);
       int64_t small = total / 2, big = total - small;
       pads[size_t(i)] = ap == "SAME_UPPER" ? small : big;
       pads[size_t(i) + 2] = ap == "SAME_UPPER" ? big : small;
@@ -45,11 +77,6 @@ std::vector<int64_t> resolve_pads(const NodeCtx& c, const Shape& in, const std::
   return pads;
 }
 
-std::vector<int64_t> two(const NodeCtx& c, const char* key, int64_t dflt) {
-  auto v = c.ints(key, {dflt, dflt});
-  if (v.size() != 2) c.fail(key, " must have 2 values for a 2-D op, got ", v.size());
-  return v;
-}
 
 void conv(NodeCtx& c) {
   c.allow_attrs({"group", "strides", "pads", "dilations", "auto_pad", "kernel_shape"});
@@ -62,7 +89,7 @@ void conv(NodeCtx& c) {
   std::vector<int64_t> k = {ws[2], ws[3]};
   if (c.has("kernel_shape") && c.ints("kernel_shape") != k)
     c.fail("kernel_shape ", shape_str(c.ints("kernel_shape")), " disagrees with weight ", shape_str(ws));
-  auto s = two(c, "strides", 1), d = two(c, "dilations", 1);
+  auto s = two_positive(c, "strides", 1), d = two_positive(c, "dilations", 1);
   Attrs a;
   a.set("group", c.i("group", 1));
   a.set("strides", s);
@@ -82,22 +109,31 @@ void pool(NodeCtx& c, bool is_max) {
   const Shape& xs = c.val(x).shape;
   if (xs.size() != 4) c.fail("only 2-D pooling on [N,C,H,W] is supported, input is ", shape_str(xs));
   if (!c.has("kernel_shape")) c.fail("attribute 'kernel_shape' is required");
-  auto k = two(c, "kernel_shape", 1), s = two(c, "strides", 1), d = two(c, "dilations", 1);
+  auto k = two_positive(c, "kernel_shape", 1), s = two_positive(c, "strides", 1), d = two_positive(c, "dilations", 1);
   if (!is_max && (d[0] != 1 || d[1] != 1)) c.fail("dilations ", shape_str(d), " are not supported");
   bool ceil_mode = c.i("ceil_mode", 0) != 0;
   std::string ap = c.s("auto_pad", "NOTSET");
   auto pads = resolve_pads(c, {xs[2], xs[3]}, k, s, d);
   Shape y = xs;
+  for (int64_t p : pads)
+    if (p < 0) c.fail("attribute 'pads' must be >= 0, got ", shape_str(pads));
   for (int i = 0; i < 2; ++i) {
-    int64_t in = xs[size_t(2 + i)], eff = (k[size_t(i)] - 1) * d[size_t(i)] + 1;
+    const int64_t in = xs[size_t(2 + i)], st = s[size_t(i)], eff = window_extent(c, k[size_t(i)], d[size_t(i)]);
     if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      y[size_t(2 + i)] = (in + s[size_t(i)] - 1) / s[size_t(i)];
+      y[size_t(2 + i)] = in / st + (in % st != 0);
       continue;
     }
-    int64_t span = in + pads[size_t(i)] + pads[size_t(i) + 2] - eff;
+    int64_t span = 0, lead = 0;
+    try {
+      lead = checked_add(in, pads[size_t(i)], "padded input");
+      span = checked_sub(checked_add(lead, pads[size_t(i) + 2], "padded input"), eff, "padded input");
+    } catch (const Error& e) {
+      c.fail("pads ", shape_str(pads), ": ", e.what());
+    }
     if (span < 0) c.fail("kernel window ", eff, " is larger than the padded input ", shape_str(xs));
-    int64_t out = (ceil_mode ? (span + s[size_t(i)] - 1) / s[size_t(i)] : span / s[size_t(i)]) + 1;
-    if (ceil_mode && (out - 1) * s[size_t(i)] >= in + pads[size_t(i)]) --out;
+    int64_t out = (ceil_mode ? span / st + (span % st != 0) : span / st) + 1;
+    // The last window must start inside the input or its leading padding: (out-1)*st < lead.
+    if (ceil_mode && out - 1 >= lead / st + (lead % st != 0)) --out;
     y[size_t(2 + i)] = out;
   }
   Attrs a;

@@ -31,7 +31,7 @@ void constant(NodeCtx& c) {
   const auto& at = c.n.attribute(0);
   Tensor t;
   if (at.name() == "value") {
-    t = tensor_from_proto(at.t(), c.im.base_dir());
+    t = tensor_from_proto(at.t(), c.im.base_dir(), c.im.limits());
   } else if (at.name() == "value_float") {
     t = Tensor(DType::F32, {});
     t.set_f64(0, at.f());
@@ -346,7 +346,7 @@ void constant_of_shape(NodeCtx& c) {
   DType dt = DType::F32;
   double v = 0;
   if (const auto* at = c.attr("value")) {
-    Tensor t = tensor_from_proto(at->t(), c.im.base_dir());
+    Tensor t = tensor_from_proto(at->t(), c.im.base_dir(), c.im.limits());
     if (t.numel() != 1) c.fail("attribute 'value' must hold one element");
     dt = t.dtype();
     v = t.get_f64(0);

@@ -24,7 +24,9 @@ constexpr int64_t kMaxImportElems = int64_t(1) << 40;
 std::optional<DType> dtype_from_onnx(int32_t t);
 const char* onnx_type_name(int32_t t);
 // Converts an initializer / Constant tensor, reading external data relative to base_dir.
-Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir);
+// The tensor's size is checked against `limits` before anything is allocated or read. External
+// data must be a regular file inside base_dir (no absolute paths, no '..', no symlink leading out).
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir, const Limits& limits = Limits{});
 
 // One ONNX node being imported: attribute access with defaults and error helpers that name it.
 class NodeCtx;
@@ -38,6 +40,7 @@ class Importer {
   ir::Graph g;
   int opset = 0;
   const std::string& base_dir() const { return base_dir_; }
+  const Limits& limits() const { return opts_.limits; }
 
   // Adds a canonical node with inputs `ins` (-1 = absent), infers its output shapes (`preset`
   // gives shapes for ops whose output shape lives on the value), folds it right away when all

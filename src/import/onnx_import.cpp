@@ -12,9 +12,10 @@
  * value names are unique, and Graph::validate() passes.
  */
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
+
+#include "core/file_io.h"
 
 #include "import/importer.h"
 #include "ir/evaluate.h"
@@ -30,6 +31,8 @@ constexpr int kMaxOpset = 21;
 // Folding is skipped when it would materialise more than this many elements from inputs at
 // least this many times smaller (Expand/Tile/ConstantOfShape of small inputs).
 constexpr int64_t kMaxFoldGrowthElems = int64_t(1) << 20;
+// protobuf's own limit on a serialized message.
+constexpr uint64_t kMaxOnnxBytes = (uint64_t(1) << 31) - 1;
 
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
@@ -196,7 +199,14 @@ std::vector<int> Importer::emit(const NodeCtx& ctx, OpKind op, Attrs attrs, std:
     ctx.fail(e.what());
   }
   int64_t out_elems = 0;
-  for (const ValueInfo& v : vout) out_elems += numel(v.shape);
+  for (size_t k = 0; k < vout.size(); ++k) {
+    try {
+      check_tensor_limits(vout[k].dtype, vout[k].shape, "output '" + out_names[k] + "'", opts_.limits);
+    } catch (const Error& e) {
+      ctx.fail(e.what());
+    }
+    out_elems += numel(vout[k].shape);
+  }
   bool fold = all_const && !(out_elems > kMaxFoldGrowthElems && out_elems > 4 * in_elems);
 
   ir::Node node;
@@ -286,7 +296,7 @@ ir::Graph Importer::run(const onnx::ModelProto& model) {
   // Initializers.
   for (const auto& t : gp.initializer()) {
     OPV_CHECK(!t.name().empty(), "an initializer has no name");
-    Tensor tensor = tensor_from_proto(t, base_dir_);
+    Tensor tensor = tensor_from_proto(t, base_dir_, opts_.limits);
     bind(t.name(), add_const(t.name(), std::move(tensor)));
   }
   OPV_CHECK(gp.sparse_initializer_size() == 0, "sparse initializers are not supported");
@@ -340,6 +350,7 @@ ir::Graph Importer::run(const onnx::ModelProto& model) {
                 " is too large");
       total *= d;
     }
+    check_tensor_limits(*dt, shape, "graph input '" + vi.name() + "'", opts_.limits);
     ir::Value v;
     v.name = unique_name(vi.name());
     v.dtype = *dt;
@@ -365,10 +376,39 @@ ir::Graph Importer::run(const onnx::ModelProto& model) {
       else later.push_back(i);
     }
     if (later.size() == pending.size()) {
-      const auto& n = gp.node(later[0]);
-      for (const auto& in : n.input())
-        if (!in.empty() && !by_name_.count(in))
-          fail("node '", n.name(), "' (", n.op_type(), "): input '", in, "' is not produced by any node");
+      // No progress: either an input nobody produces, or nodes waiting on each other (a cycle).
+      std::unordered_map<std::string, int> producer;  // output name -> pending node
+      for (int i : later)
+        for (const auto& o : gp.node(i).output())
+          if (!o.empty()) producer.emplace(o, i);
+      auto label = [&](int i) {
+        const auto& n = gp.node(i);
+        return "'" + (n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name()) + "' (" +
+               n.op_type() + ")";
+      };
+      for (int i : later)
+        for (const auto& in : gp.node(i).input())
+          if (!in.empty() && !by_name_.count(in) && !producer.count(in))
+            fail("node ", label(i), ": input '", in, "' is not produced by any node");
+      // Every missing input has a pending producer: walking producers must revisit a node.
+      std::vector<int> seen_at(size_t(gp.node_size()), -1);
+      std::vector<int> path;
+      int cur = later[0];
+      while (seen_at[size_t(cur)] < 0) {
+        seen_at[size_t(cur)] = int(path.size());
+        path.push_back(cur);
+        int next = -1;
+        for (const auto& in : gp.node(cur).input())
+          if (!in.empty() && !by_name_.count(in)) {
+            next = producer.at(in);
+            break;
+          }
+        OPV_ASSERT(next >= 0);
+        cur = next;
+      }
+      std::string cycle;
+      for (size_t k = size_t(seen_at[size_t(cur)]); k < path.size(); ++k) cycle += label(path[k]) + " <- ";
+      fail("graph has a cycle through node ", label(cur), ": ", cycle, label(cur));
     }
     pending = std::move(later);
   }
@@ -423,14 +463,10 @@ ir::Graph import_model(const std::string& bytes, const std::string& base_dir, co
 }  // namespace
 
 ir::Graph import_onnx(const std::string& path, const ImportOptions& opts) {
-  OPV_CHECK(!std::filesystem::is_directory(path), "cannot open ONNX model '", path, "': it is a directory");
-  std::ifstream f(path, std::ios::binary);
-  OPV_CHECK(f.good(), "cannot open ONNX model '", path, "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  OPV_CHECK(!f.bad(), "reading '", path, "' failed");
+  // protobuf refuses messages of 2 GiB and more; refuse them before reading.
+  std::string bytes = read_file_string(path, "ONNX model", onnx_import::kMaxOnnxBytes);
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return import_model(ss.str(), dir, opts, path);
+  return import_model(bytes, dir, opts, path);
 }
 
 ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& opts) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "core/limits.h"
 #include "ir/graph.h"
 
 namespace opv {
@@ -11,6 +12,9 @@ struct ImportOptions {
   // Overrides for graph inputs whose ONNX shape has symbolic/unknown dims: name -> shape.
   // Unknown dims without an override default to 1 (batch-like), with a note on stderr.
   std::vector<std::pair<std::string, Shape>> input_shapes;
+  // Per-tensor size limits (core/limits.h) applied to every initializer, graph input and
+  // inferred value; a model breaking them is refused before anything that large is allocated.
+  Limits limits;
 };
 
 // Reads an ONNX model file (external-data initializers are resolved relative to its folder).

@@ -72,13 +72,17 @@ std::vector<int64_t> ints_of_size(const Attrs& a, const char* key, size_t n, int
   return v;
 }
 
+// Output extent of a window op; every step overflow-checked (kernel, dilation and pads are each
+// bounded by kMaxExtent, but their products are not). Requires s >= 1.
 int64_t pool_out(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s, int64_t d, bool ceil_mode) {
-  int64_t eff = (k - 1) * d + 1;
-  int64_t span = in + pb + pe - eff;
+  OPV_CHECK(s >= 1 && k >= 1 && d >= 1, "kernel, strides and dilations must be >= 1");
+  int64_t eff = checked_add(checked_mul(k - 1, d, "kernel extent"), 1, "kernel extent");
+  int64_t lead = checked_add(in, pb, "padded input");
+  int64_t span = checked_sub(checked_add(lead, pe, "padded input"), eff, "padded input");
   OPV_CHECK(span >= 0, "window of ", eff, " does not fit input extent ", in, " with pads ", pb, "+", pe);
-  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-  // The last window must start inside the input or its leading padding.
-  if (ceil_mode && (out - 1) * s >= in + pb) --out;
+  int64_t out = (ceil_mode ? span / s + (span % s != 0) : span / s) + 1;
+  // The last window must start inside the input or its leading padding: (out-1)*s < in + pb.
+  if (ceil_mode && lead >= 0 && out - 1 >= lead / s + (lead % s != 0)) --out;
   return out;
 }
 
@@ -92,8 +96,9 @@ void infer_conv(const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<V
             dn(ins[0].dtype));
   int64_t group = a.i("group", 1);
   OPV_CHECK(group >= 1, "group must be >= 1, got ", group);
-  OPV_CHECK(x[1] == w[1] * group, "input has ", x[1], " channels but weight ", shape_str(w), " with group ",
-            group, " expects ", w[1] * group);
+  const int64_t want_c = checked_mul(w[1], group, "group channels");
+  OPV_CHECK(x[1] == want_c, "input has ", x[1], " channels but weight ", shape_str(w), " with group ", group,
+            " expects ", want_c);
   OPV_CHECK(w[0] % group == 0, "output channels ", w[0], " not divisible by group ", group);
   if (present(ins, 2)) {
     OPV_CHECK(ins[2].shape == Shape{w[0]}, "bias must be [", w[0], "], got ", shape_str(ins[2].shape));
@@ -218,7 +223,13 @@ void infer_range(const std::vector<ValueInfo>& ins, std::vector<ValueInfo>& outs
     int64_t n = int64_t(std::max(0.0, count));
     if (!is_float(ins[0].dtype)) {
       int64_t si = scalar_i64(ins[0]), li = scalar_i64(ins[1]), di = scalar_i64(ins[2]);
-      n = di > 0 ? std::max<int64_t>(0, (li - si + di - 1) / di) : std::max<int64_t>(0, (si - li - di - 1) / -di);
+      // ceil((limit - start) / delta) without overflow: the span is computed in checked
+      // arithmetic (start/limit near the int64 ends wrap otherwise).
+      OPV_CHECK(di != INT64_MIN, "delta ", di, " is out of range");
+      int64_t span = di > 0 ? checked_sub(li, si, "range length") : checked_sub(si, li, "range length");
+      int64_t step = di > 0 ? di : -di;
+      n = span <= 0 ? 0 : span / step + (span % step != 0);
+      OPV_CHECK(n <= kMaxExtent, "range(", si, ",", li, ",", di, ") is too long");
     }
     outs[0].shape = {n};
   } else {
@@ -240,7 +251,7 @@ void infer_slice(const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<
     OPV_CHECK(steps[i] != 0, "step of axis ", i, " is zero");
     OPV_CHECK(y[i] >= 0, "negative output dim");
     if (y[i] == 0) continue;
-    int64_t last = starts[i] + (y[i] - 1) * steps[i];
+    int64_t last = checked_add(starts[i], checked_mul(y[i] - 1, steps[i], "slice extent"), "slice extent");
     OPV_CHECK(starts[i] >= 0 && starts[i] < x[i] && last >= 0 && last < x[i], "axis ", i, ": start ", starts[i],
               " step ", steps[i], " count ", y[i], " leaves the input extent ", x[i]);
   }
@@ -356,7 +367,7 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
         for (size_t d = 0; d < x0.size(); ++d)
           OPV_CHECK(int64_t(d) == ax || xi[d] == x0[d], "input ", i, " ", shape_str(xi), " differs from ",
                     shape_str(x0), " in dim ", d, " (concat axis ", ax, ")");
-        y[ax] += xi[ax];
+        y[ax] = checked_add(y[ax], xi[ax], "concat axis");
       }
       outs[0] = {ins[0].dtype, y, nullptr};
       return;
@@ -371,7 +382,7 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
       int64_t total = 0;
       for (size_t i = 0; i < sizes.size(); ++i) {
         OPV_CHECK(sizes[i] >= 0, "negative split size");
-        total += sizes[i];
+        total = checked_add(total, sizes[i], "split sizes");
         outs[i].dtype = ins[0].dtype;
         outs[i].shape = x;
         outs[i].shape[ax] = sizes[i];
@@ -429,7 +440,7 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
       OPV_CHECK(mode == "constant" || mode == "reflect" || mode == "edge", "mode '", mode, "' is not supported");
       Shape y = x;
       for (size_t i = 0; i < x.size(); ++i) {
-        y[i] = x[i] + pads[i] + pads[i + x.size()];
+        y[i] = checked_add(checked_add(x[i], pads[i], "padded axis"), pads[i + x.size()], "padded axis");
         OPV_CHECK(y[i] >= 0, "pads ", shape_str(pads), " make axis ", i, " negative");
         if (mode == "reflect")
           OPV_CHECK(pads[i] < x[i] && pads[i + x.size()] < x[i], "reflect pads must be smaller than the axis (", x[i], ")");
