@@ -22,6 +22,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace opv::plan {
 
@@ -601,34 +602,13 @@ Plan deserialize(const uint8_t* data, size_t size) { return parse_artifact(data,
 
 void save_artifact(const Plan& p, const std::string& path) {
   std::vector<uint8_t> bytes = serialize(p);
-  // Written beside the target and renamed into place, so a failed write never leaves a
-  // half-written artifact under the final name.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    OPV_CHECK(f.good(), "cannot open '", tmp, "' for writing");
-    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-    f.close();
-    if (f.fail()) {
-      std::remove(tmp.c_str());
-      fail("error writing '", tmp, "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail("cannot rename '", tmp, "' to '", path, "'");
-  }
+  // Unique temp file beside the target, fsync'ed and renamed into place (core/file_io.h), so a
+  // failed write never leaves a half-written artifact under the final name.
+  write_file_atomic(path, bytes, "artifact");
 }
 
 Plan load_artifact(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  OPV_CHECK(f.good(), "cannot open artifact '", path, "'");
-  std::streamoff size = f.tellg();
-  OPV_CHECK(size >= 0, "cannot read artifact '", path, "'");
-  f.seekg(0);
-  std::vector<uint8_t> bytes(static_cast<size_t>(size), 0);
-  if (size > 0) f.read(reinterpret_cast<char*>(bytes.data()), size);
-  OPV_CHECK(!f.fail(), "error reading artifact '", path, "'");
+  std::vector<uint8_t> bytes = read_file_bytes(path, "artifact");
   try {
     return parse_artifact(bytes.data(), bytes.size(), &bytes);
   } catch (const Error& e) {

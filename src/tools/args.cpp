@@ -40,6 +40,23 @@ int64_t Args::get_int(const std::string& name, int64_t dflt) const {
   return has(name) ? parse_int(name, get(name)) : dflt;
 }
 
+int64_t Args::get_int(const std::string& name, int64_t dflt, int64_t lo, int64_t hi) const {
+  if (!has(name)) return dflt;
+  int64_t v = parse_int(name, get(name));
+  if (v < lo || v > hi)
+    bad_value(name, get(name), ("an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str());
+  return v;
+}
+
+std::vector<int64_t> Args::get_ints(const std::string& name, const std::vector<int64_t>& dflt, int64_t lo,
+                                    int64_t hi) const {
+  std::vector<int64_t> r = get_ints(name, dflt);
+  for (int64_t v : r)
+    if (has(name) && (v < lo || v > hi))
+      bad_value(name, get(name), ("a list of integers in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str());
+  return r;
+}
+
 double Args::get_double(const std::string& name, double dflt) const {
   if (!has(name)) return dflt;
   std::string s = get(name);

@@ -29,8 +29,12 @@ class Args {
   std::vector<std::string> all(const std::string& name) const;  // every value, in order
   // Typed getters; a malformed value throws UsageError naming the option.
   int64_t get_int(const std::string& name, int64_t dflt) const;
+  // Same, and a value outside [lo, hi] throws UsageError naming the option and the range.
+  int64_t get_int(const std::string& name, int64_t dflt, int64_t lo, int64_t hi) const;
   double get_double(const std::string& name, double dflt) const;
   std::vector<int64_t> get_ints(const std::string& name, const std::vector<int64_t>& dflt) const;  // "1,2,3"
+  std::vector<int64_t> get_ints(const std::string& name, const std::vector<int64_t>& dflt, int64_t lo,
+                                int64_t hi) const;  // each value in [lo, hi]
 
   std::map<std::string, std::vector<std::string>> values;  // by option name ("--threads")
 };

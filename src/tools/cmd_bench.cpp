@@ -50,9 +50,7 @@ int cmd_bench(int argc, char** argv) {
       .flag("--json", "print one JSON object instead of text");
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
-  const int64_t warmup = a.get_int("--warmup", 10), iters = a.get_int("--iters", 50);
-  if (warmup < 0) throw UsageError("opvision bench: --warmup must be >= 0");
-  if (iters < 1) throw UsageError("opvision bench: --iters must be >= 1");
+  const int64_t warmup = a.get_int("--warmup", 10, 0, kMaxIters), iters = a.get_int("--iters", 50, 1, kMaxIters);
 
   const std::string& model = a.positionals[0];
   backend::Options bopts = backend_options(a);

@@ -58,8 +58,7 @@ int cmd_compile(int argc, char** argv) {
   opts.disable_passes = split_names(a.all("--no-pass"));
   opts.only_passes = split_names(a.all("--passes"));
   opts.verbose = a.has("--verbose");
-  opts.cl_busy_items = a.get_int("--cl-busy-items", 0);
-  if (opts.cl_busy_items < 0) throw UsageError("opvision compile: --cl-busy-items must be >= 0");
+  opts.cl_busy_items = a.get_int("--cl-busy-items", 0, 0, int64_t(1) << 30);
   opts.cl_batch = a.get_int("--cl-batch", 4);
   if (opts.cl_batch < 1 || opts.cl_batch > 64) throw UsageError("opvision compile: --cl-batch must be in 1..64");
   for (const std::string& kv : a.all("--cl-tune")) {

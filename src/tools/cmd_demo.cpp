@@ -75,9 +75,8 @@ int cmd_demo(int argc, char** argv) {
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   const std::string backend_name = a.get("--backend", kDefaultBackend);
-  const int64_t iters = a.get_int("--iters", 20);
+  const int64_t iters = a.get_int("--iters", 20, 1, kMaxIters);
   const uint64_t seed = uint64_t(a.get_int("--seed", 0));
-  if (iters < 1) throw UsageError("opvision demo: --iters must be >= 1");
   const backend::Options bopts = backend_options(a);
   const std::string workdir = make_workdir(a.get("--workdir"));
   progress(kPhase, "work directory " + workdir);

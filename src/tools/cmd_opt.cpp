@@ -29,7 +29,6 @@ int cmd_opt(int argc, char** argv) {
   if (passes.empty()) throw UsageError("opvision opt: no --pass given (see 'opvision opt --help')");
   const std::string& in = a.positionals[0];
   const std::string& out = a.positionals[1];
-  if (!std::ifstream(in, std::ios::binary)) fail("opvision opt: cannot open artifact '", in, "'");
 
   double t0 = now_ms();
   plan::Plan plan = plan::load_artifact(in);

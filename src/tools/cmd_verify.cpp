@@ -39,23 +39,31 @@ int cmd_verify(int argc, char** argv) {
   runtime::NamedTensors outputs = session.run(inputs);
 
   double worst_l2 = 0, worst_abs = 0;
-  bool finite = true;
+  bool finite = true, ref_bad = false;
   for (const auto& [name, out] : outputs) {
     auto it = std::find_if(ref.begin(), ref.end(), [&](const auto& e) { return e.first == name; });
     OPV_CHECK(it != ref.end(), ref_path, ": no entry for model output '", name, "'");
     OPV_CHECK(it->second.shape() == out.shape(), ref_path, ": entry '", name, "' has shape ",
               shape_str(it->second.shape()), ", the model output has ", shape_str(out.shape()));
     ErrorMetrics m = compare(out, it->second);
+    // A reference with NaN/Inf proves nothing about the model; refuse it rather than skip it.
+    if (m.ref_nonfinite > 0) {
+      std::fprintf(stderr, "[verify] reference '%s' for output '%s' has %lld non-finite (NaN/Inf) element(s) of %lld\n",
+                   ref_path.c_str(), name.c_str(), (long long)m.ref_nonfinite, (long long)it->second.numel());
+      ref_bad = true;
+    }
     finite &= m.finite && std::isfinite(m.rel_l2) && std::isfinite(m.max_abs_rel);
     worst_l2 = std::max(worst_l2, std::isnan(m.rel_l2) ? INFINITY : m.rel_l2);
     worst_abs = std::max(worst_abs, std::isnan(m.max_abs_rel) ? INFINITY : m.max_abs_rel);
   }
+  if (ref_bad) worst_l2 = worst_abs = INFINITY;
   std::printf("rel_l2=%.3e max_abs_rel=%.3e\n", worst_l2, worst_abs);
   backend::Tolerance tol = backend::tolerance_for(session.backend(), session.plan());
-  bool ok = finite && worst_l2 <= tol.rel_l2 && worst_abs <= tol.max_abs_rel;
+  bool ok = finite && !ref_bad && worst_l2 <= tol.rel_l2 && worst_abs <= tol.max_abs_rel;
   std::fprintf(stderr, "[verify] %s on %s: %s (tolerance rel_l2<=%.1e max_abs_rel<=%.1e%s)\n",
                a.positionals[0].c_str(), session.plan().target.c_str(), ok ? "PASS" : "FAIL", tol.rel_l2,
-               tol.max_abs_rel, finite ? "" : ", non-finite outputs");
+               tol.max_abs_rel,
+               ref_bad ? ", non-finite reference" : finite ? "" : ", non-finite values differ from the reference");
   return ok ? kExitOk : kExitCheckFailed;
 }
 

@@ -1,6 +1,8 @@
 // Helpers shared by the opvision subcommands (see common.h).
 #include "tools/common.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdarg>
@@ -11,6 +13,7 @@
 
 #include "compiler/compile.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "plan/artifact.h"
 #include "tools/npy.h"
 
@@ -40,10 +43,14 @@ bool parse_or_help(const ArgParser& parser, int argc, char** argv, Args& out) {
 bool is_artifact_path(const std::string& path) {
   if (ends_with(path, kArtifactExt)) return true;
   if (ends_with(path, kOnnxExt)) return false;
-  std::ifstream f(path, std::ios::binary);
+  // Sniff the magic from a regular file only: a FIFO, directory or device (/dev/zero) is
+  // refused here, before any reader could block on it or try to read it whole.
+  uint64_t size = 0;
+  int fd = open_regular_file(path, "model", kMaxInputFileBytes, &size);
   char head[sizeof(kArtifactMagic) - 1] = {};
-  f.read(head, sizeof head);
-  return f.gcount() == std::streamsize(sizeof head) && std::memcmp(head, kArtifactMagic, sizeof head) == 0;
+  ssize_t got = ::pread(fd, head, sizeof head, 0);
+  ::close(fd);
+  return got == ssize_t(sizeof head) && std::memcmp(head, kArtifactMagic, sizeof head) == 0;
 }
 
 plan::Plan load_model(const std::string& path, const std::string& backend) {
@@ -60,8 +67,7 @@ plan::Plan load_model(const std::string& path, const std::string& backend) {
 
 backend::Options backend_options(const Args& a) {
   backend::Options o;
-  o.threads = int(a.get_int("--threads", 0));
-  OPV_CHECK(o.threads >= 0, "--threads must be >= 0 (0 = backend default), got ", o.threads);
+  o.threads = int(a.get_int("--threads", 0, 0, kMaxThreads));
   o.device = a.get("--device", "");
   o.spin_wait = a.has("--spin");
   return o;

@@ -14,6 +14,8 @@ namespace opv::tools {
 
 constexpr const char* kDefaultBackend = "cpu";
 constexpr const char* kVersion = "0.1.0";
+constexpr int64_t kMaxThreads = 1024;         // --threads range: 0 (backend default) .. kMaxThreads
+constexpr int64_t kMaxIters = 1'000'000'000;  // --iters / --warmup upper bound
 
 // Subcommand entry points; argv[0] is the subcommand name. Return the process exit code.
 int cmd_demo(int argc, char** argv);

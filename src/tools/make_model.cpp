@@ -41,6 +41,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/half.h"
 
 namespace opv::tools {
@@ -578,13 +579,12 @@ std::string make_model_bytes(const MakeModelOptions& opts) {
 
 void make_model(const MakeModelOptions& opts, const std::string& out_path) {
   const std::string bytes = make_model_bytes(opts);
-  std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
-  OPV_CHECK(f.good(), "make-model: cannot open '", out_path, "' for writing: ",
-            std::strerror(errno));
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-  f.close();
-  OPV_CHECK(!f.fail(), "make-model: failed writing ", bytes.size(), " bytes to '", out_path,
-            "': ", std::strerror(errno));
+  // Temp file + fsync + rename: a failed write never leaves a truncated model behind.
+  try {
+    write_file_atomic(out_path, bytes, "ONNX model");
+  } catch (const Error& e) {
+    fail("make-model: ", e.what());
+  }
 }
 
 }  // namespace opv::tools

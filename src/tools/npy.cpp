@@ -9,6 +9,7 @@
 // timestamp so identical arrays give identical files.
 #include "tools/npy.h"
 
+#include <unistd.h>
 #include <zip.h>
 
 #include <bit>
@@ -19,6 +20,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/limits.h"
 
 namespace opv::tools {
 
@@ -37,6 +40,7 @@ constexpr size_t kMaxHeaderLen = size_t(1) << 20;  // sanity bound when reading 
 constexpr size_t kMaxRank = 32;                    // numpy's own limit (NPY_MAXDIMS)
 constexpr const char* kNpzSuffix = ".npy";
 constexpr size_t kZipReadChunk = size_t(1) << 20;
+constexpr uint64_t kMaxArrayFileBytes = uint64_t(2) << 30;  // one .npy (file or .npz member)
 constexpr time_t kZipFixedMtime = 315532800;  // 1980-01-01 00:00:00 UTC, the DOS time epoch
 
 struct DescrEntry {
@@ -192,18 +196,6 @@ std::string zip_error_text(int code) {
   return s;
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  OPV_CHECK(f.good(), "cannot open '", path, "'");
-  std::streamoff size = f.tellg();
-  OPV_CHECK(size >= 0, "cannot read '", path, "'");
-  f.seekg(0);
-  std::vector<uint8_t> bytes(static_cast<size_t>(size), 0);
-  if (size > 0) f.read(reinterpret_cast<char*>(bytes.data()), size);
-  OPV_CHECK(!f.fail(), "error reading '", path, "'");
-  return bytes;
-}
-
 }  // namespace
 
 const char* npy_descr(DType t) {
@@ -212,8 +204,19 @@ const char* npy_descr(DType t) {
   fail("dtype ", dtype_name(t), " has no .npy descr");
 }
 
-Tensor parse_npy(const uint8_t* data, size_t size, const std::string& what) {
-  OPV_CHECK(size >= kNpyPreambleV1, what, ": not an .npy file (", size, " bytes, too short)");
+namespace {
+struct NpyHeader {
+  DType dtype = DType::F32;
+  Shape shape;
+  size_t data_offset = 0;
+};
+
+// Parses and checks an .npy preamble + header held in data[0, size) of a file of `total` bytes:
+// the dtype, the shape, the per-tensor limits and that the data fills the rest exactly. Nothing
+// of the data's size is allocated.
+NpyHeader parse_npy_header(const uint8_t* data, size_t size, size_t total, const std::string& what) {
+  OPV_ASSERT(size <= total);
+  OPV_CHECK(size >= kNpyPreambleV1, what, ": not an .npy file (", total, " bytes, too short)");
   OPV_CHECK(std::memcmp(data, kNpyMagic, kNpyMagicSize) == 0, what, ": not an .npy file (bad magic)");
   uint8_t major = data[kNpyMagicSize];
   size_t header_len = 0, preamble = 0;
@@ -255,7 +258,7 @@ Tensor parse_npy(const uint8_t* data, size_t size, const std::string& what) {
   }
   OPV_CHECK(!fortran, what, ": Fortran-order .npy arrays are not supported (save with C order)");
 
-  size_t avail = size - preamble - header_len;
+  size_t avail = total - preamble - header_len;
   uint64_t elems = 1;
   const uint64_t itemsize = dtype_size(entry->dtype);
   for (int64_t d : shape) {
@@ -265,10 +268,22 @@ Tensor parse_npy(const uint8_t* data, size_t size, const std::string& what) {
   }
   OPV_CHECK(elems * itemsize == avail, what, ": data size ", avail, " bytes does not match shape ", shape_str(shape),
             " of ", descr, " (", elems * itemsize, " bytes)");
-  Tensor t(entry->dtype, Shape(shape.begin(), shape.end()));
-  if (avail) std::memcpy(t.raw(), data + preamble + header_len, avail);
+  NpyHeader h;
+  h.dtype = entry->dtype;
+  h.shape = Shape(shape.begin(), shape.end());
+  h.data_offset = preamble + header_len;
+  check_tensor_limits(h.dtype, h.shape, what);
+  return h;
+}
+}  // namespace
+
+Tensor parse_npy(const uint8_t* data, size_t size, const std::string& what) {
+  NpyHeader h = parse_npy_header(data, size, size, what);
+  Tensor t(h.dtype, h.shape);
+  if (size > h.data_offset) std::memcpy(t.raw(), data + h.data_offset, size - h.data_offset);
   return t;
 }
+
 
 std::vector<uint8_t> encode_npy(const Tensor& t) {
   std::string header = std::string("{'descr': '") + npy_descr(t.dtype()) + "', 'fortran_order': False, 'shape': (";
@@ -303,23 +318,23 @@ std::vector<uint8_t> encode_npy(const Tensor& t) {
 }
 
 Tensor read_npy(const std::string& path) {
-  std::vector<uint8_t> bytes = read_file_bytes(path);
+  std::vector<uint8_t> bytes = read_file_bytes(path, ".npy file", kMaxArrayFileBytes);
   return parse_npy(bytes.data(), bytes.size(), path);
 }
 
 void write_npy(const std::string& path, const Tensor& t) {
-  std::vector<uint8_t> bytes = encode_npy(t);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  OPV_CHECK(f.good(), "cannot open '", path, "' for writing");
-  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  f.close();
-  OPV_CHECK(!f.fail(), "error writing '", path, "'");
+  write_file_atomic(path, encode_npy(t), ".npy file");
 }
 
 NamedArrays read_npz(const std::string& path) {
+  // A regular file only (a FIFO or directory must not block or be read), handed to libzip.
+  int fd = open_regular_file(path, ".npz file", kMaxInputFileBytes, nullptr);
   int code = 0;
-  zip_t* za = zip_open(path.c_str(), ZIP_RDONLY, &code);
-  if (!za) fail("cannot open .npz '", path, "': ", zip_error_text(code));
+  zip_t* za = zip_fdopen(fd, ZIP_RDONLY, &code);
+  if (!za) {
+    ::close(fd);
+    fail("cannot open .npz '", path, "': ", zip_error_text(code));
+  }
   struct Closer {
     zip_t* z;
     ~Closer() { zip_discard(z); }
@@ -334,13 +349,37 @@ NamedArrays read_npz(const std::string& path) {
     std::string name = raw_name;
     if (!name.empty() && name.back() == '/') continue;  // directory entry
     std::string what = path + ":" + name;
+    // Check the declared size before inflating anything (a small deflated member can expand to
+    // gigabytes); the read loop below also stops at the declared size.
+    zip_stat_t zs;
+    zip_stat_init(&zs);
+    if (zip_stat_index(za, zip_uint64_t(i), 0, &zs) != 0) fail(what, ": cannot stat member: ", zip_strerror(za));
+    OPV_CHECK(zs.valid & ZIP_STAT_SIZE, what, ": member has no declared size");
+    OPV_CHECK(zs.size <= kMaxArrayFileBytes, what, ": member declares ", zs.size,
+              " uncompressed bytes, more than the limit of ", kMaxArrayFileBytes);
+    OPV_CHECK(zs.size >= kNpyPreambleV1, what, ": not an .npy member (", zs.size, " bytes, too short)");
+    {
+      // Check the .npy header (dtype, shape, per-tensor limits) before inflating the data.
+      zip_file_t* hf = zip_fopen_index(za, zip_uint64_t(i), 0);
+      if (!hf) fail(what, ": cannot open member: ", zip_strerror(za));
+      std::vector<uint8_t> head(size_t(std::min<zip_uint64_t>(zs.size, kNpyPreambleV2 + kMaxHeaderLen)));
+      zip_int64_t got = zip_fread(hf, head.data(), head.size());
+      std::string err = got < 0 ? zip_file_strerror(hf) : "";
+      zip_fclose(hf);
+      if (got < 0) fail(what, ": cannot read member: ", err);
+      head.resize(size_t(got));
+      parse_npy_header(head.data(), head.size(), size_t(zs.size), what);
+    }
     zip_file_t* zf = zip_fopen_index(za, zip_uint64_t(i), 0);
     if (!zf) fail(what, ": cannot open member: ", zip_strerror(za));
     std::vector<uint8_t> bytes;
     for (;;) {
       size_t old = bytes.size();
-      bytes.resize(old + kZipReadChunk);
-      zip_int64_t got = zip_fread(zf, bytes.data() + old, kZipReadChunk);
+      // Never more than the declared size (+1 to detect a member longer than declared).
+      OPV_CHECK(old <= zs.size, what, ": member is longer than its declared size ", zs.size);
+      size_t chunk = size_t(std::min<uint64_t>(kZipReadChunk, zs.size - old + 1));
+      bytes.resize(old + chunk);
+      zip_int64_t got = zip_fread(zf, bytes.data() + old, chunk);
       if (got < 0) {
         std::string err = zip_file_strerror(zf);
         zip_fclose(zf);
