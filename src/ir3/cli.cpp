@@ -7,7 +7,10 @@
 // subcommand; hazards found by `check` give exit code 1 (a check that ran and failed).
 #include "ir3/cli.h"
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <array>
 #include <fstream>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "ir3/container.h"
 #include "ir3/isa.h"
 #include "ir3/legalize.h"
@@ -36,16 +40,29 @@ const char* kUsage =
     "  info FILE    show a Qualcomm program binary's header, descriptor and arguments\n"
     "Each command takes --help. FILE may be text (.s), a raw image or a program binary.\n";
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  OPV_CHECK(in, "cannot open `", path, "`");
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
+// Shader images and program binaries are small; anything larger is not one.
+constexpr uint64_t kMaxIr3FileBytes = uint64_t(256) << 20;
+// Flag ranges for `sim` (checked while parsing, before the simulator sees them).
+constexpr uint64_t kMaxConstDword = 4095;              // const file: 1024 vec4 = 4096 dwords
+constexpr uint64_t kMaxGroupIdReg = 48 * 4 - 3;        // regid R..R+2 within r0.x..r47.w
+constexpr uint64_t kMaxSimBufBytes = uint64_t(1) << 30;  // per --buf allocation
+constexpr uint64_t kMaxSimDim = uint64_t(1) << 16;     // --local / --groups per dimension
 
-void write_file(const std::string& path, const std::vector<uint8_t>& b) {
-  std::ofstream out(path, std::ios::binary);
-  OPV_CHECK(out, "cannot write `", path, "`");
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+// Regular files only, size-checked before reading (core/file_io.h).
+std::vector<uint8_t> read_file(const std::string& path) { return read_file_bytes(path, "input", kMaxIr3FileBytes); }
+
+// Checked, atomic write (temp file + fsync + rename; devices such as /dev/full written in place).
+void write_file(const std::string& path, const std::vector<uint8_t>& b) { write_file_atomic(path, b, "output"); }
+
+// An unsigned decimal flag value in [lo, hi]; errors name the flag and the range
+// instead of leaking std::stoul's "stoul".
+uint64_t flag_uint(const char* flag, const std::string& text, uint64_t lo, uint64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = text.empty() || text[0] == '-' || text[0] == '+' ? 0 : std::strtoull(text.c_str(), &end, 10);
+  if (end == nullptr || end == text.c_str() || *end != '\0' || errno != 0 || v < lo || v > hi)
+    fail("option ", flag, ": '", text, "' is not an integer in [", lo, ", ", hi, "]");
+  return v;
 }
 
 bool is_text(const std::vector<uint8_t>& b) {
@@ -120,7 +137,7 @@ Args parse_args(int argc, char** argv, int from, const std::vector<std::string>&
   return a;
 }
 
-int gen_of(const Args& a) { return std::stoi(a.get("--gen", "600")); }
+int gen_of(const Args& a) { return int(flag_uint("--gen", a.get("--gen", "600"), 0, 100000)); }
 
 int cmd_dis(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {"--gen"});
@@ -164,12 +181,15 @@ int cmd_asm(int argc, char** argv) {
   return 0;
 }
 
-std::array<uint32_t, 3> dims(const std::string& s) {
+std::array<uint32_t, 3> dims(const char* flag, const std::string& s) {
   std::array<uint32_t, 3> d{1, 1, 1};
   std::stringstream ss(s);
   std::string part;
   int i = 0;
-  while (std::getline(ss, part, ',') && i < 3) d[i++] = static_cast<uint32_t>(std::stoul(part));
+  while (std::getline(ss, part, ',')) {
+    OPV_CHECK(i < 3, "option ", flag, ": '", s, "' has more than 3 dimensions");
+    d[i++] = static_cast<uint32_t>(flag_uint(flag, part, 1, kMaxSimDim));
+  }
   return d;
 }
 
@@ -186,6 +206,11 @@ int cmd_sim(int argc, char** argv) {
         "  Local ids arrive in r0.x-z; --group-id-reg R puts the work-group id in regid R..R+2.\n");
     return a.help ? 0 : 2;
   }
+  SimConfig cfg;
+  if (a.flag("--local")) cfg.local_size = dims("--local", a.get("--local"));
+  if (a.flag("--groups")) cfg.num_groups = dims("--groups", a.get("--groups"));
+  if (a.flag("--group-id-reg"))
+    cfg.group_id_reg = int(flag_uint("--group-id-reg", a.get("--group-id-reg"), 0, kMaxGroupIdReg));
   int gen = gen_of(a);
   Input in = load(a.pos[0], gen);
   Simulator sim(in.code, gen);
@@ -198,9 +223,11 @@ int cmd_sim(int argc, char** argv) {
   for (const std::string& s : a.all("--buf")) {
     size_t c1 = s.find(':');
     OPV_CHECK(c1 != std::string::npos, "--buf wants C:BYTES[:INIT], got `", s, "`");
-    uint32_t c = static_cast<uint32_t>(std::stoul(s.substr(0, c1)));
+    // The address takes const dwords C and C+1.
+    uint32_t c = static_cast<uint32_t>(flag_uint("--buf", s.substr(0, c1), 0, kMaxConstDword - 1));
     size_t c2 = s.find(':', c1 + 1);
-    uint64_t size = std::stoull(s.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1));
+    uint64_t size = flag_uint("--buf", s.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1), 0,
+                              kMaxSimBufBytes);
     uint64_t addr = sim.alloc(size);
     if (c2 != std::string::npos) {
       std::vector<uint8_t> init = read_file(s.substr(c2 + 1));
@@ -212,20 +239,22 @@ int cmd_sim(int argc, char** argv) {
   for (const std::string& s : a.all("--const")) {
     size_t eq = s.find('=');
     OPV_CHECK(eq != std::string::npos, "--const wants D=VALUE, got `", s, "`");
-    size_t d = std::stoul(s.substr(0, eq));
+    size_t d = size_t(flag_uint("--const", s.substr(0, eq), 0, kMaxConstDword));
     if (sim.consts.size() <= d) sim.consts.resize(d + 1);
     std::string v = s.substr(eq + 1);
+    char* end = nullptr;
+    errno = 0;
     if (v.find('.') != std::string::npos || v.find('e') != std::string::npos) {
-      float f = std::stof(v);
+      float f = std::strtof(v.c_str(), &end);
+      OPV_CHECK(!v.empty() && *end == '\0' && errno == 0, "option --const: '", v, "' is not a float");
       std::memcpy(&sim.consts[d], &f, 4);
     } else {
-      sim.consts[d] = static_cast<uint32_t>(std::stoll(v, nullptr, 0));
+      long long x = std::strtoll(v.c_str(), &end, 0);
+      OPV_CHECK(!v.empty() && *end == '\0' && errno == 0 && x >= INT32_MIN && x <= int64_t(UINT32_MAX),
+                "option --const: '", v, "' is not a 32-bit integer");
+      sim.consts[d] = static_cast<uint32_t>(x);
     }
   }
-  SimConfig cfg;
-  if (a.flag("--local")) cfg.local_size = dims(a.get("--local"));
-  if (a.flag("--groups")) cfg.num_groups = dims(a.get("--groups"));
-  if (a.flag("--group-id-reg")) cfg.group_id_reg = std::stoi(a.get("--group-id-reg"));
   SimStats st = sim.run(cfg);
   std::printf("ran %llu waves, %llu instructions issued (%llu per-fiber), %llu barriers\n",
               static_cast<unsigned long long>(st.waves), static_cast<unsigned long long>(st.instructions),
@@ -236,12 +265,12 @@ int cmd_sim(int argc, char** argv) {
     std::getline(ss, cs, ':');
     std::getline(ss, fmt, ':');
     std::getline(ss, count, ':');
-    uint32_t c = static_cast<uint32_t>(std::stoul(cs));
+    uint32_t c = static_cast<uint32_t>(flag_uint("--dump", cs, 0, kMaxConstDword));
     const Buf* b = nullptr;
     for (const Buf& x : bufs)
       if (x.c == c) b = &x;
     OPV_CHECK(b, "--dump ", c, ": no --buf at const dword ", c);
-    size_t n = count.empty() ? b->size / 4 : std::stoul(count);
+    size_t n = count.empty() ? b->size / 4 : size_t(flag_uint("--dump", count, 0, kMaxSimBufBytes / 4));
     auto v = sim.read_vec<uint32_t>(b->addr, std::min<size_t>(n, b->size / 4));
     std::printf("buffer c[%u]:", c);
     for (size_t i = 0; i < v.size(); ++i) {
