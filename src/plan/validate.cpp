@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "plan/liveness.h"
 #include "plan/plan.h"
 
@@ -13,6 +14,87 @@ std::string call_label(const Plan& p, int c) {
   std::string k = call.kernel >= 0 && call.kernel < int(p.kernels.size()) ? p.kernels[call.kernel].name : "?";
   return "call " + std::to_string(c) + " (" + k + ", '" + call.label + "')";
 }
+
+// Taps of one pooling window (kh * kw, dilated extents) beyond this are refused: no model needs
+// them and a tampered kernel size would otherwise make a kernel loop for hours.
+constexpr int64_t kMaxPoolWindowTaps = int64_t(1) << 24;
+
+std::vector<int64_t> ints_n(const Attrs& a, const char* key, size_t n, int64_t dflt, const std::string& who) {
+  std::vector<int64_t> v = a.ints(key, std::vector<int64_t>(n, dflt));
+  OPV_CHECK(v.size() == n, who, ": attribute '", key, "' has ", v.size(), " values, expected ", n);
+  return v;
+}
+
+// A loaded plan is untrusted even with valid CRCs: the settings of kernels whose loops and
+// allocations follow their attributes must agree with the buffers they run on (issue 13).
+void check_call_attrs(const Plan& p, int c) {
+  const Call& call = p.calls[size_t(c)];
+  const Kernel& k = p.kernels[size_t(call.kernel)];
+  if (call.inputs.empty() || call.outputs.empty() || call.inputs[0] < 0) return;
+  const Shape& x = p.buffers[size_t(call.inputs[0])].shape;
+  const Shape& y = p.buffers[size_t(call.outputs[0])].shape;
+  const std::string who = call_label(p, c);
+  switch (k.op) {
+    case OpKind::MaxPool:
+    case OpKind::AveragePool: {
+      OPV_CHECK(x.size() == 4 && y.size() == 4, who, ": pooling needs 4-D input and output, got ", shape_str(x),
+                " -> ", shape_str(y));
+      auto kk = ints_n(k.attrs, "kernel", 2, 1, who);
+      auto st = ints_n(k.attrs, "strides", 2, 1, who);
+      auto pd = ints_n(k.attrs, "pads", 4, 0, who);
+      auto dl = ints_n(k.attrs, "dilations", 2, 1, who);
+      OPV_CHECK(y[0] == x[0] && y[1] == x[1], who, ": output ", shape_str(y), " does not match input ", shape_str(x));
+      int64_t taps = 1;
+      for (int i = 0; i < 2; ++i) {
+        OPV_CHECK(kk[size_t(i)] >= 1 && st[size_t(i)] >= 1 && dl[size_t(i)] >= 1, who,
+                  ": kernel, strides and dilations must be >= 1");
+        OPV_CHECK(pd[size_t(i)] >= 0 && pd[size_t(i) + 2] >= 0, who, ": pads must be >= 0");
+        const int64_t eff = checked_add(checked_mul(kk[size_t(i)] - 1, dl[size_t(i)], who.c_str()), 1, who.c_str());
+        OPV_CHECK(pd[size_t(i)] < eff && pd[size_t(i) + 2] < eff, who, ": pads must be smaller than the window ", eff);
+        taps = checked_mul(taps, eff, who.c_str());
+        const int64_t lead = checked_add(x[size_t(2 + i)], pd[size_t(i)], who.c_str());
+        const int64_t span = checked_sub(checked_add(lead, pd[size_t(i) + 2], who.c_str()), eff, who.c_str());
+        OPV_CHECK(span >= 0, who, ": window ", eff, " does not fit the padded input ", shape_str(x));
+        const int64_t s = st[size_t(i)];
+        const int64_t lo = span / s + 1;
+        int64_t hi = span / s + (span % s != 0) + 1;
+        if (hi - 1 >= lead / s + (lead % s != 0)) --hi;
+        OPV_CHECK(y[size_t(2 + i)] == lo || y[size_t(2 + i)] == hi, who, ": output ", shape_str(y),
+                  " does not follow from input ", shape_str(x), " and the kernel settings");
+      }
+      OPV_CHECK(taps <= kMaxPoolWindowTaps, who, ": pooling window of ", taps, " taps is implausible");
+      break;
+    }
+    case OpKind::ReduceMean:
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin: {
+      const int64_t r = int64_t(x.size());
+      std::vector<char> seen(size_t(r), 0);
+      for (int64_t ax : k.attrs.ints("axes", {})) {
+        OPV_CHECK(ax >= -r && ax < r, who, ": reduce axis ", ax, " is out of range for input ", shape_str(x));
+        int64_t n = ax < 0 ? ax + r : ax;
+        OPV_CHECK(!seen[size_t(n)], who, ": reduce axis ", ax, " is repeated");
+        seen[size_t(n)] = 1;
+      }
+      OPV_CHECK(numel(y) <= numel(x), who, ": reduce output ", shape_str(y), " is larger than its input ",
+                shape_str(x));
+      break;
+    }
+    case OpKind::Conv: {
+      if (!k.attrs.has("strides")) break;
+      for (int64_t v : k.attrs.ints("strides"))
+        OPV_CHECK(v >= 1, who, ": strides must be >= 1");
+      for (int64_t v : k.attrs.ints("dilations", {}))
+        OPV_CHECK(v >= 1, who, ": dilations must be >= 1");
+      for (int64_t v : k.attrs.ints("pads", {}))
+        OPV_CHECK(v >= 0, who, ": pads must be >= 0");
+      break;
+    }
+    default:
+      break;
+  }
+}
 }  // namespace
 
 void validate(const Plan& p) {
@@ -23,6 +105,7 @@ void validate(const Plan& p) {
     std::string who = "buffer " + std::to_string(i) + " '" + b.name + "'";
     for (int64_t d : b.shape) OPV_CHECK(d >= 0, who, " has a negative dimension");
     (void)dtype_size(b.dtype);  // throws on an invalid dtype
+    check_tensor_limits(b.dtype, b.shape, who);  // the same per-tensor limits as import
     OPV_CHECK(b.bytes >= storage_bytes(b.dtype, b.shape, b.layout) || b.layout == Layout::PackedWeight ||
                   b.layout == Layout::ImageRGBA,
               who, " holds ", b.bytes, " bytes, less than its shape needs");
@@ -63,6 +146,7 @@ void validate(const Plan& p) {
       OPV_CHECK(++writes[b] == 1, call_label(p, c), ": buffer '", p.buffers[b].name, "' is written twice");
       ready[b] = 1;
     }
+    check_call_attrs(p, c);
   }
   for (int i = 0; i < nb; ++i) {
     const Buffer& b = p.buffers[i];
