@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -130,7 +132,7 @@ Operand operand(const Instr& in, const char* field, bool half) {
 
 enum class Op {
   Nop, End, Br, Jump, Kill, PredT, PredF, PredE, GetOne,
-  Mov, Mova, Mova1, Movmsk,
+  Mov, Mova, Mova1, Movmsk, MovMulti,
   Alu2, Alu3, Sfu,
   Isam, Sam, GetSize,
   Ldg, Stg, Ldl, Stl, Ldp, Stp, Ldib, Stib, GetFiberId, GetWid,
@@ -152,10 +154,14 @@ struct Rec {
   int brtype = 0;  // 0 br, 1 brao, 2 braa, 4 bany, 5 ball
   int wrmask = 0, tex = 0, shift = 0;
   bool dst_rel = false, d1 = false, a_form = false;
+  int multi_src[4] = {}, multi_dst[4] = {}, multi_n = 0, multi_kind = 0;  // swz (0), gat (1), sct (2)
+  bool typed = false;  // ldib/stib: storage-image access
+  int dims = 1;        // ldib/stib: coordinate dimensions
 };
 
 struct Fiber {
   uint32_t r[kFiberRegs] = {};
+  uint16_t h[kFiberRegs] = {};  // half registers when the file is not merged
   int32_t a0 = 0, a1 = 0;
   bool p[4] = {};
   uint32_t pc = 0;
@@ -166,6 +172,7 @@ struct Fiber {
 struct Wave {
   std::vector<Fiber> f;
   uint32_t shared[kSharedRegs] = {};
+  uint16_t hshared[kSharedRegs] = {};
   int pred_mode = 0;  // 0 none, 1 true, 2 false
   std::vector<bool> pred;
   bool at_barrier = false, done = false;
@@ -182,6 +189,8 @@ struct Simulator::Impl {
   SimStats stats;
   const Rec* cur = nullptr;
   size_t cur_pc = 0;
+  bool trace_ = false;  // debugging: OPV_IR3_SIM_TRACE=GROUP:LANE prints lane LANE of group GROUP's first wave
+  size_t trace_lane_ = 0;
 
   [[noreturn]] void bad(const std::string& why) const {
     fail("ir3 sim: instruction ", cur_pc, " `", cur ? cur->text : std::string("?"), "`: ", why);
@@ -213,12 +222,23 @@ struct Simulator::Impl {
   }
   uint32_t rd_half(Wave& w, Fiber& f, int m) {
     if (m >= kRegA0) return rd_full(w, f, m) & 0xffff;
+    if (!cfg.merged_regs) {  // separate half register file (hr0.x-hr47.w, shared hr48-hr55)
+      if (m >= 0 && m < kFiberRegs) return f.h[m];
+      if (m >= kFiberRegs && m < kFiberRegs + kSharedRegs) return w.hshared[m - kFiberRegs];
+      bad("read of half register id " + std::to_string(m));
+    }
     int sh;
     int n = half_to_full(m, sh);
     return (rd_full(w, f, n) >> sh) & 0xffff;
   }
   void wr_half(Wave& w, Fiber& f, int m, uint32_t v) {
     if (m >= kRegA0) return wr_full(w, f, m, v);
+    if (!cfg.merged_regs) {
+      if (m >= 0 && m < kFiberRegs) f.h[m] = static_cast<uint16_t>(v);
+      else if (m >= kFiberRegs && m < kFiberRegs + kSharedRegs) w.hshared[m - kFiberRegs] = static_cast<uint16_t>(v);
+      else if (m != kRegInvalid) bad("write of half register id " + std::to_string(m));
+      return;
+    }
     int sh;
     int n = half_to_full(m, sh);
     uint32_t old = rd_full(w, f, n);
@@ -370,6 +390,20 @@ struct Simulator::Impl {
         r.dst.num = regid_of(in.child("DST")->child("DST"));
         return r;
       }
+      if (n == "swz" || n == "gat" || n == "sct") {
+        // Parallel moves: every source is read before any destination is written.
+        r.op = Op::MovMulti;
+        r.src_type = static_cast<int>(in.get("SRC_TYPE"));
+        r.dst_type = static_cast<int>(in.get("DST_TYPE"));
+        const char* srcs[4] = {"SRC0", "SRC1", "SRC2", "SRC3"};
+        const char* dsts[4] = {"DST0", "DST1", "DST2", "DST3"};
+        int ns = n == "swz" ? 2 : n == "gat" ? 4 : 1, nd = n == "swz" ? 2 : n == "sct" ? 4 : 1;
+        for (int k = 0; k < ns; ++k) r.multi_src[k] = regid_of(in.child(srcs[k])->child("REG"));
+        for (int k = 0; k < nd; ++k) r.multi_dst[k] = regid_of(in.child(dsts[k])->child("REG"));
+        r.multi_n = n == "swz" ? 2 : 4;
+        r.multi_kind = n == "swz" ? 0 : n == "gat" ? 1 : 2;
+        return r;
+      }
       if (n.rfind("mov-", 0) != 0) {
         r.name = "!" + n;
         return r;
@@ -425,21 +459,31 @@ struct Simulator::Impl {
         return r;
       }
       if (in.get("S2EN_BINDLESS")) {
-        r.name = "!" + n + ".s2en";
-        return r;
+        // s2en, non-bindless, uniform (DESC_MODE 0): the texture/sampler indices come from a
+        // half register pair in SRC3 (Mesa writes the same index to both halves (assumed:
+        // the first half is read)). Bindless and non-uniform forms are not simulated.
+        if (in.get("DESC_MODE") != 0) {
+          r.name = "!" + n + ".s2en.bindless";
+          return r;
+        }
+        r.tex = -1;
+        r.src[3].kind = Operand::Reg;
+        r.src[3].num = static_cast<int>(in.child("SRC3")->value("SRC"));
       }
       r.op = n == "isam" ? Op::Isam : n == "sam" ? Op::Sam : Op::GetSize;
       r.full = in.get("FULL") != 0;
       r.type = static_cast<int>(in.child("TYPE")->value("TYPE"));
       r.dst.num = regid_of(in.child("DST"));
       r.wrmask = static_cast<int>(in.get("WRMASK"));
-      r.tex = static_cast<int>(in.child("TEX")->value("TEX"));
+      if (!in.get("S2EN_BINDLESS")) r.tex = static_cast<int>(in.child("TEX")->value("TEX"));
       const Node* s1 = in.child("SRC1");
       if (s1 && s1->leaf->cases[s1->variant].cond) {
         r.src[0].kind = Operand::Reg;
         r.src[0].num = regid_of(s1->child("SRC"));
       }
-      r.d1 = n == "isam" && in.get("D1") == 0;
+      // The coordinate count follows the texture descriptor (2D here), not isam's `.1d` bit:
+      // Mesa-compiled a630 code prints `.1d` on 2D texel fetches and passes (x, y) in a pair.
+      r.d1 = false;
       return r;
     }
     if (cat == 6) {
@@ -485,6 +529,8 @@ struct Simulator::Impl {
         r.src[1] = operand(in, "SRC2", false);  // coordinate
         r.src[2] = operand(in, "SSBO", false);  // descriptor index
         r.imm = in.get("OFFSET");
+        r.typed = in.child("TYPED") ? in.child("TYPED")->value("TYPED") != 0 : in.get_or("TYPED", 0) != 0;
+        r.dims = static_cast<int>(in.get_or("D", 1));
         return r;
       }
       if (n == "getfiberid" || n == "getwid") {
@@ -569,7 +615,8 @@ struct Simulator::Impl {
       }
       if (n == "mul.u24") return put(static_cast<int64_t>((ux & 0xffffff)) * (uy & 0xffffff));
       if (n == "mul.s24") return put(detail::sign_extend(ux, 24) * detail::sign_extend(uy, 24));
-      if (n == "mull.u") return put(static_cast<int64_t>(static_cast<uint64_t>(ux) * uy));
+      // low 16 bits times low 16 bits, full 32-bit product (the first step of Mesa's imul lowering)
+      if (n == "mull.u") return put(static_cast<int64_t>(static_cast<uint64_t>(ux & 0xffff) * (uy & 0xffff)));
       if (n == "getbit.b") return put((ux >> (uy & 31)) & 1);
       if (n == "bfrev.b") {
         uint32_t v = 0;
@@ -632,6 +679,11 @@ struct Simulator::Impl {
       return wr(w, f, dst, dh, static_cast<uint32_t>(neg(x, r.src[0].absneg) * neg(y, r.src[1].absneg) +
                                                     neg(static_cast<int32_t>(c), r.src[2].absneg)));
     }
+    if (n == "madsh.m16") {
+      // Mesa lowers a 32-bit imul to mull.u + two madsh.m16: (src1.hi16 * src2.lo16) << 16 + src3
+      return wr(w, f, dst, dh, static_cast<uint32_t>(((a >> 16) * (b & 0xffff)) << 16) + c);
+    }
+    if (n == "madsh.u16") return wr(w, f, dst, dh, static_cast<uint32_t>(((a & 0xffff) * (b & 0xffff)) >> 16) + c);
     if (n == "mad.u16" || n == "mad.s16") {
       int64_t x = n == "mad.u16" ? (a & 0xffff) : static_cast<int16_t>(a);
       int64_t y = n == "mad.u16" ? (b & 0xffff) : static_cast<int16_t>(b);
@@ -667,7 +719,7 @@ struct Simulator::Impl {
   void texel(const SimImage& img, int x, int y, float out_f[4], uint32_t out_u[4]) {
     for (int c = 0; c < 4; ++c) out_f[c] = 0, out_u[c] = 0;
     if (x < 0 || y < 0 || x >= img.width || y >= img.height) return;  // zero border
-    const uint8_t* p = img.data.data() + (static_cast<size_t>(y) * img.width + x) * img.texel_bytes();
+    const uint8_t* p = texel_ptr(img, x, y);
     switch (img.format) {
       case SimImage::Format::RGBA32F:
         for (int c = 0; c < 4; ++c) std::memcpy(&out_f[c], p + 4 * c, 4);
@@ -691,13 +743,25 @@ struct Simulator::Impl {
     for (int c = 0; c < 4; ++c) out_u[c] = bits(out_f[c]);
   }
 
+  // Texel (x, y) of an image, in its own data or in global memory (in range: checked by callers).
+  uint8_t* texel_ptr(const SimImage& img, int x, int y) {
+    uint64_t tb = static_cast<uint64_t>(img.texel_bytes());
+    if (img.address == 0) {
+      uint64_t off = (static_cast<uint64_t>(y) * img.width + x) * tb;
+      if (off + tb > img.data.size()) bad("image texel beyond its data");
+      return const_cast<uint8_t*>(img.data.data()) + off;
+    }
+    uint64_t pitch = img.pitch ? img.pitch : img.width * tb;
+    return global(img.address + static_cast<uint64_t>(y) * pitch + static_cast<uint64_t>(x) * tb, tb);
+  }
+
   const SimImage& image(int t) {
     if (t < 0 || static_cast<size_t>(t) >= S.images.size()) bad("texture t#" + std::to_string(t) + " is not bound");
     return S.images[t];
   }
 
   void tex(Wave& w, Fiber& f, const Rec& r) {
-    const SimImage& img = image(r.tex);
+    const SimImage& img = image(r.tex >= 0 ? r.tex : static_cast<int>(rd_half(w, f, r.src[3].num)));
     bool half_dst = type_half(r.type);
     uint32_t vals[4];
     if (r.op == Op::GetSize) {
@@ -779,6 +843,7 @@ struct Simulator::Impl {
         uint32_t idx = r.src[2].kind == Operand::Imm ? r.src[2].imm : rd_full(w, f, r.src[2].num);
         if (idx >= S.ibos.size()) bad("IBO " + std::to_string(idx) + " is not bound");
         const SimBuffer& b = S.ibos[idx];
+        if (r.typed) return typed_ibo(w, f, r, b);
         // 1d element index in units of the type (SSBO dword indices for 32-bit types)
         uint64_t el = static_cast<uint64_t>(rd_full(w, f, r.src[1].num)) + static_cast<uint64_t>(r.imm);
         uint64_t off = el * tb;
@@ -796,6 +861,52 @@ struct Simulator::Impl {
       case Op::GetFiberId:
         return wr(w, f, r.dst.num, half, static_cast<uint32_t>(lane));
       default: break;
+    }
+  }
+
+  // Typed (storage-image) IBO access: coordinates x (and y for 2d) from consecutive registers of
+  // src2; values are converted between the instruction's type and the image format. Reads out
+  // of bounds give 0, writes out of bounds are dropped (as for robust image access (assumed)).
+  void typed_ibo(Wave& w, Fiber& f, const Rec& r, const SimBuffer& b) {
+    if (!b.is_image) bad("typed access to an IBO that is not bound as an image");
+    const SimImage& img = b.image;
+    int x = static_cast<int32_t>(rd_full(w, f, r.src[1].num));
+    int y = r.dims >= 2 ? static_cast<int32_t>(rd_full(w, f, r.src[1].num + 1)) : 0;
+    bool half = type_half(r.type);
+    bool inside = x >= 0 && y >= 0 && x < img.width && y < img.height;
+    SimImage view = img;
+    view.address = b.address;
+    int comps = img.format == SimImage::Format::R32F ? 1 : 4;
+    if (inside && static_cast<uint64_t>(y) * (img.pitch ? img.pitch : img.width * img.texel_bytes()) +
+                          static_cast<uint64_t>(x + 1) * img.texel_bytes() > b.size)
+      bad("typed IBO access beyond the bound range");
+    if (r.op == Op::Ldib) {
+      float tf[4];
+      uint32_t tu[4];
+      if (inside) texel(view, x, y, tf, tu);
+      else for (int c = 0; c < 4; ++c) tf[c] = 0, tu[c] = 0;
+      for (int c = 0; c < r.size; ++c) {
+        uint32_t v = r.type == F32 ? bits(tf[c]) : r.type == F16 ? float_to_half(tf[c]) : tu[c];
+        wr(w, f, r.src[0].num + c, half, v);
+      }
+      return;
+    }
+    if (!inside) return;
+    uint8_t* p = texel_ptr(view, x, y);
+    for (int c = 0; c < comps && c < r.size; ++c) {
+      uint32_t raw = half ? rd_half(w, f, r.src[0].num + c) : rd_full(w, f, r.src[0].num + c);
+      float v = r.type == F32 ? f32(raw) : r.type == F16 ? half_to_float(static_cast<uint16_t>(raw))
+                                                          : static_cast<float>(static_cast<int32_t>(raw));
+      switch (img.format) {
+        case SimImage::Format::RGBA32F:
+        case SimImage::Format::R32F: std::memcpy(p + 4 * c, &v, 4); break;
+        case SimImage::Format::RGBA16F: {
+          uint16_t h = float_to_half(v);
+          std::memcpy(p + 2 * c, &h, 2);
+          break;
+        }
+        case SimImage::Format::RGBA32UI: std::memcpy(p + 4 * c, &raw, 4); break;
+      }
     }
   }
 
@@ -885,6 +996,13 @@ struct Simulator::Impl {
           for (size_t i : act) exec_lane(w, w.f[i], r, i);
           break;
       }
+      if (trace_ && wave_index == 0 && !w.f.empty()) {
+        const Fiber& f0 = w.f[trace_lane_];
+        std::fprintf(stderr, "[trace] %4u %-50s r%d = %08x %08x %08x %08x p0=%d act=%zu\n", pc, r.text.c_str(), r.dst.num / 4,
+                     r.dst.num / 4 < 48 ? f0.r[(r.dst.num / 4) * 4] : 0, r.dst.num / 4 < 48 ? f0.r[(r.dst.num / 4) * 4 + 1] : 0,
+                     r.dst.num / 4 < 48 ? f0.r[(r.dst.num / 4) * 4 + 2] : 0, r.dst.num / 4 < 48 ? f0.r[(r.dst.num / 4) * 4 + 3] : 0,
+                     (int)f0.p[0], act.size());
+      }
       (void)wave_index;
     }
   }
@@ -905,6 +1023,22 @@ struct Simulator::Impl {
           }
         }
         return;
+      case Op::MovMulti: {
+        bool sh = type_half(r.src_type), dh = type_half(r.dst_type);
+        uint32_t v[4];
+        int ns = r.multi_kind == 0 ? 2 : r.multi_kind == 1 ? 4 : 1;
+        for (int k = 0; k < ns; ++k)
+          v[k] = convert(sh ? rd_half(w, f, r.multi_src[k]) : rd_full(w, f, r.multi_src[k]), r.src_type, r.dst_type, 0);
+        if (r.multi_kind == 0) {
+          wr(w, f, r.multi_dst[0], dh, v[0]);
+          wr(w, f, r.multi_dst[1], dh, v[1]);
+        } else if (r.multi_kind == 1) {
+          for (int k = 0; k < 4; ++k) wr(w, f, r.multi_dst[0] + k, dh, v[k]);
+        } else {
+          for (int k = 0; k < 4; ++k) wr(w, f, r.multi_dst[k], dh, convert(sh ? rd_half(w, f, r.multi_src[0] + k) : rd_full(w, f, r.multi_src[0] + k), r.src_type, r.dst_type, 0));
+        }
+        return;
+      }
       case Op::Alu2:
         for (int i = 0; i <= r.repeat; ++i) alu2(w, f, r, i);
         return;
@@ -933,9 +1067,12 @@ int SimImage::texel_bytes() const {
   return 16;
 }
 
-Simulator::Simulator(std::vector<uint64_t> program, int gen) : gen_(gen) {
+Simulator::Simulator(std::vector<uint64_t> program, int gen) : gen_(gen) { set_program(program); }
+
+void Simulator::set_program(const std::vector<uint64_t>& program) {
+  prog_.clear();
   for (size_t i = 0; i < program.size(); ++i) {
-    Instr in = decode(program[i], gen);
+    Instr in = decode(program[i], gen_);
     OPV_CHECK(in.valid(), "ir3 sim: instruction ", i, " (0x", std::hex, program[i], std::dec, ") does not decode");
     prog_.push_back(in);
   }
@@ -969,6 +1106,9 @@ void Simulator::set_const_u64(int regid, uint64_t v) {
 SimStats Simulator::run(const SimConfig& cfg) {
   OPV_CHECK(cfg.wave_size > 0 && cfg.local_size[0] * cfg.local_size[1] * cfg.local_size[2] > 0,
             "ir3 sim: empty work-group");
+  auto id_reg_ok = [](int r) { return r < 0 || r == kRegInvalid || (r + 2 < kFiberRegs) || (r >= kFiberRegs && r + 2 < kFiberRegs + kSharedRegs); };
+  OPV_CHECK(id_reg_ok(cfg.local_id_reg) && id_reg_ok(cfg.group_id_reg), "ir3 sim: id registers ", cfg.local_id_reg, "/",
+            cfg.group_id_reg, " are not three consecutive registers of r0-r47 or r48-r55");
   Impl im{*this, cfg, {}, {}, {}};
   for (const Instr& in : prog_) im.recs.push_back(im.record(in));
   uint32_t group_threads = cfg.local_size[0] * cfg.local_size[1] * cfg.local_size[2];
@@ -977,6 +1117,12 @@ SimStats Simulator::run(const SimConfig& cfg) {
     for (uint32_t gy = 0; gy < cfg.num_groups[1]; ++gy)
       for (uint32_t gx = 0; gx < cfg.num_groups[0]; ++gx) {
         im.local.assign(cfg.local_mem_bytes, 0);
+        if (const char* t = std::getenv("OPV_IR3_SIM_TRACE")) {
+          unsigned g = 0, l = 0;
+          std::sscanf(t, "%u:%u", &g, &l);
+          im.trace_ = g == gx + cfg.num_groups[0] * (gy + cfg.num_groups[1] * gz) && l < static_cast<unsigned>(cfg.wave_size);
+          im.trace_lane_ = l;
+        }
         std::vector<Wave> waves(nwaves);
         for (size_t wi = 0; wi < nwaves; ++wi) {
           Wave& w = waves[wi];
@@ -991,8 +1137,8 @@ SimStats Simulator::run(const SimConfig& cfg) {
                                li / (cfg.local_size[0] * cfg.local_size[1])};
             uint32_t gid[3] = {gx, gy, gz};
             for (int c = 0; c < 3; ++c) {
-              if (cfg.local_id_reg >= 0) f.r[cfg.local_id_reg + c] = ids[c];
-              if (cfg.group_id_reg >= 0) f.r[cfg.group_id_reg + c] = gid[c];
+              if (cfg.local_id_reg >= 0) im.wr_full(w, f, cfg.local_id_reg + c, ids[c]);
+              if (cfg.group_id_reg >= 0) im.wr_full(w, f, cfg.group_id_reg + c, gid[c]);
             }
           }
           ++im.stats.waves;

@@ -17,19 +17,27 @@
 
 namespace opv::ir3 {
 
-// A 2D image bound as t#N: row-major texels, tightly packed.
+// A 2D image bound as t#N: row-major texels. Its texels live either in `data` (tightly
+// packed) or, when `address` is set, in global memory at address + y*pitch + x*texel_bytes()
+// (a view that kernels of the same run also write through an IBO).
 struct SimImage {
   enum class Format { RGBA32F, RGBA16F, R32F, RGBA32UI };
   Format format = Format::RGBA32F;
   int width = 0, height = 0;
   std::vector<uint8_t> data;
+  uint64_t address = 0;  // 0: texels in `data`
+  uint32_t pitch = 0;    // bytes per row when `address` is set (0: width * texel_bytes())
   int texel_bytes() const;
 };
 
-// A buffer bound as an IBO (ldib.b/stib.b index SSBO): a range of global memory.
+// A buffer bound as an IBO (ldib.b/stib.b index SSBO): a range of global memory. Untyped
+// access indexes elements of the instruction's type; typed access (.typed) addresses texels of
+// `image` (x, y), converting to and from its format, as a storage image.
 struct SimBuffer {
   uint64_t address = 0;
   uint64_t size = 0;
+  bool is_image = false;
+  SimImage image;  // format, width, height, pitch (address/data unused)
 };
 
 struct SimConfig {
@@ -40,9 +48,13 @@ struct SimConfig {
   uint32_t private_mem_bytes = 1024;
   // Where a fiber finds its ids (regids: 4*n + component; -1 = not provided). The local id
   // goes to three consecutive full registers (r0.x-z by default, tinygrad's LOCALIDREGID=0
-  // reading (assumed)); the work-group id likewise.
+  // reading (assumed)); the work-group id likewise. A regid in r48-r55 is a shared register
+  // (one value per wave), which is where Mesa's a6xx compute shaders read the work-group id.
   int local_id_reg = 0;
   int group_id_reg = -1;
+  // Merged register file (a6xx `mergedregs`): hrN.c is one 16-bit half of r(N/2). When false,
+  // half registers are a file of their own, as in Mesa's compute variants with mergedregs=0.
+  bool merged_regs = true;
   uint64_t max_steps = 50'000'000;  // instructions issued per wave before giving up
 };
 
@@ -56,6 +68,8 @@ struct SimStats {
 class Simulator {
  public:
   explicit Simulator(std::vector<uint64_t> program, int gen = kGenA6xx);
+  // Replaces the program and keeps global memory (one memory, many kernels: a replay).
+  void set_program(const std::vector<uint64_t>& program);
 
   // Global memory: allocations are 256-byte aligned, never freed, zero-filled.
   uint64_t alloc(uint64_t bytes);

@@ -1,6 +1,7 @@
 // `opvision ir3 dis|asm|sim|check ...`: forwarded to the IR3 toolkit's own CLI (src/ir3/cli.h)
 // when this build has it (CMake defines OPV_HAVE_IR3 when src/ir3 has sources).
 #include <cstdio>
+#include <string>
 
 #include "tools/common.h"
 
@@ -12,7 +13,9 @@ namespace opv::tools {
 
 int cmd_ir3(int argc, char** argv) {
 #ifdef OPV_HAVE_IR3
-  // argv[0] is "ir3"; the toolkit parses its own sub-subcommand from argv[1].
+  // argv[0] is "ir3". `replay` needs the ONNX reader and .npz I/O, which the standalone toolkit
+  // does not link, so it lives here; the toolkit parses every other sub-subcommand itself.
+  if (argc > 1 && std::string(argv[1]) == "replay") return cmd_ir3_replay(argc - 1, argv + 1);
   return opv::ir3::cli_main(argc, argv);
 #else
   (void)argc;
