@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libdnnl-dev                                     # oneDNN: the cpu backend
   libzip-dev zlib1g-dev                           # .npz I/O, artifact checksums
   libgtest-dev                                    # unit tests
-  nlohmann-json3-dev                              # IR3 capture files (JSON)
+  nlohmann-json3-dev libssl-dev                   # IR3 capture files (JSON, SHA-256)
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL backend (next)
 )
 PIP_PACKAGES=(numpy onnx onnxruntime pytest)

@@ -379,7 +379,7 @@ def capture(model, outdir, seed):
              "(k = index among buffer args), then scalar values; images: textures t#i bind image arg "
              "num_ibo + tex_to_image[i] (in order of image args), IBOs bind the first num_ibo image args",
   }
-  (out / "capture.json").write_text(json.dumps(doc, indent=1))
+  (out / "capture.json").write_text(json.dumps(doc, separators=(",", ":")))
   ninstr = sum(k["instructions"] for k in kernels)
   print(f"ir3_capture: wrote {outdir}: {len(kernels)} kernels, {ninstr} instructions, "
         f"{len(schedule)} launches per inference, {len(data)} bytes of non-initializer data", file=sys.stderr)

@@ -7,6 +7,8 @@
 // each kernel's code image and data.bin, size-checked.
 #include "ir3/capture.h"
 
+#include <openssl/evp.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -151,6 +153,16 @@ CaptureTensor read_tensor(const Obj& o, const Capture& c) {
 
 }  // namespace
 
+std::string sha256_hex(const void* data, size_t n) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  OPV_CHECK(EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr) == 1, "sha256: OpenSSL EVP_Digest failed");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) out += hex[md[i] >> 4], out += hex[md[i] & 15];
+  return out;
+}
+
 int capture_dtype_bytes(const std::string& d) {
   if (d == "half" || d == "float16" || d == "short" || d == "unsigned short") return 2;
   if (d == "float" || d == "float32" || d == "int" || d == "unsigned int") return 4;
@@ -222,7 +234,10 @@ Capture Capture::load(const std::string& dir) {
       OPV_CHECK(v.is_number_integer(), "capture: ", k.path, ".tex_to_image has a non-integer");
       kk.tex_to_image.push_back(v.get<int>());
     }
-    kk.code = words_from_bytes(read_file_bytes((root / kk.image_file).string(), "kernel image", kMaxImageBytes));
+    std::vector<uint8_t> image = read_file_bytes((root / kk.image_file).string(), "kernel image", kMaxImageBytes);
+    OPV_CHECK(kk.sha256.empty() || sha256_hex(image.data(), image.size()) == kk.sha256, "capture: kernel ", kk.name,
+              ": ", kk.image_file, " does not match its sha256 (changed or corrupt)");
+    kk.code = words_from_bytes(image);
     OPV_CHECK(!kk.code.empty(), "capture: kernel ", kk.name, " has an empty code image");
     c.kernels.push_back(std::move(kk));
   }
@@ -285,11 +300,12 @@ void Capture::save(const std::string& dir, const std::string& original_json_dir)
     const CaptureKernel& k = kernels[i];
     json& jk = j["kernels"][i];
     jk["image"] = k.image_file;
-    jk["sha256"] = k.sha256;
+    std::vector<uint8_t> image = bytes_from_words(k.code);
+    jk["sha256"] = sha256_hex(image.data(), image.size());
     jk["max_reg"] = k.max_reg;
     jk["max_half_reg"] = k.max_half_reg;
     jk["instructions"] = k.code.size();
-    write_file_atomic((dst / k.image_file).string(), bytes_from_words(k.code), "kernel image");
+    write_file_atomic((dst / k.image_file).string(), image, "kernel image");
   }
   write_file_atomic((dst / "data.bin").string(), data, "capture data");
   write_file_atomic((dst / "capture.json").string(), j.dump(1), "capture");

@@ -85,6 +85,9 @@ struct Capture {
   void save(const std::string& dir, const std::string& original_json_dir) const;
 };
 
+// Lower-case hex SHA-256 of bytes (OpenSSL), as the capture tool writes them.
+std::string sha256_hex(const void* data, size_t n);
+
 // Element size in bytes of a capture dtype name (0 if unknown).
 int capture_dtype_bytes(const std::string& dtype);
 

@@ -44,6 +44,8 @@ Replayer::Replayer(const Capture& capture, ReplayOptions opts, std::vector<std::
       bytes = opts_.initializer(c.initializer);
       OPV_CHECK(bytes.size() == c.bytes, "ir3 replay: initializer '", c.initializer, "' has ", bytes.size(),
                 " bytes, the capture copies ", c.bytes);
+      OPV_CHECK(c.sha256.empty() || sha256_hex(bytes.data(), bytes.size()) == c.sha256, "ir3 replay: initializer '",
+                c.initializer, "' differs from the one the capture was made with (sha256): wrong model?");
     } else if (c.data_offset) {
       bytes.assign(cap_.data.begin() + static_cast<ptrdiff_t>(*c.data_offset),
                    cap_.data.begin() + static_cast<ptrdiff_t>(*c.data_offset + c.bytes));

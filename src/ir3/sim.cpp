@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -52,6 +53,14 @@ uint32_t bits(float f) {
 const float kFlut[] = {0.0f, 0.5f, 1.0f, 2.0f, 2.71828182845904523536f, 3.14159265358979323846f,
                        0.31830988618379067154f, 0.69314718055994530942f, 1.44269504088896340736f,
                        0.30102999566398119521f, 3.32192809488736234787f, 4.0f};
+
+// Opcode names are compared as 64-bit FNV-1a hashes computed once per instruction (the
+// interpreter's hot path must not compare strings); H("add.f") is a compile-time constant.
+constexpr uint64_t H(std::string_view v) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : v) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
 
 struct Operand {
   enum Kind { None, Reg, Const, Imm, RelReg, RelConst } kind = None;
@@ -155,6 +164,8 @@ struct Rec {
   int wrmask = 0, tex = 0, shift = 0;
   bool dst_rel = false, d1 = false, a_form = false;
   int multi_src[4] = {}, multi_dst[4] = {}, multi_n = 0, multi_kind = 0;  // swz (0), gat (1), sct (2)
+  uint64_t h = 0;            // H(name) for cat2/3/4
+  bool sat = false, is_f = false, is_signed = false, is_bit = false;  // cat2/3/4 flags, decoded once
   bool typed = false;  // ldib/stib: storage-image access
   int dims = 1;        // ldib/stib: coordinate dimensions
 };
@@ -189,6 +200,7 @@ struct Simulator::Impl {
   SimStats stats;
   const Rec* cur = nullptr;
   size_t cur_pc = 0;
+  std::vector<size_t> at_, act_;  // run_wave scratch: fibers at the pc, and those active
   bool trace_ = false;  // debugging: OPV_IR3_SIM_TRACE=GROUP:LANE prints lane LANE of group GROUP's first wave
   size_t trace_lane_ = 0;
 
@@ -421,6 +433,11 @@ struct Simulator::Impl {
       return r;
     }
     if (cat == 2 || cat == 3 || cat == 4) {
+      r.h = H(n);
+      r.sat = in.get_or("SAT", 0) != 0;
+      r.is_f = n.size() > 2 && n.compare(n.size() - 2, 2, ".f") == 0;
+      r.is_signed = n.find(".s") != std::string::npos;
+      r.is_bit = n.size() > 2 && n.compare(n.size() - 2, 2, ".b") == 0;
       r.full = in.get("FULL") != 0;
       r.dst_half = in.get("DST_HALF") != 0;
       r.dst.num = regid_of(in.child("DST"));
@@ -556,38 +573,38 @@ struct Simulator::Impl {
   }
 
   void alu2(Wave& w, Fiber& f, const Rec& r, int i) {
-    const std::string& n = r.name;
+    const uint64_t h = r.h;
     bool half = !r.full;
-    bool sat = r.in.get_or("SAT", 0) != 0;
+    bool sat = r.sat;
     uint32_t a = rd(w, f, r.src[0], half, i);
     uint32_t b = r.src[1].kind != Operand::None ? rd(w, f, r.src[1], half, i) : 0;
     int dst = r.dst.num + i;
     bool dh = r.dst_half;
-    bool is_f = n.size() > 2 && n.compare(n.size() - 2, 2, ".f") == 0;
+    bool is_f = r.is_f;
     if (is_f) {
       float x = fsrc(a, half, r.src[0].absneg), y = fsrc(b, half, r.src[1].absneg);
-      if (n == "add.f") return wr(w, f, dst, dh, fdst(x + y, dh, sat));
-      if (n == "mul.f") return wr(w, f, dst, dh, fdst(x * y, dh, sat));
-      if (n == "min.f") return wr(w, f, dst, dh, fdst(std::fmin(x, y), dh, sat));
-      if (n == "max.f") return wr(w, f, dst, dh, fdst(std::fmax(x, y), dh, sat));
-      if (n == "sign.f") return wr(w, f, dst, dh, fdst(x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f, dh, sat));
-      if (n == "absneg.f") return wr(w, f, dst, dh, fdst(x, dh, sat));
-      if (n == "floor.f") return wr(w, f, dst, dh, fdst(std::floor(x), dh, sat));
-      if (n == "ceil.f") return wr(w, f, dst, dh, fdst(std::ceil(x), dh, sat));
-      if (n == "rndne.f") return wr(w, f, dst, dh, fdst(std::nearbyint(x), dh, sat));
-      if (n == "rndaz.f") return wr(w, f, dst, dh, fdst(std::round(x), dh, sat));
-      if (n == "trunc.f") return wr(w, f, dst, dh, fdst(std::trunc(x), dh, sat));
-      if (n == "cmps.f" || n == "cmpv.f") {
+      if (h == H("add.f")) return wr(w, f, dst, dh, fdst(x + y, dh, sat));
+      if (h == H("mul.f")) return wr(w, f, dst, dh, fdst(x * y, dh, sat));
+      if (h == H("min.f")) return wr(w, f, dst, dh, fdst(std::fmin(x, y), dh, sat));
+      if (h == H("max.f")) return wr(w, f, dst, dh, fdst(std::fmax(x, y), dh, sat));
+      if (h == H("sign.f")) return wr(w, f, dst, dh, fdst(x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f, dh, sat));
+      if (h == H("absneg.f")) return wr(w, f, dst, dh, fdst(x, dh, sat));
+      if (h == H("floor.f")) return wr(w, f, dst, dh, fdst(std::floor(x), dh, sat));
+      if (h == H("ceil.f")) return wr(w, f, dst, dh, fdst(std::ceil(x), dh, sat));
+      if (h == H("rndne.f")) return wr(w, f, dst, dh, fdst(std::nearbyint(x), dh, sat));
+      if (h == H("rndaz.f")) return wr(w, f, dst, dh, fdst(std::round(x), dh, sat));
+      if (h == H("trunc.f")) return wr(w, f, dst, dh, fdst(std::trunc(x), dh, sat));
+      if (h == H("cmps.f") || h == H("cmpv.f")) {
         bool c = cmp(r.cond, x < y, x == y, x > y);
-        return wr(w, f, dst, dh, c ? (n == "cmps.f" ? 1u : 0xffffffffu) : 0u);
+        return wr(w, f, dst, dh, c ? (h == H("cmps.f") ? 1u : 0xffffffffu) : 0u);
       }
     } else {
       // integers: 16-bit sources are sign/zero extended by the op's signedness
-      bool s = n.find(".s") != std::string::npos;
+      bool s = r.is_signed;
       auto ext = [&](uint32_t v, int absneg) -> int64_t {
         int64_t x = half ? (s ? static_cast<int64_t>(static_cast<int16_t>(v)) : static_cast<int64_t>(v & 0xffff))
                          : (s ? static_cast<int64_t>(static_cast<int32_t>(v)) : static_cast<int64_t>(v));
-        bool bit = n.size() > 2 && n.compare(n.size() - 2, 2, ".b") == 0;
+        bool bit = r.is_bit;
         if (bit && (absneg & 1)) return half ? (~x & 0xffff) : (~x & 0xffffffffll);
         if (absneg & 2) x = x < 0 ? -x : x;
         if (absneg & 1) x = -x;
@@ -598,40 +615,40 @@ struct Simulator::Impl {
       auto put = [&](int64_t v) { wr(w, f, dst, dh, static_cast<uint32_t>(v) & mask); };
       int width = half ? 16 : 32;
       uint32_t ux = static_cast<uint32_t>(x), uy = static_cast<uint32_t>(y);
-      if (n == "add.u" || n == "add.s") return put(x + y);
-      if (n == "sub.u" || n == "sub.s") return put(x - y);
-      if (n == "min.u" || n == "min.s") return put(std::min(x, y));
-      if (n == "max.u" || n == "max.s") return put(std::max(x, y));
-      if (n == "absneg.s") return put(x);
-      if (n == "and.b") return put(x & y);
-      if (n == "or.b") return put(x | y);
-      if (n == "xor.b") return put(x ^ y);
-      if (n == "not.b") return put(~x);
-      if (n == "shl.b") return put(static_cast<int64_t>(static_cast<uint64_t>(ux) << (uy & (width - 1))));
-      if (n == "shr.b") return put((half ? (ux & 0xffff) : ux) >> (uy & (width - 1)));
-      if (n == "ashr.b") {
+      if (h == H("add.u") || h == H("add.s")) return put(x + y);
+      if (h == H("sub.u") || h == H("sub.s")) return put(x - y);
+      if (h == H("min.u") || h == H("min.s")) return put(std::min(x, y));
+      if (h == H("max.u") || h == H("max.s")) return put(std::max(x, y));
+      if (h == H("absneg.s")) return put(x);
+      if (h == H("and.b")) return put(x & y);
+      if (h == H("or.b")) return put(x | y);
+      if (h == H("xor.b")) return put(x ^ y);
+      if (h == H("not.b")) return put(~x);
+      if (h == H("shl.b")) return put(static_cast<int64_t>(static_cast<uint64_t>(ux) << (uy & (width - 1))));
+      if (h == H("shr.b")) return put((half ? (ux & 0xffff) : ux) >> (uy & (width - 1)));
+      if (h == H("ashr.b")) {
         int64_t sx = half ? static_cast<int16_t>(ux) : static_cast<int32_t>(ux);
         return put(sx >> (uy & (width - 1)));
       }
-      if (n == "mul.u24") return put(static_cast<int64_t>((ux & 0xffffff)) * (uy & 0xffffff));
-      if (n == "mul.s24") return put(detail::sign_extend(ux, 24) * detail::sign_extend(uy, 24));
+      if (h == H("mul.u24")) return put(static_cast<int64_t>((ux & 0xffffff)) * (uy & 0xffffff));
+      if (h == H("mul.s24")) return put(detail::sign_extend(ux, 24) * detail::sign_extend(uy, 24));
       // low 16 bits times low 16 bits, full 32-bit product (the first step of Mesa's imul lowering)
-      if (n == "mull.u") return put(static_cast<int64_t>(static_cast<uint64_t>(ux & 0xffff) * (uy & 0xffff)));
-      if (n == "getbit.b") return put((ux >> (uy & 31)) & 1);
-      if (n == "bfrev.b") {
+      if (h == H("mull.u")) return put(static_cast<int64_t>(static_cast<uint64_t>(ux & 0xffff) * (uy & 0xffff)));
+      if (h == H("getbit.b")) return put((ux >> (uy & 31)) & 1);
+      if (h == H("bfrev.b")) {
         uint32_t v = 0;
         for (int k = 0; k < width; ++k)
           if (ux & (1u << k)) v |= 1u << (width - 1 - k);
         return put(v);
       }
-      if (n == "clz.b") {
+      if (h == H("clz.b")) {
         uint32_t v = half ? (ux & 0xffff) : ux;
         return put(v ? __builtin_clz(v) - (32 - width) : width);
       }
-      if (n == "cbits.b") return put(__builtin_popcount(half ? (ux & 0xffff) : ux));
-      if (n == "cmps.u" || n == "cmps.s" || n == "cmpv.u" || n == "cmpv.s") {
+      if (h == H("cbits.b")) return put(__builtin_popcount(half ? (ux & 0xffff) : ux));
+      if (h == H("cmps.u") || h == H("cmps.s") || h == H("cmpv.u") || h == H("cmpv.s")) {
         bool c = cmp(r.cond, x < y, x == y, x > y);
-        return wr(w, f, dst, dh, c ? (n[3] == 's' ? 1u : 0xffffffffu) & mask : 0u);
+        return wr(w, f, dst, dh, c ? (h == H("cmps.u") || h == H("cmps.s") ? 1u : 0xffffffffu) & mask : 0u);
       }
     }
     bad("cat2 opcode is not simulated");
@@ -650,70 +667,70 @@ struct Simulator::Impl {
   }
 
   void alu3(Wave& w, Fiber& f, const Rec& r, int i) {
-    const std::string& n = r.name;
+    const uint64_t h = r.h;
     bool half = !r.full;
     bool dh = r.dst_half;
-    bool sat = r.in.get_or("SAT", 0) != 0;
+    bool sat = r.sat;
     // src2 is always a GPR; its precision follows the opcode like the others
     uint32_t a = rd(w, f, r.src[0], half, i), b = rd(w, f, r.src[1], half, i), c = rd(w, f, r.src[2], half, i);
     int dst = r.dst.num + i;
-    if (n == "mad.f32" || n == "mad.f16") {
+    if (h == H("mad.f32") || h == H("mad.f16")) {
       // multiply, round, add, round (two roundings; fused-or-not is unverified (assumed))
       float x = fsrc(a, half, r.src[0].absneg), y = fsrc(b, half, r.src[1].absneg), z = fsrc(c, half, r.src[2].absneg);
       float p = x * y;
       if (half) p = half_to_float(float_to_half(p));
       return wr(w, f, dst, dh, fdst(p + z, dh, sat));
     }
-    if (n == "sel.b32" || n == "sel.b16" || n == "sel.s32" || n == "sel.s16") {
+    if (h == H("sel.b32") || h == H("sel.b16") || h == H("sel.s32") || h == H("sel.s16")) {
       uint32_t cond = half ? (b & 0xffff) : b;
       return wr(w, f, dst, dh, cond != 0 ? a : c);
     }
-    if (n == "sel.f32" || n == "sel.f16") {
+    if (h == H("sel.f32") || h == H("sel.f16")) {
       float cond = fsrc(b, half, 0);
       return wr(w, f, dst, dh, cond != 0.0f ? a : c);  // (assumed) nonzero selects src1
     }
     auto neg = [](int64_t v, int an) { return (an & 1) ? -v : v; };
-    if (n == "mad.u24" || n == "mad.s24") {
-      int64_t x = n == "mad.u24" ? (a & 0xffffff) : detail::sign_extend(a, 24);
-      int64_t y = n == "mad.u24" ? (b & 0xffffff) : detail::sign_extend(b, 24);
+    if (h == H("mad.u24") || h == H("mad.s24")) {
+      int64_t x = h == H("mad.u24") ? (a & 0xffffff) : detail::sign_extend(a, 24);
+      int64_t y = h == H("mad.u24") ? (b & 0xffffff) : detail::sign_extend(b, 24);
       return wr(w, f, dst, dh, static_cast<uint32_t>(neg(x, r.src[0].absneg) * neg(y, r.src[1].absneg) +
                                                     neg(static_cast<int32_t>(c), r.src[2].absneg)));
     }
-    if (n == "madsh.m16") {
+    if (h == H("madsh.m16")) {
       // Mesa lowers a 32-bit imul to mull.u + two madsh.m16: (src1.hi16 * src2.lo16) << 16 + src3
       return wr(w, f, dst, dh, static_cast<uint32_t>(((a >> 16) * (b & 0xffff)) << 16) + c);
     }
-    if (n == "madsh.u16") return wr(w, f, dst, dh, static_cast<uint32_t>(((a & 0xffff) * (b & 0xffff)) >> 16) + c);
-    if (n == "mad.u16" || n == "mad.s16") {
-      int64_t x = n == "mad.u16" ? (a & 0xffff) : static_cast<int16_t>(a);
-      int64_t y = n == "mad.u16" ? (b & 0xffff) : static_cast<int16_t>(b);
+    if (h == H("madsh.u16")) return wr(w, f, dst, dh, static_cast<uint32_t>(((a & 0xffff) * (b & 0xffff)) >> 16) + c);
+    if (h == H("mad.u16") || h == H("mad.s16")) {
+      int64_t x = h == H("mad.u16") ? (a & 0xffff) : static_cast<int16_t>(a);
+      int64_t y = h == H("mad.u16") ? (b & 0xffff) : static_cast<int16_t>(b);
       return wr(w, f, dst, dh, static_cast<uint32_t>(x * y + static_cast<int64_t>(c)) & (dh ? 0xffffu : ~0u));
     }
     uint32_t m = dh ? 0xffffu : 0xffffffffu;
     int width = half ? 16 : 32;
     uint32_t s1 = a & (width - 1);
-    if (n == "shrm") return wr(w, f, dst, dh, ((b & m) >> s1) & c & m);
-    if (n == "shlm") return wr(w, f, dst, dh, (b << s1) & c & m);
-    if (n == "shrg") return wr(w, f, dst, dh, (((b & m) >> s1) | c) & m);
-    if (n == "shlg") return wr(w, f, dst, dh, ((b << s1) | c) & m);
-    if (n == "andg") return wr(w, f, dst, dh, ((b & a) | c) & m);
+    if (h == H("shrm")) return wr(w, f, dst, dh, ((b & m) >> s1) & c & m);
+    if (h == H("shlm")) return wr(w, f, dst, dh, (b << s1) & c & m);
+    if (h == H("shrg")) return wr(w, f, dst, dh, (((b & m) >> s1) | c) & m);
+    if (h == H("shlg")) return wr(w, f, dst, dh, ((b << s1) | c) & m);
+    if (h == H("andg")) return wr(w, f, dst, dh, ((b & a) | c) & m);
     bad("cat3 opcode is not simulated");
   }
 
   void sfu(Wave& w, Fiber& f, const Rec& r, int i) {
-    const std::string& n = r.name;
+    const uint64_t h = r.h;
     bool half = !r.full;
     float x = fsrc(rd(w, f, r.src[0], half, i), half, r.src[0].absneg);
     float y;
-    if (n == "rcp") y = 1.0f / x;
-    else if (n == "rsq" || n == "hrsq") y = 1.0f / std::sqrt(x);
-    else if (n == "log2" || n == "hlog2") y = std::log2(x);
-    else if (n == "exp2" || n == "hexp2") y = std::exp2(x);
-    else if (n == "sin") y = std::sin(x);
-    else if (n == "cos") y = std::cos(x);
-    else if (n == "sqrt") y = std::sqrt(x);
+    if (h == H("rcp")) y = 1.0f / x;
+    else if (h == H("rsq") || h == H("hrsq")) y = 1.0f / std::sqrt(x);
+    else if (h == H("log2") || h == H("hlog2")) y = std::log2(x);
+    else if (h == H("exp2") || h == H("hexp2")) y = std::exp2(x);
+    else if (h == H("sin")) y = std::sin(x);
+    else if (h == H("cos")) y = std::cos(x);
+    else if (h == H("sqrt")) y = std::sqrt(x);
     else bad("cat4 opcode is not simulated");
-    wr(w, f, r.dst.num + i, r.dst_half, fdst(y, r.dst_half, r.in.get_or("SAT", 0) != 0));
+    wr(w, f, r.dst.num + i, r.dst_half, fdst(y, r.dst_half, r.sat));
   }
 
   void texel(const SimImage& img, int x, int y, float out_f[4], uint32_t out_u[4]) {
@@ -929,10 +946,12 @@ struct Simulator::Impl {
       if (++w.steps > cfg.max_steps) bad("more than " + std::to_string(cfg.max_steps) + " steps: endless loop?");
       ++stats.instructions;
       if (!r.name.empty() && r.name[0] == '!') bad("`" + r.name.substr(1) + "` is not simulated");
-      std::vector<size_t> at;
+      std::vector<size_t>& at = at_;    // reused across steps (no allocation per instruction)
+      std::vector<size_t>& act = act_;
+      at.clear();
+      act.clear();
       for (size_t i = 0; i < w.f.size(); ++i)
         if (w.f[i].live && w.f[i].pc == pc) at.push_back(i);
-      std::vector<size_t> act;
       for (size_t i : at)
         if (lane_pred(w, i)) act.push_back(i);
       stats.fiber_instructions += act.size();
