@@ -10,10 +10,11 @@ as PyPI `tinymesa`) on tinygrad's NULL device, so no GPU is needed, and writes a
   OUTDIR/kernels/K.bin     each kernel's code image (little-endian 64-bit ir3 words)
   OUTDIR/data.bin          contents of setup copies that are not an ONNX initializer verbatim
 
-The model runs under TinyJit(prune=True) three times, as openpilot's compile script does: the
-third call is the per-inference schedule; of everything before it, only the launches and
-copies whose results that schedule reads (a backward slice over byte ranges) are kept, as the
-setup. Weights that are an ONNX initializer byte for byte are stored by name and sha256 and
+The model runs under TinyJit three times, as openpilot's compile script does. Of the third
+call's launches, those that do not depend on the model inputs and whose results nothing
+per-inference overwrites compute constants (weight layouts): they move to the *setup*; the rest
+are the per-inference *schedule*. Of everything before the third call, only the launches and
+copies whose results the setup and schedule read (a backward slice over byte ranges) are kept. Weights that are an ONNX initializer byte for byte are stored by name and sha256 and
 read back from the model at replay. `opvision ir3 replay OUTDIR` runs it on our simulator.
 
 The tool runs itself in its own virtual environment with pinned tinygrad/tinymesa versions
@@ -252,9 +253,6 @@ def capture(model, outdir, seed):
   # or reads before it, computes constants (weight layouts): it moves to the setup.
   tainted = [(r, o, r.size) for r, o in [root_of(in_tensors[n]) for n, _, _ in specs]]
   per_inf = set()
-  if os.environ.get("OPV_CAPTURE_DEBUG"):
-    for e in calls:
-      print(e["name"], e["globals"], e["ins"], e["outs"], [(r.id, o, n) for r, o, n in e["bufs"]], file=sys.stderr)
   for i, e in enumerate(calls):
     if any_overlap(e["reads"], tainted):
       per_inf.add(i)

@@ -1,0 +1,116 @@
+"""Real Adreno 630 machine code on the simulated a630: the committed captures (tests/data/ir3,
+made by tools/ir3_capture.py from tinygrad + Mesa's ir3 compiler) replayed kernel by kernel by
+`opvision ir3 replay` and compared with onnxruntime at the fp16 tolerance of DESIGN.md.
+
+The capture tool itself needs its pinned PyPI packages (~170 MB, created in a venv on first
+use); its test runs when OPV_TEST_CAPTURE=1 (CI sets it)."""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from opv_util import assert_error, describe, ort_run
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "ir3"
+SMALL_ARGS = ["--fp16", "--height", "32", "--width", "64", "--widths", "16,32,48,64", "--depths", "1,1,1,1",
+              "--hidden", "64", "--heads", "4,8"]
+
+
+def reference(model, path, seed):
+    import onnx
+    m = onnx.load(str(model), load_external_data=False)
+    rng = np.random.default_rng(seed)
+    feeds = {i.name: rng.integers(0, 256, [d.dim_value for d in i.type.tensor_type.shape.dim], dtype=np.uint8)
+             for i in m.graph.input}
+    np.savez(path, **feeds, **ort_run(str(model), feeds))
+    return path
+
+
+def replay_ok(cli, capture, model, ref, *extra, timeout=600):
+    p = cli.run("ir3", "replay", capture, "--model", model, "--inputs", ref, "--ref", ref, *extra, timeout=timeout)
+    assert p.returncode == 0, describe(p)
+    line = [l for l in p.stdout.splitlines() if l.startswith("rel_l2=")]
+    assert line, describe(p)
+    return line[0]
+
+
+@pytest.fixture(scope="module")
+def small_model(cli, tmp_path_factory):
+    root = tmp_path_factory.mktemp("ir3")
+    model = root / "ir3_small_fp16.onnx"
+    p = cli.run("make-model", model, *SMALL_ARGS)
+    assert p.returncode == 0, describe(p)
+    return model, reference(model, root / "ref.npz", 7)
+
+
+def test_small_capture_replay_matches_onnxruntime(cli, small_model):
+    model, ref = small_model
+    print(replay_ok(cli, DATA / "small_fp16", model, ref))
+
+
+def test_fixture_capture_replay_matches_onnxruntime(cli, fixture_paths):
+    model, ref = fixture_paths
+    print(replay_ok(cli, DATA / "t12_fp16", model, ref))
+
+
+def test_replay_writes_outputs_and_random_inputs(cli, small_model, tmp_path):
+    model, _ = small_model
+    out = tmp_path / "out.npz"
+    p = cli.run("ir3", "replay", DATA / "small_fp16", "--model", model, "--seed", "3", "-o", out, "--quiet")
+    assert p.returncode == 0, describe(p)
+    z = np.load(out)
+    assert set(z.files) == {"img", "big_img", "outputs"}
+    # the outputs follow the inputs: onnxruntime on the same random inputs agrees
+    want = ort_run(str(model), {"img": z["img"], "big_img": z["big_img"]})["outputs"]
+    rel = np.linalg.norm(z["outputs"] - want) / np.linalg.norm(want)
+    assert rel < 1e-2, rel
+
+
+def test_replay_refuses_bad_input(cli, small_model, tmp_path):
+    model, ref = small_model
+    # weights of another model: refused by their SHA-256, not silently used
+    other = tmp_path / "other.onnx"
+    assert cli.run("make-model", other, *SMALL_ARGS, "--seed", "1").returncode == 0
+    assert_error(cli.run("ir3", "replay", DATA / "small_fp16", "--model", other, "--quiet"), "sha256")
+    # a tampered capture: buffer index out of range, kernel image changed
+    bad = tmp_path / "bad"
+    shutil.copytree(DATA / "small_fp16", bad)
+    doc = json.loads((bad / "capture.json").read_text())
+    doc["schedule"][0]["args"][0]["buffer"] = 10 ** 6
+    (bad / "capture.json").write_text(json.dumps(doc))
+    assert_error(cli.run("ir3", "replay", bad, "--model", model, "--quiet"), "buffer")
+    shutil.rmtree(bad)
+    shutil.copytree(DATA / "small_fp16", bad)
+    k = sorted((bad / "kernels").iterdir())[0]
+    b = bytearray(k.read_bytes())
+    b[0] ^= 1
+    k.write_bytes(bytes(b))
+    assert_error(cli.run("ir3", "replay", bad, "--model", model, "--quiet"), "sha256")
+    # not a capture at all; missing input entry
+    assert_error(cli.run("ir3", "replay", tmp_path, "--model", model), "capture")
+    np.savez(tmp_path / "partial.npz", img=np.load(ref)["img"])
+    assert_error(cli.run("ir3", "replay", DATA / "small_fp16", "--model", model, "--inputs", tmp_path / "partial.npz"),
+                 "big_img")
+
+
+@pytest.mark.skipif(os.environ.get("OPV_TEST_CAPTURE") != "1",
+                    reason="set OPV_TEST_CAPTURE=1 to run the capture tool (installs tinygrad + tinymesa in a venv)")
+def test_capture_tool_on_generated_model(cli, small_model, tmp_path):
+    model, ref = small_model
+    out = tmp_path / "cap"
+    venv = os.environ.get("OPV_CAPTURE_VENV", str(pathlib.Path.home() / ".cache" / "opvision" / "ir3-capture-venv"))
+    p = subprocess.run([sys.executable, str(REPO / "tools" / "ir3_capture.py"), str(model), str(out), "--venv", venv],
+                       capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr[-4000:]
+    doc = json.loads((out / "capture.json").read_text())
+    assert doc["format"] == "opvision-ir3-capture" and doc["schedule"] and doc["kernels"]
+    # the committed capture was made by the same tool from the same (deterministic) model
+    committed = json.loads((DATA / "small_fp16" / "capture.json").read_text())
+    assert [k["sha256"] for k in doc["kernels"]] == [k["sha256"] for k in committed["kernels"]]
+    print(replay_ok(cli, out, model, ref))
