@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "backend/cpu/cpu_backend.h"
 #include "plan/passes.h"
 #include "tools/common.h"
 #include "tools/plan_stats.h"
@@ -30,6 +31,8 @@ int cmd_inspect(int argc, char** argv) {
       .option("--target", "B", "backend to compile for (.opv: must match the artifact, default its target)",
               kDefaultBackend)
       .flag("--dump", "also print the whole plan")
+      .flag("--calls", "cpu plans: list how every call runs (oneDNN, own loop or reference kernel), not only "
+            "the reference fallbacks")
       .option("--source", "NAME", "print the generated source and build options of the GPU kernels whose name "
               "contains NAME, and nothing else", "");
   Args a;
@@ -75,6 +78,22 @@ int cmd_inspect(int argc, char** argv) {
     }
     std::printf("  total: %lld launches for %lld calls, %lld host-fallback calls, %lld texture reads, %lld gated\n",
                 (long long)launches, (long long)calls, (long long)host, (long long)reads, (long long)gated);
+  }
+  if (plan.target == "cpu") {
+    // How the cpu backend runs each call: native (oneDNN primitive or own loop) or through the
+    // reference kernel; the fallbacks are listed with the reason, every call with --calls.
+    const std::vector<backend::CallPath> paths = backend::cpu_call_paths(plan);
+    int64_t n[3] = {0, 0, 0};
+    for (const backend::CallPath& c : paths) ++n[size_t(c.impl)];
+    std::printf("\ncpu execution: %lld calls native (oneDNN %lld, own loops %lld), %lld via the reference kernel\n",
+                (long long)(n[0] + n[1]), (long long)n[0], (long long)n[1], (long long)n[2]);
+    const bool all = a.has("--calls");
+    for (size_t i = 0; i < paths.size(); ++i) {
+      const backend::CallPath& c = paths[i];
+      if (!all && c.impl != backend::CallImpl::Reference) continue;
+      std::printf("  c%-5zu %-13s %-20s %-40s %s%s%s\n", i, backend::call_impl_name(c.impl), c.op.c_str(),
+                  c.label.c_str(), c.kernel.c_str(), c.why.empty() ? "" : "  # ", c.why.c_str());
+    }
   }
   std::printf("\nbuffers by kind:\n");
   for (const auto& [kind, row] : s.buffers)

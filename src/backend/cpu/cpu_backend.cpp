@@ -1,8 +1,11 @@
 // The cpu backend: load() places every buffer (arena for Intermediates, an aligned copy of the
 // weights for Constants, backend-owned storage for Inputs and Outputs) and builds one prepared
 // step per call, trying in order: a oneDNN primitive (cpu_dnnl.cpp), an own loop
-// (cpu_glue.cpp), the reference kernel as a rare-op fallback; post-ops the chosen step does not
-// fuse run as a generic element-wise step after it. run() copies the inputs in, runs the steps
+// (cpu_glue.cpp), the reference kernel as the fallback for rare ops and operand combinations
+// (any dtype, Linear or NHWC buffers: a plan the compiler made for cpu is never refused);
+// post-ops the chosen step does not fuse run as a generic element-wise step after it, and when
+// that step cannot take them the reference kernel runs the whole call. Which path each call
+// takes is recorded (cpu_call_paths, printed by `opvision inspect`). run() copies the inputs in, runs the steps
 // in plan order and copies the outputs out; it allocates nothing.
 #include "backend/cpu/cpu_backend.h"
 
@@ -90,6 +93,7 @@ class CpuBackend final : public Backend {
     ThreadScope ts(threads_);
     steps_.clear();
     labels_.clear();
+    paths_.clear();
     owned_.clear();
     views_.assign(p.buffers.size(), BufView{});
     in_ids_ = p.inputs;
@@ -154,22 +158,48 @@ class CpuBackend final : public Backend {
         OPV_CHECK(id >= 0 && size_t(id) < views_.size(), "cpu backend: call '", call.label, "' writes buffer ", id);
         c.outs.push_back(views_[size_t(id)]);
       }
+      CallPath path;
+      path.label = call.label;
+      path.op = op_name(c.kernel.op);
+      path.kernel = c.kernel.name;
       StepFn main;
       size_t done = 0;
-      std::string dnnl_msg;  // why oneDNN declined, for the error when nothing else runs it
+      std::string why;  // why the native steps declined, reported with a reference fallback
       try {
         main = build_dnnl_step(c, done);
+        if (main) path.impl = CallImpl::OneDnn;
       } catch (const dnnl::error& e) {
-        dnnl_msg = e.what();
+        why = detail::concat("oneDNN: ", e.what());
       } catch (const Error& e) {
-        dnnl_msg = e.what();
+        why = detail::concat("oneDNN: ", e.what());
       }
-      if (!main) main = build_glue_step(c), done = 0;
-      if (!main) main = build_ref_step(c), done = c.kernel.post_ops.size();
-      OPV_CHECK(main, "cpu backend: ", c.where(), " is not supported (dtypes/layouts of its buffers)",
-                dnnl_msg.empty() ? "" : "; oneDNN: ", dnnl_msg);
+      if (!main) {
+        done = 0;
+        try {
+          main = build_glue_step(c);
+          if (main) path.impl = CallImpl::Own;
+        } catch (const Error& e) {
+          why += detail::concat(why.empty() ? "" : "; ", "own loops: ", e.what());
+        }
+      }
       StepFn post;
-      if (done < c.kernel.post_ops.size()) post = build_post_op_step(c, done);
+      if (main && done < c.kernel.post_ops.size()) {
+        try {
+          post = build_post_op_step(c, done);
+        } catch (const Error& e) {
+          why += detail::concat(why.empty() ? "" : "; ", "post-ops: ", e.what());
+        }
+        if (!post) main = nullptr;  // the reference kernel runs the op with all its post-ops
+      }
+      if (!main) {
+        // The reference kernel runs every op the compiler emits, on any buffer layout of a cpu
+        // plan; it is the fallback for what the native steps do not cover, never a refusal.
+        main = build_ref_step(c);
+        OPV_CHECK(main, "cpu backend: ", c.where(), ": no step runs it");
+        done = c.kernel.post_ops.size();
+        path.impl = CallImpl::Reference;
+        path.why = why.empty() ? "no native step for these dtypes/layouts/operands" : why;
+      }
       if (post)
         steps_.push_back([main = std::move(main), post = std::move(post)] {
           main();
@@ -177,6 +207,7 @@ class CpuBackend final : public Backend {
         });
       else
         steps_.push_back(std::move(main));
+      paths_.push_back(std::move(path));
       labels_.push_back(call.label);
     }
     times_.assign(steps_.size(), 0.0);
@@ -221,6 +252,7 @@ class CpuBackend final : public Backend {
 
   void set_profiling(bool on) override { profiling_ = on; }
   std::vector<double> call_times_ms() const override { return profiling_ ? times_ : std::vector<double>{}; }
+  const std::vector<CallPath>& call_paths() const { return paths_; }
 
  private:
   int threads_;
@@ -232,6 +264,7 @@ class CpuBackend final : public Backend {
   std::vector<int> in_ids_, out_ids_;
   std::vector<StepFn> steps_;
   std::vector<std::string> labels_;
+  std::vector<CallPath> paths_;
   std::vector<double> times_;
   bool profiling_ = false;
 };
@@ -240,5 +273,22 @@ class CpuBackend final : public Backend {
 }  // namespace cpu
 
 std::unique_ptr<Backend> make_cpu_backend(const Options& opts) { return std::make_unique<cpu::CpuBackend>(opts); }
+
+const char* call_impl_name(CallImpl i) {
+  switch (i) {
+    case CallImpl::OneDnn: return "native-onednn";
+    case CallImpl::Own: return "native-loop";
+    case CallImpl::Reference: return "reference";
+  }
+  return "?";
+}
+
+std::vector<CallPath> cpu_call_paths(const plan::Plan& p) {
+  Options o;
+  o.threads = 1;
+  cpu::CpuBackend b(o);
+  b.load(p);
+  return b.call_paths();
+}
 
 }  // namespace opv::backend

@@ -195,8 +195,21 @@ StepFn binary_numeric(OpKind op, const Attrs& at, const BufView& a, const BufVie
   }
 }
 
+// True when every input slot from `own` on is absent or an operand of a binary post-op, i.e.
+// the op itself reads only its first `own` inputs (fuse_epilogues appends post-op operands).
+bool extra_slots_are_post_op_operands(const CallCtx& c, size_t own) {
+  for (size_t i = own; i < c.ins.size(); ++i) {
+    if (!c.ins[i].present()) continue;
+    bool used = false;
+    for (const PostOp& p : c.kernel.post_ops) used |= p.input == int(i);
+    if (!used) return false;
+  }
+  return true;
+}
+
 StepFn build_binary(CallCtx& c) {
-  if (c.ins.size() != 2 || !c.ins[0].present() || !c.ins[1].present()) return {};
+  if (c.ins.size() < 2 || !c.ins[0].present() || !c.ins[1].present()) return {};
+  if (!extra_slots_are_post_op_operands(c, 2)) return {};  // e.g. a variadic Min/Max
   const BufView &a = c.ins[0], &b = c.ins[1], &y = c.outs[0];
   if (a.dtype != b.dtype || !broadcasts_to(a.shape, y.shape) || !broadcasts_to(b.shape, y.shape)) return {};
   const OpKind op = c.kernel.op;
@@ -720,10 +733,13 @@ StepFn build_post_op_step(CallCtx& c, size_t first) {
 
 // ---- reference fallback -------------------------------------------------------------------
 
+// Runs the call through ref::run on row-major tensors owned by the step: inputs are copied in
+// (NHWC ones converted to row-major by a strided copy), outputs copied back out into their
+// plan layout. Dtypes are the buffers' own (the cpu plan already stores fp16 values as f32), so
+// the reference kernel sees exactly what the reference backend would. The copies make it slow;
+// it is the path for rare ops and operand combinations the native steps do not cover. Because
+// every input is copied before any output is written, an output may share memory with an input.
 StepFn build_ref_step(CallCtx& c) {
-  for (const auto* list : {&c.ins, &c.outs})
-    for (const BufView& b : *list)
-      if (b.present() && !is_linear(b)) return {};
   struct State {
     OpKind op;
     Attrs attrs;
@@ -731,29 +747,42 @@ StepFn build_ref_step(CallCtx& c) {
     std::vector<Tensor> ins, outs;
     std::vector<const Tensor*> in_ptrs;
     std::vector<Tensor*> out_ptrs;
-    std::vector<const void*> src;
-    std::vector<void*> dst;
+    std::vector<StepFn> copy_in, copy_out;
   };
   auto st = std::make_shared<State>();
   st->op = c.kernel.op;
   st->attrs = c.kernel.attrs;
   st->post_ops = c.kernel.post_ops;
   st->ins.reserve(c.ins.size());
-  for (const BufView& b : c.ins) {
-    st->ins.push_back(b.present() ? Tensor(b.dtype, b.shape) : Tensor());
-    st->src.push_back(b.ptr);
+  st->outs.reserve(c.outs.size());
+  for (const BufView& b : c.ins) st->ins.push_back(b.present() ? Tensor(b.dtype, b.shape) : Tensor());
+  for (const BufView& b : c.outs) st->outs.emplace_back(b.dtype, b.shape);
+  // Tensors are in place now: their data pointers are fixed for the closures below.
+  for (size_t i = 0; i < c.ins.size(); ++i) {
+    const BufView& b = c.ins[i];
+    st->in_ptrs.push_back(b.present() ? &st->ins[i] : nullptr);
+    if (!b.present() || numel(b.shape) == 0) continue;
+    st->copy_in.push_back(copy_step(b.shape, row_major_strides(b.shape), logical_strides(b.shape, b.layout),
+                                    static_cast<char*>(st->ins[i].raw()), static_cast<const char*>(b.ptr), esize(b),
+                                    c.threads));
   }
-  for (const BufView& b : c.outs) {
-    st->outs.emplace_back(b.dtype, b.shape);
-    st->dst.push_back(b.ptr);
+  for (size_t i = 0; i < c.outs.size(); ++i) {
+    const BufView& b = c.outs[i];
+    st->out_ptrs.push_back(&st->outs[i]);
+    if (numel(b.shape) == 0) continue;
+    st->copy_out.push_back(copy_step(b.shape, logical_strides(b.shape, b.layout), row_major_strides(b.shape),
+                                     static_cast<char*>(b.ptr), static_cast<const char*>(st->outs[i].raw()), esize(b),
+                                     c.threads));
   }
-  for (size_t i = 0; i < st->ins.size(); ++i) st->in_ptrs.push_back(st->src[i] ? &st->ins[i] : nullptr);
-  for (auto& t : st->outs) st->out_ptrs.push_back(&t);
-  return [st] {
-    for (size_t i = 0; i < st->ins.size(); ++i)
-      if (st->src[i]) std::memcpy(st->ins[i].raw(), st->src[i], st->ins[i].nbytes());
-    ref::run({st->op, st->attrs, st->post_ops}, st->in_ptrs, st->out_ptrs);
-    for (size_t i = 0; i < st->outs.size(); ++i) std::memcpy(st->dst[i], st->outs[i].raw(), st->outs[i].nbytes());
+  const std::string where = c.where();
+  return [st, where] {
+    for (const StepFn& f : st->copy_in) f();
+    try {
+      ref::run({st->op, st->attrs, st->post_ops}, st->in_ptrs, st->out_ptrs);
+    } catch (const Error& e) {
+      fail("cpu backend: ", where, " (reference kernel): ", e.what());
+    }
+    for (const StepFn& f : st->copy_out) f();
   };
 }
 

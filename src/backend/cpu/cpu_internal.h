@@ -58,7 +58,8 @@ StepFn build_dnnl_step(CallCtx& c, size_t& post_ops_done);
 StepFn build_glue_step(CallCtx& c);
 // Applies kernel.post_ops[first..] to output 0 in place with the generic element-wise routine.
 StepFn build_post_op_step(CallCtx& c, size_t first);
-// Correct but slow fallback through ref::run (Linear layouts only; copies in/out at run).
+// Correct but slow fallback through ref::run for any call of a cpu plan: copies the inputs into
+// row-major tensors and the outputs back (converting NHWC buffers) at run. Never empty.
 StepFn build_ref_step(CallCtx& c);
 
 }  // namespace opv::backend::cpu
