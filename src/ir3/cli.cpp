@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -23,7 +25,9 @@
 #include "core/file_io.h"
 #include "ir3/container.h"
 #include "ir3/isa.h"
+#include "ir3/capture.h"
 #include "ir3/legalize.h"
+#include "ir3/optimize.h"
 #include "ir3/sim.h"
 
 namespace opv::ir3 {
@@ -38,6 +42,9 @@ const char* kUsage =
     "  sim FILE     run a compute shader on the functional simulator\n"
     "  check FILE   report missing (ss)/(sy) and short delays; --fix inserts them\n"
     "  info FILE    show a Qualcomm program binary's header, descriptor and arguments\n"
+    "  opt IN -o OUT  rewrite real code with the binary passes (rpt, hoist, legalize), validated\n"
+    "               on the simulator; IN: a capture directory, a raw image, text or program binary\n"
+    "  replay DIR   run a captured model kernel by kernel on the simulated a630\n"
     "Each command takes --help. FILE may be text (.s), a raw image or a program binary.\n";
 
 // Shader images and program binaries are small; anything larger is not one.
@@ -325,6 +332,178 @@ int cmd_check(int argc, char** argv) {
   return 0;
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  for (;;) {
+    size_t c = s.find(',', b);
+    std::string x = s.substr(b, c == std::string::npos ? std::string::npos : c - b);
+    if (!x.empty()) out.push_back(x);
+    if (c == std::string::npos) break;
+    b = c + 1;
+  }
+  return out;
+}
+
+void print_stats_row(const char* tag, const std::string& name, const passes::Stats& s) {
+  std::printf("  %-6s %-44.44s %6d instr %5d/%-5d mad.f32 in rpt  max_reg %2d/%-2d  %7lld cycles (%lld nop, %lld stall)\n",
+              tag, name.c_str(), s.instructions, s.mad_f32_packed, s.mad_f32, s.max_reg, s.max_half_reg,
+              static_cast<long long>(s.cycles()), static_cast<long long>(s.nop_cycles), static_cast<long long>(s.stall_cycles));
+}
+
+std::string json_stats(const passes::Stats& s) {
+  char b[320];
+  std::snprintf(b, sizeof b,
+                "{\"instructions\":%d,\"nop_instructions\":%d,\"mad_f32\":%d,\"mad_f32_packed\":%d,\"rpt_groups\":%d,"
+                "\"max_reg\":%d,\"max_half_reg\":%d,\"cycles\":%lld,\"issue_cycles\":%lld,\"nop_cycles\":%lld,\"stall_cycles\":%lld}",
+                s.instructions, s.nop_instructions, s.mad_f32, s.mad_f32_packed, s.rpt_groups, s.max_reg, s.max_half_reg,
+                static_cast<long long>(s.cycles()), static_cast<long long>(s.issue_cycles), static_cast<long long>(s.nop_cycles),
+                static_cast<long long>(s.stall_cycles));
+  return b;
+}
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 32) o += ' ';
+    else o += c;
+  }
+  return o + "\"";
+}
+
+int cmd_opt(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed"});
+  if (a.help || a.pos.size() != 1) {
+    std::printf(
+        "usage: opvision ir3 opt IN -o OUT [--pass relocate,rpt,hoist,legalize] [--validate N] [--seed S]\n"
+        "                        [--report] [--json]\n"
+        "  Rewrites real a630 code with the binary passes, in the order given (default: all):\n"
+        "    relocate  rename registers so accumulators form contiguous runs (not implemented yet: no-op)\n"
+        "    rpt       pack runs of same-opcode instructions into (rptN) with (r) sources\n"
+        "    hoist     list-schedule each region: loads and their addresses early, ALU under them\n"
+        "    legalize  drop all delay nops and (ss)/(sy), re-insert what the hazard checker needs\n"
+        "  IN is a capture directory (tools/ir3_capture.py; OUT is written as a capture that\n"
+        "  'ir3 replay' runs), or one program: assembler text, a raw image or a Qualcomm program\n"
+        "  binary (OUT keeps the input's form; the binary's register footprint is patched).\n"
+        "  Captures: each kernel's rewrite is kept only if the simulator gives bit-identical results\n"
+        "  on N random input sets of its launch (--validate, default 3) and the hazard checker is\n"
+        "  clean; otherwise the kernel keeps its code and the report says which pass failed, why.\n"
+        "  Single programs: only the hazard check applies (no launch to validate against).\n"
+        "  --report prints per-kernel and total instructions, mad.f32 in rpt groups, max_reg and the\n"
+        "  static issue cycles of the documented cost model (src/ir3/passes/passes.h); --json the same\n"
+        "  as JSON on stdout.\n");
+    return a.help ? 0 : 2;
+  }
+  OPV_CHECK(a.flag("-o"), "missing -o OUT");
+  std::vector<std::string> names = a.flag("--pass") ? split_list(a.get("--pass")) : passes::pass_names();
+  for (const std::string& n : names) {
+    bool known = false;
+    for (const std::string& k : passes::pass_names()) known |= k == n;
+    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: relocate, rpt, hoist, legalize)");
+  }
+  int gen = gen_of(a);
+  bool report = a.flag("--report"), json = a.flag("--json");
+  const std::string& in_path = a.pos[0];
+  std::error_code ec;
+  if (std::filesystem::is_directory(in_path, ec)) {
+    Capture cap = Capture::load(in_path);
+    OptOptions o;
+    o.passes = names;
+    o.validate_sets = int(flag_uint("--validate", a.get("--validate", "3"), 0, 100));
+    o.seed = flag_uint("--seed", a.get("--seed", "1"), 0, UINT32_MAX);
+    if (!json)
+      o.progress = [](size_t i, size_t n, const std::string& k) {
+        std::fprintf(stderr, "\r[ir3 opt] kernel %zu/%zu %-48.48s", i + 1, n, k.c_str());
+        if (i + 1 == n) std::fprintf(stderr, "\n");
+      };
+    std::vector<KernelOpt> r = optimize_capture(cap, o);
+    cap.save(a.get("-o"), in_path);
+    passes::Stats tb, ta;  // per inference: each kernel weighted by its launches
+    size_t validated = 0, changed = 0, per_inf = 0;
+    auto add = [](passes::Stats& t, const passes::Stats& s, int w) {
+      t.instructions += s.instructions * w;
+      t.nop_instructions += s.nop_instructions * w;
+      t.mad_f32 += s.mad_f32 * w;
+      t.mad_f32_packed += s.mad_f32_packed * w;
+      t.rpt_groups += s.rpt_groups * w;
+      t.max_reg = std::max(t.max_reg, s.max_reg);
+      t.max_half_reg = std::max(t.max_half_reg, s.max_half_reg);
+      t.issue_cycles += s.issue_cycles * w;
+      t.nop_cycles += s.nop_cycles * w;
+      t.stall_cycles += s.stall_cycles * w;
+    };
+    for (const KernelOpt& k : r) {
+      if (k.launches_per_inference == 0) continue;
+      ++per_inf;
+      validated += k.validated && k.failed_pass.empty();
+      changed += k.changed;
+      add(tb, k.before, k.launches_per_inference);
+      add(ta, k.after, k.launches_per_inference);
+    }
+    if (json) {
+      std::printf("{\"kernels\":[");
+      for (size_t i = 0; i < r.size(); ++i)
+        std::printf("%s{\"name\":%s,\"launches_per_inference\":%d,\"changed\":%s,\"validated\":%s,\"failed_pass\":%s,"
+                    "\"reason\":%s,\"before\":%s,\"after\":%s}",
+                    i ? "," : "", json_str(r[i].name).c_str(), r[i].launches_per_inference, r[i].changed ? "true" : "false",
+                    r[i].validated ? "true" : "false", json_str(r[i].failed_pass).c_str(), json_str(r[i].reason).c_str(),
+                    json_stats(r[i].before).c_str(), json_stats(r[i].after).c_str());
+      std::printf("],\"per_inference\":{\"kernels\":%zu,\"validated\":%zu,\"changed\":%zu,\"before\":%s,\"after\":%s}}\n",
+                  per_inf, validated, changed, json_stats(tb).c_str(), json_stats(ta).c_str());
+      return 0;
+    }
+    if (report) {
+      std::printf("per kernel (before / after; 'after' is the code kept):\n");
+      for (const KernelOpt& k : r) {
+        print_stats_row("before", k.name, k.before);
+        print_stats_row("after", k.name, k.after);
+        std::printf("         %s%s%s%s\n", k.failed_pass.empty() ? (k.changed ? "rewritten, validated" : "unchanged") : "kept original: ",
+                    k.failed_pass.c_str(), k.failed_pass.empty() ? "" : ": ", k.reason.c_str());
+      }
+      std::printf("per inference (kernels weighted by their launches):\n");
+      print_stats_row("before", "total", tb);
+      print_stats_row("after", "total", ta);
+    }
+    size_t failed = 0;
+    for (const KernelOpt& k : r) failed += !k.failed_pass.empty();
+    std::printf("ir3 opt: %zu kernels (%zu run per inference): %zu rewritten and validated, %zu kept their original code "
+                "(a pass failed validation); per inference %lld -> %lld cycles, mad.f32 in rpt %d/%d -> %d/%d\n",
+                r.size(), per_inf, static_cast<size_t>(std::count_if(r.begin(), r.end(), [](const KernelOpt& k) { return k.changed; })),
+                failed, static_cast<long long>(tb.cycles()), static_cast<long long>(ta.cycles()), tb.mad_f32_packed, tb.mad_f32,
+                ta.mad_f32_packed, ta.mad_f32);
+    return 0;
+  }
+  Input in = load(in_path, gen);
+  std::vector<uint64_t> code = run_passes(in.code, names, gen);
+  auto hs = check_hazards(code, gen);
+  OPV_CHECK(hs.empty(), "the rewritten program has a hazard: ", to_string(hs.front()));
+  passes::Stats before = passes::stats(in.code, gen), after = passes::stats(code, gen);
+  if (report || json) {
+    if (json) {
+      std::printf("{\"before\":%s,\"after\":%s}\n", json_stats(before).c_str(), json_stats(after).c_str());
+    } else {
+      print_stats_row("before", a.pos[0], before);
+      print_stats_row("after", a.pos[0], after);
+    }
+  }
+  if (in.is_program) {
+    qcom::Program p = in.program;
+    p.code = code;
+    p.full_regs = static_cast<uint32_t>(std::max(0, after.max_reg + 1));
+    p.half_regs = static_cast<uint32_t>(std::max(0, after.max_half_reg + 1));
+    write_file(a.get("-o"), qcom::write(p));
+  } else if (is_text(read_file(in_path))) {
+    write_file(a.get("-o"), [&] {
+      std::string t = disassemble(code, gen);
+      return std::vector<uint8_t>(t.begin(), t.end());
+    }());
+  } else {
+    write_file(a.get("-o"), bytes_from_words(code));
+  }
+  return 0;
+}
+
 int cmd_info(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {});
   if (a.help || a.pos.size() != 1) {
@@ -349,6 +528,7 @@ int cli_main(int argc, char** argv) {
     if (cmd == "sim") return cmd_sim(argc, argv);
     if (cmd == "check") return cmd_check(argc, argv);
     if (cmd == "info") return cmd_info(argc, argv);
+    if (cmd == "opt") return cmd_opt(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "opvision: error: ir3 %s: %s\n", cmd.c_str(), e.what());
     return 2;

@@ -40,6 +40,7 @@ struct Access {
   int unit;
   int element;    // repeat element at which it is read/written
   int src_index;  // which source (for the mad third-source rule), -1 for writes
+  int half_regid = -1;  // the half register (regid) when the operand is half precision
 };
 
 struct Info {
@@ -58,7 +59,7 @@ void add_reg(std::vector<Access>& v, int regid, bool half, int element, int src)
   if (regid == kRegInvalid) return;
   if (half && regid < kRegA0) {
     int full = regid < 48 * 4 ? regid >> 1 : 48 * 4 + ((regid - 48 * 4) >> 1);
-    v.push_back({2 * full + (regid & 1), element, src});
+    v.push_back({2 * full + (regid & 1), element, src, regid});
   } else {
     v.push_back({2 * regid, element, src});
     v.push_back({2 * regid + 1, element, src});
@@ -166,6 +167,11 @@ Info describe(const Instr& in) {
       d.sy_prod = true;
       d.late_reader = true;
       bool half_src = in.get_or("FULL", 1) == 0;
+      // s2en (non-bindless): texture and sampler indices in a pair of half registers
+      if (in.get_or("S2EN_BINDLESS", 0) && in.child("SRC3") && in.child("SRC3")->child("SRC"))
+        add_operand(d.reads, in.child("SRC3")->child("SRC"), in.get_or("DESC_MODE", 0) != 1 && in.get_or("DESC_MODE", 0) != 2 &&
+                                                              in.get_or("DESC_MODE", 0) != 3 && in.get_or("DESC_MODE", 0) != 5,
+                    2, false, 0, 2);
       int coords = 2 + (in.get_or("D3", 0) ? 1 : 0) + (in.get_or("A", 0) ? 1 : 0);
       add_operand(d.reads, in.child("SRC1"), half_src, coords, false, 0, 0);
       add_operand(d.reads, in.child("SRC2"), half_src, 1, false, 0, 1);
@@ -245,6 +251,11 @@ Info describe(const Instr& in) {
 
 struct State {
   Mask ss, sy, war_ss, war_sy;
+  // Predication: inside predt..predf (side 1) and predf..prede (side 2) the two sides run on
+  // complementary lanes. A result still pending from a side-1 load (pred_t) is no hazard for
+  // side-2 instructions, which run on the other lanes; after prede it is pending as usual.
+  Mask pred_t;
+  int8_t pside = 0;
   std::vector<int16_t> since;    // slots between an ALU write and this instruction
   std::vector<int32_t> writer;   // producing instruction per unit
   bool reached = false;
@@ -256,6 +267,11 @@ struct State {
       return true;
     }
     bool ch = false;
+    if (pside != o.pside || pred_t != o.pred_t) {
+      ch = pside != 0 || pred_t.any();
+      pside = 0;  // paths disagree on the predication state: no exemption
+      pred_t.reset();
+    }
     Mask a = ss | o.ss, b = sy | o.sy, c = war_ss | o.war_ss, e = war_sy | o.war_sy;
     if (a != ss || b != sy || c != war_ss || e != war_sy) ch = true;
     ss = a, sy = b, war_ss = c, war_sy = e;
@@ -290,6 +306,13 @@ int needed_delay(const Info& producer_is_alu_dummy, const Info& c, const Access&
 
 State transfer(const State& in, const Info& d, size_t idx) {
   State s = in;
+  if (d.cat == 0) {
+    const std::string& n = d.in.name();
+    if (n == "predt") s.pside = 1, s.pred_t.reset();
+    else if (n == "predf") s.pside = s.pside == 1 ? 2 : 0;
+    else if (n == "prede") s.pside = 0, s.pred_t.reset();
+    else if (n != "nop") s.pside = 0, s.pred_t.reset();
+  }
   if (d.ss) s.ss.reset(), s.war_ss.reset(), s.war_sy.reset();
   if (d.sy) s.sy.reset(), s.war_sy.reset();
   int adv = d.len + d.nops;
@@ -300,8 +323,13 @@ State transfer(const State& in, const Info& d, size_t idx) {
     else if (d.ss_prod || d.late_reader || d.store) s.war_ss.set(r.unit);
   }
   for (const Access& w : d.writes) {
-    s.ss.reset(w.unit);
-    s.sy.reset(w.unit);
+    bool keep_pending = s.pside == 2 && s.pred_t.test(w.unit);  // the other lanes' load is still in flight
+    if (!keep_pending) {
+      s.ss.reset(w.unit);
+      s.sy.reset(w.unit);
+    }
+    if (s.pside == 1 && (d.sy_prod || d.ss_prod)) s.pred_t.set(w.unit);
+    else if (s.pside != 2) s.pred_t.reset(w.unit);
     s.writer[w.unit] = static_cast<int32_t>(idx);
     if (d.sy_prod) {
       s.sy.set(w.unit);
@@ -386,7 +414,9 @@ std::vector<Hazard> hazards_for(const State& s, const Info& d, size_t i) {
     out.push_back(h);
   };
   bool ss = d.ss, sy = d.sy;
+  auto other_side = [&](int unit) { return s.pside == 2 && s.pred_t.test(unit); };
   for (const Access& r : d.reads) {
+    if (other_side(r.unit)) continue;
     if (!ss && s.ss.test(r.unit)) add(Hazard::Kind::MissingSs, r.unit, 0, 0, "reads an (ss) producer's result");
     if (!sy && s.sy.test(r.unit)) add(Hazard::Kind::MissingSy, r.unit, 0, 0, "reads an (sy) producer's result");
     if (s.since[r.unit] < kNever) {
@@ -395,8 +425,10 @@ std::vector<Hazard> hazards_for(const State& s, const Info& d, size_t i) {
     }
   }
   for (const Access& w : d.writes) {
+    if (other_side(w.unit)) continue;
     if (!ss && s.war_ss.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a register a store/SFU/local op still reads");
-    if (!ss && !sy && s.war_sy.test(w.unit)) add(Hazard::Kind::MissingSy, w.unit, 0, 0, "overwrites a register a texture/load still reads");
+    // either flag waits until the texture/load has read its sources; (ss) is the cheaper one
+    if (!ss && !sy && s.war_sy.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a register a texture/load still reads");
     if (!sy && s.sy.test(w.unit)) add(Hazard::Kind::MissingSy, w.unit, 0, 0, "overwrites a pending load result");
     if (!ss && s.ss.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a pending (ss) result");
   }
@@ -404,6 +436,32 @@ std::vector<Hazard> hazards_for(const State& s, const Info& d, size_t i) {
 }
 
 }  // namespace
+
+Effects effects(const Instr& in) {
+  Info d = describe(in);
+  Effects e;
+  e.cat = d.cat;
+  for (const Access& a : d.reads) e.reads.push_back(a.unit);
+  for (const Access& a : d.writes) e.writes.push_back(a.unit);
+  for (const auto* v : {&d.reads, &d.writes})
+    for (const Access& a : *v) {
+      if (a.half_regid >= 0) e.half_regs.push_back(a.half_regid);
+      else if (a.unit / 2 < kRegA0) e.full_regs.push_back(a.unit / 2);
+    }
+  e.ss_prod = d.ss_prod;
+  e.sy_prod = d.sy_prod;
+  e.store = d.store;
+  const std::string& n = in.name();
+  e.mem_read = (d.cat == 5 && n != "tcinv") ||
+               (d.cat == 6 && !d.store && (d.sy_prod || d.ss_prod) && n != "getfiberid" && n != "getwid" && n != "getspid");
+  e.is_branch = d.is_branch;
+  e.is_jump = d.is_jump;
+  e.is_end = d.is_end;
+  e.target = d.target;
+  e.len = d.len;
+  e.nops = d.nops;
+  return e;
+}
 
 std::string to_string(const Hazard& h) {
   std::string k = h.kind == Hazard::Kind::MissingSs ? "missing (ss)" : h.kind == Hazard::Kind::MissingSy ? "missing (sy)" : "too few delay slots";

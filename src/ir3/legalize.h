@@ -32,4 +32,21 @@ bool legalize(std::vector<uint64_t>& program, int gen = kGenA6xx);
 
 std::string to_string(const Hazard& h);
 
+// What one instruction reads and writes, from the same description the checker uses. Register
+// units are half registers: full regid n is units 2n and 2n+1, half regid m is one unit of the
+// merged file (so half/full overlap is exact; for kernels with a separate half file this is a
+// safe over-approximation). (rptN) is expanded: every element's registers are listed.
+struct Effects {
+  int cat = 0;
+  std::vector<int> reads, writes;
+  std::vector<int> full_regs, half_regs;  // regids touched as full / as half registers (footprint)
+  bool ss_prod = false, sy_prod = false;  // result needs (ss) / (sy) before use
+  bool store = false;                     // writes memory (global, local, private, IBO)
+  bool mem_read = false;                  // reads memory (texture, global, local, private, IBO, const)
+  bool is_branch = false, is_jump = false, is_end = false;
+  int64_t target = 0;                     // branch/jump offset
+  int len = 1, nops = 0;                  // issue slots: (rptN) elements, (nopN)
+};
+Effects effects(const Instr& in);
+
 }  // namespace opv::ir3

@@ -31,6 +31,7 @@ Replayer::Replayer(const Capture& capture, ReplayOptions opts, std::vector<std::
     for (const CaptureKernel& k : cap_.kernels) code_.push_back(k.code);
   OPV_CHECK(code_.size() == cap_.kernels.size(), "ir3 replay: ", code_.size(), " code images for ", cap_.kernels.size(), " kernels");
   for (uint64_t n : cap_.buffer_bytes) addr_.push_back(sim_.alloc(n ? n : 1));
+  if (opts_.skip_setup) return;
   for (const CaptureStep& s : cap_.setup) {
     if (s.is_launch) {
       launch(s.launch);

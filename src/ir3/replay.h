@@ -29,6 +29,8 @@ struct ReplayOptions {
   std::function<void(size_t, size_t, const std::string&)> progress;
   // Instructions issued per wave before a launch is declared a runaway.
   uint64_t max_steps = 200'000'000;
+  // Allocate the buffers but do not run the setup (validation fills them itself).
+  bool skip_setup = false;
 };
 
 struct ReplayStats {

@@ -1,0 +1,48 @@
+// Static statistics and the issue-cycle cost model documented in passes.h.
+#include <algorithm>
+
+#include "ir3/passes/passes.h"
+
+namespace opv::ir3::passes {
+
+Stats stats(const Code& c) {
+  Stats s;
+  int64_t t = 0, last_sy = -1000000, last_ss = -1000000;
+  for (const Ins& x : c.ins) {
+    const Instr& in = x.in;
+    const std::string& n = in.name();
+    int rep = static_cast<int>(in.get_or("REPEAT", 0));
+    ++s.instructions;
+    int64_t stall = 0;
+    if (in.get_or("SY", 0)) stall = std::max<int64_t>(stall, last_sy + kSyLatency - t);
+    if (in.get_or("SS", 0)) stall = std::max<int64_t>(stall, last_ss + kSsLatency - t);
+    s.stall_cycles += stall;
+    t += stall;
+    if (n == "nop") {
+      ++s.nop_instructions;
+      s.nop_cycles += rep + 1;
+      t += rep + 1;
+      continue;
+    }
+    int len = x.fx.len > 0 ? x.fx.len : 1;
+    s.issue_cycles += len;
+    s.nop_cycles += x.fx.nops;
+    if (x.fx.sy_prod) last_sy = t;
+    if (x.fx.ss_prod) last_ss = t;
+    t += len + x.fx.nops;
+    if (n == "mad.f32") {
+      s.mad_f32 += rep + 1;
+      if (rep > 0) s.mad_f32_packed += rep + 1;
+    }
+    if (rep > 0 && x.fx.cat >= 1 && x.fx.cat <= 4) ++s.rpt_groups;
+    for (int r : x.fx.full_regs)
+      if (r < 48 * 4) s.max_reg = std::max(s.max_reg, r / 4);
+    for (int r : x.fx.half_regs)
+      if (r < 48 * 4) s.max_half_reg = std::max(s.max_half_reg, r / 4);
+  }
+  return s;
+}
+
+Stats stats(const std::vector<uint64_t>& words, int gen) { return stats(Code(words, gen)); }
+
+}  // namespace opv::ir3::passes

@@ -1,0 +1,52 @@
+// IR3 binary passes over real a630 machine code (Mesa style: one file each, each returns
+// whether it made progress). None is keyed to an instruction index, a hash or a kernel name;
+// each works from the instructions' effects (legalize.h) and the ISA table. Whether a rewrite
+// is kept is decided elsewhere (ir3/optimize.h): the simulator must give bit-identical results
+// and the hazard checker must be clean.
+//
+// Order: relocate (rename registers so accumulators form runs) -> rpt (pack runs into (rptN))
+// -> hoist (list-schedule each region: loads first, ALU work under their latency) -> legalize
+// (drop every delay nop and sync flag, then re-insert exactly what the hazard checker needs).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir3/passes/code.h"
+
+namespace opv::ir3::passes {
+
+bool relocate(Code& c);
+bool rpt(Code& c);
+bool hoist(Code& c);
+bool legalize(Code& c);
+
+// Names in pipeline order, and a lookup ("relocate", "rpt", "hoist", "legalize").
+const std::vector<std::string>& pass_names();
+bool run_pass(const std::string& name, Code& c);
+
+// ---- the static cost model (cost.cpp)
+//
+// Per wave, straight through the program once (loops and branches not weighted):
+//   issue: every instruction takes one cycle per element ((rptN): N+1), (nopN) adds N, and a
+//     (rptN)nop is N+1 cycles of nothing;
+//   sync stalls: an (sy) consumer waits until kSyLatency cycles after the latest (sy) producer
+//     (texture / global / IBO / private loads), an (ss) consumer until kSsLatency after the
+//     latest (ss) producer (SFU, local memory, shared registers).
+// The latencies are assumptions (a single wave; the a630 hides more behind other waves), chosen
+// from the delays Mesa's scheduler plans for: ALU 3 slots, SFU/local ~10, texture/global ~20.
+constexpr int kSyLatency = 20, kSsLatency = 10;
+
+struct Stats {
+  int instructions = 0;       // up to and including `end`
+  int nop_instructions = 0;
+  int mad_f32 = 0, mad_f32_packed = 0;  // mad.f32 elements, and those inside (rptN) groups
+  int rpt_groups = 0;         // ALU instructions with (rptN), N > 0
+  int max_reg = -1, max_half_reg = -1;  // highest full / half register used (r0-r47)
+  int64_t issue_cycles = 0, nop_cycles = 0, stall_cycles = 0;
+  int64_t cycles() const { return issue_cycles + nop_cycles + stall_cycles; }
+};
+Stats stats(const Code& c);
+Stats stats(const std::vector<uint64_t>& words, int gen = kGenA6xx);
+
+}  // namespace opv::ir3::passes

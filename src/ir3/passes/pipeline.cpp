@@ -1,0 +1,20 @@
+// The pass table: names in pipeline order.
+#include "core/error.h"
+#include "ir3/passes/passes.h"
+
+namespace opv::ir3::passes {
+
+const std::vector<std::string>& pass_names() {
+  static const std::vector<std::string> names{"relocate", "rpt", "hoist", "legalize"};
+  return names;
+}
+
+bool run_pass(const std::string& name, Code& c) {
+  if (name == "relocate") return relocate(c);
+  if (name == "rpt") return rpt(c);
+  if (name == "hoist") return hoist(c);
+  if (name == "legalize") return legalize(c);
+  fail("ir3 opt: unknown pass '", name, "' (passes: relocate, rpt, hoist, legalize)");
+}
+
+}  // namespace opv::ir3::passes
