@@ -772,6 +772,17 @@ struct Simulator::Impl {
     return global(img.address + static_cast<uint64_t>(y) * pitch + static_cast<uint64_t>(x) * tb, tb);
   }
 
+  // Reports an access to global memory to Simulator::on_access (if set).
+  void note(uint64_t addr, uint64_t n, Simulator::Access kind) {
+    if (S.on_access) S.on_access(addr, n, kind);
+  }
+  void note_texel(const SimImage& img, int x, int y, Simulator::Access kind) {
+    if (!S.on_access || img.address == 0 || x < 0 || y < 0 || x >= img.width || y >= img.height) return;
+    uint64_t tb = static_cast<uint64_t>(img.texel_bytes());
+    uint64_t pitch = img.pitch ? img.pitch : img.width * tb;
+    S.on_access(img.address + static_cast<uint64_t>(y) * pitch + static_cast<uint64_t>(x) * tb, tb, kind);
+  }
+
   const SimImage& image(int t) {
     if (t < 0 || static_cast<size_t>(t) >= S.images.size()) bad("texture t#" + std::to_string(t) + " is not bound");
     return S.images[t];
@@ -803,6 +814,7 @@ struct Simulator::Impl {
         y = static_cast<int>(std::floor(v * img.height));
       }
       texel(img, x, y, tf, tu);
+      note_texel(img, x, y, Simulator::Access::TextureRead);
       for (int c = 0; c < 4; ++c) {
         if (r.type == F32) vals[c] = bits(tf[c]);
         else if (r.type == F16) vals[c] = float_to_half(tf[c]);
@@ -829,6 +841,7 @@ struct Simulator::Impl {
           addr = base + static_cast<uint64_t>(r.imm);
         }
         uint8_t* p = global(addr, static_cast<uint64_t>(tb) * r.size);
+        note(addr, static_cast<uint64_t>(tb) * r.size, r.op == Op::Ldg ? Simulator::Access::Read : Simulator::Access::Write);
         for (int c = 0; c < r.size; ++c) {
           if (r.op == Op::Ldg) wr(w, f, r.dst.num + c, half, load_elem(p + c * tb, r.type));
           else {
@@ -866,6 +879,8 @@ struct Simulator::Impl {
         uint64_t off = el * tb;
         if (off + static_cast<uint64_t>(tb) * r.size > b.size) bad("IBO " + std::to_string(idx) + " access beyond its size");
         uint8_t* p = global(b.address + off, static_cast<uint64_t>(tb) * r.size);
+        note(b.address + off, static_cast<uint64_t>(tb) * r.size,
+             r.op == Op::Ldib ? Simulator::Access::Read : Simulator::Access::Write);
         for (int c = 0; c < r.size; ++c) {
           if (r.op == Op::Ldib) wr(w, f, r.src[0].num + c, half, load_elem(p + c * tb, r.type));
           else {
@@ -901,6 +916,7 @@ struct Simulator::Impl {
       float tf[4];
       uint32_t tu[4];
       if (inside) texel(view, x, y, tf, tu);
+      if (inside) note_texel(view, x, y, Simulator::Access::Read);
       else for (int c = 0; c < 4; ++c) tf[c] = 0, tu[c] = 0;
       for (int c = 0; c < r.size; ++c) {
         uint32_t v = r.type == F32 ? bits(tf[c]) : r.type == F16 ? float_to_half(tf[c]) : tu[c];
@@ -910,6 +926,7 @@ struct Simulator::Impl {
     }
     if (!inside) return;
     uint8_t* p = texel_ptr(view, x, y);
+    note_texel(view, x, y, Simulator::Access::Write);
     for (int c = 0; c < comps && c < r.size; ++c) {
       uint32_t raw = half ? rd_half(w, f, r.src[0].num + c) : rd_full(w, f, r.src[0].num + c);
       float v = r.type == F32 ? f32(raw) : r.type == F16 ? half_to_float(static_cast<uint16_t>(raw))

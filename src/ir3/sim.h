@@ -10,6 +10,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,12 @@ class Simulator {
   std::vector<SimBuffer> ibos;       // IBO N
 
   SimStats run(const SimConfig& cfg);
+
+  // Optional observer of the kernels' global-memory accesses (address, bytes, kind), called
+  // after each load/store/texel access that reaches global memory. The simulated KGSL device
+  // (backend/qcom) uses it to check ordering between dispatches. Unset: one test per access.
+  enum class Access { Read, Write, TextureRead };
+  std::function<void(uint64_t addr, uint64_t bytes, Access kind)> on_access;
 
   const std::vector<Instr>& program() const { return prog_; }
 

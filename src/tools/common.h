@@ -27,6 +27,7 @@ int cmd_inspect(int argc, char** argv);
 int cmd_verify(int argc, char** argv);
 int cmd_ir3(int argc, char** argv);
 int cmd_ir3_replay(int argc, char** argv);  // "ir3 replay" (cmd_ir3_replay.cpp)
+int cmd_qcom(int argc, char** argv);  // "qcom decode|run" (cmd_qcom.cpp)
 int cmd_opt(int argc, char** argv);
 int cmd_devices(int argc, char** argv);
 

@@ -33,6 +33,7 @@ const Command kCommands[] = {
     {"verify", opv::tools::cmd_verify, "compare a model's outputs with a reference .npz"},
     {"devices", opv::tools::cmd_devices, "list OpenCL platforms and devices with their capabilities"},
     {"ir3", opv::tools::cmd_ir3, "Adreno IR3 tools: dis, asm, sim, check"},
+    {"qcom", opv::tools::cmd_qcom, "qcom backend: decode PM4 streams, run a capture through KGSL or the simulated a630"},
 };
 
 void print_help() {
