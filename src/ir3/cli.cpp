@@ -467,10 +467,10 @@ int cmd_opt(int argc, char** argv) {
     }
     size_t failed = 0;
     for (const KernelOpt& k : r) failed += !k.failed_pass.empty();
-    std::printf("ir3 opt: %zu kernels (%zu run per inference): %zu rewritten and validated, %zu kept their original code "
+    std::printf("ir3 opt: %zu kernels (%zu run per inference): %zu rewritten%s, %zu kept their original code "
                 "(a pass failed validation); per inference %lld -> %lld cycles, mad.f32 in rpt %d/%d -> %d/%d\n",
                 r.size(), per_inf, static_cast<size_t>(std::count_if(r.begin(), r.end(), [](const KernelOpt& k) { return k.changed; })),
-                failed, static_cast<long long>(tb.cycles()), static_cast<long long>(ta.cycles()), tb.mad_f32_packed, tb.mad_f32,
+                o.validate_sets > 0 ? " and validated" : " (not validated: --validate 0)", failed, static_cast<long long>(tb.cycles()), static_cast<long long>(ta.cycles()), tb.mad_f32_packed, tb.mad_f32,
                 ta.mad_f32_packed, ta.mad_f32);
     return 0;
   }

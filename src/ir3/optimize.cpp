@@ -95,6 +95,11 @@ std::string differs(const Capture& cap, int k, const std::vector<uint64_t>& code
 
 }  // namespace
 
+std::string validate_kernel(const Capture& cap, int k, const std::vector<uint64_t>& code, int sets, uint64_t seed) {
+  OPV_CHECK(k >= 0 && static_cast<size_t>(k) < cap.kernels.size(), "ir3 opt: no kernel ", k);
+  return differs(cap, k, code, sets, seed);
+}
+
 std::vector<uint64_t> run_passes(const std::vector<uint64_t>& words, const std::vector<std::string>& names, int gen) {
   passes::Code c(words, gen);
   for (const std::string& n : names) passes::run_pass(n, c);

@@ -37,6 +37,10 @@ struct KernelOpt {
 std::vector<uint64_t> run_passes(const std::vector<uint64_t>& words, const std::vector<std::string>& passes,
                                  int gen = kGenA6xx);
 
+// Translation validation of one rewritten kernel: "" when `code` gives bit-identical results to
+// kernel k's own code on `sets` random input sets of its first launch; else the reason.
+std::string validate_kernel(const Capture& cap, int k, const std::vector<uint64_t>& code, int sets, uint64_t seed);
+
 // Optimises every kernel of `cap` in place (code, max_reg/max_half_reg) and reports per kernel.
 std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts);
 

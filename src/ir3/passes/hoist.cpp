@@ -12,7 +12,8 @@
 // highest priority (original order breaks ties); if none is ready, advance to the earliest; an
 // (sy)/(ss) consumer waits for every outstanding producer of its kind (the hardware rule);
 // (5) the new order replaces the region only if it finishes earlier under those same timing
-// rules than the current order (Mesa's scheduler is often already good).
+// rules than the current order (Mesa's scheduler is often already good); (6) finally the whole
+// rewrite is kept only if the legalized program costs fewer cycles (passes.h) than before.
 // Registers are not renamed, so every WAR/WAW edge keeps its order and results are unchanged.
 // Delay nops and syncs must be recomputed afterwards (the legalize pass).
 // Progress: true when some region's order changed.
@@ -40,6 +41,7 @@ int result_latency(const Effects& p, const Effects& c) {
 }  // namespace
 
 bool hoist(Code& c) {
+  Code original = c;
   bool progress = false;
   std::vector<std::pair<size_t, size_t>> regs = c.regions();
   // last region first: rewriting one (it may lose nops) leaves earlier indices valid
@@ -170,7 +172,15 @@ bool hoist(Code& c) {
     c.ins.insert(c.ins.begin() + static_cast<ptrdiff_t>(b), out.begin(), out.end());
     progress = true;
   }
-  return progress;
+  if (!progress) return false;
+  // The region estimates do not see every sync the checker will ask for: keep the new order
+  // only if the legalized program is faster under the cost model (passes.h) than before.
+  Code a = original, b = c;
+  legalize(a);
+  legalize(b);
+  if (stats(b).cycles() < stats(a).cycles()) return true;
+  c = original;
+  return false;
 }
 
 }  // namespace opv::ir3::passes
