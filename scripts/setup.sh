@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libgtest-dev                                    # unit tests
   nlohmann-json3-dev libssl-dev                   # IR3 capture files (JSON, SHA-256)
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL backend (next)
+  clang libclang-rt-14-dev libomp-dev             # clang build, libFuzzer + sanitizer runtimes (scripts/fuzz.sh)
 )
 PIP_PACKAGES=(numpy onnx onnxruntime pytest)
 

@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -339,6 +340,15 @@ NamedArrays read_npz(const std::string& path) {
     zip_t* z;
     ~Closer() { zip_discard(z); }
   } closer{za};
+  // An open member, closed on every path (zip_discard does not free open members; a throw
+  // between open and close leaked the member and its inflate state, found by fuzz_npy).
+  struct Member {
+    zip_file_t* f;
+    ~Member() {
+      if (f) zip_fclose(f);
+    }
+    int close() { return zip_fclose(std::exchange(f, nullptr)); }
+  };
 
   NamedArrays out;
   std::set<std::string> seen;
@@ -360,18 +370,17 @@ NamedArrays read_npz(const std::string& path) {
     OPV_CHECK(zs.size >= kNpyPreambleV1, what, ": not an .npy member (", zs.size, " bytes, too short)");
     {
       // Check the .npy header (dtype, shape, per-tensor limits) before inflating the data.
-      zip_file_t* hf = zip_fopen_index(za, zip_uint64_t(i), 0);
-      if (!hf) fail(what, ": cannot open member: ", zip_strerror(za));
+      Member hf{zip_fopen_index(za, zip_uint64_t(i), 0)};
+      if (!hf.f) fail(what, ": cannot open member: ", zip_strerror(za));
       std::vector<uint8_t> head(size_t(std::min<zip_uint64_t>(zs.size, kNpyPreambleV2 + kMaxHeaderLen)));
-      zip_int64_t got = zip_fread(hf, head.data(), head.size());
-      std::string err = got < 0 ? zip_file_strerror(hf) : "";
-      zip_fclose(hf);
-      if (got < 0) fail(what, ": cannot read member: ", err);
+      zip_int64_t got = zip_fread(hf.f, head.data(), head.size());
+      if (got < 0) fail(what, ": cannot read member: ", zip_file_strerror(hf.f));
+      hf.close();
       head.resize(size_t(got));
       parse_npy_header(head.data(), head.size(), size_t(zs.size), what);
     }
-    zip_file_t* zf = zip_fopen_index(za, zip_uint64_t(i), 0);
-    if (!zf) fail(what, ": cannot open member: ", zip_strerror(za));
+    Member zf{zip_fopen_index(za, zip_uint64_t(i), 0)};
+    if (!zf.f) fail(what, ": cannot open member: ", zip_strerror(za));
     std::vector<uint8_t> bytes;
     for (;;) {
       size_t old = bytes.size();
@@ -379,16 +388,12 @@ NamedArrays read_npz(const std::string& path) {
       OPV_CHECK(old <= zs.size, what, ": member is longer than its declared size ", zs.size);
       size_t chunk = size_t(std::min<uint64_t>(kZipReadChunk, zs.size - old + 1));
       bytes.resize(old + chunk);
-      zip_int64_t got = zip_fread(zf, bytes.data() + old, chunk);
-      if (got < 0) {
-        std::string err = zip_file_strerror(zf);
-        zip_fclose(zf);
-        fail(what, ": cannot read member: ", err);
-      }
+      zip_int64_t got = zip_fread(zf.f, bytes.data() + old, chunk);
+      if (got < 0) fail(what, ": cannot read member: ", zip_file_strerror(zf.f));
       bytes.resize(old + size_t(got));
       if (got == 0) break;
     }
-    int rc = zip_fclose(zf);
+    int rc = zf.close();
     if (rc != 0) fail(what, ": error closing member: ", zip_error_text(rc));
     if (name.size() > std::strlen(kNpzSuffix) &&
         name.compare(name.size() - std::strlen(kNpzSuffix), std::string::npos, kNpzSuffix) == 0)

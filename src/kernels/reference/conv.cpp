@@ -36,8 +36,15 @@ void run_conv(const Args& a) {
   const int64_t sh = strides[0], sw = strides[1], dh = dil[0], dw = dil[1];
   const int64_t pt = pads[0], pl = pads[1], pb = pads[2], pr = pads[3];
   if (sh < 1 || sw < 1 || dh < 1 || dw < 1) a.error("strides and dilations must be >= 1: ", a.attrs.str());
-  const int64_t OH = (H + pt + pb - dh * (KH - 1) - 1) / sh + 1;
-  const int64_t OW = (W + pl + pr - dw * (KW - 1) - 1) / sw + 1;
+  // Checked: pads and dilations come from a loaded (untrusted) plan; a tampered artifact with
+  // huge pads overflowed here before the shape check below (found by fuzz_opv).
+  auto out_dim = [&](int64_t in, int64_t p0, int64_t p1, int64_t d, int64_t k, int64_t s) {
+    const int64_t span = checked_sub(checked_add(checked_add(in, p0, "conv"), p1, "conv"),
+                                     checked_add(checked_mul(d, k - 1, "conv"), 1, "conv"), "conv");
+    return span / s + 1;
+  };
+  const int64_t OH = out_dim(H, pt, pb, dh, KH, sh);
+  const int64_t OW = out_dim(W, pl, pr, dw, KW, sw);
   if (y.shape() != Shape{N, M, OH, OW})
     a.error("output shape ", shape_str(y.shape()), " does not match the computed ", shape_str({N, M, OH, OW}));
   if (bias && bias->numel() != M) a.error("bias has ", bias->numel(), " elements, expected ", M);

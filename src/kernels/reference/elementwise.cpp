@@ -170,7 +170,7 @@ void binary_into(const Args& args, OpKind op, const Tensor& a, const Tensor& b, 
       bool x = pa[oa[i]] != 0, z = pb[ob[i]] != 0;
       r[i] = (op == OpKind::And ? (x && z) : (x || z)) ? 1 : 0;
     }
-    std::memcpy(y.raw(), r.data(), n);
+    if (n) std::memcpy(y.raw(), r.data(), n);  // empty tensors have no storage (fuzz_onnx)
     return;
   }
   if (is_comparison(op)) {
@@ -183,7 +183,7 @@ void binary_into(const Args& args, OpKind op, const Tensor& a, const Tensor& b, 
       std::vector<int64_t> va = load_i64(a), vb = load_i64(b);
       for (size_t i = 0; i < n; ++i) r[i] = compare(op, va[size_t(oa[i])], vb[size_t(ob[i])]);
     }
-    std::memcpy(y.raw(), r.data(), n);
+    if (n) std::memcpy(y.raw(), r.data(), n);  // empty tensors have no storage (fuzz_onnx)
     return;
   }
   if (is_float(y.dtype())) {
@@ -223,7 +223,7 @@ void unary_into(const Args& args, OpKind op, double alpha, double beta, const Te
     }
   }
   if (op == OpKind::Identity && x.dtype() == y.dtype()) {
-    std::memcpy(y.raw(), x.raw(), x.nbytes());
+    if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
     return;
   }
   args.unsupported();
@@ -246,11 +246,11 @@ void run_unary(const Args& a) {
       if (r != DType::F16 || !is_float(y.dtype())) a.error("round_to supports f16 into a float output only");
       for (int64_t i = 0; i < c.numel(); ++i) c.set_f64(i, double(round_to_half(float(c.get_f64(i)))));
     }
-    std::memcpy(y.raw(), c.raw(), c.nbytes());
+    if (c.nbytes()) std::memcpy(y.raw(), c.raw(), c.nbytes());
     return;
   }
   if (a.op == OpKind::Identity && x.dtype() == y.dtype()) {
-    std::memcpy(y.raw(), x.raw(), x.nbytes());
+    if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
     return;
   }
   if (a.op == OpKind::Clip) {  // bounds kept in double (integer clips in shape arithmetic)

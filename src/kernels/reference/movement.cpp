@@ -20,7 +20,7 @@ void run_copy(const Args& a) {
   check_same_dtype(a, x, y);
   if (x.numel() != y.numel())
     a.error("cannot reinterpret ", shape_str(x.shape()), " (", x.numel(), " elements) as ", shape_str(y.shape()));
-  std::memcpy(y.raw(), x.raw(), x.nbytes());
+  if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
 }
 
 void run_transpose(const Args& a) {
