@@ -390,6 +390,8 @@ int cmd_opt(int argc, char** argv) {
         "  on N random input sets of its launch (--validate, default 3) and the hazard checker is\n"
         "  clean; otherwise the kernel keeps its code and the report says which pass failed, why.\n"
         "  Single programs: only the hazard check applies (no launch to validate against).\n"
+        "  End a pass list with legalize: the other passes move instructions without fixing delays,\n"
+        "  so without it the hazard check refuses their output.\n"
         "  --report prints per-kernel and total instructions, mad.f32 in rpt groups, max_reg and the\n"
         "  static issue cycles of the documented cost model (src/ir3/passes/passes.h); --json the same\n"
         "  as JSON on stdout.\n");
