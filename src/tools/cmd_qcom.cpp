@@ -20,20 +20,13 @@
 #include "core/metrics.h"
 #include "import/onnx_initializers.h"
 #include "ir3/capture.h"
+#include "tools/capture_io.h"
 #include "tools/common.h"
 #include "tools/npy.h"
 
 namespace opv::tools {
 
 namespace {
-
-namespace fs = std::filesystem;
-
-DType dtype_of(const std::string& d) {
-  if (d == "uint8") return DType::U8;
-  if (d == "float16") return DType::F16;
-  return DType::F32;
-}
 
 int qcom_decode(int argc, char** argv) {
   ArgParser p("opvision qcom decode", "Prints a PM4 command stream (a file of little-endian dwords, e.g. from "
@@ -54,13 +47,6 @@ int qcom_decode(int argc, char** argv) {
   for (const auto& x : pk) t7 += x.type7;
   std::printf("# %zu packets (%zu type-7, %zu type-4), %zu bytes\n", pk.size(), t7, pk.size() - t7, b.size());
   return kExitOk;
-}
-
-std::string find_model(const ir3::Capture& c, const Args& a) {
-  if (a.has("--model")) return a.get("--model");
-  for (const fs::path& p : {fs::path(c.dir) / c.model_file, fs::path(c.dir) / ".." / c.model_file})
-    if (fs::is_regular_file(p)) return p.string();
-  fail("qcom run: cannot find the capture's model '", c.model_file, "'; give it with --model");
 }
 
 void print_stats(const char* label, const qcom::StreamStats& s) {
@@ -103,9 +89,6 @@ int qcom_run(int argc, char** argv) {
   int64_t drop = a.get_int("--drop-barrier", -1, -1, 1 << 20);
 
   ir3::Capture cap = ir3::Capture::load(a.positionals[0]);
-  std::string model = find_model(cap, a);
-  std::map<std::string, Tensor> inits = read_onnx_initializers(model);
-
   std::unique_ptr<qcom::Device> dev;
   qcom::SimDevice* sim = nullptr;
   if (dev_name == "kgsl") {
@@ -120,12 +103,7 @@ int qcom_run(int argc, char** argv) {
   qcom::StreamOptions opts;
   opts.mode = bm == "deps" ? qcom::BarrierMode::Dependencies : qcom::BarrierMode::PerDispatch;
   opts.drop_barrier = static_cast<int>(drop);
-  opts.initializer = [&](const std::string& name) {
-    auto it = inits.find(name);
-    OPV_CHECK(it != inits.end(), "qcom run: model '", model, "' has no initializer '", name, "'");
-    const auto* b = static_cast<const uint8_t*>(it->second.raw());
-    return std::vector<uint8_t>(b, b + it->second.nbytes());
-  };
+  opts.initializer = initializer_reader(capture_model_path(cap, a, "qcom run"), "qcom run");
   auto t0 = std::chrono::steady_clock::now();
   qcom::CaptureRunner runner(cap, *dev, opts);
   if (a.has("--dump-stream")) {
@@ -133,29 +111,8 @@ int qcom_run(int argc, char** argv) {
     write_file_atomic(a.get("--dump-stream"), s.data(), s.size() * 4, "PM4 stream");
   }
 
-  std::map<std::string, std::vector<uint8_t>> feed;
-  NamedArrays in_arrays;
-  if (a.has("--inputs")) {
-    NamedArrays npz = read_npz(a.get("--inputs"));
-    for (const ir3::CaptureTensor& t : cap.inputs) {
-      auto it = std::find_if(npz.begin(), npz.end(), [&](const auto& e) { return e.first == t.name; });
-      OPV_CHECK(it != npz.end(), a.get("--inputs"), ": no entry for input '", t.name, "'");
-      OPV_CHECK(it->second.dtype() == dtype_of(t.dtype) && it->second.nbytes() == t.bytes(), a.get("--inputs"), ": entry '",
-                t.name, "' must be ", t.dtype, " with ", t.bytes(), " bytes");
-      const auto* b = static_cast<const uint8_t*>(it->second.raw());
-      feed[t.name].assign(b, b + t.bytes());
-    }
-  } else {
-    std::mt19937_64 rng(static_cast<uint64_t>(a.get_int("--seed", 0, 0, INT64_MAX)));
-    for (const ir3::CaptureTensor& t : cap.inputs) {
-      OPV_CHECK(t.dtype == "uint8", "qcom run: random inputs are uint8 only; give --inputs for '", t.name, "'");
-      Tensor x(DType::U8, Shape(t.shape.begin(), t.shape.end()));
-      auto* b = static_cast<uint8_t*>(x.raw());
-      for (size_t i = 0; i < x.nbytes(); ++i) b[i] = static_cast<uint8_t>(rng() & 0xff);
-      feed[t.name].assign(b, b + x.nbytes());
-      in_arrays.emplace_back(t.name, std::move(x));
-    }
-  }
+  CaptureFeed cf = capture_inputs(cap, a, "qcom run");
+  const auto& feed = cf.bytes;
   std::vector<std::vector<uint8_t>> outs;
   bool same = true;
   for (int64_t r = 0; r < runs; ++r) {
@@ -177,34 +134,15 @@ int qcom_run(int argc, char** argv) {
   }
   if (runs > 1) std::printf("repeat runs bit-identical: %s\n", same ? "yes" : "NO");
 
-  NamedArrays out_arrays;
-  for (size_t i = 0; i < cap.outputs.size(); ++i) {
-    const ir3::CaptureTensor& t = cap.outputs[i];
-    Tensor x(dtype_of(t.dtype), Shape(t.shape.begin(), t.shape.end()));
-    std::memcpy(x.raw(), outs[i].data(), x.nbytes());
-    out_arrays.emplace_back(t.name, std::move(x));
-  }
+  NamedArrays out_arrays = capture_outputs(cap, outs);
   if (a.has("--output")) {
-    NamedArrays all = in_arrays;
+    NamedArrays all = cf.arrays;
     for (auto& e : out_arrays) all.push_back(e);
     write_npz(a.get("--output"), all);
   }
   if (!same) return kExitCheckFailed;
   if (!a.has("--ref")) return kExitOk;
-  NamedArrays ref = read_npz(a.get("--ref"));
-  double tol = a.get_double("--tol", 1e-2), worst_l2 = 0, worst_abs = 0;
-  bool ok = true;
-  for (const auto& [name, out] : out_arrays) {
-    auto it = std::find_if(ref.begin(), ref.end(), [&](const auto& e) { return e.first == name; });
-    OPV_CHECK(it != ref.end(), a.get("--ref"), ": no entry for output '", name, "'");
-    ErrorMetrics m = compare(out, it->second);
-    ok &= m.finite && m.ref_nonfinite == 0;
-    worst_l2 = std::max(worst_l2, std::isnan(m.rel_l2) ? INFINITY : m.rel_l2);
-    worst_abs = std::max(worst_abs, std::isnan(m.max_abs_rel) ? INFINITY : m.max_abs_rel);
-  }
-  std::printf("rel_l2=%.3e max_abs_rel=%.3e\n", worst_l2, worst_abs);
-  ok &= worst_l2 <= tol && worst_abs <= tol;
-  return ok ? kExitOk : kExitCheckFailed;
+  return compare_with_reference(out_arrays, a.get("--ref"), a.get_double("--tol", 1e-2)) ? kExitOk : kExitCheckFailed;
 }
 
 }  // namespace
