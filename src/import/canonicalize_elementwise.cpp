@@ -125,7 +125,14 @@ bool canonicalize_elementwise(NodeCtx& c) {
       const Tensor& tm = c.const_in(2, "training_mode");
       if (tm.numel() != 1 || tm.get_i64(0) != 0) c.fail("training_mode=true is not supported");
     }
-    c.require_unused_outputs_from(1, "mask");
+    if (c.im.opset < 7) c.require_unused_outputs_from(1, "mask");
+    if (c.output_used(1)) {
+      // Inference: nothing is dropped, the mask is all true.
+      const Shape& xs = c.val(c.in(0)).shape;
+      Tensor mask(DType::Bool, xs);
+      if (mask.numel()) std::memset(mask.raw(), 1, size_t(mask.numel()));
+      c.bind_out(1, c.im.add_const(c.out_name(1), std::move(mask)));
+    }
     c.alias_out(0, c.in(0));
   } else if (t == "Mod") {
     c.allow_attrs({"fmod"});

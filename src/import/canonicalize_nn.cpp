@@ -78,20 +78,51 @@ std::vector<int64_t> resolve_pads(const NodeCtx& c, const Shape& in, const std::
 }
 
 
+// 1-D window attributes as their 2-D equivalent over [N,C,1,L]: {1, v}, v >= 1.
+std::vector<int64_t> one_d(const NodeCtx& c, const char* key, int64_t dflt) {
+  auto v = c.ints(key, {dflt});
+  if (v.size() != 1) c.fail(key, " must have 1 value for a 1-D op, got ", v.size());
+  if (v[0] < 1) c.fail("attribute '", key, "' must be >= 1, got ", v[0]);
+  return {1, v[0]};
+}
+
+// Pads of a 1-D window op as 2-D pads (0, begin, 0, end) over [N,C,1,L].
+std::vector<int64_t> resolve_pads_1d(const NodeCtx& c, int64_t len, const std::vector<int64_t>& k,
+                                     const std::vector<int64_t>& s, const std::vector<int64_t>& d) {
+  if (c.s("auto_pad", "NOTSET") == "NOTSET") {
+    auto p = c.ints("pads", {0, 0});
+    if (p.size() != 2) c.fail("pads must have 2 values for a 1-D op, got ", p.size());
+    return {0, p[0], 0, p[1]};
+  }
+  return resolve_pads(c, {1, len}, k, s, d);
+}
+
 void conv(NodeCtx& c) {
   c.allow_attrs({"group", "strides", "pads", "dilations", "auto_pad", "kernel_shape"});
   int x = c.in(0), w = c.in(1);
-  const Shape& ws = c.val(w).shape;
-  const Shape& xs = c.val(x).shape;
-  if (ws.size() == 3 || xs.size() == 3) c.fail("1-D convolution is not supported (only 2-D)");
-  if (ws.size() != 4 || xs.size() != 4)
-    c.fail("only 2-D convolution is supported; input ", shape_str(xs), " weight ", shape_str(ws));
-  std::vector<int64_t> k = {ws[2], ws[3]};
+  const Shape ws = c.val(w).shape;
+  const Shape xs = c.val(x).shape;
+  const bool oned = xs.size() == 3 && ws.size() == 3;
+  if (!oned && (ws.size() != 4 || xs.size() != 4))
+    c.fail("only 1-D and 2-D convolution are supported; input ", shape_str(xs), " weight ", shape_str(ws));
+  std::vector<int64_t> k = oned ? std::vector<int64_t>{ws[2]} : std::vector<int64_t>{ws[2], ws[3]};
   if (c.has("kernel_shape") && c.ints("kernel_shape") != k)
     c.fail("kernel_shape ", shape_str(c.ints("kernel_shape")), " disagrees with weight ", shape_str(ws));
-  auto s = two_positive(c, "strides", 1), d = two_positive(c, "dilations", 1);
   Attrs a;
   a.set("group", c.i("group", 1));
+  if (oned) {  // [N,C,L] as [N,C,1,L]
+    auto s = one_d(c, "strides", 1), d = one_d(c, "dilations", 1);
+    a.set("strides", s);
+    a.set("pads", resolve_pads_1d(c, xs[2], {1, ws[2]}, s, d));
+    a.set("dilations", d);
+    int x4 = c.emit_tmp(OpKind::Reshape, {}, {x}, "x2d", Shape{xs[0], xs[1], 1, xs[2]});
+    int w4 = c.emit_tmp(OpKind::Reshape, {}, {w}, "w2d", Shape{ws[0], ws[1], 1, ws[2]});
+    int y4 = c.emit_tmp(OpKind::Conv, a, {x4, w4, c.in_opt(2)}, "y2d");
+    Shape ys = c.val(y4).shape;
+    c.emit_out(OpKind::Reshape, {}, {y4}, Shape{ys[0], ys[1], ys[3]});
+    return;
+  }
+  auto s = two_positive(c, "strides", 1), d = two_positive(c, "dilations", 1);
   a.set("strides", s);
   a.set("pads", resolve_pads(c, {xs[2], xs[3]}, k, s, d));
   a.set("dilations", d);
@@ -106,14 +137,23 @@ void pool(NodeCtx& c, bool is_max) {
     c.allow_attrs({"kernel_shape", "strides", "pads", "dilations", "auto_pad", "ceil_mode", "count_include_pad"});
   }
   int x = c.in(0);
-  const Shape& xs = c.val(x).shape;
-  if (xs.size() != 4) c.fail("only 2-D pooling on [N,C,H,W] is supported, input is ", shape_str(xs));
+  const Shape xs1 = c.val(x).shape;
+  const bool oned = xs1.size() == 3;
+  if (xs1.size() != 4 && !oned) c.fail("only 1-D and 2-D pooling on [N,C,L] / [N,C,H,W] are supported, input is ", shape_str(xs1));
   if (!c.has("kernel_shape")) c.fail("attribute 'kernel_shape' is required");
-  auto k = two_positive(c, "kernel_shape", 1), s = two_positive(c, "strides", 1), d = two_positive(c, "dilations", 1);
+  const Shape xs = oned ? Shape{xs1[0], xs1[1], 1, xs1[2]} : xs1;
+  std::vector<int64_t> k, s, d, pads;
+  if (oned) {
+    k = one_d(c, "kernel_shape", 1), s = one_d(c, "strides", 1), d = one_d(c, "dilations", 1);
+    pads = resolve_pads_1d(c, xs1[2], k, s, d);
+    x = c.emit_tmp(OpKind::Reshape, {}, {x}, "x2d", xs);
+  } else {
+    k = two_positive(c, "kernel_shape", 1), s = two_positive(c, "strides", 1), d = two_positive(c, "dilations", 1);
+    pads = resolve_pads(c, {xs[2], xs[3]}, k, s, d);
+  }
   if (!is_max && (d[0] != 1 || d[1] != 1)) c.fail("dilations ", shape_str(d), " are not supported");
   bool ceil_mode = c.i("ceil_mode", 0) != 0;
   std::string ap = c.s("auto_pad", "NOTSET");
-  auto pads = resolve_pads(c, {xs[2], xs[3]}, k, s, d);
   Shape y = xs;
   for (int64_t p : pads)
     if (p < 0) c.fail("attribute 'pads' must be >= 0, got ", shape_str(pads));
@@ -142,6 +182,11 @@ void pool(NodeCtx& c, bool is_max) {
   a.set("pads", pads);
   if (is_max) a.set("dilations", d);
   else a.set("count_include_pad", c.i("count_include_pad", 0));
+  if (oned) {
+    int y4 = c.emit_tmp(is_max ? OpKind::MaxPool : OpKind::AveragePool, a, {x}, "y2d", y);
+    c.emit_out(OpKind::Reshape, {}, {y4}, Shape{y[0], y[1], y[3]});
+    return;
+  }
   c.emit_out(is_max ? OpKind::MaxPool : OpKind::AveragePool, a, {x}, y);
 }
 
@@ -177,7 +222,7 @@ void reduce(NodeCtx& c, OpKind op) {
   c.emit_out(op, a, {x});
 }
 
-void softmax(NodeCtx& c) {
+void softmax(NodeCtx& c, OpKind op) {
   c.allow_attrs({"axis"});
   int x = c.in(0);
   Shape xs = c.val(x).shape;
@@ -189,7 +234,7 @@ void softmax(NodeCtx& c) {
   Attrs a;
   if (!legacy || axis == rank - 1) {
     a.set("axis", legacy ? rank - 1 : axis);
-    c.emit_out(OpKind::Softmax, a, {x});
+    c.emit_out(op, a, {x});
     return;
   }
   // opset < 13: softmax over the flattened trailing block [axis, rank).
@@ -197,7 +242,7 @@ void softmax(NodeCtx& c) {
   for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= xs[size_t(i)];
   int flat = c.emit_tmp(OpKind::Reshape, {}, {x}, "flatten2d", Shape{outer, inner});
   a.set("axis", int64_t(1));
-  int sm = c.emit_tmp(OpKind::Softmax, a, {flat}, "softmax2d");
+  int sm = c.emit_tmp(op, a, {flat}, "softmax2d");
   c.emit_out(OpKind::Reshape, {}, {sm}, xs);
 }
 
@@ -239,7 +284,23 @@ bool canonicalize_nn(NodeCtx& c) {
   } else if (t == "ReduceMin") {
     reduce(c, OpKind::ReduceMin);
   } else if (t == "Softmax") {
-    softmax(c);
+    softmax(c, OpKind::Softmax);
+  } else if (t == "LogSoftmax") {
+    softmax(c, OpKind::LogSoftmax);
+  } else if (t == "Hardmax") {
+    softmax(c, OpKind::Hardmax);
+  } else if (t == "ReduceProd") {
+    reduce(c, OpKind::ReduceProd);
+  } else if (t == "ReduceL1") {
+    reduce(c, OpKind::ReduceL1);
+  } else if (t == "ReduceL2") {
+    reduce(c, OpKind::ReduceL2);
+  } else if (t == "ReduceLogSum") {
+    reduce(c, OpKind::ReduceLogSum);
+  } else if (t == "ReduceLogSumExp") {
+    reduce(c, OpKind::ReduceLogSumExp);
+  } else if (t == "ReduceSumSquare") {
+    reduce(c, OpKind::ReduceSumSquare);
   } else if (t == "LayerNormalization") {
     c.allow_attrs({"axis", "epsilon", "stash_type"});
     c.require_unused_outputs_from(1, "Mean/InvStdDev");

@@ -186,18 +186,26 @@ void split(NodeCtx& c) {
 }
 
 void slice(NodeCtx& c) {
-  c.allow_attrs({});
   int x = c.in(0);
   const Shape& xs = c.val(x).shape;
   int64_t rank = int64_t(xs.size());
-  auto starts = c.const_ints(1, "starts");
-  auto ends = c.const_ints(2, "ends");
-  std::vector<int64_t> axes, steps;
-  if (c.has_input(3)) axes = c.const_ints(3, "axes");
-  else
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.im.opset < 10) {  // opset 1-9: starts/ends/axes are attributes, no steps
+    c.allow_attrs({"starts", "ends", "axes"});
+    if (!c.has("starts") || !c.has("ends")) c.fail("attributes 'starts' and 'ends' are required");
+    starts = c.ints("starts");
+    ends = c.ints("ends");
+    axes = c.ints("axes");
+  } else {
+    c.allow_attrs({});
+    starts = c.const_ints(1, "starts");
+    ends = c.const_ints(2, "ends");
+    if (c.has_input(3)) axes = c.const_ints(3, "axes");
+    if (c.has_input(4)) steps = c.const_ints(4, "steps");
+  }
+  if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
-  if (c.has_input(4)) steps = c.const_ints(4, "steps");
-  else steps.assign(starts.size(), 1);
+  if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     c.fail("starts/ends/axes/steps have different lengths (", starts.size(), "/", ends.size(), "/", axes.size(),
            "/", steps.size(), ")");
@@ -306,7 +314,21 @@ void resize(NodeCtx& c) {
 
   std::vector<double> scales(size_t(rank), 1.0);
   Shape y = xs;
-  const Tensor* sc = c.has_input(2) ? &c.const_in(2, "scales") : nullptr;
+  // Opset 10: Resize(X, scales) with asymmetric coordinates (as Upsample); nearest rounds down.
+  // Rounding for nearest downsampling differs between runtimes in opset 10: refused.
+  const bool v10 = c.im.opset < 11;
+  if (v10) {
+    if (c.attr("coordinate_transformation_mode") || c.attr("nearest_mode") || c.attr("cubic_coeff_a"))
+      c.fail("opset 10 Resize has only the 'mode' attribute");
+    coord = "asymmetric";
+    nearest = "floor";
+  }
+  const Tensor* sc = c.has_input(v10 ? 1 : 2) ? &c.const_in(v10 ? 1 : 2, "scales") : nullptr;
+  if (v10 && mode == "nearest" && sc)
+    for (int64_t i = 0; i < sc->numel(); ++i)
+      if (sc->get_f64(i) < 1.0)
+        c.fail("opset 10 nearest Resize with a scale below 1 is ambiguous (rounding differs between runtimes); "
+               "convert the model to opset 11 or later");
   if (sc && sc->numel() > 0) {
     if (sc->numel() != int64_t(axes.size())) c.fail("scales has ", sc->numel(), " values for ", axes.size(), " axes");
     for (size_t k = 0; k < axes.size(); ++k) {
@@ -317,7 +339,7 @@ void resize(NodeCtx& c) {
       // float arithmetic like onnxruntime: floor(in * scale)
       y[size_t(axes[k])] = int64_t(std::floor(float(xs[size_t(axes[k])]) * float(s)));
     }
-  } else if (c.has_input(3)) {
+  } else if (!v10 && c.has_input(3)) {
     auto sizes = c.const_ints(3, "sizes");
     if (sizes.size() != axes.size()) c.fail("sizes has ", sizes.size(), " values for ", axes.size(), " axes");
     for (size_t k = 0; k < axes.size(); ++k) {

@@ -128,5 +128,6 @@ class NodeCtx {
 bool canonicalize_elementwise(NodeCtx& c);  // canonicalize_elementwise.cpp
 bool canonicalize_nn(NodeCtx& c);           // canonicalize_nn.cpp
 bool canonicalize_shape(NodeCtx& c);        // canonicalize_shape.cpp
+bool canonicalize_extra(NodeCtx& c);        // canonicalize_extra.cpp
 
 }  // namespace opv::onnx_import

@@ -1,6 +1,7 @@
 /* ONNX import driver: ModelProto -> canonical ir::Graph.
  *
- * 1. Parse the protobuf, check the graph is present and the default-domain opset is 11..21.
+ * 1. Parse the protobuf, check the graph is present and the default-domain opset is 7..21 (older
+ *    only for ops unchanged since opset 1).
  * 2. Initializers become constants; graph inputs that are not initializers become runtime
  *    inputs with static shapes (ImportOptions overrides, else unknown dims = 1 with a note).
  * 3. Nodes are imported in dependency order. Each is canonicalised (canonicalize_*.cpp) into
@@ -26,7 +27,12 @@ namespace onnx_import {
 
 namespace {
 
-constexpr int kMinOpset = 11;
+// Opset 7-10 models are upgraded while importing (attribute-to-input changes, Upsample ->
+// Resize, TopK's k, Slice's attributes: see the canonicalisers' opset branches).
+constexpr int kMinOpset = 7;
+// Before opset 7 only models made of these ops (unchanged since opset 1 apart from added
+// types) are accepted; anything else needs onnx.version_converter first.
+constexpr const char* kOpset1Ops[] = {"Not", "Identity", "Transpose", "MatMul", "Shape", "Size"};
 constexpr int kMaxOpset = 21;
 // Folding is skipped when it would materialise more than this many elements from inputs at
 // least this many times smaller (Expand/Tile/ConstantOfShape of small inputs).
@@ -264,7 +270,7 @@ void Importer::import_node(const onnx::NodeProto& n, int index) {
     if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
       c.fail("subgraph attribute '", a.name(), "' is not supported");
   try {
-    if (canonicalize_elementwise(c) || canonicalize_nn(c) || canonicalize_shape(c)) return;
+    if (canonicalize_elementwise(c) || canonicalize_nn(c) || canonicalize_shape(c) || canonicalize_extra(c)) return;
   } catch (const Error& e) {
     std::string msg = e.what();
     if (msg.rfind("node '", 0) == 0) throw;
@@ -280,8 +286,17 @@ ir::Graph Importer::run(const onnx::ModelProto& model) {
     if (is_default_domain(os.domain())) opset = int(os.version());
   }
   OPV_CHECK(opset != 0, "model imports no default-domain (ai.onnx) opset");
-  OPV_CHECK(opset >= kMinOpset && opset <= kMaxOpset, "opset ", opset, " is not supported (supported: ",
-            kMinOpset, "..", kMaxOpset, ")");
+  OPV_CHECK(opset >= 1 && opset <= kMaxOpset, "opset ", opset, " is not supported (supported: ", kMinOpset, "..",
+            kMaxOpset, "; newer models: convert down with onnx.version_converter)");
+  if (opset < kMinOpset) {
+    for (const auto& n : model.graph().node()) {
+      bool ok = false;
+      for (const char* k : kOpset1Ops) ok = ok || n.op_type() == k;
+      OPV_CHECK(ok, "opset ", opset, " is not supported (supported: ", kMinOpset, "..", kMaxOpset, "): operator '",
+                n.op_type(), "' changed before opset ", kMinOpset,
+                "; upgrade the model with onnx.version_converter first");
+    }
+  }
   g.opset = opset;
   const onnx::GraphProto& gp = model.graph();
 

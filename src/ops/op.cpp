@@ -66,6 +66,20 @@ PostOp unary_post_op(OpKind k, const Attrs& a) {
       p.alpha = float(a.f("min", -INFINITY));
       p.beta = float(a.f("max", INFINITY));
       break;
+    case OpKind::Selu:
+      p.alpha = float(a.f("alpha", 1.67326319217681884765625));
+      p.beta = float(a.f("gamma", 1.05070102214813232421875));
+      break;
+    case OpKind::ThresholdedRelu:
+    case OpKind::Celu: p.alpha = float(a.f("alpha", 1.0)); break;
+    case OpKind::Shrink:
+      p.alpha = float(a.f("bias", 0.0));
+      p.beta = float(a.f("lambd", 0.5));
+      break;
+    case OpKind::IsInf:
+      p.alpha = float(a.i("detect_negative", 1));
+      p.beta = float(a.i("detect_positive", 1));
+      break;
     default: break;
   }
   return p;
@@ -83,6 +97,20 @@ Attrs unary_attrs(const PostOp& p) {
     case OpKind::Clip:
       a.set("min", double(p.alpha));
       a.set("max", double(p.beta));
+      break;
+    case OpKind::Selu:
+      a.set("alpha", double(p.alpha));
+      a.set("gamma", double(p.beta));
+      break;
+    case OpKind::ThresholdedRelu:
+    case OpKind::Celu: a.set("alpha", double(p.alpha)); break;
+    case OpKind::Shrink:
+      a.set("bias", double(p.alpha));
+      a.set("lambd", double(p.beta));
+      break;
+    case OpKind::IsInf:
+      a.set("detect_negative", int64_t(p.alpha));
+      a.set("detect_positive", int64_t(p.beta));
       break;
     default: break;
   }

@@ -13,6 +13,8 @@
 #include "ops/shape_infer.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 #include <cmath>
 
 #include "core/error.h"
@@ -258,6 +260,194 @@ void infer_slice(const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<
   outs[0].dtype = ins[0].dtype;
 }
 
+// Parses an explicit einsum equation "ab,bc->ac" (letters and digits as subscripts, no
+// ellipsis: the importer expands it) into the operand and output subscripts.
+void parse_einsum(const std::string& eq, std::vector<std::string>& terms, std::string& out) {
+  size_t arrow = eq.find("->");
+  OPV_CHECK(arrow != std::string::npos, "equation '", eq, "' must be explicit (with '->')");
+  out = eq.substr(arrow + 2);
+  std::string lhs = eq.substr(0, arrow);
+  terms.clear();
+  size_t start = 0;
+  while (true) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  auto ok = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; };
+  for (const std::string& t : terms)
+    for (char ch : t) OPV_CHECK(ok(ch), "equation '", eq, "': subscript '", ch, "' is not supported");
+  for (char ch : out) OPV_CHECK(ok(ch), "equation '", eq, "': subscript '", ch, "' is not supported");
+  for (size_t i = 0; i < out.size(); ++i)
+    OPV_CHECK(out.find(out[i], i + 1) == std::string::npos, "equation '", eq, "': output subscript '", out[i],
+              "' repeats");
+}
+
+bool infer_extra(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<ValueInfo>& outs) {
+  switch (op) {
+    case OpKind::ArgMax:
+    case OpKind::ArgMin: {
+      need_inputs(ins, 1, 1);
+      const Shape& x = ins[0].shape;
+      OPV_CHECK(!x.empty(), "input must have rank >= 1");
+      int64_t ax = check_axis(a, int64_t(x.size()));
+      OPV_CHECK(x[size_t(ax)] > 0, "axis ", ax, " of ", shape_str(x), " is empty");
+      Shape y = x;
+      if (a.i("keepdims", 1) != 0) y[size_t(ax)] = 1;
+      else y.erase(y.begin() + ax);
+      outs[0] = {DType::I64, y, nullptr};
+      return true;
+    }
+    case OpKind::LogSoftmax:
+    case OpKind::Hardmax:
+    case OpKind::LpNorm:
+    case OpKind::CumSum: {
+      need_inputs(ins, 1, 1);
+      OPV_CHECK(!ins[0].shape.empty(), "input must have rank >= 1");
+      check_axis(a, int64_t(ins[0].shape.size()));
+      if (op == OpKind::LpNorm) {
+        int64_t p = a.i("p", 2);
+        OPV_CHECK(p == 1 || p == 2, "p must be 1 or 2, got ", p);
+      }
+      if (op != OpKind::CumSum) OPV_CHECK(is_float(ins[0].dtype), "input must be a float tensor");
+      outs[0] = {ins[0].dtype, ins[0].shape, nullptr};
+      return true;
+    }
+    case OpKind::InstanceNorm: {
+      need_inputs(ins, 3, 3);
+      const Shape& x = ins[0].shape;
+      OPV_CHECK(x.size() >= 3, "input must be [N,C,D1,...], got ", shape_str(x));
+      OPV_CHECK(ins[1].shape == Shape{x[1]} && ins[2].shape == Shape{x[1]}, "scale and bias must be [", x[1], "]");
+      OPV_CHECK(is_float(ins[0].dtype), "input must be a float tensor");
+      outs[0] = {ins[0].dtype, x, nullptr};
+      return true;
+    }
+    case OpKind::Trilu: {
+      need_inputs(ins, 1, 1);
+      OPV_CHECK(ins[0].shape.size() >= 2, "input must have rank >= 2, got ", shape_str(ins[0].shape));
+      outs[0] = {ins[0].dtype, ins[0].shape, nullptr};
+      return true;
+    }
+    case OpKind::TopK: {
+      need_inputs(ins, 1, 1);
+      OPV_CHECK(outs.size() == 2, "expects 2 outputs");
+      const Shape& x = ins[0].shape;
+      OPV_CHECK(!x.empty(), "input must have rank >= 1");
+      int64_t ax = check_axis(a, int64_t(x.size()));
+      int64_t k = a.i("k", -1);
+      OPV_CHECK(k >= 0 && k <= x[size_t(ax)], "k = ", k, " must be in [0, ", x[size_t(ax)], "]");
+      Shape y = x;
+      y[size_t(ax)] = k;
+      outs[0] = {ins[0].dtype, y, nullptr};
+      outs[1] = {DType::I64, y, nullptr};
+      return true;
+    }
+    case OpKind::Einsum: {
+      OPV_CHECK(!ins.empty(), "needs at least one input");
+      std::vector<std::string> terms;
+      std::string out;
+      parse_einsum(a.s("equation", ""), terms, out);
+      OPV_CHECK(terms.size() == ins.size(), "equation has ", terms.size(), " operands, node has ", ins.size(), " inputs");
+      int64_t dims[128];
+      for (int64_t& d : dims) d = -1;
+      for (size_t i = 0; i < ins.size(); ++i) {
+        OPV_CHECK(ins[i].dtype == ins[0].dtype, "operand dtypes differ");
+        OPV_CHECK(terms[i].size() == ins[i].shape.size(), "operand ", i, " ", shape_str(ins[i].shape), " has rank ",
+                  ins[i].shape.size(), " but subscripts '", terms[i], "'");
+        for (size_t k = 0; k < terms[i].size(); ++k) {
+          int64_t& d = dims[size_t(static_cast<unsigned char>(terms[i][k]) & 127)];
+          int64_t e = ins[i].shape[k];
+          if (d < 0 || d == 1) d = e;
+          OPV_CHECK(e == d || e == 1, "subscript '", terms[i][k], "' has extents ", d, " and ", e);
+        }
+      }
+      Shape y;
+      for (char ch : out) {
+        int64_t d = dims[size_t(static_cast<unsigned char>(ch) & 127)];
+        OPV_CHECK(d >= 0, "output subscript '", ch, "' appears in no operand");
+        y.push_back(d);
+      }
+      outs[0] = {ins[0].dtype, y, nullptr};
+      return true;
+    }
+    case OpKind::ConvTranspose: {
+      need_inputs(ins, 2, 3);
+      const Shape& x = ins[0].shape;
+      const Shape& w = ins[1].shape;
+      OPV_CHECK(x.size() == 4 && w.size() == 4, "input and weight must be 4-D, got ", shape_str(x), " and ", shape_str(w));
+      OPV_CHECK(ins[1].dtype == ins[0].dtype, "weight dtype differs from input dtype");
+      int64_t group = a.i("group", 1);
+      OPV_CHECK(group >= 1 && x[1] == w[0] && w[0] % group == 0, "input channels ", x[1], " do not match weight ",
+                shape_str(w), " with group ", group);
+      const int64_t m = checked_mul(w[1], group, "output channels");
+      if (present(ins, 2)) OPV_CHECK(ins[2].shape == Shape{m}, "bias must be [", m, "]");
+      auto st = ints_of_size(a, "strides", 2, 1);
+      auto pd = ints_of_size(a, "pads", 4, 0);
+      auto dl = ints_of_size(a, "dilations", 2, 1);
+      auto op_ = ints_of_size(a, "output_padding", 2, 0);
+      check_extents(st, "strides");
+      check_extents(pd, "pads");
+      check_extents(dl, "dilations");
+      check_extents(op_, "output_padding");
+      Shape y = {x[0], m, 0, 0};
+      for (int i = 0; i < 2; ++i) {
+        OPV_CHECK(st[i] >= 1 && dl[i] >= 1 && op_[i] >= 0, "strides/dilations must be >= 1, output_padding >= 0");
+        int64_t full = checked_add(checked_mul(x[2 + i] - 1, st[i], "output extent"),
+                                   checked_mul(w[2 + i] - 1, dl[i], "output extent") + 1 + op_[i], "output extent");
+        y[2 + i] = full - pd[i] - pd[2 + i];
+        OPV_CHECK(y[2 + i] >= 0, "pads ", shape_str(pd), " leave no output");
+      }
+      outs[0] = {ins[0].dtype, y, nullptr};
+      return true;
+    }
+    case OpKind::GridSample: {
+      need_inputs(ins, 2, 2);
+      const Shape& x = ins[0].shape;
+      const Shape& g = ins[1].shape;
+      OPV_CHECK(x.size() == 4, "only 2-D sampling of [N,C,H,W] is supported, input is ", shape_str(x));
+      OPV_CHECK(g.size() == 4 && g[0] == x[0] && g[3] == 2, "grid must be [N,H_out,W_out,2], got ", shape_str(g));
+      OPV_CHECK(is_float(ins[0].dtype) && is_float(ins[1].dtype), "input and grid must be float tensors");
+      std::string mode = a.s("mode", "linear"), pad = a.s("padding", "zeros");
+      OPV_CHECK(mode == "linear" || mode == "nearest" || mode == "cubic", "mode '", mode, "' is not supported");
+      OPV_CHECK(pad == "zeros" || pad == "border" || pad == "reflection", "padding_mode '", pad, "' is not supported");
+      outs[0] = {ins[0].dtype, {x[0], x[1], g[1], g[2]}, nullptr};
+      return true;
+    }
+    case OpKind::GatherElements: {
+      need_inputs(ins, 2, 2);
+      const Shape& x = ins[0].shape;
+      const Shape& idx = ins[1].shape;
+      int64_t ax = check_axis(a, int64_t(x.size()));
+      OPV_CHECK(ins[1].dtype == DType::I64 || ins[1].dtype == DType::I32, "indices must be i32 or i64");
+      OPV_CHECK(idx.size() == x.size(), "indices ", shape_str(idx), " must have the rank of x ", shape_str(x));
+      for (size_t d = 0; d < x.size(); ++d)
+        OPV_CHECK(int64_t(d) == ax || idx[d] <= x[d], "indices ", shape_str(idx), " exceed x ", shape_str(x));
+      outs[0] = {ins[0].dtype, idx, nullptr};
+      return true;
+    }
+    case OpKind::ScatterElements: {
+      need_inputs(ins, 3, 3);
+      const Shape& x = ins[0].shape;
+      const Shape& idx = ins[1].shape;
+      int64_t ax = check_axis(a, int64_t(x.size()));
+      OPV_CHECK(ins[1].dtype == DType::I64 || ins[1].dtype == DType::I32, "indices must be i32 or i64");
+      OPV_CHECK(ins[2].shape == idx, "updates ", shape_str(ins[2].shape), " must have the shape of indices ",
+                shape_str(idx));
+      OPV_CHECK(ins[2].dtype == ins[0].dtype, "updates dtype differs from x");
+      OPV_CHECK(idx.size() == x.size(), "indices must have the rank of x");
+      for (size_t d = 0; d < x.size(); ++d)
+        OPV_CHECK(int64_t(d) == ax || idx[d] <= x[d], "indices ", shape_str(idx), " exceed x ", shape_str(x));
+      std::string r = a.s("reduction", "none");
+      OPV_CHECK(r == "none" || r == "add" || r == "mul" || r == "max" || r == "min", "reduction '", r,
+                "' is not supported");
+      outs[0] = {ins[0].dtype, x, nullptr};
+      return true;
+    }
+    default: return false;
+  }
+}
+
 void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<ValueInfo>& outs) {
   switch (op) {
     case OpKind::Where: {
@@ -297,7 +487,13 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
     case OpKind::ReduceMean:
     case OpKind::ReduceSum:
     case OpKind::ReduceMax:
-    case OpKind::ReduceMin: {
+    case OpKind::ReduceMin:
+    case OpKind::ReduceProd:
+    case OpKind::ReduceL1:
+    case OpKind::ReduceL2:
+    case OpKind::ReduceLogSum:
+    case OpKind::ReduceLogSumExp:
+    case OpKind::ReduceSumSquare: {
       need_inputs(ins, 1, 1);
       const Shape& x = ins[0].shape;
       auto axes = check_axes(a, int64_t(x.size()));
@@ -473,7 +669,9 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
       outs[0] = {ins[0].dtype, ins[0].shape, nullptr};
       return;
     }
-    default: fail("no shape inference for op ", op_name(op));
+    default:
+      if (infer_extra(op, a, ins, outs)) return;
+      fail("no shape inference for op ", op_name(op));
   }
 }
 
@@ -488,6 +686,9 @@ void infer_impl(OpKind op, const Attrs& attrs, const std::vector<ValueInfo>& ins
     DType t = ins[0].dtype;
     if (op == OpKind::Not) {
       OPV_CHECK(t == DType::Bool, "input must be bool, got ", dn(t));
+    } else if (op == OpKind::IsNaN || op == OpKind::IsInf) {
+      OPV_CHECK(is_float(t), "input must be a float tensor, got ", dn(t));
+      t = DType::Bool;
     } else if (op == OpKind::Cast) {
       OPV_CHECK(attrs.has("to"), "attribute 'to' is required");
       t = dtype_from_u8(uint8_t(attrs.i("to")));
@@ -499,8 +700,13 @@ void infer_impl(OpKind op, const Attrs& attrs, const std::vector<ValueInfo>& ins
   if (is_binary(op)) {
     need_inputs(ins, 2, 2);
     DType a = ins[0].dtype, b = ins[1].dtype;
-    if (op == OpKind::And || op == OpKind::Or)
+    if (op == OpKind::And || op == OpKind::Or || op == OpKind::Xor)
       OPV_CHECK(a == DType::Bool && b == DType::Bool, "operands must be bool, got ", dn(a), " and ", dn(b));
+    if (op == OpKind::BitwiseAnd || op == OpKind::BitwiseOr || op == OpKind::BitwiseXor)
+      OPV_CHECK(is_int(a), "operands must be integers, got ", dn(a));
+    if (op == OpKind::PRelu)
+      OPV_CHECK(broadcasts_to(ins[1].shape, ins[0].shape), "slope ", shape_str(ins[1].shape),
+                " does not broadcast to x ", shape_str(ins[0].shape));
     if (op != OpKind::Pow)
       OPV_CHECK(a == b, "operand dtypes differ: ", dn(a), " vs ", dn(b));
     outs[0].shape = broadcast_shapes(ins[0].shape, ins[1].shape);

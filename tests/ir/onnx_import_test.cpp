@@ -749,10 +749,17 @@ TEST(OnnxImport, ErrorsNameTheProblem) {
   EXPECT_NE(import_error(d).find("node '/ms' (Relu): operator domain 'com.microsoft' is not supported"),
             std::string::npos);
 
-  OnnxBuilder o(9);
+  OnnxBuilder o(30);
   o.input("x", kF32, {3});
   o.output("x");
-  EXPECT_NE(import_error(o).find("opset 9 is not supported"), std::string::npos) << import_error(o);
+  EXPECT_NE(import_error(o).find("opset 30 is not supported"), std::string::npos) << import_error(o);
+
+  // Before opset 7 only ops unchanged since opset 1 are accepted (7-10 are upgraded on import).
+  OnnxBuilder old(5);
+  old.input("x", kF32, {3});
+  old.node("Relu", {"x"}, {"y"}, "/r5");
+  old.output("y");
+  EXPECT_NE(import_error(old).find("operator 'Relu' changed before opset 7"), std::string::npos) << import_error(old);
 
   OnnxBuilder a;
   a.input("x", kF32, {3});

@@ -93,5 +93,16 @@ void run_movement(const Args& a);     // movement.cpp (Reshape, Transpose, Conca
 void run_resize(const Args& a);       // resize.cpp
 void run_range(const Args& a);        // generate.cpp
 void run_constant_of_shape(const Args& a);  // generate.cpp
+// extra.cpp
+void run_arg_reduce(const Args& a);              // ArgMax, ArgMin
+void run_axis_norm(const Args& a);               // LogSoftmax, Hardmax, LpNorm
+void run_cumsum(const Args& a);
+void run_instance_norm(const Args& a);
+void run_trilu(const Args& a);
+void run_topk(const Args& a);
+void run_einsum(const Args& a);
+void run_conv_transpose(const Args& a);
+void run_grid_sample(const Args& a);
+void run_gather_scatter_elements(const Args& a);  // GatherElements, ScatterElements
 
 }  // namespace opv::ref::detail

@@ -40,6 +40,19 @@ bool computes_in_float(OpKind op) {
     case OpKind::ReduceSum:
     case OpKind::Softmax:
     case OpKind::LayerNorm:
+    case OpKind::PRelu:
+    case OpKind::ReduceL1:
+    case OpKind::ReduceL2:
+    case OpKind::ReduceLogSum:
+    case OpKind::ReduceLogSumExp:
+    case OpKind::ReduceSumSquare:
+    case OpKind::ReduceProd:
+    case OpKind::LogSoftmax:
+    case OpKind::LpNorm:
+    case OpKind::InstanceNorm:
+    case OpKind::ConvTranspose:
+    case OpKind::GridSample:
+    case OpKind::Einsum:
       return true;
     default: return false;
   }
@@ -69,7 +82,28 @@ void dispatch(const Args& a) {
     case OpKind::Ceil:
     case OpKind::Not:
     case OpKind::Clip:
-    case OpKind::Cast: return detail::run_unary(a);
+    case OpKind::Cast:
+    case OpKind::Sin:
+    case OpKind::Cos:
+    case OpKind::Tan:
+    case OpKind::Asin:
+    case OpKind::Acos:
+    case OpKind::Atan:
+    case OpKind::Sinh:
+    case OpKind::Cosh:
+    case OpKind::Asinh:
+    case OpKind::Acosh:
+    case OpKind::Atanh:
+    case OpKind::Sign:
+    case OpKind::Round:
+    case OpKind::Softsign:
+    case OpKind::Mish:
+    case OpKind::Selu:
+    case OpKind::ThresholdedRelu:
+    case OpKind::Celu:
+    case OpKind::Shrink:
+    case OpKind::IsNaN:
+    case OpKind::IsInf: return detail::run_unary(a);
     case OpKind::Add:
     case OpKind::Sub:
     case OpKind::Mul:
@@ -84,7 +118,12 @@ void dispatch(const Args& a) {
     case OpKind::LessOrEqual:
     case OpKind::GreaterOrEqual:
     case OpKind::And:
-    case OpKind::Or: return detail::run_binary(a);
+    case OpKind::Or:
+    case OpKind::Xor:
+    case OpKind::PRelu:
+    case OpKind::BitwiseAnd:
+    case OpKind::BitwiseOr:
+    case OpKind::BitwiseXor: return detail::run_binary(a);
     case OpKind::Where: return detail::run_where(a);
     case OpKind::Conv: return detail::run_conv(a);
     case OpKind::Gemm: return detail::run_gemm(a);
@@ -97,7 +136,27 @@ void dispatch(const Args& a) {
     case OpKind::ReduceMean:
     case OpKind::ReduceSum:
     case OpKind::ReduceMax:
-    case OpKind::ReduceMin: return detail::run_reduce(a);
+    case OpKind::ReduceMin:
+    case OpKind::ReduceProd:
+    case OpKind::ReduceL1:
+    case OpKind::ReduceL2:
+    case OpKind::ReduceLogSum:
+    case OpKind::ReduceLogSumExp:
+    case OpKind::ReduceSumSquare: return detail::run_reduce(a);
+    case OpKind::ArgMax:
+    case OpKind::ArgMin: return detail::run_arg_reduce(a);
+    case OpKind::LogSoftmax:
+    case OpKind::Hardmax:
+    case OpKind::LpNorm: return detail::run_axis_norm(a);
+    case OpKind::CumSum: return detail::run_cumsum(a);
+    case OpKind::InstanceNorm: return detail::run_instance_norm(a);
+    case OpKind::Trilu: return detail::run_trilu(a);
+    case OpKind::TopK: return detail::run_topk(a);
+    case OpKind::Einsum: return detail::run_einsum(a);
+    case OpKind::ConvTranspose: return detail::run_conv_transpose(a);
+    case OpKind::GridSample: return detail::run_grid_sample(a);
+    case OpKind::GatherElements:
+    case OpKind::ScatterElements: return detail::run_gather_scatter_elements(a);
     case OpKind::Softmax: return detail::run_softmax(a);
     case OpKind::LayerNorm: return detail::run_layer_norm(a);
     case OpKind::Reshape:

@@ -46,6 +46,28 @@ double unary_f64(OpKind op, double x, double alpha, double beta) {
     case OpKind::Floor: return std::floor(x);
     case OpKind::Ceil: return std::ceil(x);
     case OpKind::Clip: return std::isnan(x) ? x : std::min(std::max(x, alpha), beta);
+    case OpKind::Sin: return std::sin(x);
+    case OpKind::Cos: return std::cos(x);
+    case OpKind::Tan: return std::tan(x);
+    case OpKind::Asin: return std::asin(x);
+    case OpKind::Acos: return std::acos(x);
+    case OpKind::Atan: return std::atan(x);
+    case OpKind::Sinh: return std::sinh(x);
+    case OpKind::Cosh: return std::cosh(x);
+    case OpKind::Asinh: return std::asinh(x);
+    case OpKind::Acosh: return std::acosh(x);
+    case OpKind::Atanh: return std::atanh(x);
+    case OpKind::Sign: return std::isnan(x) ? x : double((x > 0) - (x < 0));
+    case OpKind::Round: return std::nearbyint(x);  // default rounding mode: half to even
+    case OpKind::Softsign: return x / (1.0 + std::fabs(x));
+    case OpKind::Mish: {
+      double sp = x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+      return x * std::tanh(sp);
+    }
+    case OpKind::Selu: return x > 0 ? beta * x : beta * (alpha * std::exp(x) - alpha);
+    case OpKind::ThresholdedRelu: return x > alpha ? x : 0.0;
+    case OpKind::Celu: return std::max(0.0, x) + std::min(0.0, alpha * std::expm1(x / alpha));
+    case OpKind::Shrink: return x < -beta ? x + alpha : x > beta ? x - alpha : 0.0;
     default: fail(op_name(op), ": not a float unary op");
   }
 }
@@ -61,6 +83,8 @@ bool unary_i64(OpKind op, const std::vector<int64_t>& x, double alpha, double be
       case OpKind::Floor:
       case OpKind::Ceil: y[i] = v; break;
       case OpKind::Relu: y[i] = v > 0 ? v : 0; break;
+      case OpKind::Round: y[i] = v; break;
+      case OpKind::Sign: y[i] = (v > 0) - (v < 0); break;
       case OpKind::Neg: y[i] = int64_t(0ull - uint64_t(v)); break;
       case OpKind::Abs: y[i] = v < 0 ? int64_t(0ull - uint64_t(v)) : v; break;
       case OpKind::Clip:
@@ -113,6 +137,10 @@ int64_t binary_i64(OpKind op, int64_t a, int64_t b, bool fmod_mode) {
     case OpKind::Pow: return int_pow(a, b);
     case OpKind::Min: return std::min(a, b);
     case OpKind::Max: return std::max(a, b);
+    case OpKind::PRelu: return a < 0 ? wrap_mul(a, b) : a;
+    case OpKind::BitwiseAnd: return a & b;
+    case OpKind::BitwiseOr: return a | b;
+    case OpKind::BitwiseXor: return a ^ b;
     default: fail(op_name(op), ": not an integer binary op");
   }
 }
@@ -131,6 +159,7 @@ double binary_f64(OpKind op, double a, double b, bool fmod_mode) {
       if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
       return r;
     }
+    case OpKind::PRelu: return a < 0 ? a * b : a;
     default: fail(op_name(op), ": not a float binary op");
   }
 }
@@ -160,15 +189,15 @@ void binary_into(const Args& args, OpKind op, const Tensor& a, const Tensor& b, 
   std::vector<int64_t> ob = broadcast_offsets(b.shape(), os);
   const size_t n = oa.size();
   const bool fmod_mode = args.attrs.i("fmod", 0) != 0;
-  if (op == OpKind::And || op == OpKind::Or) {
+  if (op == OpKind::And || op == OpKind::Or || op == OpKind::Xor) {
     if (a.dtype() != DType::Bool || b.dtype() != DType::Bool || y.dtype() != DType::Bool)
-      args.unsupported("And/Or take and produce bool");
+      args.unsupported("And/Or/Xor take and produce bool");
     const uint8_t* pa = a.data<uint8_t>();
     const uint8_t* pb = b.data<uint8_t>();
     std::vector<uint8_t> r(n);
     for (size_t i = 0; i < n; ++i) {
       bool x = pa[oa[i]] != 0, z = pb[ob[i]] != 0;
-      r[i] = (op == OpKind::And ? (x && z) : (x || z)) ? 1 : 0;
+      r[i] = (op == OpKind::And ? (x && z) : op == OpKind::Or ? (x || z) : (x != z)) ? 1 : 0;
     }
     if (n) std::memcpy(y.raw(), r.data(), n);  // empty tensors have no storage (fuzz_onnx)
     return;
@@ -186,7 +215,8 @@ void binary_into(const Args& args, OpKind op, const Tensor& a, const Tensor& b, 
     if (n) std::memcpy(y.raw(), r.data(), n);  // empty tensors have no storage (fuzz_onnx)
     return;
   }
-  if (is_float(y.dtype())) {
+  const bool bitwise = op == OpKind::BitwiseAnd || op == OpKind::BitwiseOr || op == OpKind::BitwiseXor;
+  if (is_float(y.dtype()) && !bitwise) {
     std::vector<double> va = load_f64(a), vb = load_f64(b), r(n);
     for (size_t i = 0; i < n; ++i) r[i] = binary_f64(op, va[size_t(oa[i])], vb[size_t(ob[i])], fmod_mode);
     store_f64(y, r);
@@ -207,6 +237,16 @@ void unary_into(const Args& args, OpKind op, double alpha, double beta, const Te
     const uint8_t* px = x.data<uint8_t>();
     uint8_t* py = y.data<uint8_t>();
     for (int64_t i = 0; i < x.numel(); ++i) py[i] = px[i] ? 0 : 1;
+    return;
+  }
+  if (op == OpKind::IsNaN || op == OpKind::IsInf) {
+    if (!is_float(x.dtype()) || y.dtype() != DType::Bool) args.unsupported("IsNaN/IsInf take floats and produce bool");
+    std::vector<double> v = load_f64(x);
+    uint8_t* py = y.data<uint8_t>();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double e = v[i];
+      py[i] = op == OpKind::IsNaN ? std::isnan(e) : ((alpha != 0 && e == -INFINITY) || (beta != 0 && e == INFINITY));
+    }
     return;
   }
   if (is_float(y.dtype()) && is_float(x.dtype())) {

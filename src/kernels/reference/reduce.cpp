@@ -42,38 +42,71 @@ void run_reduce(const Args& a) {
   if (is_float(x.dtype()) && is_float(y.dtype())) {
     const double init = op == OpKind::ReduceMax   ? -std::numeric_limits<double>::infinity()
                         : op == OpKind::ReduceMin ? std::numeric_limits<double>::infinity()
+                        : op == OpKind::ReduceProd ? 1.0
                                                   : 0.0;
     std::vector<double> acc(size_t(y.numel()), init);
     const std::vector<double> xv = load_f64(x);
+    // ReduceLogSumExp: subtract the per-output maximum first (exp would overflow otherwise).
+    std::vector<double> mx;
+    if (op == OpKind::ReduceLogSumExp) {
+      mx.assign(acc.size(), -std::numeric_limits<double>::infinity());
+      for (size_t i = 0; i < xv.size(); ++i) mx[size_t(dst[i])] = std::max(mx[size_t(dst[i])], xv[i]);
+      for (double& m : mx)
+        if (!std::isfinite(m)) m = 0;
+    }
     for (size_t i = 0; i < xv.size(); ++i) {
       double& t = acc[size_t(dst[i])];
       const double v = xv[i];
-      if (op == OpKind::ReduceMax)
-        t = (v > t || std::isnan(v)) ? v : t;
-      else if (op == OpKind::ReduceMin)
-        t = (v < t || std::isnan(v)) ? v : t;
-      else
-        t += v;
+      switch (op) {
+        case OpKind::ReduceMax: t = (v > t || std::isnan(v)) ? v : t; break;
+        case OpKind::ReduceMin: t = (v < t || std::isnan(v)) ? v : t; break;
+        case OpKind::ReduceProd: t *= v; break;
+        case OpKind::ReduceL1: t += std::fabs(v); break;
+        case OpKind::ReduceL2:
+        case OpKind::ReduceSumSquare: t += v * v; break;
+        case OpKind::ReduceLogSumExp: t += std::exp(v - mx[size_t(dst[i])]); break;
+        default: t += v; break;
+      }
     }
     if (op == OpKind::ReduceMean)
       for (double& v : acc) v = count ? v / double(count) : NAN;
+    if (op == OpKind::ReduceL2)
+      for (double& v : acc) v = std::sqrt(v);
+    if (op == OpKind::ReduceLogSum)
+      for (double& v : acc) v = std::log(v);
+    if (op == OpKind::ReduceLogSumExp)
+      for (size_t i = 0; i < acc.size(); ++i) acc[i] = std::log(acc[i]) + mx[i];
     store_f64(y, acc);
     return;
   }
   if (is_int(x.dtype()) && is_int(y.dtype())) {
+    if (op == OpKind::ReduceL2 || op == OpKind::ReduceLogSum || op == OpKind::ReduceLogSumExp) {
+      // Computed in floating point, then truncated to the integer output like onnxruntime.
+      std::vector<double> acc(size_t(y.numel()), 0.0);
+      const std::vector<double> xv = load_f64(x);
+      for (size_t i = 0; i < xv.size(); ++i)
+        acc[size_t(dst[i])] += op == OpKind::ReduceL2 ? xv[i] * xv[i] : op == OpKind::ReduceLogSum ? xv[i] : std::exp(xv[i]);
+      for (double& v : acc) v = op == OpKind::ReduceL2 ? std::sqrt(v) : std::log(v);
+      store_f64(y, acc);
+      return;
+    }
     const int64_t init = op == OpKind::ReduceMax   ? std::numeric_limits<int64_t>::min()
                          : op == OpKind::ReduceMin ? std::numeric_limits<int64_t>::max()
+                         : op == OpKind::ReduceProd ? 1
                                                    : 0;
     std::vector<int64_t> acc(size_t(y.numel()), init);
     const std::vector<int64_t> xv = load_i64(x);
     for (size_t i = 0; i < xv.size(); ++i) {
       int64_t& t = acc[size_t(dst[i])];
-      if (op == OpKind::ReduceMax)
-        t = std::max(t, xv[i]);
-      else if (op == OpKind::ReduceMin)
-        t = std::min(t, xv[i]);
-      else
-        t = int64_t(uint64_t(t) + uint64_t(xv[i]));
+      const int64_t v = xv[i];
+      switch (op) {
+        case OpKind::ReduceMax: t = std::max(t, v); break;
+        case OpKind::ReduceMin: t = std::min(t, v); break;
+        case OpKind::ReduceProd: t = int64_t(uint64_t(t) * uint64_t(v)); break;
+        case OpKind::ReduceL1: t = int64_t(uint64_t(t) + uint64_t(v < 0 ? 0ull - uint64_t(v) : uint64_t(v))); break;
+        case OpKind::ReduceSumSquare: t = int64_t(uint64_t(t) + uint64_t(v) * uint64_t(v)); break;
+        default: t = int64_t(uint64_t(t) + uint64_t(v)); break;
+      }
     }
     if (op == OpKind::ReduceMean) {
       if (count == 0) a.error("mean over an empty set");
