@@ -2,7 +2,10 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include <cstring>
+
 #include "core/limits.h"
+#include "ops/shape_infer.h"
 #include "plan/liveness.h"
 #include "plan/plan.h"
 
@@ -95,6 +98,58 @@ void check_call_attrs(const Plan& p, int c) {
       break;
   }
 }
+// Every call's kernel settings must produce exactly its output buffers from its input buffers:
+// shape inference (ops/shape_infer.h, the importer's own rules) re-run on the buffers' dtypes
+// and logical shapes. This covers every op at once (movement ops with tampered perms, slices,
+// axes, ...), not only those with a hand-written check above. Constant inputs are given their
+// data, as the importer does. Kernels whose buffers are in GPU-specific storage (images, packed
+// weights) or whose post-ops change the result are checked by the backends' own ABI instead.
+void check_call_shapes(const Plan& p, int c) {
+  const Call& call = p.calls[size_t(c)];
+  const Kernel& k = p.kernels[size_t(call.kernel)];
+  std::vector<ValueInfo> ins, outs;
+  std::vector<Tensor> data;
+  data.reserve(call.inputs.size());
+  // inputs of fused element-wise post-ops are not the kernel op's own
+  std::vector<bool> post_input(call.inputs.size(), false);
+  for (const PostOp& po : k.post_ops)
+    if (is_binary(po.op) && po.input >= 0 && size_t(po.input) < post_input.size()) post_input[size_t(po.input)] = true;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    if (post_input[i]) continue;
+    int b = call.inputs[i];
+    ValueInfo v;
+    if (b >= 0) {
+      const Buffer& buf = p.buffers[size_t(b)];
+      if (buf.layout == Layout::PackedWeight || buf.layout == Layout::ImageRGBA) return;
+      v.dtype = buf.dtype;
+      v.shape = buf.shape;
+      if (buf.kind == BufferKind::Constant && buf.layout == Layout::Linear && buf.bytes == int64_t(storage_bytes(buf.dtype, buf.shape, buf.layout))) {
+        data.emplace_back(buf.dtype, buf.shape);
+        if (buf.bytes) std::memcpy(data.back().raw(), p.weights.data() + buf.offset, size_t(buf.bytes));
+        v.data = &data.back();
+      }
+    }
+    ins.push_back(v);
+  }
+  for (int b : call.outputs) {
+    const Buffer& buf = p.buffers[size_t(b)];
+    if (buf.layout == Layout::PackedWeight || buf.layout == Layout::ImageRGBA) return;
+    ValueInfo v;
+    v.dtype = buf.dtype;
+    v.shape = buf.shape;
+    outs.push_back(v);
+  }
+  std::vector<ValueInfo> want = outs;
+  try {
+    infer_shapes(k.op, k.attrs, ins, want);
+  } catch (const Error& e) {
+    fail(call_label(p, c), ": kernel settings do not fit its buffers: ", e.what());
+  }
+  for (size_t i = 0; i < outs.size() && i < want.size(); ++i)
+    OPV_CHECK(want[i].shape == outs[i].shape, call_label(p, c), ": output ", i, " '", p.buffers[size_t(call.outputs[i])].name,
+              "' has shape ", shape_str(outs[i].shape), " but the kernel's settings make ", shape_str(want[i].shape));
+}
+
 }  // namespace
 
 void validate(const Plan& p) {
@@ -147,6 +202,7 @@ void validate(const Plan& p) {
       ready[b] = 1;
     }
     check_call_attrs(p, c);
+    check_call_shapes(p, c);
   }
   for (int i = 0; i < nb; ++i) {
     const Buffer& b = p.buffers[i];

@@ -114,5 +114,19 @@ TEST(ValidateHostile, BuffersBeyondThePerTensorLimitsAreRefused) {
   EXPECT_HAS(error_of(p), "buffer 1 'y': tensor f32[1,1,4194304,4194304] has more than 268435456 elements");
 }
 
+// Every op, not only the hand-checked ones: shape inference re-run on the call's buffers must give
+// its output buffers (a tampered Transpose perm read past its input in the cpu backend's strided
+// copy: tests/fuzz/repro/opv/asan-cpu-copy-row-heap-overflow.opv).
+TEST(ValidateHostile, EveryCallsOutputsMustFollowFromItsInputsAndSettings) {
+  Attrs t;
+  t.set("perm", std::vector<int64_t>{0, 2, 3, 1});
+  EXPECT_EQ(error_of(one_call(OpKind::Transpose, {1, 8, 8, 2}, t)), "<no error>");
+  EXPECT_HAS(error_of(one_call(OpKind::Transpose, {1, 8, 8, 4}, t)), "but the kernel's settings make [1,8,8,2]");
+  t.set("perm", std::vector<int64_t>{0, 2, 3, 7});
+  EXPECT_HAS(error_of(one_call(OpKind::Transpose, {1, 8, 8, 2}, t)), "kernel settings do not fit its buffers");
+  EXPECT_EQ(error_of(one_call(OpKind::Relu, {1, 2, 8, 8}, Attrs{})), "<no error>");
+  EXPECT_HAS(error_of(one_call(OpKind::Relu, {1, 2, 8, 9}, Attrs{})), "has shape [1,2,8,9]");
+}
+
 }  // namespace
 }  // namespace opv::plan

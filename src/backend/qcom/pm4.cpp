@@ -120,6 +120,13 @@ std::vector<Packet> decode(const uint32_t* dw, size_t n, bool allow_unknown_regs
                     get(f::PM4_TYPE4_HEADER__REG_PARITY, h) == parity(p.reg),
                 "qcom pm4: bad parity in the type-4 header 0x", std::hex, h, std::dec, " at dword ", i);
       OPV_CHECK(cnt > 0, "qcom pm4: type-4 packet with no values at dword ", i);
+      // bits no type-4 field covers (the writer never sets them) must be zero, as type-7's ZERO
+      auto bits = [](const a6xx::Field& x) { return static_cast<uint32_t>(((uint64_t(1) << (x.hi - x.lo + 1)) - 1) << x.lo); };
+      uint32_t covered = bits(f::PM4_TYPE4_HEADER__CNT) | bits(f::PM4_TYPE4_HEADER__CNT_PARITY) |
+                         bits(f::PM4_TYPE4_HEADER__REGINDX) | bits(f::PM4_TYPE4_HEADER__REG_PARITY) |
+                         bits(f::PM4_TYPE4_HEADER__TYPE);
+      OPV_CHECK((h & ~covered) == 0, "qcom pm4: reserved bits set in the type-4 header 0x", std::hex, h, std::dec,
+                " at dword ", i);
       if (!allow_unknown_regs) {
         for (size_t k = 0; k < cnt; ++k) {
           bool known;
