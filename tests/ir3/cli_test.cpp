@@ -31,7 +31,7 @@ std::string tmp(const std::string& name, const std::string& content) {
 
 TEST(Ir3Cli, HelpForEveryCommand) {
   std::string o;
-  for (const char* c : {"dis", "asm", "sim", "check", "info"}) {
+  for (const char* c : {"dis", "asm", "sim", "check", "info", "opt"}) {
     EXPECT_EQ(run({"ir3", c, "--help"}, &o), 0) << c;
     EXPECT_NE(o.find(std::string("opvision ir3 ") + c), std::string::npos) << o;
   }
@@ -128,4 +128,38 @@ TEST(Ir3Cli, WritesAreCheckedAndInputsMustBeRegularFiles) {
   err = run_err({"ir3", "dis", testing::TempDir()}, &rc);
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.find("it is a directory"), std::string::npos) << err;
+}
+
+// `ir3 opt` on a Qualcomm program binary: the code is rewritten (packed, legalized) and the
+// register footprint in the header follows the rewritten code.
+TEST(Ir3Cli, OptRewritesAProgramBinaryAndPatchesItsFootprint) {
+  std::vector<uint64_t> code = assemble(R"(
+    cov.u32f32 r1.x, r0.x
+    mov.f32f32 r2.x, c2.x
+    mov.f32f32 r2.y, c2.y
+    mov.f32f32 r2.z, c2.z
+    mov.f32f32 r2.w, c2.w
+    (rpt5)nop
+    mad.f32 r2.x, c1.x, r1.x, r2.x
+    mad.f32 r2.y, c1.y, r1.x, r2.y
+    mad.f32 r2.z, c1.z, r1.x, r2.z
+    mad.f32 r2.w, c1.w, r1.x, r2.w
+    (rpt5)nop
+    stib.b.typed.2d.f32.4.imm r2.x, r0.x, 0
+    end
+  )");
+  qcom::Program p = qcom::make(code, "k", {qcom::ArgType::Ibo}, 9, 0);  // footprint claims r8
+  std::vector<uint8_t> blob = qcom::write(p);
+  std::string in = tmp("opt_in.bin", std::string(blob.begin(), blob.end()));
+  std::string out = testing::TempDir() + "/ir3_cli_opt_out.bin";
+  std::string o;
+  ASSERT_EQ(run({"ir3", "opt", in, "-o", out, "--report"}, &o), 0) << o;
+  EXPECT_NE(o.find("after"), std::string::npos) << o;
+  std::ifstream f(out, std::ios::binary);
+  std::vector<uint8_t> got((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  qcom::Program q = qcom::read(got);
+  EXPECT_EQ(q.full_regs, 3u);  // r0-r2 after the rewrite
+  std::string dis = disassemble(q.code);
+  EXPECT_NE(dis.find("(rpt3)mad.f32"), std::string::npos) << dis;
+  EXPECT_NE(run({"ir3", "opt", in, "-o", out, "--pass", "nope"}, &o), 0);
 }
