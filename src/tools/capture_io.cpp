@@ -44,20 +44,23 @@ std::function<std::vector<uint8_t>(const std::string&)> initializer_reader(const
   };
 }
 
-CaptureFeed capture_inputs(const ir3::Capture& c, const Args& a, const char* who) {
+CaptureFeed capture_inputs_from(const ir3::Capture& c, const std::string& npz_path) {
   CaptureFeed f;
-  if (a.has("--inputs")) {
-    NamedArrays npz = read_npz(a.get("--inputs"));
-    for (const ir3::CaptureTensor& t : c.inputs) {
-      auto it = std::find_if(npz.begin(), npz.end(), [&](const auto& e) { return e.first == t.name; });
-      OPV_CHECK(it != npz.end(), a.get("--inputs"), ": no entry for input '", t.name, "'");
-      OPV_CHECK(it->second.dtype() == dtype_of(t.dtype) && it->second.nbytes() == t.bytes(), a.get("--inputs"), ": entry '",
-                t.name, "' must be ", t.dtype, " with ", t.bytes(), " bytes");
-      const auto* b = static_cast<const uint8_t*>(it->second.raw());
-      f.bytes[t.name].assign(b, b + t.bytes());
-    }
-    return f;
+  NamedArrays npz = read_npz(npz_path);
+  for (const ir3::CaptureTensor& t : c.inputs) {
+    auto it = std::find_if(npz.begin(), npz.end(), [&](const auto& e) { return e.first == t.name; });
+    OPV_CHECK(it != npz.end(), npz_path, ": no entry for input '", t.name, "'");
+    OPV_CHECK(it->second.dtype() == dtype_of(t.dtype) && it->second.nbytes() == t.bytes(), npz_path, ": entry '", t.name,
+              "' must be ", t.dtype, " with ", t.bytes(), " bytes");
+    const auto* b = static_cast<const uint8_t*>(it->second.raw());
+    f.bytes[t.name].assign(b, b + t.bytes());
   }
+  return f;
+}
+
+CaptureFeed capture_inputs(const ir3::Capture& c, const Args& a, const char* who) {
+  if (a.has("--inputs")) return capture_inputs_from(c, a.get("--inputs"));
+  CaptureFeed f;
   std::mt19937_64 rng(static_cast<uint64_t>(a.get_int("--seed", 0, 0, INT64_MAX)));
   for (const ir3::CaptureTensor& t : c.inputs) {
     OPV_CHECK(t.dtype == "uint8", who, ": random inputs are uint8 only; give --inputs for '", t.name, "'");

@@ -29,6 +29,8 @@ struct CaptureFeed {
 // Inputs from --inputs IN.npz (checked against the capture's names, dtypes and sizes) or
 // random uint8 from --seed.
 CaptureFeed capture_inputs(const ir3::Capture& c, const Args& a, const char* who);
+// Inputs by name from an .npz (extra entries, e.g. reference outputs, are ignored).
+CaptureFeed capture_inputs_from(const ir3::Capture& c, const std::string& npz_path);
 
 // Raw output bytes (capture order) as named tensors.
 NamedArrays capture_outputs(const ir3::Capture& c, const std::vector<std::vector<uint8_t>>& outs);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "tools/common.h"
+#include "tools/qcom_session.h"
 
 namespace opv::tools {
 
@@ -42,7 +43,8 @@ int cmd_bench(int argc, char** argv) {
   p.positional("MODEL", "an ONNX model (compiled on the fly) or a .opv artifact")
       .option("--backend", "B", "backend to run on (.opv: defaults to the artifact's target)", kDefaultBackend)
       .option("--threads", "N", "CPU threads (0 = backend default)", "0")
-      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices')")
+      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices'); --backend qcom: sim or kgsl (default: kgsl when /dev/kgsl-3d0 exists, else the simulated a630)")
+      .option("--model", "MODEL.onnx", "--backend qcom: the ONNX model holding the capture's weights (default: found by name next to the capture)")
       .flag("--spin", "opencl: wait for each inference's end by polling its completion (lower latency, one busy CPU core)")
       .option("--warmup", "N", "untimed runs first", "10")
       .option("--iters", "N", "timed runs", "50")
@@ -53,6 +55,37 @@ int cmd_bench(int argc, char** argv) {
   const int64_t warmup = a.get_int("--warmup", 10, 0, kMaxIters), iters = a.get_int("--iters", 50, 1, kMaxIters);
 
   const std::string& model = a.positionals[0];
+  if (a.get("--backend", kDefaultBackend) == kQcomBackend) {  // MODEL is a capture directory
+    QcomSession qs(model, a, "bench");
+    CaptureFeed feed = capture_inputs(qs.capture(), a, "bench");
+    for (int64_t i = 0; i < warmup; ++i) qs.run(feed);
+    std::vector<double> times;
+    for (int64_t i = 0; i < iters; ++i) {
+      double t0 = now_ms();
+      qs.run(feed);
+      times.push_back(now_ms() - t0);
+    }
+    LatencyStats st = latency_stats(times);
+    const qcom::StreamStats& ss = qs.stream_stats();
+    if (a.has("--json")) {
+      std::printf("{\"model\": \"%s\", \"backend\": \"qcom\", \"device\": \"%s\", \"warmup\": %lld, \"iters\": %lld, "
+                  "\"median_ms\": %.6f, \"min_ms\": %.6f, \"p90_ms\": %.6f, \"mean_ms\": %.6f, \"submissions\": %llu, "
+                  "\"dispatches\": %llu, \"packets\": %llu, \"barriers\": %llu, \"stream_bytes\": %llu}\n",
+                  json_escape(model).c_str(), json_escape(qs.device_name()).c_str(), (long long)warmup, (long long)iters,
+                  st.median_ms, st.min_ms, st.p90_ms, st.mean_ms, (unsigned long long)ss.submissions,
+                  (unsigned long long)ss.dispatches, (unsigned long long)ss.packets, (unsigned long long)ss.barriers,
+                  (unsigned long long)ss.bytes);
+      return kExitOk;
+    }
+    std::printf("%s on qcom (%s): median %.3f ms, min %.3f ms, p90 %.3f ms over %lld runs\n", model.c_str(),
+                qs.device_name().c_str(), st.median_ms, st.min_ms, st.p90_ms, (long long)iters);
+    std::printf("per inference: %llu submission, %llu dispatches, %llu packets, %llu barriers, %llu bytes of command stream\n",
+                (unsigned long long)ss.submissions, (unsigned long long)ss.dispatches, (unsigned long long)ss.packets,
+                (unsigned long long)ss.barriers, (unsigned long long)ss.bytes);
+    if (qs.device_name().find("sim") != std::string::npos)
+      std::printf("note: the simulated a630 is functional, not timed: these times are the simulator's, not a GPU's\n");
+    return kExitOk;
+  }
   backend::Options bopts = backend_options(a);
   runtime::Session session(load_model(model, a.get("--backend")), bopts);
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));

@@ -5,6 +5,7 @@
 
 #include "tools/common.h"
 #include "tools/npy.h"
+#include "tools/qcom_session.h"
 
 namespace opv::tools {
 
@@ -28,7 +29,7 @@ void print_summary(const std::string& name, const Tensor& t) {
 
 int cmd_run(int argc, char** argv) {
   ArgParser p("opvision run", "Runs a model once and prints a summary of each output.",
-              "MODEL(.onnx|.opv) [options]");
+              "MODEL(.onnx|.opv) [options]   (--backend qcom: MODEL is a capture directory)");
   p.positional("MODEL", "an ONNX model (compiled on the fly) or a .opv artifact")
       .option("--inputs", "IN.npz", "inputs by name (keys = model input names)")
       .option("--input", "NAME=FILE.npy", "one input from an .npy file", "", "", true)
@@ -36,12 +37,26 @@ int cmd_run(int argc, char** argv) {
       .option("--output", "OUT.npz", "write the outputs (keys = model output names)", "", "-o")
       .option("--backend", "B", "backend to run on (.opv: defaults to the artifact's target)", kDefaultBackend)
       .option("--threads", "N", "CPU threads (0 = backend default)", "0")
-      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices')")
+      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices'); --backend qcom: sim or kgsl (default: kgsl when /dev/kgsl-3d0 exists, else the simulated a630)")
+      .option("--model", "MODEL.onnx", "--backend qcom: the ONNX model holding the capture's weights (default: found by name next to the capture)")
       .flag("--spin", "opencl: wait for each inference's end by polling its completion (lower latency, one busy CPU core)");
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
 
   const std::string& model = a.positionals[0];
+  if (a.get("--backend", kDefaultBackend) == kQcomBackend) {  // MODEL is a capture directory
+    QcomSession qs(model, a, "run");
+    CaptureFeed feed = capture_inputs(qs.capture(), a, "run");
+    double t0 = now_ms();
+    NamedArrays outputs = qs.run(feed);
+    double t1 = now_ms();
+    std::fprintf(stderr, "[run] %s on qcom (%s): %.3f ms, one submission of %llu packets, %llu barriers\n", model.c_str(),
+                 qs.device_name().c_str(), t1 - t0, (unsigned long long)qs.stream_stats().packets,
+                 (unsigned long long)qs.stream_stats().barriers);
+    for (const auto& [name, t] : outputs) print_summary(name, t);
+    if (a.has("--output")) write_npz(a.get("--output"), outputs);
+    return kExitOk;
+  }
   runtime::Session session(load_model(model, a.get("--backend")), backend_options(a));
   runtime::NamedTensors inputs = gather_inputs(a, session, true);
   double t0 = now_ms();

@@ -8,6 +8,7 @@
 #include "core/metrics.h"
 #include "tools/common.h"
 #include "tools/npy.h"
+#include "tools/qcom_session.h"
 
 namespace opv::tools {
 
@@ -21,12 +22,22 @@ int cmd_verify(int argc, char** argv) {
       .option("--ref", "REF.npz", "inputs and reference outputs by name (required)")
       .option("--backend", "B", "backend to run on (.opv: defaults to the artifact's target)", kDefaultBackend)
       .option("--threads", "N", "CPU threads (0 = backend default)", "0")
-      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices')");
+      .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices'); --backend qcom: sim or kgsl (default: kgsl when /dev/kgsl-3d0 exists, else the simulated a630)")
+      .option("--model", "MODEL.onnx", "--backend qcom: the ONNX model holding the capture's weights (default: found by name next to the capture)");
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   if (!a.has("--ref")) throw UsageError("opvision verify: missing --ref REF.npz (see 'opvision verify --help')");
 
   const std::string ref_path = a.get("--ref");
+  if (a.get("--backend", kDefaultBackend) == kQcomBackend) {  // MODEL is a capture directory (fp16 kernels)
+    QcomSession qs(a.positionals[0], a, "verify");
+    NamedArrays outs = qs.run(capture_inputs_from(qs.capture(), ref_path));
+    constexpr double kFp16Tol = 1e-2;  // DESIGN.md: models that compute in fp16
+    bool ok = compare_with_reference(outs, ref_path, kFp16Tol);
+    std::fprintf(stderr, "[verify] %s on qcom (%s): %s (tolerance rel_l2<=%.1e max_abs_rel<=%.1e)\n",
+                 a.positionals[0].c_str(), qs.device_name().c_str(), ok ? "PASS" : "FAIL", kFp16Tol, kFp16Tol);
+    return ok ? kExitOk : kExitCheckFailed;
+  }
   NamedArrays ref = read_npz(ref_path);
   runtime::Session session(load_model(a.positionals[0], a.get("--backend")), backend_options(a));
 

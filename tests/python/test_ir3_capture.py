@@ -158,3 +158,24 @@ def test_opt_single_program_forms(cli, tmp_path):
     p = cli.run("ir3", "opt", s, "-o", tmp_path / "o.s")
     assert p.returncode == 0, describe(p)
     assert "mad" in (tmp_path / "o.s").read_text() or "end" in (tmp_path / "o.s").read_text()
+
+
+def test_run_verify_bench_with_backend_qcom(cli, small_model, tmp_path):
+    """`--backend qcom` on run/verify/bench: MODEL is a capture directory, submitted as one PM4
+    stream per inference to the simulated a630 (no /dev/kgsl-3d0 here)."""
+    model, ref = small_model
+    cap = DATA / "small_fp16"
+    p = cli.run("verify", cap, "--backend", "qcom", "--model", model, "--ref", ref, "--device", "sim")
+    assert p.returncode == 0 and p.stdout.startswith("rel_l2="), describe(p)
+    out = tmp_path / "o.npz"
+    p = cli.run("run", cap, "--backend", "qcom", "--model", model, "--inputs", ref, "-o", out)
+    assert p.returncode == 0 and "one submission" in p.stderr, describe(p)
+    want = ort_run(str(model), {k: np.load(ref)[k] for k in ("img", "big_img")})["outputs"]
+    got = np.load(out)["outputs"]
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-2
+    p = cli.run("bench", cap, "--backend", "qcom", "--model", model, "--warmup", "0", "--iters", "2", "--json")
+    assert p.returncode == 0, describe(p)
+    doc = json.loads(p.stdout)
+    assert doc["submissions"] == 1 and doc["dispatches"] == 44 and doc["barriers"] < doc["dispatches"]
+    assert_error(cli.run("run", model, "--backend", "qcom"), "capture directory")
+    assert_error(cli.run("run", cap, "--backend", "qcom", "--model", model, "--device", "gpu"), "sim or kgsl")
