@@ -153,6 +153,28 @@ CaptureTensor read_tensor(const Obj& o, const Capture& c) {
 
 }  // namespace
 
+std::vector<uint8_t> setup_copy_bytes(const Capture& cap, const CaptureCopy& c,
+                                      const std::function<std::vector<uint8_t>(const std::string&)>& initializer,
+                                      const std::function<void(int, uint64_t, void*, uint64_t)>& read_buffer,
+                                      const char* who) {
+  std::vector<uint8_t> bytes;
+  if (!c.initializer.empty()) {
+    OPV_CHECK(bool(initializer), who, ": the setup copies ONNX initializer '", c.initializer, "' but no model was given");
+    bytes = initializer(c.initializer);
+    OPV_CHECK(bytes.size() == c.bytes, who, ": initializer '", c.initializer, "' has ", bytes.size(),
+              " bytes, the capture copies ", c.bytes);
+    OPV_CHECK(c.sha256.empty() || sha256_hex(bytes.data(), bytes.size()) == c.sha256, who, ": initializer '",
+              c.initializer, "' differs from the one the capture was made with (sha256): wrong model?");
+  } else if (c.data_offset) {
+    bytes.assign(cap.data.begin() + static_cast<ptrdiff_t>(*c.data_offset),
+                 cap.data.begin() + static_cast<ptrdiff_t>(*c.data_offset + c.bytes));
+  } else {
+    bytes.resize(c.bytes);
+    read_buffer(c.src_buffer, c.src_offset, bytes.data(), c.bytes);
+  }
+  return bytes;
+}
+
 std::string sha256_hex(const void* data, size_t n) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

@@ -7,6 +7,7 @@
 // throws opv::Error naming the file and the field.
 #pragma once
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -84,6 +85,14 @@ struct Capture {
   // used to store rewritten kernels next to the original schedule.
   void save(const std::string& dir, const std::string& original_json_dir) const;
 };
+
+// The bytes a setup copy writes: the ONNX initializer (checked against the capture's size and
+// SHA-256), a range of data.bin, or a range of another buffer read through `read_buffer`.
+// `who` prefixes errors ("ir3 replay", "qcom").
+std::vector<uint8_t> setup_copy_bytes(const Capture& cap, const CaptureCopy& c,
+                                      const std::function<std::vector<uint8_t>(const std::string&)>& initializer,
+                                      const std::function<void(int buffer, uint64_t offset, void* dst, uint64_t bytes)>& read_buffer,
+                                      const char* who);
 
 // Lower-case hex SHA-256 of bytes (OpenSSL), as the capture tool writes them.
 std::string sha256_hex(const void* data, size_t n);

@@ -38,22 +38,9 @@ Replayer::Replayer(const Capture& capture, ReplayOptions opts, std::vector<std::
       continue;
     }
     const CaptureCopy& c = s.copy;
-    std::vector<uint8_t> bytes;
-    if (!c.initializer.empty()) {
-      OPV_CHECK(bool(opts_.initializer), "ir3 replay: the setup copies ONNX initializer '", c.initializer,
-                "' but no model was given");
-      bytes = opts_.initializer(c.initializer);
-      OPV_CHECK(bytes.size() == c.bytes, "ir3 replay: initializer '", c.initializer, "' has ", bytes.size(),
-                " bytes, the capture copies ", c.bytes);
-      OPV_CHECK(c.sha256.empty() || sha256_hex(bytes.data(), bytes.size()) == c.sha256, "ir3 replay: initializer '",
-                c.initializer, "' differs from the one the capture was made with (sha256): wrong model?");
-    } else if (c.data_offset) {
-      bytes.assign(cap_.data.begin() + static_cast<ptrdiff_t>(*c.data_offset),
-                   cap_.data.begin() + static_cast<ptrdiff_t>(*c.data_offset + c.bytes));
-    } else {
-      bytes.resize(c.bytes);
-      sim_.read(addr_[c.src_buffer] + c.src_offset, bytes.data(), c.bytes);
-    }
+    std::vector<uint8_t> bytes = setup_copy_bytes(
+        cap_, c, opts_.initializer,
+        [&](int b, uint64_t off, void* dst, uint64_t n) { sim_.read(addr_[static_cast<size_t>(b)] + off, dst, n); }, "ir3 replay");
     sim_.write(addr_[c.buffer] + c.offset, bytes.data(), c.bytes);
   }
 }

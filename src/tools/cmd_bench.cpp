@@ -3,6 +3,7 @@
 // Timed runs are unprofiled; the profile comes from separate runs so it cannot skew the latency.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "tools/common.h"
@@ -33,6 +34,18 @@ std::string json_escape(const std::string& s) {
   return r;
 }
 
+// `warmup` untimed runs, then the wall time of each of `iters` runs (ms).
+std::vector<double> time_runs(int64_t warmup, int64_t iters, const std::function<void()>& run) {
+  for (int64_t i = 0; i < warmup; ++i) run();
+  std::vector<double> times;
+  for (int64_t i = 0; i < iters; ++i) {
+    double t0 = now_ms();
+    run();
+    times.push_back(now_ms() - t0);
+  }
+  return times;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -58,14 +71,7 @@ int cmd_bench(int argc, char** argv) {
   if (a.get("--backend", kDefaultBackend) == kQcomBackend) {  // MODEL is a capture directory
     QcomSession qs(model, a, "bench");
     CaptureFeed feed = capture_inputs(qs.capture(), a, "bench");
-    for (int64_t i = 0; i < warmup; ++i) qs.run(feed);
-    std::vector<double> times;
-    for (int64_t i = 0; i < iters; ++i) {
-      double t0 = now_ms();
-      qs.run(feed);
-      times.push_back(now_ms() - t0);
-    }
-    LatencyStats st = latency_stats(times);
+    LatencyStats st = latency_stats(time_runs(warmup, iters, [&] { qs.run(feed); }));
     const qcom::StreamStats& ss = qs.stream_stats();
     if (a.has("--json")) {
       std::printf("{\"model\": \"%s\", \"backend\": \"qcom\", \"device\": \"%s\", \"warmup\": %lld, \"iters\": %lld, "
@@ -90,14 +96,7 @@ int cmd_bench(int argc, char** argv) {
   runtime::Session session(load_model(model, a.get("--backend")), bopts);
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));
 
-  for (int64_t i = 0; i < warmup; ++i) session.run(inputs);
-  std::vector<double> times;
-  for (int64_t i = 0; i < iters; ++i) {
-    double t0 = now_ms();
-    session.run(inputs);
-    times.push_back(now_ms() - t0);
-  }
-  LatencyStats st = latency_stats(times);
+  LatencyStats st = latency_stats(time_runs(warmup, iters, [&] { session.run(inputs); }));
 
   // Per-kernel profile, averaged over a few runs.
   const plan::Plan& plan = session.plan();

@@ -158,21 +158,9 @@ CaptureRunner::CaptureRunner(const ir3::Capture& cap, Device& dev, StreamOptions
       }
       flush();
       const ir3::CaptureCopy& c = s.copy;
-      std::vector<uint8_t> bytes;
-      if (!c.initializer.empty()) {
-        OPV_CHECK(bool(opts_.initializer), "qcom: the setup copies ONNX initializer '", c.initializer, "' but no model was given");
-        bytes = opts_.initializer(c.initializer);
-        OPV_CHECK(bytes.size() == c.bytes, "qcom: initializer '", c.initializer, "' has ", bytes.size(), " bytes, the capture copies ",
-                  c.bytes);
-        OPV_CHECK(c.sha256.empty() || ir3::sha256_hex(bytes.data(), bytes.size()) == c.sha256, "qcom: initializer '",
-                  c.initializer, "' differs from the one the capture was made with (sha256): wrong model?");
-      } else if (c.data_offset) {
-        bytes.assign(cap_.data.begin() + static_cast<ptrdiff_t>(*c.data_offset),
-                     cap_.data.begin() + static_cast<ptrdiff_t>(*c.data_offset + c.bytes));
-      } else {
-        bytes.resize(c.bytes);
-        dev_.read(bufs_.at(c.src_buffer), c.src_offset, bytes.data(), c.bytes);
-      }
+      std::vector<uint8_t> bytes = ir3::setup_copy_bytes(
+          cap_, c, opts_.initializer,
+          [&](int b, uint64_t off, void* dst, uint64_t n) { dev_.read(bufs_.at(static_cast<size_t>(b)), off, dst, n); }, "qcom");
       dev_.write(bufs_.at(c.buffer), c.offset, bytes.data(), c.bytes);
     }
     flush();
