@@ -6,7 +6,9 @@
 # seeds in tests/fuzz/corpus/<target>/ are only read). Any crash, sanitizer report, leak, timeout
 # (> OPV_FUZZ_TIMEOUT s for one input, default 25) or out-of-memory (> 2 GB) is a finding: its
 # input is saved under tests/fuzz/repro/<target>/ and the script exits 1 after the other targets.
-# Environment: OPV_FUZZ_JOBS (build parallelism, default 2), OPV_FUZZ_TIMEOUT.
+# Environment: OPV_FUZZ_JOBS (build parallelism, default 2), OPV_FUZZ_TIMEOUT, OPV_FUZZ_SEED
+# (libFuzzer's -seed; 0, the default, picks a new one each run; CI fixes it so a red run can be
+# repeated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-3600}
@@ -36,7 +38,7 @@ for t in "${TARGETS[@]}"; do
   rm -f "$art"/*
   echo "fuzz: $t for ${SECS}s (log $log)"
   rc=0
-  build-fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$SECS" -timeout="${OPV_FUZZ_TIMEOUT:-25}" \
+  build-fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$SECS" -timeout="${OPV_FUZZ_TIMEOUT:-25}" -seed="${OPV_FUZZ_SEED:-0}" \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" \
     "$scratch" tests/fuzz/corpus/"$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
