@@ -17,9 +17,13 @@ Linux carries the parent's high-water RSS across fork+exec into ru_maxrss, so th
 its own process lean (no numpy/onnxruntime import) and prints that floor; onnxruntime's figure
 includes its python interpreter and numpy.
 Without MODEL, the default openpilot-architecture model is generated with `opvision make-model`.
+Each model is compiled ahead of time once (`opvision compile --target cpu`, the product's path:
+the runtime loads a .opv) and the .opv is benchmarked, so opvision's RSS is the runtime's; the
+compile's own peak RSS is printed apart. --from-onnx benchmarks the .onnx directly instead
+(compiled on the fly inside the timed process, whose RSS then includes the compiler's peak).
 
 Usage: bench/bench_cpu.py [MODEL ...] [--iters 50] [--warmup 10] [--threads 1,2] [--rounds 3]
-       [--opvision PATH] [--json OUT.json]
+       [--opvision PATH] [--json OUT.json] [--from-onnx]
 """
 import argparse
 import json
@@ -200,6 +204,8 @@ def main():
     ap.add_argument("--workdir", default=None, help="where a generated model goes")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per child process")
     ap.add_argument("--json", default=None, help="also write the results as JSON here")
+    ap.add_argument("--from-onnx", action="store_true",
+                    help="bench the .onnx (compiled in the timed process) instead of a .opv compiled once")
     ap.add_argument("--ort-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.ort_child:
@@ -233,8 +239,19 @@ def main():
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs; "
           f"opvision {opv}; warmup {args.warmup}, iters {args.iters}", file=sys.stderr)
     rows = []
+    aot_dir = None
     for m in models:
         arena = None
+        bench_path, compile_rss = m, None
+        if not args.from_onnx:
+            aot_dir = aot_dir or pathlib.Path(tempfile.mkdtemp(prefix="opv_bench_aot_"))
+            bench_path = str(aot_dir / (pathlib.Path(m).stem + ".opv"))
+            rc, _, err, compile_rss, wall = run_child([opv, "compile", m, "-o", bench_path, "--target", "cpu"],
+                                                     args.timeout)
+            if rc != 0:
+                sys.exit(f"bench_cpu: compile of {m} failed:\n{err[-2000:]}")
+            print(f"compiled {pathlib.Path(m).name} -> {bench_path} ({wall:.1f} s, compile peak RSS "
+                  f"{compile_rss / MIB:.1f} MiB)", file=sys.stderr)
         for t in thread_list:
             # Alternate the two peers for --rounds rounds so that drift in the machine's speed
             # (a shared VM) hits both alike; report the median of the per-round medians.
@@ -242,14 +259,14 @@ def main():
             for k in range(args.rounds):
                 print(f"[{pathlib.Path(m).name} T={t} round {k + 1}/{args.rounds}] opvision, onnxruntime ...",
                       file=sys.stderr, flush=True)
-                os_.append(bench_opvision(opv, m, t, args))
+                os_.append(bench_opvision(opv, bench_path, t, args))
                 rs_.append(bench_ort(m, t, args))
             o, r = combine_rounds(os_), combine_rounds(rs_)
             if o["arena_bytes"] is None and arena is None:
-                arena = arena_from_inspect(opv, m, args)
+                arena = arena_from_inspect(opv, bench_path, args)
             o["arena_bytes"] = o["arena_bytes"] if o["arena_bytes"] is not None else arena
             ratios = [a["median_ms"] / b["median_ms"] for a, b in zip(os_, rs_)]
-            rows.append({"model": m, "threads": t, "opvision": o, "onnxruntime": r,
+            rows.append({"model": m, "threads": t, "opvision": o, "onnxruntime": r, "compile_rss": compile_rss,
                          "ratio": o["median_ms"] / r["median_ms"], "round_ratios": ratios})
 
     ort_version = rows[0]["onnxruntime"].get("version", "?") if rows else "?"
@@ -270,6 +287,11 @@ def main():
               f"{fmt(o['peak_rss'], MIB, 1):>8s} {fmt(x['peak_rss'], MIB, 1):>8s} "
               f"{fmt(o['arena_bytes'], MIB, 2):>8s}  "
               + " ".join(f"{x:.2f}" for x in r["round_ratios"]))
+    if not args.from_onnx:
+        for m in models:
+            c = next(r["compile_rss"] for r in rows if r["model"] == m)
+            print(f"{pathlib.Path(m).name}: opvision ran the .opv compiled ahead of time; the compile's peak "
+                  f"RSS was {fmt(c, MIB, 1)} MiB")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": platform.node(), "cpus": os.cpu_count(), "iters": args.iters,

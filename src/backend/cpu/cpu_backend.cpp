@@ -92,6 +92,7 @@ class CpuBackend final : public Backend {
     OPV_CHECK(p.target == "cpu", "cpu backend: plan was lowered for target '", p.target, "', not 'cpu'");
     ThreadScope ts(threads_);
     steps_.clear();
+    step_call_.clear();
     labels_.clear();
     paths_.clear();
     owned_.clear();
@@ -141,10 +142,36 @@ class CpuBackend final : public Backend {
       OPV_CHECK(p.buffers.at(size_t(id)).layout == plan::Layout::Linear || layout_irrelevant(p.buffers[size_t(id)].shape),
                 "cpu backend: input buffer '", p.buffers[size_t(id)].name, "' must have linear layout");
 
-    for (size_t ci = 0; ci < p.calls.size(); ++ci) {
-      const plan::Call& call = p.calls[ci];
+    for (const plan::Call& call : p.calls) {
       OPV_CHECK(call.kernel >= 0 && size_t(call.kernel) < p.kernels.size(), "cpu backend: call '", call.label,
                 "' names kernel ", call.kernel, " of ", p.kernels.size());
+      for (int id : call.inputs)
+        OPV_CHECK(id < 0 || size_t(id) < views_.size(), "cpu backend: call '", call.label, "' reads buffer ", id, " of ",
+                  views_.size());
+      for (int id : call.outputs)
+        OPV_CHECK(id >= 0 && size_t(id) < views_.size(), "cpu backend: call '", call.label, "' writes buffer ", id);
+    }
+    const FuseInfo fuse(p);
+    for (size_t ci = 0; ci < p.calls.size(); ++ci) {
+      const plan::Call& call = p.calls[ci];
+      // A group of consecutive calls that one fused step runs (cpu_fused.cpp).
+      if (FusedStep fs = build_fused_step(fuse, views_, ci, threads_); fs.calls > 0) {
+        for (size_t k = 0; k < fs.calls; ++k) {
+          const plan::Call& fc = p.calls[ci + k];
+          CallPath path;
+          path.label = fc.label;
+          path.op = op_name(p.kernels[size_t(fc.kernel)].op);
+          path.kernel = p.kernels[size_t(fc.kernel)].name;
+          path.impl = CallImpl::Own;
+          path.why = detail::concat("fused with c", ci, "..c", ci + fs.calls - 1, ": ", fs.what);
+          paths_.push_back(std::move(path));
+        }
+        steps_.push_back(std::move(fs.fn));
+        step_call_.push_back(ci);
+        labels_.push_back(call.label);
+        ci += fs.calls - 1;
+        continue;
+      }
       CallCtx c{p, call, p.kernels[size_t(call.kernel)], {}, {}, eng_, strm_, threads_};
       for (int id : call.inputs) {
         if (id < 0) {
@@ -209,8 +236,9 @@ class CpuBackend final : public Backend {
         steps_.push_back(std::move(main));
       paths_.push_back(std::move(path));
       labels_.push_back(call.label);
+      step_call_.push_back(ci);
     }
-    times_.assign(steps_.size(), 0.0);
+    times_.assign(p.calls.size(), 0.0);
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override {
@@ -230,7 +258,8 @@ class CpuBackend final : public Backend {
           auto t0 = std::chrono::steady_clock::now();
           steps_[s]();
           strm_.wait();
-          times_[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          // A fused step's time goes to its first call (its other calls show 0).
+          times_[step_call_[s]] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         } else {
           steps_[s]();
         }
@@ -263,6 +292,7 @@ class CpuBackend final : public Backend {
   std::vector<BufView> views_;
   std::vector<int> in_ids_, out_ids_;
   std::vector<StepFn> steps_;
+  std::vector<size_t> step_call_;  // per step: its (first) plan call
   std::vector<std::string> labels_;
   std::vector<CallPath> paths_;
   std::vector<double> times_;

@@ -62,4 +62,23 @@ StepFn build_post_op_step(CallCtx& c, size_t first);
 // row-major tensors and the outputs back (converting NHWC buffers) at run. Never empty.
 StepFn build_ref_step(CallCtx& c);
 
+// Fused steps over several consecutive plan calls (cpu_fused.cpp): GEMV runs (one OpenMP region
+// for a run of single-row Gemm calls, e.g. the MLP heads) and the uint8 -> normalised NHWC input
+// pass. FuseInfo holds what the matchers need about the whole plan (readers of each buffer).
+struct FuseInfo {
+  explicit FuseInfo(const plan::Plan& p);
+  const plan::Plan& plan;
+  std::vector<std::vector<int>> readers;  // per buffer: calls reading it, in order
+  std::vector<bool> is_output;            // per buffer: a plan output
+};
+struct FusedStep {
+  StepFn fn;
+  size_t calls = 0;  // plan calls it replaces (0: no fusion applies at this call)
+  std::string what;  // for inspect
+};
+// Views must be those of the loaded plan (pointers fixed); a fused step may move a buffer it
+// writes to its own storage (updating views), so later calls are built after it. Returns
+// calls == 0 when nothing fuses.
+FusedStep build_fused_step(const FuseInfo& f, std::vector<BufView>& views, size_t first, int threads);
+
 }  // namespace opv::backend::cpu
