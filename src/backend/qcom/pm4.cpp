@@ -139,7 +139,12 @@ std::vector<Packet> decode(const uint32_t* dw, size_t n, bool allow_unknown_regs
       p.type7 = true;
       p.opcode = get(f::PM4_TYPE7_HEADER__OPCODE, h);
       cnt = get(f::PM4_TYPE7_HEADER__CNT, h);
-      OPV_CHECK(get(f::PM4_TYPE7_HEADER__ZERO, h) == 0,
+      // bits outside the type-7 fields (bit 14) and its ZERO field must be clear
+      auto bits7 = [](const a6xx::Field& x) { return static_cast<uint32_t>(((uint64_t(1) << (x.hi - x.lo + 1)) - 1) << x.lo); };
+      uint32_t used = bits7(f::PM4_TYPE7_HEADER__CNT) | bits7(f::PM4_TYPE7_HEADER__CNT_PARITY) |
+                      bits7(f::PM4_TYPE7_HEADER__OPCODE) | bits7(f::PM4_TYPE7_HEADER__OPCODE_PARITY) |
+                      bits7(f::PM4_TYPE7_HEADER__TYPE);
+      OPV_CHECK(get(f::PM4_TYPE7_HEADER__ZERO, h) == 0 && (h & ~(used | bits7(f::PM4_TYPE7_HEADER__ZERO))) == 0,
                 "qcom pm4: reserved bits set in the type-7 header 0x", std::hex, h, std::dec, " at dword ", i);
       OPV_CHECK(get(f::PM4_TYPE7_HEADER__CNT_PARITY, h) == parity(static_cast<uint32_t>(cnt)) &&
                     get(f::PM4_TYPE7_HEADER__OPCODE_PARITY, h) == parity(p.opcode),
