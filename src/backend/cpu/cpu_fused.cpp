@@ -26,6 +26,10 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 warns inside its own _mm512_reduce_add_ps (an undefined-vector idiom): a false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace opv::backend::cpu {
 namespace {
