@@ -101,6 +101,7 @@ SimStats Replayer::launch(const CaptureLaunch& l) {
   cfg.group_id_reg = k.work_group_id_regid == kNoReg ? -1 : k.work_group_id_regid;
   cfg.max_steps = opts_.max_steps;
   cfg.merged_regs = k.mergedregs;
+  if (l.kernel == opts_.trace_kernel) cfg.trace_group = opts_.trace_group, cfg.trace_lane = opts_.trace_lane;
   SimStats s;
   try {
     s = sim_.run(cfg);

@@ -31,6 +31,9 @@ struct ReplayOptions {
   uint64_t max_steps = 200'000'000;
   // Allocate the buffers but do not run the setup (validation fills them itself).
   bool skip_setup = false;
+  // Debugging: trace lane `trace_lane` of work-group `trace_group` in every launch of kernel
+  // `trace_kernel` (SimConfig::trace_group; -1: off).
+  int trace_kernel = -1, trace_group = -1, trace_lane = 0;
 };
 
 struct ReplayStats {

@@ -201,7 +201,7 @@ struct Simulator::Impl {
   const Rec* cur = nullptr;
   size_t cur_pc = 0;
   std::vector<size_t> at_, act_;  // run_wave scratch: fibers at the pc, and those active
-  bool trace_ = false;  // debugging: OPV_IR3_SIM_TRACE=GROUP:LANE prints lane LANE of group GROUP's first wave
+  bool trace_ = false;  // SimConfig::trace_group is the group running now
   size_t trace_lane_ = 0;
 
   [[noreturn]] void bad(const std::string& why) const {
@@ -1153,12 +1153,9 @@ SimStats Simulator::run(const SimConfig& cfg) {
     for (uint32_t gy = 0; gy < cfg.num_groups[1]; ++gy)
       for (uint32_t gx = 0; gx < cfg.num_groups[0]; ++gx) {
         im.local.assign(cfg.local_mem_bytes, 0);
-        if (const char* t = std::getenv("OPV_IR3_SIM_TRACE")) {
-          unsigned g = 0, l = 0;
-          std::sscanf(t, "%u:%u", &g, &l);
-          im.trace_ = g == gx + cfg.num_groups[0] * (gy + cfg.num_groups[1] * gz) && l < static_cast<unsigned>(cfg.wave_size);
-          im.trace_lane_ = l;
-        }
+        im.trace_ = cfg.trace_group >= 0 && cfg.trace_lane >= 0 && cfg.trace_lane < cfg.wave_size &&
+                    static_cast<uint64_t>(cfg.trace_group) == gx + uint64_t(cfg.num_groups[0]) * (gy + uint64_t(cfg.num_groups[1]) * gz);
+        im.trace_lane_ = static_cast<size_t>(std::max(0, cfg.trace_lane));
         std::vector<Wave> waves(nwaves);
         for (size_t wi = 0; wi < nwaves; ++wi) {
           Wave& w = waves[wi];

@@ -56,6 +56,9 @@ struct SimConfig {
   // Merged register file (a6xx `mergedregs`): hrN.c is one 16-bit half of r(N/2). When false,
   // half registers are a file of their own, as in Mesa's compute variants with mergedregs=0.
   bool merged_regs = true;
+  // Debugging: print every instruction lane `trace_lane` of work-group `trace_group` (linear
+  // index, first wave) executes, with its destination register, to stderr (-1: off).
+  int trace_group = -1, trace_lane = 0;
   uint64_t max_steps = 50'000'000;  // instructions issued per wave before giving up
 };
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -33,6 +34,7 @@ int cmd_ir3_replay(int argc, char** argv) {
       .option("--output", "OUT.npz", "write the outputs here", "", "-o")
       .option("--ref", "REF.npz", "reference outputs by name (e.g. onnxruntime's)")
       .option("--tol", "X", "tolerance for rel_l2 and max_abs_rel (fp16 models: 1e-2, DESIGN.md)", "1e-2")
+      .option("--trace", "K:G:L", "debugging: print every instruction lane L of work-group G runs in kernel K (index in capture.json), with its result, to stderr")
       .flag("--quiet", "no progress lines on stderr");
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
@@ -40,6 +42,22 @@ int cmd_ir3_replay(int argc, char** argv) {
   bool quiet = a.has("--quiet");
 
   ir3::ReplayOptions opts;
+  if (a.has("--trace")) {
+    std::vector<int64_t> t;
+    const std::string spec = a.get("--trace");
+    for (size_t b = 0;;) {
+      size_t c = spec.find(':', b);
+      std::string x = spec.substr(b, c == std::string::npos ? std::string::npos : c - b);
+      char* end = nullptr;
+      long long v = std::strtoll(x.c_str(), &end, 10);
+      if (x.empty() || *end != '\0' || v < 0 || v > (1 << 30)) throw UsageError("option --trace: expected K:G:L, got '" + spec + "'");
+      t.push_back(v);
+      if (c == std::string::npos) break;
+      b = c + 1;
+    }
+    if (t.size() != 3) throw UsageError("option --trace: expected K:G:L (kernel, work-group, lane)");
+    opts.trace_kernel = static_cast<int>(t[0]), opts.trace_group = static_cast<int>(t[1]), opts.trace_lane = static_cast<int>(t[2]);
+  }
   opts.initializer = initializer_reader(capture_model_path(cap, a, "ir3 replay"), "ir3 replay");
   auto t0 = std::chrono::steady_clock::now();
   opts.progress = [&](size_t i, size_t n, const std::string& k) {
