@@ -2,9 +2,14 @@
 // buffers by kind, weights/arena/peak bytes, FLOPs and bytes moved; see plan_stats.h), the
 // whole plan with --dump, generated kernel sources with --source NAME.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/qcom/capture_stream.h"
+#include "backend/qcom/sim_device.h"
+#include "ir3/capture.h"
+#include "ir3/passes/passes.h"
 #include "plan/passes.h"
 #include "tools/common.h"
 #include "tools/plan_stats.h"
@@ -22,12 +27,45 @@ std::string human_bytes(int64_t b) {
 
 }  // namespace
 
+// A capture directory (tools/ir3_capture.py): its kernels with their static statistics and
+// launches, and the qcom command stream per inference with dependency barriers and with a
+// barrier after every dispatch (built on the simulated a630; nothing is run).
+static int inspect_capture(const std::string& dir) {
+  ir3::Capture cap = ir3::Capture::load(dir);
+  std::printf("capture %s: gpu %s, model %s, %zu kernels, %zu setup steps, %zu launches per inference\n", dir.c_str(),
+              cap.gpu.c_str(), cap.model_file.c_str(), cap.kernels.size(), cap.setup.size(), cap.schedule.size());
+  std::printf("%-4s %-44s %8s %6s %14s %8s\n", "#", "kernel", "launches", "instr", "mad.f32 in rpt", "max_reg");
+  for (size_t k = 0; k < cap.kernels.size(); ++k) {
+    int n = 0;
+    for (const ir3::CaptureLaunch& l : cap.schedule) n += l.kernel == int(k);
+    ir3::passes::Stats s = ir3::passes::stats(cap.kernels[k].code);
+    std::printf("%-4zu %-44.44s %8d %6d %8d/%-5d %8d\n", k, cap.kernels[k].name.c_str(), n, s.instructions, s.mad_f32_packed,
+                s.mad_f32, s.max_reg);
+  }
+  for (qcom::BarrierMode m : {qcom::BarrierMode::Dependencies, qcom::BarrierMode::PerDispatch}) {
+    qcom::SimDevice dev(qcom::SimDeviceOptions{});
+    qcom::StreamOptions so;
+    so.mode = m;
+    so.skip_setup = true;
+    qcom::CaptureRunner runner(cap, dev, so);
+    const qcom::StreamStats& st = runner.stats();
+    std::printf("qcom stream per inference (%s): %llu submission, %llu dispatches, %llu packets, %llu barriers, "
+                "%llu cache invalidates, %llu cache flushes, %llu bytes\n",
+                m == qcom::BarrierMode::Dependencies ? "barriers on dependency edges" : "barrier after every dispatch",
+                (unsigned long long)st.submissions, (unsigned long long)st.dispatches, (unsigned long long)st.packets,
+                (unsigned long long)st.barriers, (unsigned long long)st.cache_invalidates,
+                (unsigned long long)st.cache_flushes, (unsigned long long)st.bytes);
+  }
+  return kExitOk;
+}
+
 int cmd_inspect(int argc, char** argv) {
   ArgParser p("opvision inspect",
               "Summarises a model's plan: op histogram, kernels, buffers (count and bytes by kind), weights, "
               "arena and peak bytes, FLOPs and bytes moved.",
               "MODEL [options]");
-  p.positional("MODEL", "an ONNX model (compiled on the fly) or a .opv artifact")
+  p.positional("MODEL", "an ONNX model (compiled on the fly), a .opv artifact, or an IR3 capture directory "
+                        "(kernels, launches and the qcom command stream's barriers)")
       .option("--target", "B", "backend to compile for (.opv: must match the artifact, default its target)",
               kDefaultBackend)
       .flag("--dump", "also print the whole plan")
@@ -38,6 +76,8 @@ int cmd_inspect(int argc, char** argv) {
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   const std::string& model = a.positionals[0];
+  std::error_code ec;
+  if (std::filesystem::is_directory(model, ec)) return inspect_capture(model);
   plan::Plan plan = load_model(model, a.get("--target"));
   if (const std::string want = a.get("--source", ""); !want.empty()) {
     int shown = 0;

@@ -179,3 +179,18 @@ def test_run_verify_bench_with_backend_qcom(cli, small_model, tmp_path):
     assert doc["submissions"] == 1 and doc["dispatches"] == 44 and doc["barriers"] < doc["dispatches"]
     assert_error(cli.run("run", model, "--backend", "qcom"), "capture directory")
     assert_error(cli.run("run", cap, "--backend", "qcom", "--model", model, "--device", "gpu"), "sim or kgsl")
+
+
+def test_inspect_counts_the_capture_and_its_command_stream(cli):
+    p = cli.run("inspect", DATA / "small_fp16")
+    assert p.returncode == 0, describe(p)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("qcom stream per inference")]
+    assert len(lines) == 2, p.stdout
+    deps, every = lines
+
+    def count(line, what):
+        import re
+        return int(re.search(r"(\d+) " + what, line).group(1))
+    assert count(deps, "submission") == 1 and count(deps, "dispatches") == 44
+    assert count(deps, "barriers") < count(every, "barriers") and count(deps, "cache flushes") == 0
+    assert count(every, "cache flushes") == 44

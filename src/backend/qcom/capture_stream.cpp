@@ -152,6 +152,7 @@ CaptureRunner::CaptureRunner(const ir3::Capture& cap, Device& dev, StreamOptions
       pending.clear();
     };
     for (const ir3::CaptureStep& s : cap_.setup) {
+      if (opts_.skip_setup) break;
       if (s.is_launch) {
         pending.push_back(&s.launch);
         continue;

@@ -29,6 +29,9 @@ enum class BarrierMode { Dependencies, PerDispatch };
 struct StreamOptions {
   BarrierMode mode = BarrierMode::Dependencies;
   int drop_barrier = -1;  // tests: leave out the k-th dependency barrier of the inference stream
+  // Build the inference stream only (inspect): no setup copies or launches, so no weights are
+  // needed; run() then computes on unset buffers.
+  bool skip_setup = false;
   // Bytes of an ONNX initializer (the setup copies weights from the model).
   std::function<std::vector<uint8_t>(const std::string&)> initializer;
 };
