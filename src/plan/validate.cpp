@@ -103,31 +103,30 @@ void check_call_attrs(const Plan& p, int c) {
 // and logical shapes. This covers every op at once (movement ops with tampered perms, slices,
 // axes, ...), not only those with a hand-written check above. Constant inputs are given their
 // data, as the importer does. Kernels whose buffers are in GPU-specific storage (images, packed
-// weights) or whose post-ops change the result are checked by the backends' own ABI instead.
+// weights), with binary post-ops or batched are checked by the backends' own ABI instead.
 void check_call_shapes(const Plan& p, int c) {
   const Call& call = p.calls[size_t(c)];
   const Kernel& k = p.kernels[size_t(call.kernel)];
+  // Fused binary post-ops and batched launches (several calls' buffers in one) have their own
+  // argument conventions, checked by the backends' ABI code; the plain form is checked here.
+  for (const PostOp& po : k.post_ops)
+    if (is_binary(po.op)) return;
+  if (k.attrs.has("cl_batch")) return;
   std::vector<ValueInfo> ins, outs;
   std::vector<Tensor> data;
   data.reserve(call.inputs.size());
-  // inputs of fused element-wise post-ops are not the kernel op's own
-  std::vector<bool> post_input(call.inputs.size(), false);
-  for (const PostOp& po : k.post_ops)
-    if (is_binary(po.op) && po.input >= 0 && size_t(po.input) < post_input.size()) post_input[size_t(po.input)] = true;
-  for (size_t i = 0; i < call.inputs.size(); ++i) {
-    if (post_input[i]) continue;
-    int b = call.inputs[i];
+  for (int b : call.inputs) {
+    if (b < 0) continue;  // an absent optional input (e.g. a convolution without bias)
+    const Buffer& buf = p.buffers[size_t(b)];
+    if (buf.layout == Layout::PackedWeight || buf.layout == Layout::ImageRGBA) return;
     ValueInfo v;
-    if (b >= 0) {
-      const Buffer& buf = p.buffers[size_t(b)];
-      if (buf.layout == Layout::PackedWeight || buf.layout == Layout::ImageRGBA) return;
-      v.dtype = buf.dtype;
-      v.shape = buf.shape;
-      if (buf.kind == BufferKind::Constant && buf.layout == Layout::Linear && buf.bytes == int64_t(storage_bytes(buf.dtype, buf.shape, buf.layout))) {
-        data.emplace_back(buf.dtype, buf.shape);
-        if (buf.bytes) std::memcpy(data.back().raw(), p.weights.data() + buf.offset, size_t(buf.bytes));
-        v.data = &data.back();
-      }
+    v.dtype = buf.dtype;
+    v.shape = buf.shape;
+    if (buf.kind == BufferKind::Constant && buf.layout == Layout::Linear &&
+        buf.bytes == int64_t(storage_bytes(buf.dtype, buf.shape, buf.layout))) {
+      data.emplace_back(buf.dtype, buf.shape);
+      if (buf.bytes) std::memcpy(data.back().raw(), p.weights.data() + buf.offset, size_t(buf.bytes));
+      v.data = &data.back();
     }
     ins.push_back(v);
   }
