@@ -7,8 +7,9 @@
 # (> OPV_FUZZ_TIMEOUT s for one input, default 25) or out-of-memory (> 2 GB) is a finding: its
 # input is saved under tests/fuzz/repro/<target>/ and the script exits 1 after the other targets.
 # Environment: OPV_FUZZ_JOBS (build parallelism, default 2), OPV_FUZZ_TIMEOUT, OPV_FUZZ_SEED
-# (libFuzzer's -seed; 0, the default, picks a new one each run; CI fixes it so a red run can be
-# repeated).
+# (libFuzzer's -seed; 0, the default, picks a new one each run), OPV_FUZZ_RUNS (a budget of
+# executions per target instead of time, e.g. "onnx=200000,ir3=1500": with a fixed seed the run
+# is deterministic, so CI's result can be reproduced exactly; targets not listed run SECONDS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-3600}
@@ -38,7 +39,11 @@ for t in "${TARGETS[@]}"; do
   rm -f "$art"/*
   echo "fuzz: $t for ${SECS}s (log $log)"
   rc=0
-  build-fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$SECS" -timeout="${OPV_FUZZ_TIMEOUT:-25}" -seed="${OPV_FUZZ_SEED:-0}" \
+  budget=(-max_total_time="$SECS")
+  for kv in ${OPV_FUZZ_RUNS//,/ }; do
+    [ "${kv%%=*}" = "$t" ] && budget=(-runs="${kv#*=}")
+  done
+  build-fuzz/tests/fuzz/fuzz_"$t" "${budget[@]}" -timeout="${OPV_FUZZ_TIMEOUT:-25}" -seed="${OPV_FUZZ_SEED:-0}" \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" \
     "$scratch" tests/fuzz/corpus/"$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -55,7 +60,7 @@ for t in "${TARGETS[@]}"; do
   fi
   summary+=$(printf '%-10s %12s executions  %s  %s' "$t" "${execs:-?}" "${cov:-}" "$([ "$rc" -eq 0 ] && echo ok || echo FAILED)")$'\n'
 done
-echo "fuzz: ${SECS}s per target"
+echo "fuzz: ${SECS}s per target${OPV_FUZZ_RUNS:+ (execution budgets: $OPV_FUZZ_RUNS)}"
 printf '%s' "$summary"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: findings in: ${failed[*]}" >&2

@@ -1,5 +1,8 @@
 #include "core/dtype.h"
 
+#include <cmath>
+#include <cstdint>
+
 #include "core/error.h"
 
 namespace opv {
@@ -35,6 +38,13 @@ DType dtype_from_u8(uint8_t v) {
   for (const auto& i : kInfo)
     if (uint8_t(i.t) == v) return i.t;
   fail("invalid dtype value ", int(v));
+}
+
+int64_t float_to_i64(double v) {
+  if (!std::isfinite(v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
 }
 
 }  // namespace opv

@@ -19,6 +19,10 @@ enum class DType : uint8_t {
 };
 
 size_t dtype_size(DType t);
+// Float -> integer conversion without undefined behaviour: NaN and +-Inf give 0 (what the
+// reference kernels always did), finite values outside int64 saturate; narrower integer types
+// then wrap as C++20 defines (ONNX leaves out-of-range casts undefined).
+int64_t float_to_i64(double v);
 const char* dtype_name(DType t);  // "f32", "f16", "i64", ...
 // Parses a name written by dtype_name; throws opv::Error on an unknown name.
 DType dtype_from_name(std::string_view name);

@@ -77,10 +77,10 @@ void Tensor::set_f64(int64_t i, double v) {
     case DType::F32: static_cast<float*>(p)[i] = float(v); break;
     case DType::F16: static_cast<uint16_t*>(p)[i] = float_to_half(float(v)); break;
     case DType::F64: static_cast<double*>(p)[i] = v; break;
-    case DType::I64: static_cast<int64_t*>(p)[i] = std::isfinite(v) ? int64_t(v) : 0; break;
-    case DType::I32: static_cast<int32_t*>(p)[i] = std::isfinite(v) ? int32_t(int64_t(v)) : 0; break;
-    case DType::I8: static_cast<int8_t*>(p)[i] = std::isfinite(v) ? int8_t(int64_t(v)) : 0; break;
-    case DType::U8: static_cast<uint8_t*>(p)[i] = std::isfinite(v) ? uint8_t(int64_t(v)) : 0; break;
+    case DType::I64: static_cast<int64_t*>(p)[i] = float_to_i64(v); break;
+    case DType::I32: static_cast<int32_t*>(p)[i] = int32_t(float_to_i64(v)); break;
+    case DType::I8: static_cast<int8_t*>(p)[i] = int8_t(float_to_i64(v)); break;
+    case DType::U8: static_cast<uint8_t*>(p)[i] = uint8_t(float_to_i64(v)); break;
     case DType::Bool: static_cast<uint8_t*>(p)[i] = v != 0.0 ? 1 : 0; break;
   }
 }

@@ -284,11 +284,11 @@ void store_f64(DType t, char* p, double v) {
     case DType::F32: *reinterpret_cast<float*>(p) = float(v); break;
     case DType::F16: *reinterpret_cast<uint16_t*>(p) = float_to_half(float(v)); break;
     case DType::F64: *reinterpret_cast<double*>(p) = v; break;
-    case DType::I32: *reinterpret_cast<int32_t*>(p) = int32_t(int64_t(v)); break;
-    case DType::I8: *reinterpret_cast<int8_t*>(p) = int8_t(int64_t(v)); break;
-    case DType::U8: *reinterpret_cast<uint8_t*>(p) = uint8_t(int64_t(v)); break;
+    case DType::I32: *reinterpret_cast<int32_t*>(p) = int32_t(float_to_i64(v)); break;
+    case DType::I8: *reinterpret_cast<int8_t*>(p) = int8_t(float_to_i64(v)); break;
+    case DType::U8: *reinterpret_cast<uint8_t*>(p) = uint8_t(float_to_i64(v)); break;
     case DType::Bool: *reinterpret_cast<uint8_t*>(p) = v != 0.0; break;
-    case DType::I64: *reinterpret_cast<int64_t*>(p) = int64_t(v); break;
+    case DType::I64: *reinterpret_cast<int64_t*>(p) = float_to_i64(v); break;
   }
 }
 
@@ -333,7 +333,7 @@ StepFn build_cast(CallCtx& c) {
         char* dst = p[0] + i * st[0] * ey;
         if (int_src && int_dst) {
           // Integer to integer stays exact (int64 beyond 2^53 included).
-          const int64_t v = from == DType::I64 ? *reinterpret_cast<const int64_t*>(src) : int64_t(load_as_f64(from, src));
+          const int64_t v = from == DType::I64 ? *reinterpret_cast<const int64_t*>(src) : float_to_i64(load_as_f64(from, src));
           switch (to) {
             case DType::I64: *reinterpret_cast<int64_t*>(dst) = v; break;
             case DType::I32: *reinterpret_cast<int32_t*>(dst) = int32_t(v); break;
