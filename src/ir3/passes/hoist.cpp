@@ -1,23 +1,39 @@
-// hoist: list-schedule each region so loads and their address arithmetic issue early and ALU
-// work fills their latency.
+// hoist: list-schedule straight-line code *and the guarded loads in it* so that loads and their
+// address arithmetic issue early and ALU work fills their latency.
 //
-// Steps, per region (code.h; control flow, barriers, predication markers and branch targets
-// bound regions, so nothing crosses them): (1) dependence graph: an edge i -> j (i before j)
-// for every register RAW/WAR/WAW (effects from the hazard checker's description, which counts
-// a texture's or store's sources as read) and for memory order (a store is ordered against
-// every load and store; loads may pass each other); (2) an edge's latency is the producer's
-// result latency for RAW (texture/global/IBO load kSyLatency, SFU/local kSsLatency, ALU 3, else
-// 1) and 0 otherwise; (3) priority = the longest latency path from the instruction to the end
-// of the region; (4) cycle-driven list scheduling: at each cycle take the ready instruction of
-// highest priority (original order breaks ties); if none is ready, advance to the earliest; an
-// (sy)/(ss) consumer waits for every outstanding producer of its kind (the hardware rule);
-// (5) the new order replaces the region only if it finishes earlier under those same timing
-// rules than the current order (Mesa's scheduler is often already good); (6) finally the whole
-// rewrite is kept only if the legalized program costs fewer cycles (passes.h) than before.
-// Registers are not renamed, so every WAR/WAW edge keeps its order and results are unchanged.
+// Real compiler output guards most loads with a forward branch (a convolution's padding test):
+//     br !p0.x, #else; mov r10.z, 0; (rpt5)nop; isam r10.w, r10.y; jump #join;
+//     else: mov r10.w, 0 ...; join:
+// so a scheduler that stops at every branch sees regions of three instructions and cannot
+// cluster the loads. This pass schedules *units*: an ordinary instruction, or a whole guarded
+// block ("diamond": a conditional `br` forward over a then-block that may end in a forward
+// `jump` over an else-block, with nothing inside but plain instructions, no branch into its
+// middle). A diamond moves as one piece; its branch and jump are re-targeted to whatever
+// follows it in the new order.
+//
+// Steps: (1) liveness of every register unit over the control-flow graph (backward dataflow;
+// unknown control flow keeps everything live); (2) speculation: an ALU instruction of a
+// then-block that depends on nothing earlier in the block, produces no sync and writes only
+// registers dead on the else path (not live where the else path starts) moves in front of the
+// branch, where it becomes an ordinary unit (the `mov rN.z, 0` that fills a 2-D coordinate, and
+// the (rpt5)nop it costs before the texture read, leave the guarded block); (3) super-regions:
+// maximal runs of units bounded by control flow that is not a diamond, barriers, predication
+// markers, shared-register writes and branch targets from outside; (4) dependence graph over
+// units (last writer / readers per register unit, so O(n); memory: a store is ordered against
+// every load and store); an edge's latency is the producer's result latency for RAW (texture /
+// global / IBO load kSyLatency, SFU / local kSsLatency, ALU 3, else 1) and 0 otherwise;
+// (5) cycle-driven list scheduling by longest latency path to the region's end; an (sy)/(ss)
+// consumer waits for every outstanding producer of its kind (the hardware rule); (6) the new
+// order replaces the region only if it finishes earlier under those same rules; the (sy) flags
+// of reordered instructions are dropped (the legalize pass puts back where the checker needs
+// them; (ss), which Mesa also uses for cases our checker does not model, is kept); (7) finally
+// the whole rewrite is kept only if the legalized program costs fewer cycles (passes.h).
+// Registers are not renamed, so every WAR/WAW edge keeps its order; the only values computed
+// that were not before are speculated ones, into registers nothing reads on the other path.
 // Delay nops and syncs must be recomputed afterwards (the legalize pass).
 // Progress: true when some region's order changed.
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 
 #include "ir3/passes/passes.h"
@@ -26,8 +42,96 @@ namespace opv::ir3::passes {
 
 namespace {
 
-bool reads(const Effects& e, int u) { return std::find(e.reads.begin(), e.reads.end(), u) != e.reads.end(); }
-bool writes(const Effects& e, int u) { return std::find(e.writes.begin(), e.writes.end(), u) != e.writes.end(); }
+constexpr int kUnitsMax = 512;  // register units of the effects description (legalize.h)
+using Live = std::bitset<kUnitsMax>;
+
+bool is_control(const Ins& x) {
+  int cat = static_cast<int>(x.in.bits >> 61);
+  const std::string& n = x.in.name();
+  if (cat == 0) return n != "nop";
+  if (cat == 7) return true;
+  return n.rfind("atomic", 0) == 0;
+}
+
+bool shared_write(const Ins& x) {
+  for (int u : x.fx.writes)
+    if (u >= 2 * 48 * 4 && u < 2 * 56 * 4) return true;
+  return false;
+}
+
+bool is_pred_marker(const Ins& x) {
+  const std::string& n = x.in.name();
+  return n == "predt" || n == "predf" || n == "prede";
+}
+
+// Per index: inside a predicated construct (between predt/predf and prede), where a write
+// happens only in some lanes.
+std::vector<bool> predicated(const Code& c) {
+  std::vector<bool> in(c.ins.size(), false);
+  bool on = false;
+  for (size_t i = 0; i < c.ins.size(); ++i) {
+    const std::string& n = c.ins[i].in.name();
+    if (n == "prede") on = false;
+    in[i] = on && !is_pred_marker(c.ins[i]);
+    if (n == "predt" || n == "predf") on = true;
+  }
+  return in;
+}
+
+// live-in set of every instruction (index order); a write inside a predicated construct does
+// not kill (other lanes keep the old value); control flow we do not model keeps all live
+std::vector<Live> liveness(const Code& c) {
+  size_t n = c.ins.size();
+  std::vector<int64_t> pos;
+  int max_id = 0;
+  for (const Ins& x : c.ins) max_id = std::max(max_id, x.id);
+  pos.assign(static_cast<size_t>(max_id) + 1, -1);
+  for (size_t i = 0; i < n; ++i) pos[static_cast<size_t>(c.ins[i].id)] = static_cast<int64_t>(i);
+  std::vector<bool> pred = predicated(c);
+  std::vector<Live> in(n);
+  Live all;
+  all.set();
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t i = n; i-- > 0;) {
+      const Ins& x = c.ins[i];
+      Live live;
+      bool known = !is_control(x) || x.fx.is_branch || x.fx.is_jump || x.fx.is_end || is_pred_marker(x) ||
+                   static_cast<int>(x.in.bits >> 61) == 7;
+      if (!known) {
+        live = all;
+      } else if (!x.fx.is_end) {
+        if (!x.fx.is_jump && i + 1 < n) live |= in[i + 1];
+        if (x.target_id >= 0) {
+          int64_t t = pos[static_cast<size_t>(x.target_id)];
+          if (t >= 0) live |= in[static_cast<size_t>(t)];
+        }
+        if (!pred[i])
+          for (int u : x.fx.writes)
+            if (u < kUnitsMax) live.reset(static_cast<size_t>(u));
+        for (int u : x.fx.reads)
+          if (u < kUnitsMax) live.set(static_cast<size_t>(u));
+      }
+      if (live != in[i]) in[i] = live, changed = true;
+    }
+  }
+  return in;
+}
+
+// A schedulable piece: instruction indices (into Code::ins) in their order inside the unit.
+struct Unit {
+  std::vector<size_t> ins;
+  bool diamond = false;
+  int fix_br = -1, fix_jump = -1;  // positions in `ins` whose target becomes "what follows"
+  Effects fx;                      // union of the members' effects
+};
+
+void add_effects(Effects& a, const Effects& b) {
+  a.reads.insert(a.reads.end(), b.reads.begin(), b.reads.end());
+  a.writes.insert(a.writes.end(), b.writes.begin(), b.writes.end());
+  a.sy_prod |= b.sy_prod, a.ss_prod |= b.ss_prod, a.store |= b.store, a.mem_read |= b.mem_read;
+}
 
 // Cycles from producer p's issue until consumer c may read its result (the hazard checker's
 // delays: ALU -> ALU 3, ALU -> SFU/texture/memory/flow 6; loads and SFU are synced instead).
@@ -38,62 +142,279 @@ int result_latency(const Effects& p, const Effects& c) {
   return 1;
 }
 
-}  // namespace
+struct Diamond {
+  size_t br, t, j;  // branch, else start (== j when there is no else), join
+  bool has_else;
+};
 
-bool hoist(Code& c) {
-  Code original = c;
-  bool progress = false;
-  std::vector<std::pair<size_t, size_t>> regs = c.regions();
-  // last region first: rewriting one (it may lose nops) leaves earlier indices valid
-  for (size_t r = regs.size(); r-- > 0;) {
-    auto [b, e] = regs[r];
-    size_t n = e - b;
-    if (n < 3) continue;
-    // nops carry no work; the legalize pass drops and re-creates them, so schedule without them
-    std::vector<size_t> idx;
-    for (size_t i = b; i < e; ++i)
-      if (c.ins[i].in.name() != "nop" || i == b) idx.push_back(i);
-    n = idx.size();
+class Hoister {
+ public:
+  explicit Hoister(Code& c) : c_(c) {}
+
+  bool run() {
+    speculate();
+    index();
+    live_ = liveness(c_);
+    bool progress = false;
+    std::vector<Ins> out;
+    size_t i = 0, n = c_.ins.size();
+    // targets from outside: a diamond's own branch/jump to its join does not cut the region
+    std::vector<int> tg = tg_;
+    // rebuild the program region by region; control instructions outside diamonds are copied
+    while (i < n) {
+      std::vector<Unit> units;
+      size_t b = i;
+      bool pinned = tg[i] > 0;
+      while (i < n) {
+        if (i > b && tg[i] > 0) break;
+        const Ins& x = c_.ins[i];
+        Diamond d;
+        if (diamond_at(i, d)) {
+          units.push_back(make_diamond(d));
+          --tg[d.j];
+          i = d.j;
+          continue;
+        }
+        if (is_control(x) || shared_write(x)) break;
+        if (x.in.name() != "nop" || tg[i] > 0) units.push_back(make_single(i));
+        ++i;
+      }
+      if (units.empty()) {  // a control instruction or shared write of its own
+        if (i >= n) break;
+        out.push_back(c_.ins[i]);
+        ++i;
+        continue;
+      }
+      if (i >= n) break;  // cannot happen: the program ends with `end`, a control instruction
+      size_t next = i;  // the instruction after the region
+      progress |= schedule(units, pinned, next, out);
+    }
+    if (progress) c_.ins = out;
+    return progress;
+  }
+
+ private:
+  Code& c_;
+  std::vector<int64_t> pos_;
+  std::vector<int> tg_;  // per index: branches targeting it
+  std::vector<Live> live_;  // live-in per index, after speculation
+
+  void index() {
+    int max_id = 0;
+    for (const Ins& x : c_.ins) max_id = std::max(max_id, x.id);
+    pos_.assign(static_cast<size_t>(max_id) + 1, -1);
+    for (size_t i = 0; i < c_.ins.size(); ++i) pos_[static_cast<size_t>(c_.ins[i].id)] = static_cast<int64_t>(i);
+    tg_.assign(c_.ins.size(), 0);
+    for (const Ins& x : c_.ins)
+      if (x.target_id >= 0 && pos_[static_cast<size_t>(x.target_id)] >= 0)
+        ++tg_[static_cast<size_t>(pos_[static_cast<size_t>(x.target_id)])];
+  }
+
+  int64_t target_of(size_t i) const {
+    int id = c_.ins[i].target_id;
+    return id < 0 ? -1 : pos_[static_cast<size_t>(id)];
+  }
+
+  bool plain(size_t i) const {
+    const Ins& x = c_.ins[i];
+    return !is_control(x) && !shared_write(x) && !x.in.get_or("JP", 0);
+  }
+
+  // A conditional forward branch over plain instructions, optionally ending in a forward jump
+  // over more plain instructions; nothing else branches into it (its own targets aside).
+  bool diamond_at(size_t i, Diamond& d) const {
+    const Ins& x = c_.ins[i];
+    if (x.in.name() != "br" || x.in.get_or("JP", 0)) return false;
+    int64_t t = target_of(i);
+    if (t <= static_cast<int64_t>(i) + 1) return false;
+    d.br = i, d.t = static_cast<size_t>(t), d.j = d.t, d.has_else = false;
+    size_t then_end = d.t;
+    if (c_.ins[d.t - 1].fx.is_jump && c_.ins[d.t - 1].in.name() == "jump" && !c_.ins[d.t - 1].in.get_or("JP", 0)) {
+      int64_t j = target_of(d.t - 1);
+      if (j < static_cast<int64_t>(d.t)) return false;
+      d.j = static_cast<size_t>(j), d.has_else = true, then_end = d.t - 1;
+      if (d.t - 1 == i) return false;
+    }
+    if (d.j >= c_.ins.size()) return false;
+    for (size_t k = i + 1; k < then_end; ++k)
+      if (!plain(k) || tg_[k] > 0) return false;
+    for (size_t k = d.t; k < d.j; ++k)
+      if (!plain(k) || tg_[k] > (k == d.t ? 1 : 0)) return false;
+    if (d.has_else && tg_[d.t] != 1) return false;
+    if (c_.ins[d.j].in.get_or("JP", 0)) return false;
+    return true;
+  }
+
+  Unit make_single(size_t i) const {
+    Unit u;
+    u.ins.push_back(i);
+    u.fx = c_.ins[i].fx;
+    u.fx.len = std::max(1, u.fx.len);
+    return u;
+  }
+
+  Unit make_diamond(const Diamond& d) const {
+    Unit u;
+    u.diamond = true;
+    u.fx.cat = 0;
+    u.fx.len = 0;
+    for (size_t k = d.br; k < d.j; ++k) {
+      const Ins& x = c_.ins[k];
+      // delay nops go (legalize re-creates them); a targeted one stays (the else start)
+      if (x.in.name() == "nop" && !(d.has_else && k == d.t)) continue;
+      if (k == d.br && !d.has_else) u.fix_br = static_cast<int>(u.ins.size());
+      if (d.has_else && k + 1 == d.t) u.fix_jump = static_cast<int>(u.ins.size());
+      u.ins.push_back(k);
+      add_effects(u.fx, x.fx);
+      u.fx.len += std::max(1, x.fx.len);
+    }
+    return u;
+  }
+
+  // Moves ALU instructions out of then-blocks in front of their branch, and out of predicated
+  // constructs in front of their predt/predf (see the header).
+  void speculate() {
+    index();
+    std::vector<Live> live = liveness(c_);
+    std::vector<std::pair<size_t, size_t>> moves;  // (instruction, insert before)
+    // Members [b, e) of one guarded section; `read`: what the guard reads; `forbidden`: what
+    // must not be clobbered for the lanes that skip the section.
+    auto scan = [&](size_t b, size_t e, Live read, const Live& forbidden, size_t before) {
+      Live written;
+      for (size_t k = b; k < e; ++k) {
+        const Ins& x = c_.ins[k];
+        const Effects& f = x.fx;
+        bool ok = f.cat >= 1 && f.cat <= 3 && !f.sy_prod && !f.ss_prod && !f.store && !f.mem_read &&
+                  !x.in.get_or("SY", 0) && !x.in.get_or("SS", 0) && x.in.name() != "nop";
+        for (int u : f.reads) ok = ok && u < kUnitsMax && !written.test(static_cast<size_t>(u));
+        for (int u : f.writes)
+          ok = ok && u < kUnitsMax && !written.test(static_cast<size_t>(u)) && !read.test(static_cast<size_t>(u)) &&
+               !forbidden.test(static_cast<size_t>(u));
+        if (ok) {
+          moves.emplace_back(k, before);
+          continue;  // it no longer sits in the section: later members need not order after it
+        }
+        for (int u : f.reads)
+          if (u < kUnitsMax) read.set(static_cast<size_t>(u));
+        for (int u : f.writes)
+          if (u < kUnitsMax) written.set(static_cast<size_t>(u));
+      }
+    };
+    auto reads_of = [&](size_t b, size_t e) {
+      Live r;
+      for (size_t k = b; k < e; ++k)
+        for (int u : c_.ins[k].fx.reads)
+          if (u < kUnitsMax) r.set(static_cast<size_t>(u));
+      return r;
+    };
+    for (size_t i = 0; i < c_.ins.size(); ++i) {
+      Diamond d;
+      if (diamond_at(i, d)) {
+        // the else path starts at t (the join when there is no else)
+        scan(i + 1, d.has_else ? d.t - 1 : d.t, reads_of(i, i + 1), live[d.t], i);
+        continue;
+      }
+      const std::string& n = c_.ins[i].in.name();
+      if (n != "predt" && n != "predf") continue;
+      // predt A [predf B] prede: both sections plain, nothing branching into them
+      size_t mid = 0, end = 0;
+      bool ok = true;
+      for (size_t k = i + 1; k < c_.ins.size() && ok; ++k) {
+        const std::string& m = c_.ins[k].in.name();
+        if (m == "prede") {
+          end = k;
+          break;
+        }
+        if ((m == "predt" || m == "predf") && mid == 0) {
+          mid = k;
+          continue;
+        }
+        ok = plain(k) && tg_[k] == 0;
+      }
+      if (!ok || end == 0 || end + 1 >= c_.ins.size()) continue;
+      Live guard = reads_of(i, i + 1);
+      if (mid) guard |= reads_of(mid, mid + 1);
+      size_t a_end = mid ? mid : end;
+      scan(i + 1, a_end, guard, live[end + 1] | (mid ? reads_of(mid + 1, end) : Live()), i);
+      if (mid) scan(mid + 1, end, guard, live[end + 1] | reads_of(i + 1, mid), i);
+      i = end;
+    }
+    if (moves.empty()) return;
+    // rebuild: each moved instruction goes right before its guard, in program order
+    std::vector<std::vector<size_t>> before(c_.ins.size());
+    std::vector<bool> moved(c_.ins.size(), false);
+    for (auto [k, br] : moves) before[br].push_back(k), moved[k] = true;
+    std::vector<Ins> out;
+    for (size_t i = 0; i < c_.ins.size(); ++i) {
+      for (size_t k : before[i]) out.push_back(c_.ins[k]);
+      if (!moved[i]) out.push_back(c_.ins[i]);
+    }
+    c_.ins = out;
+  }
+
+  // Schedules one region's units; appends the result (or the original order) to `out`.
+  bool schedule(const std::vector<Unit>& units, bool pinned, size_t next, std::vector<Ins>& out) {
+    size_t n = units.size();
     std::vector<std::vector<std::pair<size_t, int>>> succ(n);
     std::vector<int> npred(n, 0);
-    for (size_t a = 0; a < n; ++a) {
-      const Effects& fa = c.ins[idx[a]].fx;
-      for (size_t z = a + 1; z < n; ++z) {
-        const Effects& fz = c.ins[idx[z]].fx;
-        bool raw = false, other = false;
-        for (int u : fa.writes) {
-          if (reads(fz, u)) raw = true;
-          if (writes(fz, u)) other = true;
+    std::vector<std::vector<size_t>> pred(n);  // RAW producers
+    {
+      std::vector<int64_t> last_w(kUnitsMax, -1);
+      std::vector<std::vector<size_t>> readers(kUnitsMax);
+      int64_t last_store = -1;
+      std::vector<size_t> loads;
+      auto edge = [&](size_t a, size_t z, int lat) {
+        succ[a].push_back({z, lat});
+        ++npred[z];
+        if (lat > 0) pred[z].push_back(a);
+      };
+      for (size_t z = 0; z < n; ++z) {
+        const Effects& f = units[z].fx;
+        if (pinned && z > 0) edge(0, z, 0);
+        for (int u : f.reads)
+          if (u < kUnitsMax && last_w[static_cast<size_t>(u)] >= 0) {
+            size_t a = static_cast<size_t>(last_w[static_cast<size_t>(u)]);
+            if (a != z) edge(a, z, result_latency(units[a].fx, f));
+          }
+        for (int u : f.writes) {
+          if (u >= kUnitsMax) continue;
+          if (last_w[static_cast<size_t>(u)] >= 0 && static_cast<size_t>(last_w[static_cast<size_t>(u)]) != z)
+            edge(static_cast<size_t>(last_w[static_cast<size_t>(u)]), z, 0);
+          for (size_t r : readers[static_cast<size_t>(u)])
+            if (r != z) edge(r, z, 0);
         }
-        if (!other)
-          for (int u : fz.writes)
-            if (reads(fa, u)) other = true;
-        if ((fa.store && (fz.store || fz.mem_read)) || (fa.mem_read && fz.store)) other = true;
-        // the region's first instruction may be a branch target: it stays first
-        if (a == 0 && c.ins[idx[0]].in.name() == "nop") other = true;
-        if (raw || other) {
-          succ[a].push_back({z, raw ? result_latency(fa, fz) : 0});
-          ++npred[z];
+        if (f.mem_read && last_store >= 0) edge(static_cast<size_t>(last_store), z, 0);
+        if (f.store) {
+          if (last_store >= 0) edge(static_cast<size_t>(last_store), z, 0);
+          for (size_t l : loads)
+            if (l != z) edge(l, z, 0);
         }
+        for (int u : f.reads)
+          if (u < kUnitsMax) readers[static_cast<size_t>(u)].push_back(z);
+        for (int u : f.writes)
+          if (u < kUnitsMax) last_w[static_cast<size_t>(u)] = static_cast<int64_t>(z), readers[static_cast<size_t>(u)].clear();
+        if (f.store) last_store = static_cast<int64_t>(z), loads.clear();
+        if (f.mem_read) loads.push_back(z);
       }
     }
-    std::vector<std::vector<size_t>> pred(n);
-    for (size_t a = 0; a < n; ++a)
-      for (auto [z, lat] : succ[a])
-        if (lat > 0) pred[z].push_back(a);  // RAW producers
+    // A result read after the region (live where it ends) is wanted early too: charge it the
+    // latency to an unknown consumer (ALU results: 6, as for a memory/texture reader).
+    std::vector<int> exit(n, 0);
+    for (size_t a = 0; a < n; ++a) {
+      const Effects& f = units[a].fx;
+      bool out_live = false;
+      for (int u : f.writes) out_live = out_live || (u < kUnitsMax && live_[next].test(static_cast<size_t>(u)));
+      if (out_live) exit[a] = f.sy_prod ? kSyLatency : f.ss_prod ? kSsLatency : (f.cat >= 1 && f.cat <= 3) ? 6 : 1;
+    }
     std::vector<int64_t> height(n, 0);
     for (size_t a = n; a-- > 0;) {
-      int len = std::max(1, c.ins[idx[a]].fx.len);
-      height[a] = len;
+      height[a] = std::max(units[a].fx.len, exit[a]);
       for (auto [z, lat] : succ[a]) height[a] = std::max<int64_t>(height[a], lat + height[z]);
     }
-    // An (sy)/(ss) consumer of a result still in flight waits for *every* outstanding producer
-    // of that kind (the hardware rule): its earliest cycle is the latest such producer's issue
-    // + latency, and after it waited nothing of that kind is in flight.
     struct Timing {
       std::vector<int64_t> ready;
       std::vector<bool> pend_sy, pend_ss;
-      int64_t t = 0, last_sy = -1000000, last_ss = -1000000;
+      int64_t t = 0, last_sy = -1000000, last_ss = -1000000, finish = 0;
     };
     auto make_timing = [&] {
       Timing tm;
@@ -102,6 +423,8 @@ bool hoist(Code& c) {
       tm.pend_ss.assign(n, false);
       return tm;
     };
+    // an (sy)/(ss) consumer of a result in flight waits for every outstanding producer of
+    // that kind; afterwards nothing of that kind is in flight
     auto earliest = [&](const Timing& tm, size_t a) {
       int64_t r = tm.ready[a];
       for (size_t p : pred[a]) {
@@ -113,66 +436,115 @@ bool hoist(Code& c) {
     auto issue = [&](Timing& tm, size_t a) {
       int64_t at = earliest(tm, a);
       bool wsy = false, wss = false;
-      for (size_t p : pred[a]) wsy |= tm.pend_sy[p], wss |= tm.pend_ss[p];
+      for (size_t p : pred[a]) wsy = wsy || tm.pend_sy[p], wss = wss || tm.pend_ss[p];
       if (wsy) std::fill(tm.pend_sy.begin(), tm.pend_sy.end(), false);
       if (wss) std::fill(tm.pend_ss.begin(), tm.pend_ss.end(), false);
       tm.t = std::max(tm.t, at);
-      const Effects& fa = c.ins[idx[a]].fx;
+      const Effects& fa = units[a].fx;
       if (fa.sy_prod) tm.last_sy = tm.t, tm.pend_sy[a] = true;
       if (fa.ss_prod) tm.last_ss = tm.t, tm.pend_ss[a] = true;
       for (auto [z, lat] : succ[a]) tm.ready[z] = std::max(tm.ready[z], tm.t + lat);
-      tm.t += std::max(1, fa.len);
+      tm.finish = std::max(tm.finish, tm.t + exit[a]);
+      tm.t += fa.len;
+      tm.finish = std::max(tm.finish, tm.t);
     };
     Timing tm = make_timing();
     std::vector<bool> done(n, false);
     std::vector<int> left = npred;
+    std::vector<size_t> ready;
+    for (size_t a = 0; a < n; ++a)
+      if (left[a] == 0) ready.push_back(a);
     std::vector<size_t> order;
-    // keep a region that starts at a branch target starting with the same instruction
-    bool pin_first = c.targets()[static_cast<size_t>(c.ins[idx[0]].id)];
     while (order.size() < n) {
-      size_t best = n;
+      size_t best_k = 0;
       int64_t best_at = 0;
-      for (size_t a = 0; a < n; ++a) {
-        if (done[a] || left[a] > 0) continue;
-        if (pin_first && order.empty() && a != 0) continue;
+      for (size_t k = 0; k < ready.size(); ++k) {
+        size_t a = ready[k], bst = ready[best_k];
         int64_t at = earliest(tm, a);
-        if (best == n) {
-          best = a, best_at = at;
+        if (k == 0) {
+          best_at = at;
           continue;
         }
         bool ra = at <= tm.t, rb = best_at <= tm.t;
         bool take;
         if (ra != rb) take = ra;
-        else if (!ra) take = at < best_at || (at == best_at && height[a] > height[best]);
-        else take = height[a] > height[best];
-        if (take) best = a, best_at = at;
+        else if (!ra) take = at < best_at || (at == best_at && height[a] > height[bst]);
+        else take = height[a] > height[bst] || (height[a] == height[bst] && a < bst);
+        if (take) best_k = k, best_at = at;
       }
+      size_t best = ready[best_k];
+      ready.erase(ready.begin() + static_cast<ptrdiff_t>(best_k));
       issue(tm, best);
       done[best] = true;
       order.push_back(best);
-      for (auto [z, lat] : succ[best]) --left[z];
+      for (auto [z, lat] : succ[best])
+        if (--left[z] == 0) ready.push_back(z);
     }
-    bool same = true;
-    for (size_t a = 0; a < n; ++a) same &= order[a] == a;
-    if (same) continue;
-    // keep the new order only if the region is faster under the same timing rules
     auto cost = [&](const std::vector<size_t>& ord) {
       Timing x = make_timing();
       for (size_t a : ord) issue(x, a);
-      return x.t;
+      return x.finish;
     };
     std::vector<size_t> orig(n);
     for (size_t a = 0; a < n; ++a) orig[a] = a;
-    if (cost(order) >= cost(orig)) continue;
-    // rewrite the region with the scheduled instructions; its nops (never branch targets: only
-    // the first instruction of a region can be one, and it is kept) are gone
-    std::vector<Ins> out;
-    for (size_t a : order) out.push_back(c.ins[idx[a]]);
-    c.ins.erase(c.ins.begin() + static_cast<ptrdiff_t>(b), c.ins.begin() + static_cast<ptrdiff_t>(e));
-    c.ins.insert(c.ins.begin() + static_cast<ptrdiff_t>(b), out.begin(), out.end());
-    progress = true;
+    // The greedy order never delays the critical path for a short ALU result read after the
+    // region, so also try each order with those raised to right after their last predecessor.
+    std::vector<std::vector<size_t>> all_pred(n);
+    for (size_t a = 0; a < n; ++a)
+      for (auto [z, lat] : succ[a]) all_pred[z].push_back(a);
+    auto raise_exits = [&](const std::vector<size_t>& ord) {
+      std::vector<size_t> out(ord);
+      for (size_t k = 0; k < out.size(); ++k) {
+        size_t a = out[k];
+        const Effects& f = units[a].fx;
+        if (exit[a] == 0 || f.sy_prod || f.ss_prod || units[a].diamond) continue;
+        size_t at = 0;  // first position after every predecessor
+        for (size_t q = 0; q < k; ++q)
+          if (std::find(all_pred[a].begin(), all_pred[a].end(), out[q]) != all_pred[a].end()) at = q + 1;
+        if (at >= k) continue;
+        out.erase(out.begin() + static_cast<ptrdiff_t>(k));
+        out.insert(out.begin() + static_cast<ptrdiff_t>(at), a);
+      }
+      return out;
+    };
+    std::vector<size_t> best_order = orig;
+    int64_t best_cost = cost(orig);
+    for (const std::vector<size_t>& cand : {order, raise_exits(orig), raise_exits(order)}) {
+      int64_t cc = cost(cand);
+      if (cc < best_cost) best_cost = cc, best_order = cand;
+    }
+    bool better = best_order != orig;
+    const std::vector<size_t>& use = best_order;
+    int next_id = c_.ins[next].id;
+    std::vector<std::pair<size_t, size_t>> fixes;  // (position in out, unit index in `use`)
+    for (size_t k = 0; k < use.size(); ++k) {
+      const Unit& u = units[use[k]];
+      for (size_t m = 0; m < u.ins.size(); ++m) {
+        Ins x = c_.ins[u.ins[m]];
+        if (better && x.in.get_or("SY", 0) && !(x.in.name() == "nop" && tg_[u.ins[m]] > 0)) {
+          x.in = with_field(x.in, "SY", 0);
+          x.fx = effects(x.in);
+        }
+        if (static_cast<int>(m) == u.fix_br || static_cast<int>(m) == u.fix_jump) fixes.emplace_back(out.size(), k);
+        out.push_back(x);
+      }
+    }
+    // a diamond's branch (no else) or jump goes to whatever follows the diamond now
+    for (auto [p, k] : fixes)
+      out[p].target_id = k + 1 < use.size() ? c_.ins[units[use[k + 1]].ins[0]].id : next_id;
+    return better;
   }
-  if (!progress) return false;
+};
+
+}  // namespace
+
+bool hoist(Code& c) {
+  Code original = c;
+  Hoister h(c);
+  if (!h.run()) {
+    c = original;
+    return false;
+  }
   // The region estimates do not see every sync the checker will ask for: keep the new order
   // only if the legalized program is faster under the cost model (passes.h) than before.
   Code a = original, b = c;
