@@ -24,6 +24,7 @@
 
 #include "core/error.h"
 #include "ir3/isa_model.h"
+#include "ir3/semantics.h"
 
 namespace opv::ir3 {
 
@@ -48,7 +49,7 @@ struct Info {
   int cat = 0;
   int len = 1, nops = 0;
   bool has_ss_bit = false, ss = false, sy = false;
-  bool ss_prod = false, sy_prod = false, late_reader = false, store = false;
+  bool ss_prod = false, sy_prod = false, late_reader = false, store = false, mem_read = false;
   bool is_branch = false, is_jump = false, is_end = false;
   int64_t target = 0;
   std::vector<Access> reads, writes;
@@ -66,186 +67,33 @@ void add_reg(std::vector<Access>& v, int regid, bool half, int element, int src)
   }
 }
 
-int regid(const Node* g) { return static_cast<int>(g->value("GPR") * 4 + g->value("SWIZ")); }
-
-// Registers a source operand (sub-encoding) touches; relative operands read a0.x.
-void add_operand(std::vector<Access>& v, const Node* c, bool half, int count, bool r, int repeat, int src) {
-  if (!c) return;
-  const std::string& k = c->leaf->name;
-  int reps = repeat + 1;
-  auto regs = [&](int base) {
-    for (int e = 0; e < reps; ++e)
-      for (int i = 0; i < count; ++i) add_reg(v, base + i + (r ? e : 0), half, e, src);
-  };
-  if (k == "#reg-gpr" || k == "#dst-cat2") return regs(regid(c));
-  if (k == "#ms-gpr" || k == "#c3-gpr" || k == "#cat1-gpr-src") return regs(regid(c->child("SRC")));
-  if (k == "#c6-src" || k == "#c6-src-cg") {
-    if (c->leaf->cases[c->variant].cond) return;  // immediate or const
-    return regs(static_cast<int>(c->value("GPR") * 4 + c->value("SWIZ")));
-  }
-  if (k == "#c5-src1" || k == "#c5-src2") {
-    if (c->leaf->cases[c->variant].cond && c->has("SRC") && c->child("SRC")) return regs(regid(c->child("SRC")));
-    return;
-  }
-  if (k.find("rel") != std::string::npos) add_reg(v, kRegA0, false, 0, src);
-}
-
+// The checker's view of an instruction: the shared semantics (ir3/semantics.h) expanded into
+// half-register units per (rptN) element.
 Info describe(const Instr& in) {
+  Semantics sm = semantics(in);
   Info d;
   d.in = in;
-  d.cat = static_cast<int>(in.bits >> 61);
-  const std::string& n = in.name();
-  int rep = static_cast<int>(in.get_or("REPEAT", 0));
+  d.cat = sm.cat;
+  d.len = sm.len;
+  d.nops = sm.nops;
   d.has_ss_bit = in.has("SS");
   d.ss = in.get_or("SS", 0) != 0;
   d.sy = in.get_or("SY", 0) != 0;
-  if (d.cat <= 4 && n != "movmsk") d.len = rep + 1;
-  if ((d.cat == 2 || d.cat == 3) && rep == 0) d.nops = static_cast<int>(in.get_or("SRC1_R", 0) | (in.get_or("SRC2_R", 0) << 1));
-  switch (d.cat) {
-    case 0: {
-      d.target = detail::sign_extend(in.bits & 0xffffffffu, 32);
-      if (n == "end") d.is_end = true;
-      else if (n == "jump") d.is_jump = true;
-      else if (n == "br" || n == "brao" || n == "braa" || n == "bany" || n == "ball" || n == "getone" ||
-               n == "getlast" || n == "brac" || n == "brax" || n == "shps" || n == "call" || n == "bkt")
-        d.is_branch = true;
-      if (in.has("COMP1")) add_reg(d.reads, kRegP0 + static_cast<int>(in.get("COMP1")), false, 0, 0);
-      if (in.has("COMP2")) add_reg(d.reads, kRegP0 + static_cast<int>(in.get("COMP2")), false, 0, 1);
-      if (n == "predt" || n == "predf") add_reg(d.reads, kRegP0, false, 0, 0);
-      break;
-    }
-    case 1: {
-      if (n == "movmsk") {
-        const Node* dn = in.child("DST");
-        if (dn && dn->child("DST")) add_operand(d.writes, dn->child("DST"), false, rep + 1, false, 0, -1);
-        break;
-      }
-      if (n.rfind("mov-", 0) == 0) {
-        int st = static_cast<int>(in.get("SRC_TYPE")), dt = static_cast<int>(in.get("DST_TYPE"));
-        auto half = [](int t) { return t == 0 || t == 2 || t == 4 || t == 6; };
-        add_operand(d.reads, in.child("SRC"), half(st), 1, in.get_or("SRC_R", 0) != 0, rep, 0);
-        const Node* dn = in.child("DST");
-        if (in.get("DST_REL")) {
-          add_reg(d.reads, kRegA0, false, 0, 0);
-        } else if (dn && dn->child("DST")) {
-          int r = regid(dn->child("DST"));
-          for (int e = 0; e <= rep; ++e) add_reg(d.writes, r + e, half(dt), e, -1);
-        }
-      } else {
-        // swz/gat/sct: conservatively every listed register
-        for (const char* f : {"SRC0", "SRC1", "SRC2", "SRC3"})
-          if (const Node* c = in.child(f)) add_operand(d.reads, c->child("REG"), in.get("HALF") != 0, 1, false, 0, 0);
-        for (const char* f : {"DST0", "DST1", "DST2", "DST3"})
-          if (const Node* c = in.child(f)) add_operand(d.writes, c->child("REG"), in.get("DST_HALF") != 0, 1, false, 0, -1);
-      }
-      break;
-    }
-    case 2:
-    case 3:
-    case 4: {
-      bool half = in.get_or("FULL", 1) == 0;
-      const char* srcs[3] = {"SRC1", "SRC2", "SRC3"};
-      const char* rflags[3] = {"SRC1_R", "SRC2_R", "SRC3_R"};
-      if (d.cat == 4) srcs[0] = "SRC", rflags[0] = "SRC_R";
-      for (int s = 0; s < 3; ++s) {
-        if (!in.has(srcs[s])) continue;
-        bool r = rep > 0 && in.get_or(rflags[s], 0) != 0;
-        add_operand(d.reads, in.child(srcs[s]), half, 1, r, rep, s);
-      }
-      bool dh = in.get_or("DST_HALF", 0) != 0;
-      const Node* dn = in.child("DST");
-      if (dn) {
-        int r = regid(dn);
-        if (r / 4 == 61 && d.cat == 2) r = kRegP0 + (r & 3);  // up0.c: scalar ALU write of p0
-        for (int e = 0; e <= rep; ++e) add_reg(d.writes, r + e, dh && r < kRegA0, e, -1);
-      }
-      if (d.cat == 4) d.ss_prod = true;
-      break;
-    }
-    case 5: {
-      if (n == "tcinv") break;
-      d.sy_prod = true;
-      d.late_reader = true;
-      bool half_src = in.get_or("FULL", 1) == 0;
-      // s2en (non-bindless): texture and sampler indices in a pair of half registers
-      if (in.get_or("S2EN_BINDLESS", 0) && in.child("SRC3") && in.child("SRC3")->child("SRC"))
-        add_operand(d.reads, in.child("SRC3")->child("SRC"), in.get_or("DESC_MODE", 0) != 1 && in.get_or("DESC_MODE", 0) != 2 &&
-                                                              in.get_or("DESC_MODE", 0) != 3 && in.get_or("DESC_MODE", 0) != 5,
-                    2, false, 0, 2);
-      int coords = 2 + (in.get_or("D3", 0) ? 1 : 0) + (in.get_or("A", 0) ? 1 : 0);
-      add_operand(d.reads, in.child("SRC1"), half_src, coords, false, 0, 0);
-      add_operand(d.reads, in.child("SRC2"), half_src, 1, false, 0, 1);
-      const Node* t = in.child("TYPE");
-      int type = t ? static_cast<int>(t->value("TYPE")) : 1;
-      bool half = type == 0 || type == 2 || type == 4 || type == 6;
-      int comps = __builtin_popcountll(static_cast<uint64_t>(in.get_or("WRMASK", 0)));
-      if (const Node* dn = in.child("DST"))
-        for (int i = 0; i < comps; ++i) add_reg(d.writes, regid(dn) + i, half, 0, -1);
-      break;
-    }
-    case 6: {
-      int type = static_cast<int>(in.get_or("TYPE", 3));
-      bool half = type == 0 || type == 2 || type == 4 || type == 6;
-      int size = static_cast<int>(in.get_or("SIZE", in.get_or("TYPE_SIZE", 1)));
-      d.late_reader = true;
-      if (n == "ldg" || n == "ldg.a" || n == "ldp" || n == "ldg.k") {
-        d.sy_prod = true;
-        add_operand(d.reads, in.child("SRC1") ? in.child("SRC1") : in.child("SRC"), false, n == "ldp" ? 1 : 2, false, 0, 0);
-        if (n == "ldg.a") add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
-        if (n != "ldg.k") add_operand(d.writes, in.child("DST"), half, size, false, 0, -1);
-      } else if (n == "stg" || n == "stg.a") {
-        d.store = true;
-        add_operand(d.reads, in.child("SRC1"), false, 2, false, 0, 0);
-        if (n == "stg.a") add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
-        add_operand(d.reads, in.child("SRC3"), half, size, false, 0, 2);
-      } else if (n == "ldl" || n == "ldlw") {
-        d.ss_prod = true;
-        add_operand(d.reads, in.child("SRC"), false, 1, false, 0, 0);
-        add_operand(d.writes, in.child("DST"), half, size, false, 0, -1);
-      } else if (n == "ldlv") {
-        d.ss_prod = true;
-        add_operand(d.writes, in.child("DST"), half, size, false, 0, -1);
-      } else if (n == "stl" || n == "stlw" || n == "stp") {
-        d.store = true;
-        add_operand(d.reads, in.child("DST"), false, 1, false, 0, 0);
-        add_operand(d.reads, in.child("SRC"), half, size, false, 0, 1);
-      } else if (n == "stc") {
-        d.store = true;
-        add_operand(d.reads, in.child("SRC"), half, size, false, 0, 0);
-      } else if (n == "ldib.b" || n == "stib.b") {
-        int coords = static_cast<int>(in.get_or("D", 1));
-        add_operand(d.reads, in.child("SRC2"), false, coords, false, 0, 1);
-        add_operand(d.reads, in.child("SSBO"), false, 1, false, 0, 2);
-        if (n == "ldib.b") {
-          d.sy_prod = true;
-          add_operand(d.writes, in.child("SRC1"), half, size, false, 0, -1);
-        } else {
-          d.store = true;
-          add_operand(d.reads, in.child("SRC1"), half, size, false, 0, 0);
-        }
-      } else if (n == "ldc" || n == "ldc.k") {
-        d.sy_prod = true;
-        add_operand(d.reads, in.child("SRC1"), false, 1, false, 0, 0);
-        add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
-        if (n == "ldc") add_operand(d.writes, in.child("DST"), false, size, false, 0, -1);
-      } else if (n == "shfl" || n == "getfiberid" || n == "resinfo.b" || n == "resinfo" || n == "getwid" || n == "getspid") {
-        d.ss_prod = true;
-        if (in.has("SRC1")) add_operand(d.reads, in.child("SRC1"), half, 1, false, 0, 0);
-        if (in.has("SRC2")) add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
-        add_operand(d.writes, in.child("DST"), half, n.rfind("resinfo", 0) == 0 ? 3 : 1, false, 0, -1);
-      } else if (n.rfind("atomic.", 0) == 0) {
-        bool global = n.rfind("atomic.g.", 0) == 0 || n.rfind("atomic.b.", 0) == 0;
-        (global ? d.sy_prod : d.ss_prod) = true;
-        add_operand(d.reads, in.child("SRC1"), false, global && n[7] == 'g' ? 2 : 1, false, 0, 0);
-        add_operand(d.reads, in.child("SRC2"), false, 1, false, 0, 1);
-        add_operand(d.writes, in.child("DST"), false, 1, false, 0, -1);
-      }
-      break;
-    }
-    default: break;
-  }
-  for (const Access& w : d.writes)
-    if (w.unit >= 2 * 48 * 4 && w.unit < 2 * 56 * 4) d.ss_prod = true;  // shared registers
+  d.ss_prod = sm.ss_prod;
+  d.sy_prod = sm.sy_prod;
+  d.late_reader = sm.late_reader;
+  d.store = sm.store;
+  d.mem_read = sm.mem_read;
+  d.is_branch = sm.is_branch;
+  d.is_jump = sm.is_jump;
+  d.is_end = sm.is_end;
+  d.target = sm.target;
+  auto expand = [](std::vector<Access>& v, const RegUse& u) {
+    for (int e = 0; e < u.elements; ++e)
+      for (int i = 0; i < u.count; ++i) add_reg(v, u.regid + i + (u.advancing ? e : 0), u.half, e, u.src);
+  };
+  for (const RegUse& u : sm.reads) expand(d.reads, u);
+  for (const RegUse& u : sm.writes) expand(d.writes, u);
   return d;
 }
 
@@ -451,9 +299,7 @@ Effects effects(const Instr& in) {
   e.ss_prod = d.ss_prod;
   e.sy_prod = d.sy_prod;
   e.store = d.store;
-  const std::string& n = in.name();
-  e.mem_read = (d.cat == 5 && n != "tcinv") ||
-               (d.cat == 6 && !d.store && (d.sy_prod || d.ss_prod) && n != "getfiberid" && n != "getwid" && n != "getspid");
+  e.mem_read = d.mem_read;
   e.is_branch = d.is_branch;
   e.is_jump = d.is_jump;
   e.is_end = d.is_end;

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "ir3/isa_model.h"
+#include "ir3/semantics.h"
 
 namespace opv::ir3 {
 
@@ -50,10 +51,6 @@ uint32_t bits(float f) {
   return b;
 }
 
-const float kFlut[] = {0.0f, 0.5f, 1.0f, 2.0f, 2.71828182845904523536f, 3.14159265358979323846f,
-                       0.31830988618379067154f, 0.69314718055994530942f, 1.44269504088896340736f,
-                       0.30102999566398119521f, 3.32192809488736234787f, 4.0f};
-
 // Opcode names are compared as 64-bit FNV-1a hashes computed once per instruction (the
 // interpreter's hot path must not compare strings); H("add.f") is a compile-time constant.
 constexpr uint64_t H(std::string_view v) {
@@ -62,80 +59,13 @@ constexpr uint64_t H(std::string_view v) {
   return h;
 }
 
-struct Operand {
-  enum Kind { None, Reg, Const, Imm, RelReg, RelConst } kind = None;
-  int num = 0;          // regid / const component index / relative offset
-  uint32_t imm = 0;
-  int absneg = 0;       // bit0 neg, bit1 abs
-  bool r = false;       // (r): advances with the repeat index
-};
-
 int regid_of(const Node* g) { return static_cast<int>(g->value("GPR") * 4 + g->value("SWIZ")); }
 
-Operand operand(const Instr& in, const char* field, bool half) {
-  Operand o;
-  const Node* c = in.child(field);
-  if (!c) fail("operand `", field, "` missing");
-  const std::string& k = c->leaf->name;
-  if (c->has("ABSNEG")) o.absneg = static_cast<int>(c->value("ABSNEG"));
-  auto sext = [](int64_t v, int w) { return static_cast<int>(detail::sign_extend(static_cast<uint64_t>(v), w)); };
-  if (k == "#reg-gpr" || k == "#dst-cat2") {
-    o.kind = Operand::Reg;
-    o.num = regid_of(c);
-  } else if (k == "#ms-gpr" || k == "#c3-gpr" || k == "#cat1-gpr-src") {
-    o.kind = Operand::Reg;
-    o.num = regid_of(c->child("SRC"));
-  } else if (k == "#ms-const") {
-    const Node* s = c->child("SRC");
-    o.kind = Operand::Const;
-    o.num = static_cast<int>(s->value("CONST") * 4 + s->value("SWIZ"));
-  } else if (k == "#cat1-const-src") {
-    const Node* s = c->child("CONST");
-    o.kind = Operand::Const;
-    o.num = static_cast<int>(s->value("CONST") * 4 + s->value("SWIZ"));
-  } else if (k == "#c3-const-or-immed") {
-    if (c->leaf->cases[c->variant].cond) {
-      o.kind = Operand::Imm;
-      o.imm = static_cast<uint32_t>(c->value("IMMED"));
-    } else {
-      o.kind = Operand::Const;
-      o.num = static_cast<int>(c->value("CONST") * 4 + c->value("SWIZ"));
-    }
-  } else if (k == "#ms-rel-gpr" || k == "#cat1-rel-gpr-src") {
-    o.kind = Operand::RelReg;
-    o.num = sext(c->child("SRC")->value("OFFSET"), 10);
-  } else if (k == "#ms-rel-const" || k == "#cat1-rel-const-src") {
-    o.kind = Operand::RelConst;
-    o.num = sext(c->child("SRC")->value("OFFSET"), 10);
-  } else if (k == "#c3-rel-gpr") {
-    o.kind = Operand::RelReg;
-    o.num = sext(c->value("OFFSET"), 10);
-  } else if (k == "#c3-rel-const") {
-    o.kind = Operand::RelConst;
-    o.num = sext(c->value("OFFSET"), 10);
-  } else if (k == "#ms-immed") {
-    o.kind = Operand::Imm;
-    int v = sext(c->value("IMMED"), 11);
-    o.imm = half ? (static_cast<uint32_t>(v) & 0xffff) : static_cast<uint32_t>(v);
-  } else if (k == "#ms-flut-full" || k == "#ms-flut-half" || k == "#c3-flut") {
-    o.kind = Operand::Imm;
-    int idx = static_cast<int>(c->value("IMMED"));
-    float f = idx < 12 ? kFlut[idx] : 0.0f;
-    o.imm = half ? float_to_half(f) : bits(f);
-  } else if (k == "#cat1-immed-src") {
-    o.kind = Operand::Imm;
-    o.imm = static_cast<uint32_t>(c->bits);
-  } else if (k == "#c6-src" || k == "#c6-src-cg") {
-    if (c->leaf->cases[c->variant].cond && c->has("IMMED")) {
-      o.kind = Operand::Imm;
-      o.imm = static_cast<uint32_t>(c->value("IMMED"));
-    } else {
-      o.kind = Operand::Reg;
-      o.num = static_cast<int>(c->value("GPR") * 4 + c->value("SWIZ"));
-    }
-  } else {
-    fail("operand kind `", k, "` is not simulated");
-  }
+// A source/destination operand from the shared decoding (ir3/semantics.h); kinds the
+// simulator does not execute are refused here, naming the sub-encoding.
+Operand sim_operand(const Instr& in, const char* field, bool half) {
+  Operand o = ir3::operand(in, field, half);
+  if (o.kind == Operand::None) fail("operand kind `", o.kind_name, "` is not simulated");
   return o;
 }
 
@@ -423,7 +353,7 @@ struct Simulator::Impl {
       r.src_type = static_cast<int>(in.get("SRC_TYPE"));
       r.dst_type = static_cast<int>(in.get("DST_TYPE"));
       r.imm = in.get("ROUND");
-      r.src[0] = operand(in, "SRC", type_half(r.src_type));
+      r.src[0] = sim_operand(in, "SRC", type_half(r.src_type));
       r.src[0].r = in.get_or("SRC_R", 0) != 0;
       const Node* d = in.child("DST");
       r.dst_rel = in.get("DST_REL") != 0;
@@ -444,19 +374,19 @@ struct Simulator::Impl {
       bool half = !r.full;
       if (cat == 2) {
         r.op = Op::Alu2;
-        r.src[0] = operand(in, "SRC1", half);
+        r.src[0] = sim_operand(in, "SRC1", half);
         r.src[0].r = in.get("SRC1_R") && r.repeat;
         if (in.has("SRC2") && in.child("SRC2")) {
-          r.src[1] = operand(in, "SRC2", half);
+          r.src[1] = sim_operand(in, "SRC2", half);
           r.src[1].r = in.get("SRC2_R") && r.repeat;
         }
         r.cond = static_cast<int>(in.get_or("COND", 0));
       } else if (cat == 3) {
         r.op = Op::Alu3;
         if (n == "wmm" || n == "wmm.accu" || n == "dp2acc" || n == "dp4acc") r.name = "!" + n;
-        r.src[0] = operand(in, "SRC1", half);
-        r.src[1] = operand(in, "SRC2", half);
-        r.src[2] = operand(in, "SRC3", half);
+        r.src[0] = sim_operand(in, "SRC1", half);
+        r.src[1] = sim_operand(in, "SRC2", half);
+        r.src[2] = sim_operand(in, "SRC3", half);
         r.src[0].r = in.get("SRC1_R") && r.repeat;
         r.src[1].r = in.get("SRC2_R") && r.repeat;
         r.src[2].r = in.get("SRC3_R") && r.repeat;
@@ -465,7 +395,7 @@ struct Simulator::Impl {
         if (in.get_or("SRC3_NEG", 0)) r.src[2].absneg |= 1;
       } else {
         r.op = Op::Sfu;
-        r.src[0] = operand(in, "SRC", half);
+        r.src[0] = sim_operand(in, "SRC", half);
         r.src[0].r = in.get("SRC_R") && r.repeat;
       }
       return r;
@@ -510,41 +440,41 @@ struct Simulator::Impl {
         r.op = st ? Op::Stg : Op::Ldg;
         r.a_form = n.size() > 3;
         r.size = static_cast<int>(in.get("SIZE"));
-        r.src[0] = operand(in, "SRC1", false);
+        r.src[0] = sim_operand(in, "SRC1", false);
         if (r.a_form) {
-          r.src[1] = operand(in, "SRC2", false);
+          r.src[1] = sim_operand(in, "SRC2", false);
           r.imm = in.get("OFF");
           r.shift = static_cast<int>(in.get("SRC2_SHIFT"));
           r.cond = static_cast<int>(in.get("TYPE_SHIFT"));
         } else {
           r.imm = detail::sign_extend(static_cast<uint64_t>(in.get("OFF")), 13);
         }
-        if (st) r.dst = operand(in, "SRC3", false);
-        else r.dst = operand(in, "DST", false);
+        if (st) r.dst = sim_operand(in, "SRC3", false);
+        else r.dst = sim_operand(in, "DST", false);
         return r;
       }
       if (n == "ldl" || n == "ldlw" || n == "ldp") {
         r.op = n == "ldp" ? Op::Ldp : Op::Ldl;
         r.size = static_cast<int>(in.get("SIZE"));
-        r.src[0] = operand(in, "SRC", false);
-        r.dst = operand(in, "DST", false);
+        r.src[0] = sim_operand(in, "SRC", false);
+        r.dst = sim_operand(in, "DST", false);
         r.imm = detail::sign_extend(static_cast<uint64_t>(in.get("OFF")), 13);
         return r;
       }
       if (n == "stl" || n == "stlw" || n == "stp") {
         r.op = n == "stp" ? Op::Stp : Op::Stl;
         r.size = static_cast<int>(in.get("SIZE"));
-        r.src[0] = operand(in, "DST", false);  // address register
-        r.dst = operand(in, "SRC", false);     // value register
+        r.src[0] = sim_operand(in, "DST", false);  // address register
+        r.dst = sim_operand(in, "SRC", false);     // value register
         r.imm = detail::sign_extend(static_cast<uint64_t>(in.get("OFF")), 13);
         return r;
       }
       if (n == "ldib.b" || n == "stib.b") {
         r.op = n[0] == 'l' ? Op::Ldib : Op::Stib;
         r.size = static_cast<int>(in.get("TYPE_SIZE"));
-        r.src[0] = operand(in, "SRC1", false);  // data
-        r.src[1] = operand(in, "SRC2", false);  // coordinate
-        r.src[2] = operand(in, "SSBO", false);  // descriptor index
+        r.src[0] = sim_operand(in, "SRC1", false);  // data
+        r.src[1] = sim_operand(in, "SRC2", false);  // coordinate
+        r.src[2] = sim_operand(in, "SSBO", false);  // descriptor index
         r.imm = in.get("OFFSET");
         r.typed = in.child("TYPED") ? in.child("TYPED")->value("TYPED") != 0 : in.get_or("TYPED", 0) != 0;
         r.dims = static_cast<int>(in.get_or("D", 1));
@@ -552,7 +482,7 @@ struct Simulator::Impl {
       }
       if (n == "getfiberid" || n == "getwid") {
         r.op = n == "getwid" ? Op::GetWid : Op::GetFiberId;
-        r.dst = operand(in, "DST", false);
+        r.dst = sim_operand(in, "DST", false);
         return r;
       }
       r.name = "!" + n;
