@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "import/onnx_import.h"
 #include "ir/passes/passes.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 
 namespace opv {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "plan/opencl/cl_abi.h"
+#include "plan/image_geometry.h"
 
 namespace opv::plan {
 
@@ -34,7 +34,7 @@ const char* buffer_kind_name(BufferKind k) {
 }
 
 int64_t storage_bytes(DType dtype, const Shape& shape, Layout layout) {
-  if (layout == Layout::ImageRGBA) return cl::image_bytes(dtype, shape);
+  if (layout == Layout::ImageRGBA) return image_bytes(dtype, shape);
   return numel(shape) * int64_t(dtype_size(dtype));
 }
 

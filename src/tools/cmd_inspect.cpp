@@ -10,7 +10,7 @@
 #include "backend/qcom/sim_device.h"
 #include "ir3/capture.h"
 #include "ir3/passes/passes.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "tools/common.h"
 #include "tools/plan_stats.h"
 

@@ -6,7 +6,7 @@
 
 #include "compiler/compile.h"
 #include "plan/artifact.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "tools/common.h"
 #include "tools/pass_report.h"
 

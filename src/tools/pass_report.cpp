@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "backend/backend.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "runtime/session.h"
 
 namespace opv::tools {

@@ -11,7 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/metrics.h"
 #include "kernels/reference.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "test_util.h"
 
 namespace opv::test {

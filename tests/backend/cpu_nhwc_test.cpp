@@ -12,7 +12,7 @@
 #include <omp.h>
 
 #include "cpu_test_plan.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 
 namespace opv::test {
 namespace {

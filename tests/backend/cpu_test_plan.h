@@ -11,7 +11,7 @@
 #include "core/metrics.h"
 #include "kernels/reference.h"
 #include "ops/shape_infer.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "plan/plan.h"
 #include "test_util.h"
 

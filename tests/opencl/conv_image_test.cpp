@@ -1,4 +1,4 @@
-// Tests of the "conv_image" kernel family (src/plan/opencl/conv_image.cpp).
+// Tests of the "conv_image" kernel family (src/target/opencl/conv_image.cpp).
 //  1. String level: supports()/generate() on hand-made plans: family, variant names, no gated
 //     reads, read counts, launch geometry; pack_weights makes PackedWeight constants.
 //  2. Kernel level (an OpenCL device is needed, else skipped): every variant on random seeded
@@ -28,7 +28,7 @@
 #include "core/half.h"
 #include "core/metrics.h"
 #include "kernels/reference.h"
-#include "plan/opencl/codegen.h"
+#include "target/opencl/codegen.h"
 #include "test_util.h"
 
 namespace opv {

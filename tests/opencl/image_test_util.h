@@ -12,9 +12,10 @@
 #include "backend/backend.h"
 #include "compiler/compile.h"
 #include "core/metrics.h"
-#include "plan/opencl/codegen.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "runtime/session.h"
+#include "target/opencl/codegen.h"
+#include "target/opencl/passes.h"
 #include "test_util.h"
 
 namespace opv::test {

@@ -1,4 +1,4 @@
-// Tests of plan pass "input-pack" and the input_pack family (src/plan/opencl/input_pack.cpp):
+// Tests of plan pass "input-pack" and the input_pack family (src/target/opencl/input_pack.cpp):
 //  1. Two uint8 inputs -> Concat(axis 1) -> Cast(+Sub +Div normalisation) -> conv: the pass
 //     leaves one packed call (no Concat/Cast/Reorder), on random shapes (C and W not multiples
 //     of 4); numerics of the packed and the unpacked plans both against the reference backend,

@@ -1,4 +1,4 @@
-// Tests of plan pass "layout-image" (src/plan/opencl/layout_image.cpp) on small graphs:
+// Tests of plan pass "layout-image" (src/target/opencl/layout_image.cpp) on small graphs:
 //  1. Structure (no device needed): which buffers become ImageRGBA/F16, where Reorder calls go,
 //     that a Reshape reads the image directly, idempotence, the plan validates.
 //  2. Numerics (OpenCL device needed): the whole opencl pipeline vs the reference backend.

@@ -1,4 +1,4 @@
-// Tests of the "linear" kernel family (src/plan/opencl/linear*.cpp).
+// Tests of the "linear" kernel family (src/target/opencl/linear*.cpp).
 //  1. String level: which calls the family takes (and which it leaves to the host), kernel
 //     names, identical sources for identical shapes (the fifteen heads), weight packing order.
 //  2. Kernel level (an OpenCL device is needed, else skipped): one-call plans for target
@@ -24,8 +24,9 @@
 #include "core/metrics.h"
 #include "kernels/reference.h"
 #include "ops/shape_infer.h"
-#include "plan/opencl/codegen.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
+#include "target/opencl/codegen.h"
+#include "target/opencl/passes.h"
 #include "test_util.h"
 
 namespace opv {

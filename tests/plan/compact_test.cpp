@@ -1,4 +1,4 @@
-// Tests of compact() (src/plan/compact.cpp): unused buffers, kernels and constant bytes go, ids
+// Tests of compact() (src/plan/passes/compact.cpp): unused buffers, kernels and constant bytes go, ids
 // are renumbered, the plan stays valid (also after memory planning) and computes bit-identical
 // results on the reference backend.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <map>
 
 #include "backend/reference/reference_backend.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "plan/plan.h"
 #include "test_util.h"
 

@@ -1,11 +1,11 @@
-// Tests of plan pass "dedupe" (src/plan/dedupe.cpp) on hand-built plans. Results are checked by
+// Tests of plan pass "dedupe" (src/plan/passes/dedupe.cpp) on hand-built plans. Results are checked by
 // running the plans on the reference backend before and after: outputs must be bit-identical.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "backend/reference/reference_backend.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "plan/plan.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/liveness.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "core/error.h"
 #include "plan/plan.h"
 

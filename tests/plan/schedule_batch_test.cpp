@@ -1,5 +1,5 @@
-// Tests of plan passes "level-schedule" (src/plan/level_schedule.cpp) and "batch"
-// (src/plan/batch.cpp): random DAGs keep every dependency and their reference results; batching
+// Tests of plan passes "level-schedule" (src/plan/passes/level_schedule.cpp) and "batch"
+// (src/target/opencl/batch.cpp): random DAGs keep every dependency and their reference results; batching
 // merges independent same-kernel calls with the documented argument order and refuses others.
 #include <gtest/gtest.h>
 
@@ -8,9 +8,10 @@
 #include <set>
 
 #include "backend/reference/reference_backend.h"
-#include "plan/opencl/cl_abi.h"
-#include "plan/passes.h"
+#include "plan/passes/passes.h"
 #include "plan/plan.h"
+#include "target/opencl/cl_abi.h"
+#include "target/opencl/passes.h"
 #include "test_util.h"
 
 namespace opv::plan {

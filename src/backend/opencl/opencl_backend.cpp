@@ -1,4 +1,4 @@
-// OpenCL backend (see opencl_backend.h; the plan contract is src/plan/opencl/cl_abi.h).
+// OpenCL backend (see opencl_backend.h; the plan contract is src/target/opencl/cl_abi.h).
 // load():
 //   1. check the plan: target "opencl", ids in range, Inputs/Outputs Linear, ImageRGBA only for
 //      Intermediates with dtype F16/F32 and rank 4, images within the device's image2d limits
@@ -246,7 +246,7 @@ void OpenCLBackend::check_plan(const plan::Plan& plan) const {
   for (int b : plan.outputs) OPV_CHECK(b >= 0 && b < nb, "opencl backend: plan output ", b, " out of range");
   bool f16_image = false, f32_image = false;
   // Plan meta cl_image_storage = "buffer": image-layout buffers are global buffers of the same
-  // texel layout (src/plan/opencl/image_storage.cpp); no image support needed.
+  // texel layout (src/target/opencl/image_storage.cpp); no image support needed.
   const bool image_buffers = plan.meta.s("cl_image_storage", "image") == "buffer";
   for (const plan::Buffer& b : plan.buffers) {
     if (b.kind == BufferKind::Input || b.kind == BufferKind::Output)

@@ -1,4 +1,4 @@
-// The OpenCL backend: runs plans lowered for target "opencl" (see src/plan/opencl/cl_abi.h, the
+// The OpenCL backend: runs plans lowered for target "opencl" (see src/target/opencl/cl_abi.h, the
 // contract with the code generator) on any OpenCL 1.2+ device with image support: the Adreno
 // driver, PoCL, NVIDIA's OpenCL. Tolerance is the fp16-storage bound.
 // load(): select the device (Options.device, see cl::select_device), check image limits, create

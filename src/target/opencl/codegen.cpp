@@ -1,0 +1,396 @@
+// The "codegen" plan pass for target opencl and the helpers every kernel family shares: OpenCL C
+// types and loads per dtype, the default parameter list, unary/binary expressions and post-op
+// epilogues for image and linear outputs. Families (one file each) only write their op's core.
+#include "target/opencl/codegen.h"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "core/error.h"
+#include "target/opencl/passes.h"
+
+namespace opv::plan::cl {
+
+std::string cl_type(DType dt) {
+  switch (dt) {
+    case DType::F32: return "float";
+    case DType::F16: return "half";
+    case DType::F64: return "double";
+    case DType::U8: return "uchar";
+    case DType::Bool: return "uchar";
+    case DType::I8: return "char";
+    case DType::I32: return "int";
+    case DType::I64: return "long";
+    default: fail("OpenCL codegen: no OpenCL C type for dtype ", dtype_name(dt));
+  }
+}
+
+std::string cl_load(DType dt, const std::string& name, const std::string& idx) {
+  if (dt == DType::F16) return "vload_half(" + idx + ", " + name + ")";
+  if (dt == DType::F32) return name + "[" + idx + "]";
+  return "(float)(" + name + "[" + idx + "])";
+}
+
+std::string cl_store(DType dt, const std::string& name, const std::string& idx, const std::string& val) {
+  if (dt == DType::F16) return "vstore_half_rte(" + val + ", " + idx + ", " + name + ");";
+  if (dt == DType::F32) return name + "[" + idx + "] = " + val + ";";
+  if (dt == DType::Bool) return name + "[" + idx + "] = (uchar)((" + val + ") != 0.0f);";
+  if (dt == DType::F64) return name + "[" + idx + "] = (double)(" + val + ");";
+  // Integer stores from float: convert with saturation like a C cast of an in-range value.
+  return name + "[" + idx + "] = convert_" + cl_type(dt) + "_sat_rtz(" + val + ");";
+}
+
+std::string default_params(const Plan& p, const Call& c) {
+  std::string r;
+  auto add = [&](const std::string& s) { r += (r.empty() ? "" : ", ") + s; };
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    const Buffer& b = p.buffers.at(size_t(c.outputs[i]));
+    std::string n = "out" + std::to_string(i);
+    if (b.layout == Layout::ImageRGBA)
+      add("write_only image2d_t " + n);
+    else
+      add("__global " + cl_type(b.dtype) + "* " + n);
+  }
+  for (size_t j = 0; j < c.inputs.size(); ++j) {
+    if (c.inputs[j] < 0) continue;
+    const Buffer& b = p.buffers.at(size_t(c.inputs[j]));
+    std::string n = "in" + std::to_string(j);
+    if (b.layout == Layout::ImageRGBA)
+      add("read_only image2d_t " + n);
+    else
+      add("__global const " + cl_type(b.dtype) + "* " + n);
+  }
+  return r;
+}
+
+namespace {
+std::string flt(double v) {
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  if (std::isnan(v)) return "NAN";
+  std::ostringstream os;
+  os.precision(9);
+  os << std::scientific << v << "f";
+  return os.str();
+}
+}  // namespace
+
+std::string unary_expr(const PostOp& u, const std::string& x) {
+  const std::string a = flt(u.alpha), b = flt(u.beta), X = "(" + x + ")";
+  switch (u.op) {
+    case OpKind::Identity: return X;
+    case OpKind::Relu: return "fmax(" + X + ", 0.0f)";
+    case OpKind::LeakyRelu: return "select(" + a + " * " + X + ", " + X + ", " + X + " >= 0.0f)";
+    case OpKind::Elu: return "select(" + a + " * (exp(" + X + ") - 1.0f), " + X + ", " + X + " >= 0.0f)";
+    case OpKind::Sigmoid: return "opv_sigmoid(" + X + ")";
+    case OpKind::HardSigmoid: return "clamp(" + a + " * " + X + " + " + b + ", 0.0f, 1.0f)";
+    case OpKind::HardSwish: return X + " * clamp(" + X + " / 6.0f + 0.5f, 0.0f, 1.0f)";
+    case OpKind::Tanh: return "tanh(" + X + ")";
+    case OpKind::Softplus:
+      return "select(log1p(exp(" + X + ")), " + X + " + log1p(exp(-" + X + ")), " + X + " > 0.0f)";
+    case OpKind::Gelu: return "opv_gelu(" + X + ")";
+    case OpKind::GeluTanh:
+      return "(0.5f * " + X + " * (1.0f + tanh(0.7978845608f * (" + X + " + 0.044715f * " + X + " * " + X + " * " +
+             X + "))))";
+    case OpKind::Erf: return "erf(" + X + ")";
+    case OpKind::Exp: return "exp(" + X + ")";
+    case OpKind::Log: return "log(" + X + ")";
+    case OpKind::Neg: return "(-" + X + ")";
+    case OpKind::Abs: return "fabs(" + X + ")";
+    case OpKind::Reciprocal: return "(1.0f / " + X + ")";
+    case OpKind::Sqrt: return "sqrt(" + X + ")";
+    case OpKind::Floor: return "floor(" + X + ")";
+    case OpKind::Ceil: return "ceil(" + X + ")";
+    case OpKind::Clip: return "fmin(fmax(" + X + ", " + a + "), " + b + ")";
+    default: return "";
+  }
+}
+
+std::string binary_expr(OpKind op, const std::string& a, const std::string& b) {
+  const std::string A = "(" + a + ")", B = "(" + b + ")";
+  switch (op) {
+    case OpKind::Add: return "(" + A + " + " + B + ")";
+    case OpKind::Sub: return "(" + A + " - " + B + ")";
+    case OpKind::Mul: return "(" + A + " * " + B + ")";
+    case OpKind::Div: return "(" + A + " / " + B + ")";
+    case OpKind::Pow: return "pow(" + A + ", " + B + ")";
+    case OpKind::Min: return "fmin(" + A + ", " + B + ")";
+    case OpKind::Max: return "fmax(" + A + ", " + B + ")";
+    default: return "";
+  }
+}
+
+// ---- post-ops on image outputs ---------------------------------------------------------------
+
+namespace {
+
+bool is_f32_f16(DType dt) { return dt == DType::F32 || dt == DType::F16; }
+
+const Buffer* operand_buffer(const Plan& p, const Call& c, const PostOp& po) {
+  if (po.input < 0 || size_t(po.input) >= c.inputs.size() || c.inputs[size_t(po.input)] < 0) return nullptr;
+  return &p.buffers.at(size_t(c.inputs[size_t(po.input)]));
+}
+
+// float4 of channels 4cb..4cb+3 from a Linear per-channel vector starting at element `base`.
+std::string channel_vec4(const Buffer& b, const std::string& name, const std::string& base, int64_t C) {
+  if (C % 4 == 0) {
+    if (b.dtype == DType::F16) return "vload_half4(0, " + name + " + " + base + " + 4 * cb)";
+    if (b.dtype == DType::F32) return "vload4(0, " + name + " + " + base + " + 4 * cb)";
+  }
+  std::string r = "(float4)(";
+  for (int k = 0; k < 4; ++k) {
+    std::string idx = "4 * cb + " + std::to_string(k);
+    r += (k ? ", " : "") + std::string("(") + idx + " < " + std::to_string(C) + " ? " +
+         cl_load(b.dtype, name, base + " + " + idx) + " : 0.0f)";
+  }
+  return r + ")";
+}
+
+}  // namespace
+
+ImageOperand classify_image_operand(const Buffer& b, const Shape& out) {
+  if (!is_f32_f16(b.dtype)) return ImageOperand::Bad;
+  if (b.layout == Layout::ImageRGBA) {
+    if (b.shape == out) return ImageOperand::SameImage;
+    if (b.shape.size() == 4 && b.shape[0] == out[0] && b.shape[1] == out[1] && b.shape[2] == 1 && b.shape[3] == 1)
+      return ImageOperand::ChannelImage;
+    return ImageOperand::Bad;
+  }
+  if (b.layout != Layout::Linear) return ImageOperand::Bad;
+  if (numel(b.shape) == 1) return ImageOperand::Scalar;
+  if (b.shape.size() > 4) return ImageOperand::Bad;
+  Shape s(4 - b.shape.size(), 1);
+  s.insert(s.end(), b.shape.begin(), b.shape.end());
+  if (s[2] != 1 || s[3] != 1 || s[1] != out[1]) return ImageOperand::Bad;
+  if (s[0] == 1) return ImageOperand::Channel;
+  if (s[0] == out[0]) return ImageOperand::BatchChannel;
+  return ImageOperand::Bad;
+}
+
+bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k) {
+  if (c.outputs.size() != 1) return k.post_ops.empty();
+  const Buffer& out = p.buffers.at(size_t(c.outputs[0]));
+  if (out.shape.size() != 4) return k.post_ops.empty();
+  for (const PostOp& po : k.post_ops) {
+    if (is_unary(po.op)) {
+      if (unary_expr(po, "x").empty()) return false;
+      continue;
+    }
+    if (binary_expr(po.op, "a", "b").empty()) return false;
+    const Buffer* b = operand_buffer(p, c, po);
+    if (!b || classify_image_operand(*b, out.shape) == ImageOperand::Bad) return false;
+  }
+  return true;
+}
+
+std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k) {
+  OPV_CHECK(post_ops_image_ok(p, c, k), "OpenCL codegen: post-ops ", post_ops_str(k.post_ops), " of call '", c.label,
+            "' cannot run on an image output");
+  std::string r;
+  if (k.post_ops.empty()) return r;
+  const Shape& out = p.buffers.at(size_t(c.outputs[0])).shape;
+  const ImageGeom g = image_geom(out);
+  const std::string H = std::to_string(out[2]), C4 = std::to_string(g.c4);
+  for (const PostOp& po : k.post_ops) {
+    if (is_unary(po.op)) {
+      r += "  v = " + unary_expr(po, "v") + ";\n";
+      continue;
+    }
+    const Buffer& b = *operand_buffer(p, c, po);
+    const std::string name = "in" + std::to_string(po.input);
+    std::string operand;
+    switch (classify_image_operand(b, out)) {
+      case ImageOperand::SameImage:
+        operand = "read_imagef(" + name + ", opv_smp, (int2)(w * " + C4 + " + cb, n * " + H + " + h))";
+        break;
+      case ImageOperand::ChannelImage: operand = "read_imagef(" + name + ", opv_smp, (int2)(cb, n))"; break;
+      case ImageOperand::Channel: operand = channel_vec4(b, name, "0", out[1]); break;
+      case ImageOperand::BatchChannel:
+        operand = channel_vec4(b, name, "n * " + std::to_string(out[1]), out[1]);
+        break;
+      case ImageOperand::Scalar: operand = "(float4)(" + cl_load(b.dtype, name, "0") + ")"; break;
+      case ImageOperand::Bad: fail("unreachable");
+    }
+    r += "  v = " + (po.swapped ? binary_expr(po.op, operand, "v") : binary_expr(po.op, "v", operand)) + ";\n";
+  }
+  return r;
+}
+
+// ---- post-ops on linear outputs --------------------------------------------------------------
+
+namespace {
+bool broadcasts_to(const Shape& s, const Shape& out) {
+  if (s.size() > out.size()) return false;
+  size_t off = out.size() - s.size();
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] != 1 && s[d] != out[off + d]) return false;
+  return true;
+}
+
+// Index expression into a row-major operand of shape `s` broadcast to `out`, from flat index i.
+std::string broadcast_index(const Shape& s, const Shape& out) {
+  if (numel(s) == 1) return "0";
+  if (s.size() == out.size() && s == out) return "i";
+  size_t off = out.size() - s.size();
+  std::string r;
+  int64_t out_stride = 1, in_stride = 1;
+  std::vector<std::string> terms;
+  for (size_t d = out.size(); d-- > 0;) {
+    int64_t od = out[d];
+    bool present = d >= off && s[d - off] != 1;
+    if (present) {
+      std::string coord = "((i / " + std::to_string(out_stride) + ") % " + std::to_string(od) + ")";
+      terms.push_back(coord + " * " + std::to_string(in_stride));
+      in_stride *= s[d - off];
+    }
+    out_stride *= od;
+  }
+  for (size_t t = 0; t < terms.size(); ++t) r += (t ? " + " : "") + terms[t];
+  return r.empty() ? "0" : "(" + r + ")";
+}
+}  // namespace
+
+bool post_ops_linear_ok(const Plan& p, const Call& c, const Kernel& k) {
+  if (c.outputs.size() != 1) return k.post_ops.empty();
+  const Buffer& out = p.buffers.at(size_t(c.outputs[0]));
+  for (const PostOp& po : k.post_ops) {
+    if (is_unary(po.op)) {
+      if (unary_expr(po, "x").empty()) return false;
+      continue;
+    }
+    if (binary_expr(po.op, "a", "b").empty()) return false;
+    const Buffer* b = operand_buffer(p, c, po);
+    if (!b || b->layout != Layout::Linear || !is_f32_f16(b->dtype) || !broadcasts_to(b->shape, out.shape)) return false;
+  }
+  return true;
+}
+
+std::string emit_post_ops_linear(const Plan& p, const Call& c, const Kernel& k) {
+  OPV_CHECK(post_ops_linear_ok(p, c, k), "OpenCL codegen: post-ops ", post_ops_str(k.post_ops), " of call '", c.label,
+            "' cannot run on a linear output");
+  std::string r;
+  if (k.post_ops.empty()) return r;
+  const Shape& out = p.buffers.at(size_t(c.outputs[0])).shape;
+  for (const PostOp& po : k.post_ops) {
+    if (is_unary(po.op)) {
+      r += "  v = " + unary_expr(po, "v") + ";\n";
+      continue;
+    }
+    const Buffer& b = *operand_buffer(p, c, po);
+    std::string operand = cl_load(b.dtype, "in" + std::to_string(po.input), broadcast_index(b.shape, out));
+    r += "  v = " + (po.swapped ? binary_expr(po.op, operand, "v") : binary_expr(po.op, "v", operand)) + ";\n";
+  }
+  return r;
+}
+
+// ---- packed constants ------------------------------------------------------------------------
+
+int add_packed_constant(Plan& p, int src, const std::string& packing, DType dt, const Shape& shape,
+                        const std::vector<uint8_t>& bytes) {
+  const std::string name = p.buffers.at(size_t(src)).name + "@" + packing;
+  for (size_t i = 0; i < p.buffers.size(); ++i)
+    if (p.buffers[i].kind == BufferKind::Constant && p.buffers[i].name == name) return int(i);
+  int id = p.add_constant(name, dt, shape, Layout::PackedWeight, bytes.data(), bytes.size());
+  p.buffers[size_t(id)].bytes = int64_t(bytes.size());
+  return id;
+}
+
+// ---- the pass --------------------------------------------------------------------------------
+
+namespace {
+
+const Family* family_named(const std::string& name) {
+  for (const Family* f : families())
+    if (name == f->name) return f;
+  return nullptr;
+}
+
+const Family* pick_family(const Plan& p, const Call& c, const Kernel& k) {
+  // A kernel made by a pass (input-pack, a batched kernel) keeps its family when it still applies.
+  if (const Family* f = family_named(k.attrs.s("cl_family")); f && f->supports(p, c)) return f;
+  for (const Family* f : families())
+    if (f->supports(p, c)) return f;
+  return nullptr;
+}
+
+// Generates (or clears, for host fallback) the kernel of call `ci` into `k`.
+void generate_into(const Plan& p, Call& c, Kernel& k) {
+  if (k.attrs.i("cl_batch", 0) > 0) return;  // batched kernels are made by the batch pass only
+  const Family* f = pick_family(p, c, k);
+  for (const char* a : {"cl_family", "cl_params"}) k.attrs.erase(a);
+  k.source.clear();
+  k.entry.clear();
+  k.options.clear();
+  c.global = {0, 0, 0};
+  c.local = {0, 0, 0};
+  if (f) f->generate(p, c, k);
+  if (f && images_in_buffers(p)) store_images_in_buffers(p, c, k);
+}
+
+using KernelKey = std::tuple<std::string, uint16_t, std::string, std::string, std::string, std::string, std::string>;
+KernelKey key_of(const Kernel& k) {
+  return {k.name, uint16_t(k.op), k.attrs.str(), post_ops_str(k.post_ops), k.source, k.entry, k.options};
+}
+
+}  // namespace
+
+bool codegen(Plan& p) {
+  OPV_CHECK(p.target == "opencl", "codegen: plan targets '", p.target, "', not opencl");
+  std::vector<Kernel> kernels;
+  std::map<KernelKey, int> interned;
+  bool changed = false;
+  for (Call& c : p.calls) {
+    Kernel k = p.kernels.at(size_t(c.kernel));
+    Call before = c;
+    generate_into(p, c, k);
+    const Kernel& old = p.kernels[size_t(c.kernel)];
+    if (k.source != old.source || k.options != old.options || k.entry != old.entry || c.global != before.global ||
+        c.local != before.local)
+      changed = true;
+    auto [it, fresh] = interned.emplace(key_of(k), int(kernels.size()));
+    if (fresh) kernels.push_back(std::move(k));
+    c.kernel = it->second;
+  }
+  if (kernels.size() != p.kernels.size()) changed = true;
+  p.kernels = std::move(kernels);
+  return changed;
+}
+
+bool intern_kernels(Plan& p) {
+  std::vector<Kernel> kernels;
+  std::map<KernelKey, int> interned;
+  std::map<int, int> remap;
+  for (Call& c : p.calls) {
+    auto done = remap.find(c.kernel);
+    if (done == remap.end()) {
+      const Kernel& k = p.kernels.at(size_t(c.kernel));
+      auto [it, fresh] = interned.emplace(key_of(k), int(kernels.size()));
+      if (fresh) kernels.push_back(k);
+      done = remap.emplace(c.kernel, it->second).first;
+    }
+    c.kernel = done->second;
+  }
+  const bool changed = kernels.size() != p.kernels.size();
+  p.kernels = std::move(kernels);
+  return changed;
+}
+
+void regenerate(Plan& p, int call) {
+  Call& c = p.calls.at(size_t(call));
+  Kernel k = p.kernels.at(size_t(c.kernel));
+  generate_into(p, c, k);
+  int users = 0;
+  for (const Call& o : p.calls) users += o.kernel == c.kernel;
+  if (users == 1) {
+    p.kernels[size_t(c.kernel)] = std::move(k);
+  } else {
+    c.kernel = p.add_kernel(std::move(k));
+  }
+}
+
+}  // namespace opv::plan::cl
+
+namespace opv::plan {
+bool cl_codegen(Plan& p) { return cl::codegen(p); }
+}  // namespace opv::plan

@@ -1,0 +1,111 @@
+// OpenCL code generation for target "opencl": kernel families, each one source per op family,
+// specialised per call at compile time (shapes, strides, post-ops and weight packing become
+// #defines / unrolled code; see cl_abi.h for what a generated kernel may assume).
+//
+// Family files (one each): reorder.cpp (Linear <-> ImageRGBA), conv_image.cpp (1x1, depthwise
+// incl. channel multiplier, dense kxk, general grouped), pool_image.cpp (global average pool /
+// ReduceMean over H,W, max/average pool), eltwise_image.cpp (element-wise on images incl.
+// squeeze-excite gating by a per-channel vector), linear.cpp (GEMV/GEMM, element-wise with
+// broadcasting, concat, cast, copies on Linear buffers), input_pack.cpp (uint8 camera inputs ->
+// normalised image in one launch; created by plan pass "input-pack").
+#pragma once
+#include <string>
+#include <vector>
+
+#include "target/opencl/cl_abi.h"
+#include "plan/plan.h"
+
+namespace opv::plan::cl {
+
+struct Family {
+  const char* name;
+  // Whether this family can generate a kernel for call `c` with the buffers' current layouts,
+  // dtypes and shapes (the kernel's op/attrs/post_ops are p.kernels[c.kernel]).
+  bool (*supports)(const Plan& p, const Call& c);
+  // Writes the kernel for `c`: k.source/entry/options, k.attrs "cl_family" (= name) and
+  // "cl_params"; sets c.global/c.local. k arrives as a copy of p.kernels[c.kernel] (op, attrs,
+  // post_ops, name filled in). Must not change buffers or other calls. Throws opv::Error when it
+  // cannot (only after supports() said yes: that is a bug).
+  void (*generate)(const Plan& p, Call& c, Kernel& k);
+  // Optional, for plan pass "weight-pack": replaces call `call`'s Linear constant weights by
+  // PackedWeight constants (add_packed_constant) in exactly the order generate() then reads
+  // them (4-wide vectors, contiguous), and regenerates the kernel. Returns true when it changed
+  // anything; false when the call has nothing to pack or is packed already.
+  bool (*pack_weights)(Plan& p, int call) = nullptr;
+};
+
+// All families, in the order they are asked (first that supports a call wins).
+const std::vector<const Family*>& families();
+const Family& reorder_family();
+const Family& conv_image_family();
+const Family& pool_image_family();
+const Family& eltwise_image_family();
+const Family& linear_family();
+const Family& input_pack_family();
+
+// Plan pass "codegen" (target opencl, always on): gives every call a kernel from the first family
+// that supports it (or leaves its source empty: host fallback), then merges kernels whose
+// (source, entry, options) are identical and drops unused ones. Calls whose kernel already has a
+// "cl_family" attr are regenerated with that family (so passes may change layouts/weights and
+// call regenerate()). Returns true when any kernel changed.
+bool codegen(Plan& p);
+// Regenerates the kernel of one call in place (gives the call its own kernel first when the
+// kernel is shared). Used by passes that change a call's buffers (weight-pack, input-pack).
+void regenerate(Plan& p, int call);
+// Merges kernels whose (name, op, attrs, post-ops, source, entry, options) are identical and drops
+// kernels no call uses (passes that regenerate calls one by one end with it). True if any merged.
+bool intern_kernels(Plan& p);
+
+// A PackedWeight constant derived from constant `src` by packing `packing` (e.g. "conv_o4i:f16"):
+// returns the existing buffer named "<src name>@<packing>" if an earlier call made it, else adds
+// it with these bytes. The old constant stays until compact() drops unused buffers.
+int add_packed_constant(Plan& p, int src, const std::string& packing, DType dt, const Shape& shape,
+                        const std::vector<uint8_t>& bytes);
+
+// Plan meta "cl_image_storage" = "buffer": ImageRGBA buffers live in global buffers with the
+// same texel layout (image_storage.cpp); the codegen driver rewrites each generated kernel with
+// store_images_in_buffers() (parameters, attr cl_params, image reads/writes).
+bool images_in_buffers(const Plan& p);
+void store_images_in_buffers(const Plan& p, const Call& c, Kernel& k);
+
+// ---- helpers shared by the families ----------------------------------------------------------
+
+// OpenCL C type of one element of a Linear buffer: float, half (storage only), uchar, char, int,
+// long, ... Throws for dtypes OpenCL lacks.
+std::string cl_type(DType dt);
+// Load of element `idx` (an expression) of Linear buffer parameter `name` as float:
+// "name[idx]" cast to float, or "vload_half(idx, name)" for F16.
+std::string cl_load(DType dt, const std::string& name, const std::string& idx);
+// Store of float expression `val` to element `idx`: "name[idx] = (T)(val)" or vstore_half_rte.
+std::string cl_store(DType dt, const std::string& name, const std::string& idx, const std::string& val);
+
+// The default parameter list of a call, names out0.., in0.. (absent inputs skipped, but names
+// keep the slot index: a call (x, -1, b) gives in0, in2). ImageRGBA -> "write_only image2d_t outI"
+// / "read_only image2d_t inJ"; else "__global T* outI" / "__global const T* inJ" with T from
+// cl_type (half for F16).
+std::string default_params(const Plan& p, const Call& c);
+
+// How a float operand broadcasts over an image output [N,C,H,W]: a same-shape image, an [N,C,1,1]
+// image, a per-channel ([C,1,1], [1,C,1,1]) or per-batch-channel ([N,C,1,1]) Linear vector, a
+// scalar, or not at all (Bad).
+enum class ImageOperand { Bad, SameImage, ChannelImage, Channel, BatchChannel, Scalar };
+ImageOperand classify_image_operand(const Buffer& b, const Shape& out);
+
+// Post-ops on an ImageRGBA output. In scope: `float4 v` (channels 4*cb..4*cb+3 of pixel n,h,w),
+// ints n, h, w, cb, and the call's parameters named as default_params() names them. Emits
+// statements that update v, reading same-shape image operands at the output texel and per-channel
+// ([C],[C,1,1],[1,C,1,1]) / scalar Linear operands (or 1x1 image operands) broadcast. Throws for
+// operands of other shapes (supports() must check with post_ops_image_ok first).
+std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k);
+bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k);
+// Post-ops on a Linear output. In scope: `float v` and `long i` (flat row-major output index).
+// Operands: any shape that broadcasts to the output (index computed from i), Linear only.
+std::string emit_post_ops_linear(const Plan& p, const Call& c, const Kernel& k);
+bool post_ops_linear_ok(const Plan& p, const Call& c, const Kernel& k);
+// OpenCL C for a unary op applied to float expression x (Relu, Gelu, Sigmoid, Tanh, Exp, ...);
+// empty string when not supported.
+std::string unary_expr(const PostOp& u, const std::string& x);
+// ... for a binary op (Add, Sub, Mul, Div, Max, Min, Pow).
+std::string binary_expr(OpKind op, const std::string& a, const std::string& b);
+
+}  // namespace opv::plan::cl
