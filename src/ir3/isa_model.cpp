@@ -562,25 +562,19 @@ const Isa& isa() {
 }
 
 // ---------------------------------------------------------------- nodes
-const FieldDef* Node::find(const std::string& name) const {
+const FieldDef* find_field(const Leaf& leaf, int variant, const std::string& name) {
   if (variant >= 0)
-    for (const FieldDef& f : leaf->cases[variant].fields)
+    for (const FieldDef& f : leaf.cases[static_cast<size_t>(variant)].fields)
       if (f.name == name) return &f;
-  for (const FieldDef& f : leaf->fields)
+  for (const FieldDef& f : leaf.fields)
     if (f.name == name) return &f;
   return nullptr;
 }
 
+const FieldDef* Node::find(const std::string& name) const { return find_field(*leaf, variant, name); }
+
 bool Node::resolve(const std::string& name, const FieldDef*& def, const Node*& where) const {
-  if (const FieldDef* f = find(name)) {
-    def = f;
-    where = this;
-    return true;
-  }
-  if (via && parent)
-    for (const auto& pr : via->params)
-      if (pr.second == name) return parent->resolve(pr.first, def, where);
-  return false;
+  return resolve_field(*this, name, def, where);
 }
 
 bool Node::has(const std::string& name) const {

@@ -114,6 +114,24 @@ struct Node {
   bool resolve(const std::string& name, const FieldDef*& def, const Node*& where) const;
 };
 
+// Field lookup in one scope: the active variant's fields (variant >= 0), then the leaf's own.
+const FieldDef* find_field(const Leaf& leaf, int variant, const std::string& name);
+// Resolves a template name through a chain of scopes (a decoded Node, or the assembler's parse
+// frames): the scope's own fields, then the parameters its parent passed down through `via`.
+// Scope has leaf, variant, parent and via members.
+template <class Scope>
+bool resolve_field(const Scope& s, const std::string& name, const FieldDef*& def, const Scope*& where) {
+  if (const FieldDef* f = find_field(*s.leaf, s.variant, name)) {
+    def = f;
+    where = &s;
+    return true;
+  }
+  if (s.via && s.parent)
+    for (const auto& pr : s.via->params)
+      if (pr.second == name) return resolve_field(*s.parent, pr.first, def, where);
+  return false;
+}
+
 uint64_t extract(uint64_t v, int lo, int hi);
 int64_t sign_extend(uint64_t v, int width);
 

@@ -34,25 +34,8 @@ struct Frame {
   const FieldDef* via;
   std::string path;
 
-  const FieldDef* find(const std::string& name) const {
-    const Variant& c = leaf->cases[variant];
-    if (c.cond)
-      for (const FieldDef& f : c.fields)
-        if (f.name == name) return &f;
-    for (const FieldDef& f : leaf->fields)
-      if (f.name == name) return &f;
-    return nullptr;
-  }
   bool resolve(const std::string& name, const FieldDef*& def, const Frame*& where) const {
-    if (const FieldDef* f = find(name)) {
-      def = f;
-      where = this;
-      return true;
-    }
-    if (via && parent)
-      for (const auto& pr : via->params)
-        if (pr.second == name) return parent->resolve(pr.first, def, where);
-    return false;
+    return resolve_field(*this, name, def, where);
   }
 };
 
