@@ -190,4 +190,11 @@ bool is_gpr(const std::string& op) {
   return parse_reg(op, prefix, kind, n, c) && kind != 'c' && n < 48;
 }
 
+int full_reg(const std::string& op) {
+  std::string prefix;
+  char kind;
+  int n, c;
+  return parse_reg(op, prefix, kind, n, c) && kind == 'r' && n < 48 ? n * 4 + c : -1;
+}
+
 }  // namespace opv::ir3::passes

@@ -63,6 +63,9 @@ Parts split(const std::string& text);
 // Operand text advanced by k components ("r1.w" + 1 = "r2.x", "c3.y" + 2 = "c3.w", with any
 // "(r)"/"(neg)"/"(abs)" prefix kept); "" when the operand is not a register or const.
 std::string advance(const std::string& operand, int k);
+// The full register an operand names ("(r)(neg)r2.w" -> regid 11; rN.c with N < 48), or -1
+// (half registers, consts, immediates).
+int full_reg(const std::string& operand);
 // True for a general-purpose register operand (rN.c or hrN.c, N < 48) after prefixes.
 bool is_gpr(const std::string& operand);
 

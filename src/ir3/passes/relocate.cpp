@@ -17,7 +17,6 @@
 // Progress: true when some registers were swapped.
 #include <algorithm>
 #include <map>
-#include <cstring>
 #include <set>
 
 #include "core/error.h"
@@ -32,24 +31,8 @@ constexpr size_t kWindow = 48;
 
 std::string reg_name(int r) { return "r" + std::to_string(r / 4) + "." + "xyzw"[r % 4]; }
 
-// The register an operand names ("(r)(neg)r2.w" -> 11), or -1.
-int reg_of(const std::string& op) {
-  std::string bare = op;
-  while (!bare.empty() && bare[0] == '(') bare = bare.substr(bare.find(')') + 1);
-  if (bare.size() < 4 || bare[0] != 'r') return -1;
-  size_t dot = bare.find('.');
-  if (dot == std::string::npos || dot + 2 != bare.size()) return -1;
-  for (size_t i = 1; i < dot; ++i)
-    if (bare[i] < '0' || bare[i] > '9') return -1;
-  int n = std::stoi(bare.substr(1, dot - 1));
-  const char* comps = "xyzw";
-  const char* f = std::strchr(comps, bare[dot + 1]);
-  if (!f || !*f || n >= 48) return -1;
-  return n * 4 + static_cast<int>(f - comps);
-}
-
 std::string rename_operand(const std::string& op, int from, int to) {
-  if (reg_of(op) != from) return op;
+  if (full_reg(op) != from) return op;
   size_t at = op.rfind('r');
   return op.substr(0, at) + reg_name(to);
 }
@@ -74,7 +57,7 @@ bool relocate(Code& c) {
     if (scalar_alu(x)) {
       Parts p = split(print(x.in));
       for (const std::string& op : p.operands)
-        if (int r = reg_of(op); r >= 0) named.insert(r);
+        if (int r = full_reg(op); r >= 0) named.insert(r);
     }
     for (int h : x.fx.half_regs) {  // half access aliases full units (merged view): keep those
       int f = h < kRegs ? h >> 1 : -1;
@@ -104,7 +87,7 @@ bool relocate(Code& c) {
       std::string text = p.flags + p.mnemonic;
       for (size_t k = 0; k < p.operands.size(); ++k) {
         std::string op = p.operands[k];
-        int r = reg_of(op);
+        int r = full_reg(op);
         if (r == a) op = rename_operand(op, a, b);
         else if (r == b) op = rename_operand(op, b, a);
         text += (k ? ", " : " ") + op;
@@ -126,7 +109,7 @@ bool relocate(Code& c) {
       if (!scalar_alu(lead) || lead.fx.cat == 1) continue;
       Parts p0 = split(print(lead.in));
       if (p0.operands.size() < 2) continue;
-      int d0 = reg_of(p0.operands[0]);
+      int d0 = full_reg(p0.operands[0]);
       if (d0 < 0 || pinned[d0]) continue;
       int k = 1;
       std::vector<size_t> members{i};
@@ -135,14 +118,14 @@ bool relocate(Code& c) {
         if (!scalar_alu(m)) continue;
         Parts pj = split(print(m.in));
         if (pj.mnemonic != p0.mnemonic || pj.operands.size() != p0.operands.size()) continue;
-        int dj = reg_of(pj.operands[0]);
+        int dj = full_reg(pj.operands[0]);
         if (dj < 0) continue;
         bool ok = true;
         for (size_t s = 1; s < p0.operands.size() && ok; ++s) {
           const std::string &a = p0.operands[s], &x = pj.operands[s];
-          bool acc = reg_of(a) == d0 && reg_of(x) == dj;  // reads its own destination
+          bool acc = full_reg(a) == d0 && full_reg(x) == dj;  // reads its own destination
           ok = acc || x == a || (!advance(a, k).empty() && x == advance(a, k));
-          if (ok && !acc && (reg_of(x) == dj || reg_of(x) == d0 + k)) ok = false;  // would be renamed too
+          if (ok && !acc && (full_reg(x) == dj || full_reg(x) == d0 + k)) ok = false;  // would be renamed too
         }
         if (!ok) continue;
         // it must be able to move up to the leader (as the rpt pass will require)
