@@ -1,4 +1,4 @@
-// `opvision ir3 dis|asm|sim|check ...`: forwarded to the IR3 toolkit's own CLI (src/ir3/cli.h)
+// `opvision ir3 dis|asm|sim|check ...`: forwarded to the IR3 command line (tools/ir3_cli.h)
 // when this build has it (CMake defines OPV_HAVE_IR3 when src/ir3 has sources).
 #include <cstdio>
 #include <string>
@@ -6,7 +6,7 @@
 #include "tools/common.h"
 
 #ifdef OPV_HAVE_IR3
-#include "ir3/cli.h"
+#include "tools/ir3_cli.h"
 #endif
 
 namespace opv::tools {
@@ -16,7 +16,7 @@ int cmd_ir3(int argc, char** argv) {
   // argv[0] is "ir3". `replay` needs the ONNX reader and .npz I/O, which the standalone toolkit
   // does not link, so it lives here; the toolkit parses every other sub-subcommand itself.
   if (argc > 1 && std::string(argv[1]) == "replay") return cmd_ir3_replay(argc - 1, argv + 1);
-  return opv::ir3::cli_main(argc, argv);
+  return ir3_cli_main(argc, argv);
 #else
   (void)argc;
   (void)argv;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ir3/cli.h"
+#include "tools/ir3_cli.h"
 #include "ir3/container.h"
 #include "ir3/isa.h"
 
@@ -17,7 +17,7 @@ int run(std::vector<std::string> args, std::string* out = nullptr) {
   std::vector<char*> argv;
   for (std::string& s : args) argv.push_back(s.data());
   testing::internal::CaptureStdout();
-  int rc = cli_main(static_cast<int>(argv.size()), argv.data());
+  int rc = opv::tools::ir3_cli_main(static_cast<int>(argv.size()), argv.data());
   std::string o = testing::internal::GetCapturedStdout();
   if (out) *out = o;
   return rc;

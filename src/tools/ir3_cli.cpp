@@ -5,7 +5,7 @@
 // Qualcomm OpenCL program binary (detected by its header); (3) run and print. Errors are
 // reported as one line `opvision: error: ...` on stderr with exit code 2, like every opvision
 // subcommand; hazards found by `check` give exit code 1 (a check that ran and failed).
-#include "ir3/cli.h"
+#include "tools/ir3_cli.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -30,7 +30,9 @@
 #include "ir3/optimize.h"
 #include "ir3/sim.h"
 
-namespace opv::ir3 {
+namespace opv::tools {
+
+using namespace opv::ir3;
 
 namespace {
 
@@ -520,7 +522,7 @@ int cmd_info(int argc, char** argv) {
 
 }  // namespace
 
-int cli_main(int argc, char** argv) {
+int ir3_cli_main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     std::printf("%s", kUsage);
     return argc < 2 ? 2 : 0;
@@ -541,4 +543,4 @@ int cli_main(int argc, char** argv) {
   return 2;
 }
 
-}  // namespace opv::ir3
+}  // namespace opv::tools
