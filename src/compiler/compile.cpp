@@ -1,5 +1,7 @@
 // The compiler driver: ONNX -> ir::Graph -> graph passes -> plan::Plan -> plan passes ->
 // compact -> memory planning. Also optimize(): plan passes on an existing plan (`opvision opt`).
+// Which plan passes run is decided here (options, mandatory passes); running them (validation,
+// observer, dumps) is the plan-pass driver's job (plan/passes/driver.cpp).
 #include "compiler/compile.h"
 
 #include <algorithm>
@@ -18,60 +20,37 @@ bool listed(const std::vector<std::string>& names, const std::string& n) {
   return std::find(names.begin(), names.end(), n) != names.end();
 }
 
-std::string plan_pass_list(const std::string& target) {
-  std::string list;
-  for (const auto& p : plan::plan_passes_for(target)) list += (list.empty() ? "" : ", ") + std::string(p.name);
-  return list.empty() ? "none" : list;
-}
-
-using PlanPassFn = bool (*)(plan::Plan&);
-
-// The plan pass `name` of `target`, or nullptr when it has none of that name.
-PlanPassFn find_plan_pass(const std::string& target, const std::string& name) {
-  for (const auto& p : plan::plan_passes_for(target))
-    if (name == p.name) return p.fn;
-  return nullptr;
-}
-
-// Runs one plan pass: validates after a change, reports to the observer, prints with verbose.
-bool run_plan_pass(plan::Plan& p, const std::string& name, PlanPassFn fn, bool verbose,
-                   const PassObserver* observer) {
-  plan::Plan before;
-  if (observer) before = p;
-  size_t calls = p.calls.size();
-  bool changed = false;
-  try {
-    changed = fn(p);
-    if (changed) plan::validate(p);
-  } catch (const Error& e) {
-    fail("plan pass '", name, "': ", e.what());
+// The plan passes of opts.target that this compile runs, in order: mandatory ones always, others
+// unless disabled, left out by only_passes, or opt-in and not asked for.
+std::vector<plan::PlanPassInfo> scheduled_passes(const CompileOptions& opts) {
+  std::vector<plan::PlanPassInfo> run;
+  for (const plan::PlanPassInfo& pass : plan::plan_passes_for(opts.target)) {
+    bool mandatory = plan_pass_mandatory(opts.target, pass.name);
+    if (!mandatory && (listed(opts.disable_passes, pass.name) ||
+                       (!opts.only_passes.empty() && !listed(opts.only_passes, pass.name)) ||
+                       (pass.opt_in && !listed(opts.only_passes, pass.name))))
+      continue;
+    run.push_back(pass);
   }
-  if (verbose)
-    std::fprintf(stderr, "[plan] %-14s %s calls %zu -> %zu\n", name.c_str(), changed ? "changed" : "no change", calls,
-                 p.calls.size());
-  if (observer) (*observer)(name, before, p, changed);
-  return changed;
+  return run;
 }
 
-// compact, memory planning, final validation.
-void finish(plan::Plan& p, bool verbose, const PassObserver* observer) {
-  run_plan_pass(p, "compact", plan::compact, verbose, observer);
-  plan::plan_memory(p);
-  plan::validate(p);
-  if (verbose)
-    std::fprintf(stderr, "[plan] memory: arena %lld bytes (unplanned %lld)\n", (long long)p.arena_bytes,
-                 (long long)plan::unplanned_bytes(p));
+std::vector<std::string> pass_names(const std::vector<plan::PlanPassInfo>& passes) {
+  std::vector<std::string> names;
+  for (const plan::PlanPassInfo& p : passes) names.push_back(p.name);
+  return names;
 }
 
-// Checks --passes / --no-pass names: plan passes of the target (and, for disable_passes, graph
-// passes too); mandatory passes cannot be disabled.
+// Checks --passes / --no-pass / --dump-after names: plan passes of the target (and, for
+// disable_passes, graph passes too; for dump_after, the driver's dump points); mandatory passes
+// cannot be disabled.
 void check_pass_names(const CompileOptions& opts, const std::vector<std::string>& graph_names) {
   std::vector<std::string> plan_names;
   for (const auto& p : plan::plan_passes_for(opts.target)) plan_names.push_back(p.name);
   for (const std::string& name : opts.only_passes)
     if (!listed(plan_names, name))
-      fail("unknown plan pass '", name, "' for target ", opts.target, " (plan passes: ", plan_pass_list(opts.target),
-           ")");
+      fail("unknown plan pass '", name, "' for target ", opts.target, " (plan passes: ",
+           plan::plan_pass_list(opts.target), ")");
   for (const std::string& name : opts.disable_passes) {
     if (plan_pass_mandatory(opts.target, name))
       fail("pass '", name, "' always runs for target ", opts.target, " and cannot be disabled");
@@ -82,6 +61,7 @@ void check_pass_names(const CompileOptions& opts, const std::vector<std::string>
       fail("unknown pass '", name, "' for target ", opts.target, " (passes: ", list, ")");
     }
   }
+  plan::check_dump_points(opts.target, opts.dump_after, pass_names(scheduled_passes(opts)));
 }
 
 }  // namespace
@@ -101,18 +81,20 @@ plan::Plan lower(const ir::Graph& g, const CompileOptions& opts) {
   if (opts.cl_batch != 4) p.meta.set("cl_batch_max", opts.cl_batch);
   for (const auto& [key, value] : opts.cl_tune) p.meta.set(key, value);
   plan::validate(p);
-  const PassObserver* observer = opts.report && opts.observer ? &opts.observer : nullptr;
+  plan::DriverOptions dopts;
+  dopts.verbose = opts.verbose;
+  dopts.observer = opts.report && opts.observer ? &opts.observer : nullptr;
+  dopts.dump_after = opts.dump_after;
+  dopts.dump_to = opts.dump_to;
+  const std::vector<plan::PlanPassInfo> run = scheduled_passes(opts);
+  plan::PassDriver driver(opts.target, pass_names(run), dopts);
+  driver.checkpoint(p, plan::kLowerDumpPoint, true);
   std::string log;
-  for (const plan::PlanPassInfo& pass : plan::plan_passes_for(opts.target)) {
-    bool mandatory = plan_pass_mandatory(opts.target, pass.name);
-    if (!mandatory && (listed(opts.disable_passes, pass.name) ||
-                       (!opts.only_passes.empty() && !listed(opts.only_passes, pass.name)) ||
-                       (pass.opt_in && !listed(opts.only_passes, pass.name))))
-      continue;
-    bool changed = run_plan_pass(p, pass.name, pass.fn, opts.verbose, observer);
+  for (const plan::PlanPassInfo& pass : run) {
+    bool changed = driver.run(p, pass.name, pass.fn);
     log += std::string(log.empty() ? "" : ",") + pass.name + (changed ? "" : "(noop)");
   }
-  finish(p, opts.verbose, observer);
+  driver.finish(p);
   p.meta.set("plan_passes", log);
   return p;
 }
@@ -137,11 +119,12 @@ plan::Plan compile_onnx(const std::string& onnx_path, const CompileOptions& opts
 plan::Plan optimize(plan::Plan p, const std::vector<std::string>& passes) { return optimize(std::move(p), passes, {}); }
 
 plan::Plan optimize(plan::Plan p, const std::vector<std::string>& passes, const PassObserver& observer, bool verbose) {
-  std::vector<PlanPassFn> fns;
+  std::vector<plan::PlanPassFn> fns;
   for (const std::string& name : passes) {
-    PlanPassFn fn = find_plan_pass(p.target, name);
+    plan::PlanPassFn fn = plan::find_plan_pass(p.target, name);
     if (!fn)
-      fail("unknown plan pass '", name, "' for target ", p.target, " (plan passes: ", plan_pass_list(p.target), ")");
+      fail("unknown plan pass '", name, "' for target ", p.target, " (plan passes: ", plan::plan_pass_list(p.target),
+           ")");
     fns.push_back(fn);
   }
   // The passes see an unplanned plan: memory planning runs again at the end.
@@ -149,13 +132,16 @@ plan::Plan optimize(plan::Plan p, const std::vector<std::string>& passes, const 
     if (b.kind == plan::BufferKind::Intermediate) b.offset = -1;
   p.arena_bytes = 0;
   plan::validate(p);
-  const PassObserver* obs = observer ? &observer : nullptr;
+  plan::DriverOptions dopts;
+  dopts.verbose = verbose;
+  dopts.observer = observer ? &observer : nullptr;
+  plan::PassDriver driver(p.target, passes, dopts);
   std::string log = p.meta.has("plan_passes") ? p.meta.s("plan_passes") : "";
   for (size_t i = 0; i < passes.size(); ++i) {
-    bool changed = run_plan_pass(p, passes[i], fns[i], verbose, obs);
+    bool changed = driver.run(p, passes[i], fns[i]);
     log += std::string(log.empty() ? "" : ",") + "opt:" + passes[i] + (changed ? "" : "(noop)");
   }
-  finish(p, verbose, obs);
+  driver.finish(p);
   p.meta.set("plan_passes", log);
   return p;
 }

@@ -1,19 +1,19 @@
 // The compiler driver: ONNX -> ir::Graph -> graph passes -> plan::Plan for a target -> plan passes.
 #pragma once
 #include <functional>
+#include <iosfwd>
 #include <utility>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "plan/passes/passes.h"
 #include "plan/plan.h"
 
 namespace opv {
 
-// Called by the driver around every plan pass that ran (and for the final compact(), named
-// "compact"): the plan before and after it, and whether the pass reported a change.
-using PassObserver = std::function<void(const std::string& pass, const plan::Plan& before,
-                                        const plan::Plan& after, bool changed)>;
+// Called by the plan-pass driver around every plan pass that ran (plan/passes/passes.h).
+using PassObserver = plan::PassObserver;
 
 struct CompileOptions {
   std::string target = "cpu";             // backend the plan is lowered for
@@ -37,6 +37,11 @@ struct CompileOptions {
   int64_t cl_batch = 4;
   // opencl: kernel-tuning plan meta values (compile --cl-tune KEY=N).
   std::vector<std::pair<std::string, int64_t>> cl_tune;
+  // Dump points after which the plan is written as text to dump_to (compile --dump-after;
+  // plan::dump_points: "lower", the target's passes, "compact", "memory-plan"; or "all"). A
+  // point whose pass does not run in this compile is an error before the import.
+  std::vector<std::string> dump_after;
+  std::ostream* dump_to = nullptr;  // needed when dump_after is set
 };
 
 // Plan passes that always run for their target (skipping them would leave the plan unrunnable):

@@ -1,4 +1,5 @@
 // `opvision compile MODEL.onnx -o OUT.opv`: ONNX -> plan for a target -> .opv artifact.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -19,6 +20,8 @@ std::string plan_pass_help() {
     r += "  " + t + ":" + (passes.empty() ? " none\n" : "\n");
     for (const auto& p : passes) r += fmt("    %-16s %s\n", p.name, p.doc);
   }
+  r += "--dump-after points: lower (as lowered, before any plan pass), each plan pass above that runs,\n"
+       "compact, memory-plan (the final plan); 'all' dumps at every one of them.\n";
   return r;
 }
 }  // namespace
@@ -48,9 +51,16 @@ int cmd_compile(int argc, char** argv) {
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
       .flag("--dump-plan", "print the compiled plan to stdout")
+      .option("--dump-after", "PASS", "print the plan to stdout after this plan pass (or a comma list; 'all': after "
+              "every pass; 'list': print the dump points of --target and exit)", "", "", true)
       .epilog(plan_pass_help());
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
+  const std::vector<std::string> dump_after = split_names(a.all("--dump-after"));
+  if (std::find(dump_after.begin(), dump_after.end(), "list") != dump_after.end()) {
+    for (const std::string& point : plan::dump_points(a.get("--target", kDefaultBackend))) std::cout << point << "\n";
+    return kExitOk;
+  }
   if (!a.has("--output")) throw UsageError("opvision compile: missing -o OUT.opv (see 'opvision compile --help')");
 
   CompileOptions opts;
@@ -80,6 +90,8 @@ int cmd_compile(int argc, char** argv) {
   if (opts.cl_weights != "f16" && opts.cl_weights != "f32")
     throw UsageError("opvision compile: --cl-weights must be f16 or f32, got '" + opts.cl_weights + "'");
   PassReport report;
+  opts.dump_after = dump_after;
+  opts.dump_to = &std::cout;
   opts.report = a.has("--report");
   if (opts.report) opts.observer = report.observer();
   // Fail early on an unknown target rather than after compiling.

@@ -3,6 +3,8 @@
 // The passes of a target live with the target (target/opencl/passes.h); the table below lists
 // them per target.
 #pragma once
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -40,5 +42,57 @@ std::vector<PlanPassInfo> plan_passes_for(const std::string& target);
 bool plan_memory(Plan& p);
 // Sum of the sizes of all Intermediate buffers (what a plan without reuse would need).
 int64_t unplanned_bytes(const Plan& p);
+
+// ---- the plan-pass driver (src/plan/passes/driver.cpp) ----
+using PlanPassFn = bool (*)(Plan&);
+// Called around every plan pass that ran (and the final compact(), named "compact"): the plan
+// before and after it, and whether the pass reported a change.
+using PassObserver = std::function<void(const std::string& pass, const Plan& before, const Plan& after,
+                                        bool changed)>;
+// "a, b, c": the plan passes of `target` (or "none"), for messages.
+std::string plan_pass_list(const std::string& target);
+// The plan pass `name` of `target`, or nullptr when it has none of that name.
+PlanPassFn find_plan_pass(const std::string& target, const std::string& name);
+
+// Where compile --dump-after may print the plan, in run order: "lower" (as lowered, before any
+// pass), the target's plan passes, "compact", "memory-plan" (the final plan).
+std::vector<std::string> dump_points(const std::string& target);
+constexpr const char* kLowerDumpPoint = "lower";  // the plan as lowered (PassDriver::checkpoint)
+constexpr const char* kAllDumpPoints = "all";    // --dump-after all: every point that is reached
+// Throws opv::Error listing the dump points of `target` when a name is none of them (nor "all"),
+// or listing the points a run reaches when a name is the pass of `target` that is not in
+// `scheduled` (the plan passes the run will run).
+void check_dump_points(const std::string& target, const std::vector<std::string>& names,
+                       const std::vector<std::string>& scheduled);
+// The plan as stable text for dumps and golden files: Plan::dump(), then per kernel its entry,
+// build options, source size and FNV-1a digest, then the weights' size and digest.
+std::string dump_plan_text(const Plan& p);
+
+struct DriverOptions {
+  bool verbose = false;                    // a progress line per pass on stderr
+  const PassObserver* observer = nullptr;  // called around every pass that ran
+  std::vector<std::string> dump_after;     // dump points (dump_points) or "all"
+  std::ostream* dump_to = nullptr;         // where dumps go; needed when dump_after is set
+};
+
+// Runs plan passes on one plan: validates after every change, reports, dumps (see driver.cpp).
+class PassDriver {
+ public:
+  // `scheduled`: the plan passes this run will run, in order. Throws opv::Error for a dump point
+  // `target` does not have or that this run does not reach (its pass is not scheduled).
+  PassDriver(std::string target, const std::vector<std::string>& scheduled, DriverOptions opts);
+  // Dump point `point` reached without running a pass ("lower").
+  void checkpoint(const Plan& p, const std::string& point, bool changed);
+  // Runs pass `name`; returns its progress. Errors (the pass's or validation's) name the pass.
+  bool run(Plan& p, const std::string& name, PlanPassFn fn);
+  // compact (as a pass), memory planning (dump point "memory-plan"), final validation.
+  void finish(Plan& p);
+
+ private:
+  bool wants(const std::string& point) const;
+
+  std::string target_;
+  DriverOptions opts_;
+};
 
 }  // namespace opv::plan
