@@ -36,10 +36,6 @@ std::vector<int64_t> logical_strides(const Shape& shape, plan::Layout layout) {
   return row_major_strides(shape);
 }
 
-bool layout_irrelevant(const Shape& shape) {
-  return shape.size() == 4 && (shape[1] == 1 || shape[2] * shape[3] == 1);
-}
-
 namespace {
 
 struct FreeDeleter {
@@ -139,7 +135,7 @@ class CpuBackend final : public Backend {
       }
     }
     for (int id : in_ids_)
-      OPV_CHECK(p.buffers.at(size_t(id)).layout == plan::Layout::Linear || layout_irrelevant(p.buffers[size_t(id)].shape),
+      OPV_CHECK(p.buffers.at(size_t(id)).layout == plan::Layout::Linear || plan::channels_trivial(p.buffers[size_t(id)].shape),
                 "cpu backend: input buffer '", p.buffers[size_t(id)].name, "' must have linear layout");
 
     for (const plan::Call& call : p.calls) {
@@ -272,7 +268,7 @@ class CpuBackend final : public Backend {
       const BufView& v = views_[size_t(out_ids_[i])];
       OPV_CHECK(outputs[i] && outputs[i]->dtype() == v.dtype && outputs[i]->shape() == v.shape, "cpu backend: output ",
                 i, " must be ", dtype_name(v.dtype), shape_str(v.shape));
-      if (v.layout == plan::Layout::Linear || layout_irrelevant(v.shape))
+      if (v.layout == plan::Layout::Linear || plan::channels_trivial(v.shape))
         std::memcpy(outputs[i]->raw(), v.ptr, outputs[i]->nbytes());
       else
         copy_to_linear(v, outputs[i]->raw(), threads_);

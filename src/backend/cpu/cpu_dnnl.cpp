@@ -44,9 +44,9 @@ memory::desc md_of(const BufView& b) { return md_of(b, b.shape); }
 // A 4-D buffer whose NHWC and Linear bytes coincide is described in the layout of the
 // primitive's other activation, so oneDNN sees one format (mixed formats fall to `ref`).
 memory::desc md_like(const BufView& b, const BufView& other) {
-  if (!layout_irrelevant(b.shape) || b.shape.size() != 4 || other.shape.size() != 4) return md_of(b);
+  if (!plan::channels_trivial(b.shape) || b.shape.size() != 4 || other.shape.size() != 4) return md_of(b);
   BufView v = b;
-  v.layout = layout_irrelevant(other.shape) ? plan::Layout::Linear : other.layout;
+  v.layout = plan::channels_trivial(other.shape) ? plan::Layout::Linear : other.layout;
   return md_of(v);
 }
 
@@ -288,7 +288,7 @@ StepFn conv_primitive(CallCtx& c, size_t& done, const BufView& x, const BufView&
              {q.strides[0], q.strides[1]}, {q.dil[0] - 1, q.dil[1] - 1}, {q.pads[0], q.pads[1]},
              {q.pads[2], q.pads[3]});
   MappedPostOps m = map_post_ops(c, c.kernel.post_ops, y, y.shape);
-  const bool nhwc_dst = y.layout == plan::Layout::NHWC && !layout_irrelevant(y.shape);
+  const bool nhwc_dst = y.layout == plan::Layout::NHWC && !plan::channels_trivial(y.shape);
   size_t got = 0;
   CF::primitive_desc pd = make_pd<CF::primitive_desc>(c, d, 1.f, m, got, nhwc_dst);
   if (want_dw && std::string(pd.impl_info_str()).find("dw") == std::string::npos) return {};
@@ -355,7 +355,7 @@ StepFn build_conv_channel_multiplier(CallCtx& c, size_t& done, const ConvGeom& q
   std::shared_ptr<float> rep = alloc_scratch(c, xr.shape, xr.bytes);
   xr.ptr = rep.get();
   // A Linear output (unless its bytes are the same in nhwc) goes through an nhwc scratch.
-  const bool y_via_scratch = y.layout != plan::Layout::NHWC && !layout_irrelevant(y.shape);
+  const bool y_via_scratch = y.layout != plan::Layout::NHWC && !plan::channels_trivial(y.shape);
   BufView yr = y;
   std::shared_ptr<float> yscratch;
   if (y_via_scratch) {
@@ -579,7 +579,7 @@ StepFn build_pool(CallCtx& c, size_t& done) {
 StepFn build_eltwise(CallCtx& c, size_t& done) {
   if (!all_f32(c) || c.ins.size() != 1 || c.outs.size() != 1) return {};
   const BufView &x = c.ins[0], &y = c.outs[0];
-  if (x.layout != y.layout && !layout_irrelevant(x.shape)) return {};
+  if (x.layout != y.layout && !plan::channels_trivial(x.shape)) return {};
   if (c.kernel.op == OpKind::Identity) return {};
   PostOp p = unary_post_op(c.kernel.op, c.kernel.attrs);
   auto e = eltwise_of(p.op, p.alpha, p.beta);

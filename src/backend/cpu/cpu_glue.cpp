@@ -39,7 +39,7 @@ bool broadcasts_to(const Shape& s, const Shape& out) {
 }
 
 int64_t esize(const BufView& b) { return int64_t(dtype_size(b.dtype)); }
-bool is_linear(const BufView& b) { return b.layout == plan::Layout::Linear || layout_irrelevant(b.shape); }
+bool is_linear(const BufView& b) { return b.layout == plan::Layout::Linear || plan::channels_trivial(b.shape); }
 
 template <typename U>
 void copy_row(int64_t n, char** p, const int64_t* st) {

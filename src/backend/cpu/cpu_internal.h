@@ -12,6 +12,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "plan/layout.h"  // channels_trivial: NHWC and Linear storage coincide
 #include "plan/plan.h"
 
 namespace opv::backend::cpu {
@@ -47,8 +48,6 @@ struct CallCtx {
 
 // Element strides (not bytes) of each logical dim of a buffer in its layout.
 std::vector<int64_t> logical_strides(const Shape& shape, plan::Layout layout);
-// True when NHWC and Linear storage of this shape are byte-identical (C==1 or H*W==1).
-bool layout_irrelevant(const Shape& shape);
 
 // oneDNN steps (cpu_dnnl.cpp). Returns an empty StepFn when oneDNN does not cover the call;
 // `post_ops_done` reports how many leading kernel post-ops the primitive applies itself.

@@ -19,6 +19,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "plan/layout.h"
 #include "target/opencl/codegen.h"
 #include "target/opencl/image_pack.h"
 #include "target/opencl/passes.h"
@@ -94,14 +95,6 @@ void generate(const Plan& p, Call& c, Kernel& k) {
 }
 
 // ---- the pass ----------------------------------------------------------------------------------
-
-bool per_channel_or_scalar(const Shape& s, const Shape& out) {
-  if (numel(s) == 1) return true;
-  if (s.size() > 4 || out.size() != 4) return false;
-  Shape q(4 - s.size(), 1);
-  q.insert(q.end(), s.begin(), s.end());
-  return q[0] == 1 && q[1] == out[1] && q[2] == 1 && q[3] == 1;
-}
 
 struct PackPass {
   Plan& p;

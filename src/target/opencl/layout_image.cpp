@@ -1,7 +1,8 @@
 // Plan pass `assign_image_layout` ("layout-image", target opencl, first pass): 4-D float
 // activations between calls that have image kernels are stored as Layout::ImageRGBA with F16
 // storage (half textures, fp32 arithmetic in the kernels), with explicit Reorder calls at the
-// edges of that domain.
+// edges of that domain. This file is the opencl policy of the layout-domain pass
+// (plan/passes/layout_domain.h), which does steps 2-3.
 //   1. Classify every call. Image-capable: Conv (input 0 is data; weights/bias are not),
 //      GlobalAverage/MaxPool, ReduceMean over {2,3} with keepdims, MaxPool/AveragePool
 //      (input 0 is data), unary element-wise ops with a unary_expr, binary Add/Sub/Mul/Div/
@@ -25,19 +26,17 @@
 // Invariant: every call reads and writes each operand in the layout its kernel expects; values
 // change only by the fp16 rounding of image storage; Input/Output/Constant buffers keep their
 // layout; new buffers are unplanned Intermediates (memory planning runs last).
-#include <map>
 #include <optional>
-#include <tuple>
 
 #include "core/error.h"
+#include "plan/layout.h"
+#include "plan/passes/layout_domain.h"
 #include "target/opencl/cl_abi.h"
 #include "target/opencl/codegen.h"
 #include "target/opencl/passes.h"
 
 namespace opv::plan {
 namespace {
-
-enum class Slot : uint8_t { Other, Data, Flex };
 
 bool is_f32_f16(DType dt) { return dt == DType::F32 || dt == DType::F16; }
 
@@ -60,31 +59,9 @@ bool is_spatial(const Kernel& k) {
   }
 }
 
-// A per-channel ([C], [C,1,1], [1,C,1,1]) or scalar operand of an output [N,C,H,W].
-bool per_channel_or_scalar(const Shape& s, const Shape& out) {
-  if (numel(s) == 1) return true;
-  if (s.size() > 4) return false;
-  Shape p(4 - s.size(), 1);
-  p.insert(p.end(), s.begin(), s.end());
-  return p[0] == 1 && p[1] == out[1] && p[2] == 1 && p[3] == 1;
-}
 
-struct CallClass {
-  bool capable = false;
-  std::vector<Slot> slot;
-};
-
-struct ImagePass {
-  Plan& p;
-  std::vector<CallClass> cls;
-  std::vector<bool> domain;
-  std::map<std::pair<int, Layout>, int> converted;                  // (buffer, layout) -> copy
-  std::map<std::tuple<Layout, DType, Layout, DType>, int> reorders;  // kernel id + 1
-  bool changed = false;
-
-  explicit ImagePass(Plan& plan) : p(plan) {}
-
-  const Buffer& buf(int id) const { return p.buffers.at(size_t(id)); }
+struct ImagePolicy : LayoutPolicy {
+  ImagePolicy() { domain = Layout::ImageRGBA; }
 
   // Slot class of an element-wise operand of shape s for an output of shape out, or nullopt.
   static std::optional<Slot> operand_slot(const Buffer& b, const Shape& out) {
@@ -96,8 +73,9 @@ struct ImagePass {
     return std::nullopt;
   }
 
-  CallClass classify(const Call& c) const {
-    CallClass r;
+  SlotClass classify(const Plan& p, const Call& c) const override {
+    auto buf = [&](int id) -> const Buffer& { return p.buffers.at(size_t(id)); };
+    SlotClass r;
     r.slot.assign(c.inputs.size(), Slot::Other);
     const Kernel& k = p.kernels.at(size_t(c.kernel));
     if (k.op == OpKind::Reorder || c.outputs.size() != 1 || c.inputs.empty() || c.inputs[0] < 0) return r;
@@ -149,152 +127,61 @@ struct ImagePass {
     return r;
   }
 
-  bool eligible(int id) const {
-    const Buffer& b = buf(id);
+  // Conv has no Linear kernel on this target: it joins even when it writes a plan Output.
+  bool starts_domain(const Plan& p, const Call& c, bool out_eligible) const override {
+    const Kernel& k = p.kernels[size_t(c.kernel)];
+    return is_spatial(k) && (out_eligible || k.op == OpKind::Conv);
+  }
+
+  bool eligible(const Buffer& b) const override {
     return b.kind == BufferKind::Intermediate && is_f32_f16(b.dtype) && b.layout == Layout::Linear &&
            fits_image(b.shape);
   }
 
-  void make_image(Buffer& b) {
-    b.layout = Layout::ImageRGBA;
-    b.dtype = DType::F16;
-    b.offset = -1;
+  // Images hold F16; a copy back to Linear is F32.
+  void convert(Buffer& b, Layout to) const override {
+    if (to == Layout::ImageRGBA) {
+      b.layout = Layout::ImageRGBA;
+      b.dtype = DType::F16;
+      b.offset = -1;
+    } else {
+      b.layout = to;
+      b.dtype = DType::F32;
+    }
     b.bytes = storage_bytes(b.dtype, b.shape, b.layout);
   }
 
-  int reorder_kernel(const Buffer& from, const Buffer& to) {
-    int& k = reorders[{from.layout, from.dtype, to.layout, to.dtype}];
-    if (k == 0) {
-      Kernel kr;
-      auto side = [](const Buffer& b) {
-        return std::string(dtype_name(b.dtype)) + (b.layout == Layout::ImageRGBA ? "_image" : "_linear");
-      };
-      kr.name = "reorder_" + side(from) + "_to_" + side(to);
-      kr.op = OpKind::Reorder;
-      k = p.add_kernel(std::move(kr)) + 1;
-    }
-    return k - 1;
-  }
-
-  // An unplanned Intermediate copy of buffer `like` in `layout` (images: F16; Linear: F32).
-  int new_buffer(int like, Layout layout, const char* suffix) {
-    Buffer b = buf(like);
-    b.name += suffix;
-    b.kind = BufferKind::Intermediate;
-    b.offset = -1;
-    if (layout == Layout::ImageRGBA) {
-      make_image(b);
-    } else {
-      b.layout = layout;
-      b.dtype = DType::F32;
-      b.bytes = storage_bytes(b.dtype, b.shape, b.layout);
-    }
-    return p.add_buffer(std::move(b));
-  }
-
-  Call reorder_call(int from, int to, const std::string& label) {
-    Call r;
-    r.kernel = reorder_kernel(buf(from), buf(to));
-    r.inputs = {from};
-    r.outputs = {to};
-    r.label = label + (buf(to).layout == Layout::ImageRGBA ? "/to_image" : "/to_linear");
-    return r;
+  // A [N,C,1,1] operand is read as a 1-pixel image when it is one, else as a per-channel vector.
+  Layout flex_layout(const Plan& p, const Call& c, const Buffer& b) const override {
+    const Shape& out = p.buffers.at(size_t(c.outputs[0])).shape;
+    return b.layout == Layout::ImageRGBA && b.shape[0] == out[0] ? Layout::ImageRGBA : Layout::Linear;
   }
 
   // A Reshape that reads an image and writes float Linear data (reorder family, no extra call).
-  bool reshape_from_image(const Call& c) const {
+  bool keeps(const Plan& p, const Call& c) const override {
     const Kernel& k = p.kernels.at(size_t(c.kernel));
     if (k.op != OpKind::Reshape || c.inputs.size() != 1 || c.outputs.size() != 1 || c.inputs[0] < 0) return false;
-    const Buffer& in = buf(c.inputs[0]);
-    const Buffer& out = buf(c.outputs[0]);
+    const Buffer& in = p.buffers.at(size_t(c.inputs[0]));
+    const Buffer& out = p.buffers.at(size_t(c.outputs[0]));
     return in.layout == Layout::ImageRGBA && out.layout == Layout::Linear && is_f32_f16(out.dtype) &&
            numel(in.shape) == numel(out.shape) && k.post_ops.empty();
   }
 
-  Layout needed(size_t ci, size_t slot, const Buffer& b) const {
-    if (!domain[ci]) return Layout::Linear;
-    switch (cls[ci].slot[slot]) {
-      case Slot::Data: return Layout::ImageRGBA;
-      case Slot::Flex: {
-        const Shape& out = buf(p.calls[ci].outputs[0]).shape;
-        return b.layout == Layout::ImageRGBA && b.shape[0] == out[0] ? Layout::ImageRGBA : Layout::Linear;
-      }
-      case Slot::Other: return Layout::Linear;
-    }
-    return Layout::Linear;
-  }
+  std::string layout_name(Layout l) const override { return l == Layout::ImageRGBA ? "image" : "linear"; }
 
-  bool run() {
-    OPV_CHECK(p.target == "opencl", "layout-image: plan targets '", p.target, "', not opencl");
-    // Steps 1 and 2.
-    domain.assign(p.calls.size(), false);
-    cls.reserve(p.calls.size());
-    for (size_t ci = 0; ci < p.calls.size(); ++ci) {
-      const Call& c = p.calls[ci];
-      cls.push_back(classify(c));
-      if (!cls.back().capable) continue;
-      // Conv has no Linear kernel on this target: it joins even when it writes a plan Output.
-      const Kernel& k = p.kernels[size_t(c.kernel)];
-      bool join = is_spatial(k) && (eligible(c.outputs[0]) || k.op == OpKind::Conv);
-      for (size_t i = 0; i < c.inputs.size(); ++i)
-        if (cls.back().slot[i] != Slot::Other && buf(c.inputs[i]).layout == Layout::ImageRGBA) join = true;
-      if (!join) continue;
-      domain[ci] = true;
-      if (eligible(c.outputs[0])) {
-        make_image(p.buffers[size_t(c.outputs[0])]);
-        changed = true;
-      }
-    }
-    // Step 3.
-    std::vector<Call> out;
-    out.reserve(p.calls.size());
-    for (size_t ci = 0; ci < p.calls.size(); ++ci) {
-      Call c = p.calls[ci];
-      if (p.kernels[size_t(c.kernel)].op == OpKind::Reorder || reshape_from_image(c)) {
-        out.push_back(std::move(c));
-        continue;
-      }
-      for (size_t i = 0; i < c.inputs.size(); ++i) {
-        const int id = c.inputs[i];
-        if (id < 0) continue;
-        const Buffer b = buf(id);  // a copy: new buffers may be added below
-        if (b.layout != Layout::Linear && b.layout != Layout::ImageRGBA) continue;  // packed: not ours
-        const Layout need = needed(ci, i, b);
-        if (b.layout == need) continue;
-        auto key = std::make_pair(id, need);
-        auto it = converted.find(key);
-        if (it == converted.end()) {
-          const int nb = new_buffer(id, need, need == Layout::ImageRGBA ? "/image" : "/linear");
-          out.push_back(reorder_call(id, nb, b.name));
-          it = converted.emplace(key, nb).first;
-        }
-        c.inputs[i] = it->second;
-        changed = true;
-      }
-      std::vector<Call> after;
-      if (domain[ci]) {
-        int& o = c.outputs[0];
-        if (buf(o).layout != Layout::ImageRGBA) {
-          const int t = new_buffer(o, Layout::ImageRGBA, "/image");
-          after.push_back(reorder_call(t, o, c.label));
-          converted[{o, Layout::ImageRGBA}] = t;
-          o = t;
-          changed = true;
-        }
-      }
-      out.push_back(std::move(c));
-      for (Call& a : after) out.push_back(std::move(a));
-    }
-    p.calls = std::move(out);
-    return changed;
+  std::string reorder_name(const Buffer& from, const Buffer& to) const override {
+    auto side = [](const Buffer& b) {
+      return std::string(dtype_name(b.dtype)) + (b.layout == Layout::ImageRGBA ? "_image" : "_linear");
+    };
+    return "reorder_" + side(from) + "_to_" + side(to);
   }
 };
 
 }  // namespace
 
 bool assign_image_layout(Plan& p) {
-  ImagePass pass(p);
-  return pass.run();
+  OPV_CHECK(p.target == "opencl", "layout-image: plan targets '", p.target, "', not opencl");
+  return assign_layout_domain(p, ImagePolicy{});
 }
 
 }  // namespace opv::plan
