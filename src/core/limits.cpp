@@ -4,6 +4,21 @@
 
 namespace opv {
 
+namespace {
+Limits& process_limits() {
+  static Limits lim;
+  return lim;
+}
+}  // namespace
+
+const Limits& default_limits() { return process_limits(); }
+
+void set_default_limits(const Limits& lim) {
+  OPV_CHECK(lim.max_tensor_elems > 0 && lim.max_tensor_bytes > 0, "tensor limits must be positive (got ",
+            lim.max_tensor_elems, " elements, ", lim.max_tensor_bytes, " bytes)");
+  process_limits() = lim;
+}
+
 void check_tensor_limits(DType dt, const Shape& s, const std::string& what, const Limits& lim) {
   int64_t n = 1;
   for (int64_t d : s) {

@@ -4,8 +4,11 @@
 // message before anything of that size is allocated.
 //
 // Defaults: 2^28 elements and 1 GiB per tensor — far above openpilot's driving_vision network
-// (largest tensor < 2^22 elements) and far below what would exhaust a device. A caller that
-// needs more passes its own Limits (ImportOptions::limits); the defaults live only here.
+// (largest tensor < 2^22 elements) and far below what would exhaust a device. The process-wide
+// limits (default_limits()) start there; the CLI sets them from its global options
+// (`opvision --max-tensor-elems N --max-tensor-bytes N <command>`), and everything that takes no
+// explicit Limits (import, artifact loading, .npy/.npz reading) applies them. A library caller
+// may instead pass its own (ImportOptions::limits, check_tensor_limits' last argument).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,8 +23,12 @@ struct Limits {
   int64_t max_tensor_bytes = int64_t(1) << 30;
 };
 
+// The process-wide limits (initially Limits{}), and a setter that refuses non-positive values.
+const Limits& default_limits();
+void set_default_limits(const Limits& lim);
+
 // Throws opv::Error "<what>: tensor <dtype><shape> has N elements, more than the limit M" (or
 // bytes) when a tensor of this type and shape breaks `lim`; also on negative dims / overflow.
-void check_tensor_limits(DType dt, const Shape& s, const std::string& what, const Limits& lim = Limits{});
+void check_tensor_limits(DType dt, const Shape& s, const std::string& what, const Limits& lim = default_limits());
 
 }  // namespace opv

@@ -14,7 +14,8 @@ struct ImportOptions {
   std::vector<std::pair<std::string, Shape>> input_shapes;
   // Per-tensor size limits (core/limits.h) applied to every initializer, graph input and
   // inferred value; a model breaking them is refused before anything that large is allocated.
-  Limits limits;
+  // Defaults to the process-wide limits at the time the options are made.
+  Limits limits = default_limits();
 };
 
 // Reads an ONNX model file (external-data initializers are resolved relative to its folder).

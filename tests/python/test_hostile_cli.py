@@ -130,3 +130,23 @@ def test_external_data_outside_the_model_folder_is_refused(cli, tmp_path):
         path.write_bytes(m.SerializeToString())
         assert_error(cli.run("run", path, "--seed", "1", "-o", tmp_path / "o.npz"), "initializer 'w'", needle)
         assert not (tmp_path / "o.npz").exists()
+
+
+def test_tensor_limits_are_set_before_the_command(cli, tmp_path):
+    """The global --max-tensor-elems/--max-tensor-bytes options set the one limits policy that
+    import, artifact loading and .npy/.npz reading apply."""
+    model, ref, x = small_model(tmp_path)  # tensors of 32 f32 elements = 128 bytes
+    art = tmp_path / "relu.opv"
+    assert_error(cli.run("--max-tensor-elems", "31", "compile", model, "-o", art), "more than 31 elements")
+    assert_error(cli.run("--max-tensor-bytes=127", "compile", model, "-o", art), "per-tensor limit of 127 bytes")
+    p = cli.run("--max-tensor-elems", "32", "--max-tensor-bytes", "1K", "compile", model, "-o", art)
+    assert p.returncode == 0, describe(p)
+    # the same limits at load (the artifact's buffers) and for inputs
+    assert_error(cli.run("--max-tensor-elems", "16", "run", art), "more than 16 elements")
+    big = tmp_path / "x.npy"
+    np.save(big, np.zeros((1, 2, 4, 4), np.float32))
+    p = cli.run("run", art, "--input", f"x={big}")
+    assert p.returncode == 0, describe(p)
+    for bad in ("0", "-5", "12Q", "99999999999999999999"):
+        assert_error(cli.run("--max-tensor-bytes", bad, "run", art), "expected a positive count")
+    assert_error(cli.run("--max-tensor-elems"), "needs a value")
