@@ -411,14 +411,28 @@ void write_npz(const std::string& path, const NamedArrays& arrays) {
     OPV_CHECK(!name.empty(), "cannot write '", path, "': empty array name");
     OPV_CHECK(names.insert(name).second, "cannot write '", path, "': duplicate array name '", name, "'");
   }
-  int code = 0;
-  zip_t* za = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code);
-  if (!za) fail("cannot create .npz '", path, "': ", zip_error_text(code));
+  // The archive is built in memory, then written like every other output (core/file_io.h:
+  // a unique O_EXCL|O_NOFOLLOW temporary, checked writes, fsync, rename), so a failure never
+  // leaves a partial file and a planted symlink is not followed.
+  zip_error_t err;
+  zip_error_init(&err);
+  zip_source_t* mem = zip_source_buffer_create(nullptr, 0, 0, &err);
+  if (!mem) fail("cannot write '", path, "': ", zip_error_strerror(&err));
+  zip_source_keep(mem);  // survives zip_close, which writes the archive into it
+  zip_t* za = zip_open_from_source(mem, ZIP_TRUNCATE, &err);
+  if (!za) {
+    std::string msg = zip_error_strerror(&err);
+    zip_error_fini(&err);
+    zip_source_free(mem);
+    fail("cannot write '", path, "': ", msg);
+  }
+  zip_error_fini(&err);
   // libzip reads the data at zip_close; the encodings must live until then.
   std::vector<std::vector<uint8_t>> encoded;
   encoded.reserve(arrays.size());
   auto abort_with = [&](const std::string& msg) {
     zip_discard(za);
+    zip_source_free(mem);
     fail("cannot write '", path, "': ", msg);
   };
   for (const auto& [name, t] : arrays) {
@@ -436,6 +450,22 @@ void write_npz(const std::string& path, const NamedArrays& arrays) {
       abort_with(std::string("member '") + name + "': " + zip_strerror(za));
   }
   if (zip_close(za) != 0) abort_with(zip_strerror(za));
+  // read the finished archive back out of the memory source
+  std::vector<uint8_t> out;
+  bool ok = zip_source_open(mem) == 0;
+  if (ok) {
+    ok = zip_source_seek(mem, 0, SEEK_END) == 0;
+    zip_int64_t size = ok ? zip_source_tell(mem) : -1;
+    ok = ok && size >= 0 && zip_source_seek(mem, 0, SEEK_SET) == 0;
+    if (ok) {
+      out.resize(size_t(size));
+      ok = zip_source_read(mem, out.data(), zip_uint64_t(size)) == size;
+    }
+    zip_source_close(mem);
+  }
+  zip_source_free(mem);
+  OPV_CHECK(ok, "cannot write '", path, "': the archive could not be read back from memory");
+  write_file_atomic(path, out, ".npz");
 }
 
 }  // namespace opv::tools
