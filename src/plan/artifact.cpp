@@ -28,10 +28,7 @@ namespace opv::plan {
 
 namespace {
 
-// ---- Format constants -------------------------------------------------------------------------
-
-constexpr char kMagic[8] = {'O', 'P', 'V', 'I', 'S', 'I', 'O', 'N'};
-constexpr size_t kMagicSize = sizeof(kMagic);
+// ---- Format constants (the magic, kArtifactMagic, is in artifact.h) ----------------------------
 
 enum class SectionKind : uint32_t {
   Plan = 1,
@@ -41,7 +38,7 @@ constexpr uint32_t kSectionCount = 2;  // plan, weights (in this order)
 
 // Header field offsets.
 constexpr size_t kOffMagic = 0;
-constexpr size_t kOffVersion = kOffMagic + kMagicSize;     // u32
+constexpr size_t kOffVersion = kOffMagic + kArtifactMagicSize;  // u32
 constexpr size_t kOffHeaderSize = kOffVersion + 4;         // u32
 constexpr size_t kOffFlags = kOffHeaderSize + 4;           // u32
 constexpr size_t kOffSectionCount = kOffFlags + 4;         // u32
@@ -480,6 +477,10 @@ void read_plan(Reader& r, Plan& p) {
 
 // ---- Public API -------------------------------------------------------------------------------
 
+bool has_artifact_magic(const void* head, size_t n) {
+  return n >= kArtifactMagicSize && std::memcmp(head, kArtifactMagic, kArtifactMagicSize) == 0;
+}
+
 std::vector<uint8_t> serialize(const Plan& p) {
   std::vector<uint8_t> out(kHeaderSize, 0);
   Writer w(out);
@@ -493,7 +494,7 @@ std::vector<uint8_t> serialize(const Plan& p) {
   size_t weights_size = p.weights.size();
 
   // Header.
-  std::memcpy(out.data() + kOffMagic, kMagic, kMagicSize);
+  std::memcpy(out.data() + kOffMagic, kArtifactMagic, kArtifactMagicSize);
   put_u32_at(out, kOffVersion, kArtifactVersion);
   put_u32_at(out, kOffHeaderSize, uint32_t(kHeaderSize));
   put_u32_at(out, kOffFlags, 0);
@@ -524,7 +525,7 @@ namespace {
 Plan parse_artifact(const uint8_t* data, size_t size, std::vector<uint8_t>* owned) {
   if (size < kHeaderSize)
     fail("artifact: truncated header (file has ", size, " bytes, the header needs ", kHeaderSize, ")");
-  if (std::memcmp(data + kOffMagic, kMagic, kMagicSize) != 0)
+  if (!has_artifact_magic(data + kOffMagic, size - kOffMagic))
     fail("artifact: wrong magic at byte ", kOffMagic, " (not an .opv artifact)");
   uint32_t version = get_u32_at(data + kOffVersion);
   if (version > kArtifactVersion)

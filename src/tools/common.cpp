@@ -22,7 +22,6 @@ namespace opv::tools {
 namespace {
 constexpr const char* kArtifactExt = ".opv";
 constexpr const char* kOnnxExt = ".onnx";
-constexpr char kArtifactMagic[] = "OPVISION";  // first bytes of every artifact (plan/artifact.cpp)
 constexpr double kP90 = 0.9;
 
 bool ends_with(const std::string& s, const char* suffix) {
@@ -47,10 +46,10 @@ bool is_artifact_path(const std::string& path) {
   // refused here, before any reader could block on it or try to read it whole.
   uint64_t size = 0;
   int fd = open_regular_file(path, "model", kMaxInputFileBytes, &size);
-  char head[sizeof(kArtifactMagic) - 1] = {};
+  char head[plan::kArtifactMagicSize] = {};
   ssize_t got = ::pread(fd, head, sizeof head, 0);
   ::close(fd);
-  return got == ssize_t(sizeof head) && std::memcmp(head, kArtifactMagic, sizeof head) == 0;
+  return got > 0 && plan::has_artifact_magic(head, size_t(got));
 }
 
 plan::Plan load_model(const std::string& path, const std::string& backend) {

@@ -246,6 +246,18 @@ TEST(Artifact, PlanWithoutWeights) {
   EXPECT_TRUE(q.weights.empty());
 }
 
+TEST(Artifact, MagicHasOneDefinition) {
+  // The bytes serialize() writes are kArtifactMagic, and has_artifact_magic() (the CLI's sniffer)
+  // accepts exactly them.
+  std::vector<uint8_t> b = serialize(make_plan());
+  ASSERT_GE(b.size(), kArtifactMagicSize);
+  EXPECT_EQ(std::string(b.begin(), b.begin() + kArtifactMagicSize), std::string(kArtifactMagic, kArtifactMagicSize));
+  EXPECT_TRUE(has_artifact_magic(b.data(), b.size()));
+  EXPECT_FALSE(has_artifact_magic(b.data(), kArtifactMagicSize - 1)) << "too short";
+  b[kArtifactMagicSize - 1] ^= 1;
+  EXPECT_FALSE(has_artifact_magic(b.data(), b.size()));
+}
+
 TEST(Artifact, HeaderLayout) {
   Plan p = make_plan();
   std::vector<uint8_t> b = serialize(p);

@@ -36,6 +36,7 @@
 #include "backend/opencl/cl_runtime.h"
 #include "core/error.h"
 #include "kernels/reference.h"
+#include "plan/image_geometry.h"
 
 namespace opv::backend {
 
@@ -43,15 +44,6 @@ namespace {
 
 using plan::BufferKind;
 using plan::Layout;
-
-// ImageRGBA geometry as defined in cl_abi.h: width = W * ceil(C/4), height = N * H.
-struct Geom {
-  int64_t width = 0, height = 0;
-};
-Geom image_geometry(const Shape& s) {
-  OPV_ASSERT(s.size() == 4);
-  return {s[3] * ((s[1] + 3) / 4), s[0] * s[2]};
-}
 
 // The cl_khr_command_buffer entry points this build's header declares. Headers without the
 // version macro (Khronos 2023.02 and older) declare the provisional 0.9.0-0.9.4 signatures.
@@ -259,7 +251,7 @@ void OpenCLBackend::check_plan(const plan::Plan& plan) const {
               "' has dtype ", dtype_name(b.dtype), "; images hold f16 or f32");
     OPV_CHECK(b.shape.size() == 4, "opencl backend: image buffer '", b.name, "' has shape ", shape_str(b.shape),
               "; images hold 4-D [N,C,H,W] tensors");
-    const Geom g = image_geometry(b.shape);
+    const plan::ImageGeom g = plan::image_geom(b.shape);
     OPV_CHECK(g.width >= 1 && g.height >= 1, "opencl backend: image buffer '", b.name, "' is empty");
     if (image_buffers) continue;
     OPV_CHECK(dev_.image_support, "opencl backend: device '", dev_.name, "' has no image support, but the plan uses "
@@ -402,7 +394,7 @@ void OpenCLBackend::load(const plan::Plan& plan) {
     const plan::Buffer& b = buffers_[i];
     const std::string what = "buffer '" + b.name + "'";
     if (b.layout == Layout::ImageRGBA) {
-      const Geom g = image_geometry(b.shape);
+      const plan::ImageGeom g = plan::image_geom(b.shape);
       const auto key = std::make_tuple(b.offset, g.width, g.height, b.dtype);
       if (b.offset >= 0) {
         if (auto it = shared_images.find(key); it != shared_images.end()) {
@@ -411,7 +403,7 @@ void OpenCLBackend::load(const plan::Plan& plan) {
         }
       }
       if (image_buffers) {
-        const size_t bytes = size_t(g.width * g.height * 4) * dtype_size(b.dtype);
+        const size_t bytes = size_t(plan::image_bytes(b.dtype, b.shape));
         buf_mem_[i] = make_buffer(CL_MEM_READ_WRITE, bytes, nullptr, what + " (image layout in a buffer)");
         zero_fill(buf_mem_[i], bytes, what);
         if (b.offset >= 0) shared_images[key] = buf_mem_[i];

@@ -7,8 +7,9 @@
 // Buffers
 //   Layout::ImageRGBA  a 4-D logical [N,C,H,W] tensor in one image2d, CL_RGBA, channel type
 //                      CL_HALF_FLOAT for DType::F16, CL_FLOAT for DType::F32. Texel
-//                      (x, y) = (w*C4 + c/4, n*H + h), C4 = ceil(C/4), rgba = channels c%4 = 0..3;
-//                      padded channels hold zeros. Kernels read with
+//                      (x, y) = (w*C4 + c/4, n*H + h), C4 = ceil(C/4), rgba = channels c%4 = 0..3
+//                      (computed by plan/image_geometry.h only); padded channels hold zeros.
+//                      Kernels read with
 //                      CLK_NORMALIZED_COORDS_FALSE|CLK_ADDRESS_CLAMP|CLK_FILTER_NEAREST: any w
 //                      outside [0,W) lands outside [0,width) and reads zero, as does h outside
 //                      [0,H) when N == 1 (N > 1 kernels force bad rows to -1 with select()).

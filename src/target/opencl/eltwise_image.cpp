@@ -116,7 +116,7 @@ std::string concat_body(const Plan& p, const Call& c, const Shape& out, int& rea
   reads = 0;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     const Shape& s = p.buffers.at(size_t(c.inputs[i])).shape;
-    const int64_t Ci = s[1], C4i = (Ci + 3) / 4;
+    const int64_t Ci = s[1], C4i = image_geom(s).c4;  // the input image's texels per pixel
     const int64_t sh = ((-off) % 4 + 4) % 4;
     const std::string I = std::to_string(i), name = "in" + I;
     r += "  {\n    const int d = 4 * cb - " + S(off) + ";\n";

@@ -1,6 +1,6 @@
 /* Image storage in buffers (plan meta "cl_image_storage" = "buffer"; compile --cl-images buffer):
- * every ImageRGBA buffer keeps its texel layout (cl_abi.h: x = w * C4 + c / 4, y = n * H + h,
- * RGBA = 4 channels) but lives in a plain global buffer of width x height texels, row-major, so
+ * every ImageRGBA buffer keeps its texel layout (plan/image_geometry.h: x = w * C4 + c / 4,
+ * y = n * H + h, RGBA = 4 channels) but lives in a plain global buffer of width x height texels, row-major, so
  * that GPUs whose driver makes image -> image kernel chains expensive run the same kernels on
  * buffers (measured on an H200 through NVIDIA OpenCL, bench/cl_launch_floor.cpp: 7.7-8.2 us per
  * launch for a chain of image read+write kernels, 3.8-4.0 us for the same chain on half4 buffers;
@@ -76,13 +76,13 @@ void store_images_in_buffers(const Plan& p, const Call& c, Kernel& k) {
     OPV_CHECK(b.shape.size() == 4, "image storage: image buffer '", b.name, "' is not 4-D");
     OPV_CHECK(b.dtype == DType::F16 || b.dtype == DType::F32, "image storage: image buffer '", b.name,
               "' holds ", dtype_name(b.dtype));
-    const int64_t width = b.shape[3] * ((b.shape[1] + 3) / 4), height = b.shape[0] * b.shape[2];
+    const ImageGeom g = image_geom(b.shape);
     const bool half = b.dtype == DType::F16;
     const std::string from = std::string(out ? "write_only" : "read_only") + " image2d_t " + name;
     const std::string to = std::string("__global ") + (out ? "" : "const ") + (half ? "half* " : "float* ") + name;
     replace_token(k.source, from, to);
     replace_token(params, from, to);
-    defines += "#define " + name + "_W " + std::to_string(width) + "\n#define " + name + "_H " + std::to_string(height) +
+    defines += "#define " + name + "_W " + std::to_string(g.width) + "\n#define " + name + "_H " + std::to_string(g.height) +
                "\n#define " + name + "_RD opv_img_rd_" + (half ? "h" : "f") + "\n#define " + name + "_WR opv_img_wr_" +
                (half ? "h" : "f") + "\n";
   };
