@@ -293,6 +293,21 @@ TEST(Ir3Passes, HoistSpeculatesOutOfPredicatedStores) {
   EXPECT_LT(text.find("mov.u32u32 r4.y"), text.find("predt")) << text;
 }
 
+TEST(Ir3Passes, EstimateCyclesFollowsTheCostModel) {
+  auto est = [](const char* text) {
+    passes::Code c(assemble(text));
+    return passes::estimate_cycles(c.ins);
+  };
+  // independent ALU ops issue back to back; a dependent one waits 3 after its producer
+  EXPECT_EQ(est("add.f r1.x, r0.x, r0.y\nadd.f r1.y, r0.x, r0.y\nend\n"), 3);
+  EXPECT_EQ(est("add.f r1.x, r0.x, r0.y\nadd.f r1.y, r1.x, r0.y\nend\n"), 5);
+  // a load's consumer waits kSyLatency after the load; delay nops in the input are ignored
+  EXPECT_EQ(est("ldg.f32 r1.x, g[r2.x], 1\n(rpt5)nop\n(sy)add.f r1.y, r1.x, r0.y\nend\n"),
+            passes::kSyLatency + 2);
+  // (rptN) counts its elements
+  EXPECT_EQ(est("(rpt3)add.f r1.x, (r)r2.x, r0.y\nend\n"), 5);
+}
+
 TEST(Ir3Passes, UnknownPassIsAnError) {
   EXPECT_THROW(run_passes(assemble(kMadBlock), {"bogus"}), opv::Error);
 }

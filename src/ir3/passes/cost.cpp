@@ -45,4 +45,37 @@ Stats stats(const Code& c) {
 
 Stats stats(const std::vector<uint64_t>& words, int gen) { return stats(Code(words, gen)); }
 
+int64_t estimate_cycles(const std::vector<Ins>& run) {
+  constexpr int kUnits = 512;
+  std::vector<int64_t> alu_ready(kUnits, 0), other_ready(kUnits, 0);
+  std::vector<bool> sy(kUnits, false), ss(kUnits, false);
+  int64_t t = 0, last_sy = -1000000, last_ss = -1000000;
+  for (const Ins& x : run) {
+    const Effects& f = x.fx;
+    if (x.in.name() == "nop") continue;
+    bool alu = f.cat >= 1 && f.cat <= 3;
+    int64_t start = t;
+    bool wait_sy = false, wait_ss = false;
+    for (int u : f.reads) {
+      if (u < 0 || u >= kUnits) continue;
+      start = std::max(start, alu ? alu_ready[size_t(u)] : other_ready[size_t(u)]);
+      wait_sy = wait_sy || sy[size_t(u)];
+      wait_ss = wait_ss || ss[size_t(u)];
+    }
+    if (wait_sy) start = std::max(start, last_sy + kSyLatency), std::fill(sy.begin(), sy.end(), false);
+    if (wait_ss) start = std::max(start, last_ss + kSsLatency), std::fill(ss.begin(), ss.end(), false);
+    if (f.sy_prod) last_sy = start;
+    if (f.ss_prod) last_ss = start;
+    for (int u : f.writes) {
+      if (u < 0 || u >= kUnits) continue;
+      sy[size_t(u)] = f.sy_prod;
+      ss[size_t(u)] = f.ss_prod;
+      alu_ready[size_t(u)] = start + (alu ? 3 : 1);
+      other_ready[size_t(u)] = start + (alu ? 6 : 1);
+    }
+    t = start + std::max(1, f.len);
+  }
+  return t;
+}
+
 }  // namespace opv::ir3::passes

@@ -9,6 +9,11 @@
 // whose rules are a superset of what our checker models (e.g. it syncs a texture that
 // overwrites a pending texture result with (ss), where our checker would ask for a costlier
 // (sy)); a flag left on an instruction that no longer needs it only waits earlier.
+// (4) prune, in programs with a loop: the fixer works pass by pass and may, before a loop's
+// state has settled, put an (ss)/(sy) on an instruction that the finished program does not
+// need; every flag it added to an instruction (not the ones the input already had) is dropped
+// again when the hazard checker stays clean without it, one at a time in program order.
+// (Without a backward branch every state the fixer sees is final, so there is nothing to prune.)
 // Progress: true when the program changed.
 #include "ir3/legalize.h"
 #include "ir3/passes/passes.h"
@@ -35,7 +40,30 @@ bool legalize(Code& c) {
     ++i;
   }
   std::vector<uint64_t> w = c.emit();
+  const std::vector<uint64_t> given = w;
   ir3::legalize(w, c.gen);
+  // Step 4. The fixer only adds flags and nops, so the k-th instruction other than a nop is the
+  // same instruction before and after it.
+  auto non_nops = [&](const std::vector<uint64_t>& v) {
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (decode(v[i], c.gen).name() != "nop") idx.push_back(i);
+    return idx;
+  };
+  bool loop = false;
+  for (const Ins& x : c.ins) loop = loop || ((x.fx.is_branch || x.fx.is_jump) && x.fx.target <= 0);
+  std::vector<size_t> a = non_nops(given), b = non_nops(w);
+  if (loop && a.size() == b.size())
+    for (size_t k = 0; k < b.size(); ++k) {
+      Instr had = decode(given[a[k]], c.gen);
+      for (const char* flag : {"SY", "SS"}) {
+        Instr now = decode(w[b[k]], c.gen);
+        if (!now.get_or(flag, 0) || had.get_or(flag, 0)) continue;
+        std::vector<uint64_t> trial = w;
+        trial[b[k]] = with_field(now, flag, 0).bits;
+        if (check_hazards(trial, c.gen).empty()) w = std::move(trial);
+      }
+    }
   c = Code(w, c.gen);
   return c.emit() != before;
 }

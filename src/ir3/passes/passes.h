@@ -47,6 +47,13 @@ struct Stats {
   int64_t cycles() const { return issue_cycles + nop_cycles + stall_cycles; }
 };
 Stats stats(const Code& c);
+
+// Estimated cycles to issue a straight-line run of instructions under the same rules, with the
+// delays a legalized program would have: its own delay nops are ignored, a read waits for its
+// producer (ALU -> ALU 3, ALU -> anything else 6), an (sy)/(ss) consumer for kSyLatency /
+// kSsLatency after the latest producer of its kind (and then nothing of that kind is pending).
+// Passes compare a rewrite of a region with the original by it.
+int64_t estimate_cycles(const std::vector<Ins>& run);
 Stats stats(const std::vector<uint64_t>& words, int gen = kGenA6xx);
 
 }  // namespace opv::ir3::passes

@@ -10,8 +10,9 @@
 // reads or writes what it writes, and it reads nothing an earlier element writes (elements
 // issue back to back, so an element must not depend on another); (4) up to 4 elements (the
 // REPEAT field's range); (5) the packed instruction is assembled from Mesa syntax and must
-// decode back to the same mnemonic; members are removed. Delay nops and sync flags on the
-// members are dropped: the legalize pass recomputes them.
+// decode back to the same mnemonic; members are removed; (6) the packing is kept only if the
+// region's estimated issue time (estimate_cycles, passes.h) does not grow. Delay nops and sync
+// flags on the members are dropped: the legalize pass recomputes them.
 // Progress: true when at least one group was packed.
 #include <algorithm>
 #include <map>
@@ -117,13 +118,16 @@ bool rpt(Code& c) {
       if (!packed.valid() || packed.name() != R[i].in.name() ||
           packed.get_or("REPEAT", 0) != static_cast<int64_t>(group.size() - 1))
         continue;
-      R[i].in = packed;
-      R[i].fx = effects(packed);
+      std::vector<Ins> T = R;
+      T[i].in = packed;
+      T[i].fx = effects(packed);
+      for (size_t g = group.size(); g-- > 1;) T.erase(T.begin() + static_cast<ptrdiff_t>(group[g]));
+      // the members now issue at the leader's place: refuse when that makes the region slower
+      // (a member reading a load's result would make the wait come earlier)
+      if (estimate_cycles(T) > estimate_cycles(R)) continue;
+      R = std::move(T);
       parts[i] = split(print(packed));
-      for (size_t g = group.size(); g-- > 1;) {
-        R.erase(R.begin() + static_cast<ptrdiff_t>(group[g]));
-        parts.erase(parts.begin() + static_cast<ptrdiff_t>(group[g]));
-      }
+      for (size_t g = group.size(); g-- > 1;) parts.erase(parts.begin() + static_cast<ptrdiff_t>(group[g]));
       changed = true;
     }
     if (!changed) continue;
