@@ -18,12 +18,7 @@ namespace opv::onnx_import {
 
 namespace {
 
-struct Simple {
-  const char* onnx;
-  OpKind op;
-};
-
-constexpr Simple kUnary[] = {
+constexpr SimpleOp kUnary[] = {
     {"Relu", OpKind::Relu},       {"Sigmoid", OpKind::Sigmoid},   {"HardSwish", OpKind::HardSwish},
     {"Tanh", OpKind::Tanh},       {"Softplus", OpKind::Softplus}, {"Erf", OpKind::Erf},
     {"Exp", OpKind::Exp},         {"Log", OpKind::Log},           {"Neg", OpKind::Neg},
@@ -31,7 +26,7 @@ constexpr Simple kUnary[] = {
     {"Ceil", OpKind::Ceil},       {"Sqrt", OpKind::Sqrt},         {"Not", OpKind::Not},
 };
 
-constexpr Simple kBinary[] = {
+constexpr SimpleOp kBinary[] = {
     {"Add", OpKind::Add},         {"Sub", OpKind::Sub},           {"Mul", OpKind::Mul},
     {"Div", OpKind::Div},         {"Pow", OpKind::Pow},           {"Equal", OpKind::Equal},
     {"Less", OpKind::Less},       {"Greater", OpKind::Greater},   {"LessOrEqual", OpKind::LessOrEqual},
@@ -61,18 +56,7 @@ void variadic(NodeCtx& c, OpKind op) {
 
 bool canonicalize_elementwise(NodeCtx& c) {
   const std::string& t = c.op();
-  for (const Simple& s : kUnary)
-    if (t == s.onnx) {
-      c.allow_attrs({});
-      c.emit_out(s.op, {}, {c.in(0)});
-      return true;
-    }
-  for (const Simple& s : kBinary)
-    if (t == s.onnx) {
-      c.allow_attrs({});
-      c.emit_out(s.op, {}, {c.in(0), c.in(1)});
-      return true;
-    }
+  if (emit_simple(c, kUnary, kBinary)) return true;
   Attrs a;
   if (t == "LeakyRelu" || t == "Elu") {
     c.allow_attrs({"alpha"});

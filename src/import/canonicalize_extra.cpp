@@ -22,19 +22,14 @@ namespace opv::onnx_import {
 
 namespace {
 
-struct Simple {
-  const char* onnx;
-  OpKind op;
-};
-
-constexpr Simple kUnary[] = {
+constexpr SimpleOp kUnary[] = {
     {"Sin", OpKind::Sin},     {"Cos", OpKind::Cos},     {"Tan", OpKind::Tan},         {"Asin", OpKind::Asin},
     {"Acos", OpKind::Acos},   {"Atan", OpKind::Atan},   {"Sinh", OpKind::Sinh},       {"Cosh", OpKind::Cosh},
     {"Asinh", OpKind::Asinh}, {"Acosh", OpKind::Acosh}, {"Atanh", OpKind::Atanh},     {"Sign", OpKind::Sign},
     {"Round", OpKind::Round}, {"Softsign", OpKind::Softsign}, {"Mish", OpKind::Mish}, {"IsNaN", OpKind::IsNaN},
 };
 
-constexpr Simple kBinary[] = {
+constexpr SimpleOp kBinary[] = {
     {"Xor", OpKind::Xor},
     {"PRelu", OpKind::PRelu},
     {"BitwiseAnd", OpKind::BitwiseAnd},
@@ -283,18 +278,7 @@ void upsample(NodeCtx& c) {
 
 bool canonicalize_extra(NodeCtx& c) {
   const std::string& t = c.op();
-  for (const Simple& s : kUnary)
-    if (t == s.onnx) {
-      c.allow_attrs({});
-      c.emit_out(s.op, {}, {c.in(0)});
-      return true;
-    }
-  for (const Simple& s : kBinary)
-    if (t == s.onnx) {
-      c.allow_attrs({});
-      c.emit_out(s.op, {}, {c.in(0), c.in(1)});
-      return true;
-    }
+  if (emit_simple(c, kUnary, kBinary)) return true;
   Attrs a;
   if (t == "Selu") {
     c.allow_attrs({"alpha", "gamma"});

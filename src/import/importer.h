@@ -124,6 +124,30 @@ class NodeCtx {
   void allow_attrs(std::initializer_list<const char*> keys) const;
 };
 
+// An ONNX op that maps one-to-one onto an OpKind with no attributes.
+struct SimpleOp {
+  const char* onnx;
+  OpKind op;
+};
+// Emits c's op when it is one of `unary` (one input) or `binary` (two inputs), refusing any
+// attribute; false when the op type is in neither table.
+template <size_t NU, size_t NB>
+bool emit_simple(NodeCtx& c, const SimpleOp (&unary)[NU], const SimpleOp (&binary)[NB]) {
+  for (const SimpleOp& s : unary)
+    if (c.op() == s.onnx) {
+      c.allow_attrs({});
+      c.emit_out(s.op, {}, {c.in(0)});
+      return true;
+    }
+  for (const SimpleOp& s : binary)
+    if (c.op() == s.onnx) {
+      c.allow_attrs({});
+      c.emit_out(s.op, {}, {c.in(0), c.in(1)});
+      return true;
+    }
+  return false;
+}
+
 // ---- canonicalisers: each returns false when it does not handle the op type ----
 bool canonicalize_elementwise(NodeCtx& c);  // canonicalize_elementwise.cpp
 bool canonicalize_nn(NodeCtx& c);           // canonicalize_nn.cpp
