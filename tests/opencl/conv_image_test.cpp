@@ -348,7 +348,7 @@ const plan::cl::Family& fam() { return plan::cl::conv_image_family(); }
 void generate(plan::Plan& p) {
   ASSERT_TRUE(fam().supports(p, p.calls[0]));
   plan::Kernel k = p.kernels[0];
-  fam().generate(p, p.calls[0], k);
+  plan::cl::emit(fam(), p, p.calls[0], k);
   p.kernels[0] = k;
 }
 

@@ -42,29 +42,6 @@ std::string cl_store(DType dt, const std::string& name, const std::string& idx, 
   return name + "[" + idx + "] = convert_" + cl_type(dt) + "_sat_rtz(" + val + ");";
 }
 
-std::string default_params(const Plan& p, const Call& c) {
-  std::string r;
-  auto add = [&](const std::string& s) { r += (r.empty() ? "" : ", ") + s; };
-  for (size_t i = 0; i < c.outputs.size(); ++i) {
-    const Buffer& b = p.buffers.at(size_t(c.outputs[i]));
-    std::string n = "out" + std::to_string(i);
-    if (b.layout == Layout::ImageRGBA)
-      add("write_only image2d_t " + n);
-    else
-      add("__global " + cl_type(b.dtype) + "* " + n);
-  }
-  for (size_t j = 0; j < c.inputs.size(); ++j) {
-    if (c.inputs[j] < 0) continue;
-    const Buffer& b = p.buffers.at(size_t(c.inputs[j]));
-    std::string n = "in" + std::to_string(j);
-    if (b.layout == Layout::ImageRGBA)
-      add("read_only image2d_t " + n);
-    else
-      add("__global const " + cl_type(b.dtype) + "* " + n);
-  }
-  return r;
-}
-
 namespace {
 std::string flt(double v) {
   if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
@@ -184,7 +161,7 @@ bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k) {
   return true;
 }
 
-std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k) {
+std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k, const KernelDesc& d) {
   OPV_CHECK(post_ops_image_ok(p, c, k), "OpenCL codegen: post-ops ", post_ops_str(k.post_ops), " of call '", c.label,
             "' cannot run on an image output");
   std::string r;
@@ -202,9 +179,9 @@ std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k) {
     std::string operand;
     switch (classify_image_operand(b, out)) {
       case ImageOperand::SameImage:
-        operand = "read_imagef(" + name + ", opv_smp, (int2)(w * " + C4 + " + cb, n * " + H + " + h))";
+        operand = d.read_image(name, "(int2)(w * " + C4 + " + cb, n * " + H + " + h)");
         break;
-      case ImageOperand::ChannelImage: operand = "read_imagef(" + name + ", opv_smp, (int2)(cb, n))"; break;
+      case ImageOperand::ChannelImage: operand = d.read_image(name, "(int2)(cb, n)"); break;
       case ImageOperand::Channel: operand = channel_vec4(b, name, "0", out[1]); break;
       case ImageOperand::BatchChannel:
         operand = channel_vec4(b, name, "n * " + std::to_string(out[1]), out[1]);
@@ -215,6 +192,20 @@ std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k) {
     r += "  v = " + (po.swapped ? binary_expr(po.op, operand, "v") : binary_expr(po.op, "v", operand)) + ";\n";
   }
   return r;
+}
+
+int post_ops_image_reads(const Plan& p, const Call& c, const Kernel& k) {
+  if (k.post_ops.empty()) return 0;
+  const Shape& out = p.buffers.at(size_t(c.outputs.at(0))).shape;
+  int n = 0;
+  for (const PostOp& po : k.post_ops) {
+    if (is_unary(po.op)) continue;
+    const Buffer* b = operand_buffer(p, c, po);
+    if (!b) continue;
+    const ImageOperand o = classify_image_operand(*b, out);
+    n += o == ImageOperand::SameImage || o == ImageOperand::ChannelImage;
+  }
+  return n;
 }
 
 // ---- post-ops on linear outputs --------------------------------------------------------------
@@ -324,8 +315,7 @@ void generate_into(const Plan& p, Call& c, Kernel& k) {
   k.options.clear();
   c.global = {0, 0, 0};
   c.local = {0, 0, 0};
-  if (f) f->generate(p, c, k);
-  if (f && images_in_buffers(p)) store_images_in_buffers(p, c, k);
+  if (f) emit(*f, p, c, k);
 }
 
 using KernelKey = std::tuple<std::string, uint16_t, std::string, std::string, std::string, std::string, std::string>;
@@ -334,6 +324,19 @@ KernelKey key_of(const Kernel& k) {
 }
 
 }  // namespace
+
+void emit(const Family& f, const Plan& p, Call& c, Kernel& k) {
+  const KernelDesc d = f.generate(p, c, k);
+  OPV_CHECK(d.family == f.name, "codegen: family '", f.name, "' described a kernel of family '", d.family, "'");
+  k.entry = d.entry;
+  k.source = render(d);
+  k.attrs.set("cl_family", std::string(f.name));
+  k.attrs.set("cl_params", d.param_list());
+  for (const KernelParam& kp : d.params)
+    if (kp.storage == ParamStorage::ImageInBuffer) k.attrs.set("cl_image_storage", std::string("buffer"));
+  c.global = d.global;
+  c.local = d.local;
+}
 
 bool codegen(Plan& p) {
   OPV_CHECK(p.target == "opencl", "codegen: plan targets '", p.target, "', not opencl");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "target/opencl/cl_abi.h"
+#include "target/opencl/kernel_desc.h"
 #include "plan/plan.h"
 
 namespace opv::plan::cl {
@@ -22,11 +23,12 @@ struct Family {
   // Whether this family can generate a kernel for call `c` with the buffers' current layouts,
   // dtypes and shapes (the kernel's op/attrs/post_ops are p.kernels[c.kernel]).
   bool (*supports)(const Plan& p, const Call& c);
-  // Writes the kernel for `c`: k.source/entry/options, k.attrs "cl_family" (= name) and
-  // "cl_params"; sets c.global/c.local. k arrives as a copy of p.kernels[c.kernel] (op, attrs,
-  // post_ops, name filled in). Must not change buffers or other calls. Throws opv::Error when it
-  // cannot (only after supports() said yes: that is a bug).
-  void (*generate)(const Plan& p, Call& c, Kernel& k);
+  // Describes the kernel for `c` (kernel_desc.h: entry, prelude, parameters, locals, body, launch)
+  // and sets k.name/options and the family's own attrs; the codegen driver renders the
+  // description (k.source, k.entry, attrs "cl_family" = name and "cl_params") and sets
+  // c.global/c.local from it. k arrives as a copy of p.kernels[c.kernel] (op, attrs, post_ops, name
+  // filled in). Throws opv::Error when it cannot (only after supports() said yes: that is a bug).
+  KernelDesc (*generate)(const Plan& p, const Call& c, Kernel& k);
   // Optional, for plan pass "weight-pack": replaces call `call`'s Linear constant weights by
   // PackedWeight constants (add_packed_constant) in exactly the order generate() then reads
   // them (4-wide vectors, contiguous), and regenerates the kernel. Returns true when it changed
@@ -49,6 +51,9 @@ const Family& input_pack_family();
 // "cl_family" attr are regenerated with that family (so passes may change layouts/weights and
 // call regenerate()). Returns true when any kernel changed.
 bool codegen(Plan& p);
+// Family f describes call `c` (f.supports(p, c) must hold); the description is rendered into k
+// (source, entry, attrs "cl_family" and "cl_params") and its launch geometry into c.
+void emit(const Family& f, const Plan& p, Call& c, Kernel& k);
 // Regenerates the kernel of one call in place (gives the call its own kernel first when the
 // kernel is shared). Used by passes that change a call's buffers (weight-pack, input-pack).
 void regenerate(Plan& p, int call);
@@ -63,10 +68,9 @@ int add_packed_constant(Plan& p, int src, const std::string& packing, DType dt, 
                         const std::vector<uint8_t>& bytes);
 
 // Plan meta "cl_image_storage" = "buffer": ImageRGBA buffers live in global buffers with the
-// same texel layout (image_storage.cpp); the codegen driver rewrites each generated kernel with
-// store_images_in_buffers() (parameters, attr cl_params, image reads/writes).
+// same texel layout; call_params() gives their parameters ParamStorage::ImageInBuffer
+// (kernel_desc.h), so every family's image accesses and render() follow.
 bool images_in_buffers(const Plan& p);
-void store_images_in_buffers(const Plan& p, const Call& c, Kernel& k);
 
 // ---- helpers shared by the families ----------------------------------------------------------
 
@@ -79,12 +83,6 @@ std::string cl_load(DType dt, const std::string& name, const std::string& idx);
 // Store of float expression `val` to element `idx`: "name[idx] = (T)(val)" or vstore_half_rte.
 std::string cl_store(DType dt, const std::string& name, const std::string& idx, const std::string& val);
 
-// The default parameter list of a call, names out0.., in0.. (absent inputs skipped, but names
-// keep the slot index: a call (x, -1, b) gives in0, in2). ImageRGBA -> "write_only image2d_t outI"
-// / "read_only image2d_t inJ"; else "__global T* outI" / "__global const T* inJ" with T from
-// cl_type (half for F16).
-std::string default_params(const Plan& p, const Call& c);
-
 // How a float operand broadcasts over an image output [N,C,H,W]: a same-shape image, an [N,C,1,1]
 // image, a per-channel ([C,1,1], [1,C,1,1]) or per-batch-channel ([N,C,1,1]) Linear vector, a
 // scalar, or not at all (Bad).
@@ -92,11 +90,13 @@ enum class ImageOperand { Bad, SameImage, ChannelImage, Channel, BatchChannel, S
 ImageOperand classify_image_operand(const Buffer& b, const Shape& out);
 
 // Post-ops on an ImageRGBA output. In scope: `float4 v` (channels 4*cb..4*cb+3 of pixel n,h,w),
-// ints n, h, w, cb, and the call's parameters named as default_params() names them. Emits
-// statements that update v, reading same-shape image operands at the output texel and per-channel
-// ([C],[C,1,1],[1,C,1,1]) / scalar Linear operands (or 1x1 image operands) broadcast. Throws for
-// operands of other shapes (supports() must check with post_ops_image_ok first).
-std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k);
+// ints n, h, w, cb, and the parameters of `d` (call_params() names). Emits statements that
+// update v, reading same-shape image operands at the output texel and per-channel
+// ([C],[C,1,1],[1,C,1,1]) / scalar Linear operands (or 1x1 image operands) broadcast, each image
+// read through d.read_image(). Throws for operands of other shapes (supports() must check with
+// post_ops_image_ok first). post_ops_image_reads: how many texel reads those statements make.
+std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k, const KernelDesc& d);
+int post_ops_image_reads(const Plan& p, const Call& c, const Kernel& k);
 bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k);
 // Post-ops on a Linear output. In scope: `float v` and `long i` (flat row-major output index).
 // Operands: any shape that broadcasts to the output (index computed from i), Linear only.

@@ -255,12 +255,14 @@ struct Source {
 
 // Precision macros: fp32 accumulation, or half where asked for and available.
 // OPV_W4 loads 4 packed weights: F16 packing (vload_half4, or vload4 of half with fp16 math) or,
-// with OPV_WF32 defined, F32 packing (vload4, converted once for fp16 math).
-const char* kPrecision =
+// with OPV_WF32 defined, F32 packing (vload4, converted once for fp16 math). OPV_RD reads the
+// input image (its access follows the parameter's storage: image_read_fn).
+std::string precision_macros(ParamStorage in) {
+  return
     "#if defined(OPV_FP16_MATH) && defined(cl_khr_fp16)\n"
     "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
     "#define OPV_ACC4 half4\n"
-    "#define OPV_RD(img, x, y) read_imageh(img, opv_smp, (int2)((x), (y)))\n"
+    "#define OPV_RD(img, x, y) " + image_read_half_fn(in) + "(img, opv_smp, (int2)((x), (y)))\n"
     "#ifdef OPV_WF32\n"
     "#define OPV_W4(i, p) convert_half4(vload4((i), (p)))\n"
     "#else\n"
@@ -269,7 +271,7 @@ const char* kPrecision =
     "#define OPV_CVT4(v) convert_half4(v)\n"
     "#else\n"
     "#define OPV_ACC4 float4\n"
-    "#define OPV_RD(img, x, y) read_imagef(img, opv_smp, (int2)((x), (y)))\n"
+    "#define OPV_RD(img, x, y) " + image_read_fn(in) + "(img, opv_smp, (int2)((x), (y)))\n"
     "#ifdef OPV_WF32\n"
     "#define OPV_W4(i, p) vload4((i), (p))\n"
     "#else\n"
@@ -277,6 +279,7 @@ const char* kPrecision =
     "#endif\n"
     "#define OPV_CVT4(v) (v)\n"
     "#endif\n";
+}
 
 // Statements that declare `float4 bias4` for output block cb.
 std::string bias_code(const Plan& p, const Call& c, const ConvGeom& g) {
@@ -289,22 +292,24 @@ std::string bias_code(const Plan& p, const Call& c, const ConvGeom& g) {
   return r + ");\n";
 }
 
-std::string epilogue_block(const Plan& p, const Call& c, const ConvGeom& g, const std::string& post, int64_t ob);
+std::string epilogue_block(const Plan& p, const Call& c, const KernelDesc& d, const ConvGeom& g, const std::string& post,
+                           int64_t ob);
 
 // Epilogue per output block ob and pixel t: bias, post-ops, lane mask, write.
-std::string epilogue(const Plan& p, const Call& c, const Kernel& k, const ConvGeom& g, const std::string& post) {
+std::string epilogue(const Plan& p, const Call& c, const KernelDesc& d, const ConvGeom& g, const std::string& post) {
   std::string r;
   for (int64_t ob = 0; ob < g.OB; ++ob) {
     // The post-ops read `cb`: the block's own index is brought into scope under that name.
     if (g.OB > 1) r += "  {\n  const int cbo = cb + " + I(ob) + ";\n  {\n  const int cb = cbo;\n";
-    r += epilogue_block(p, c, g, post, ob);
+    r += epilogue_block(p, c, d, g, post, ob);
     if (g.OB > 1) r += "  }\n  }\n";
   }
   return r;
 }
 
 // Bias + per-pixel epilogue of one output block (cb in scope).
-std::string epilogue_block(const Plan& p, const Call& c, const ConvGeom& g, const std::string& post, int64_t ob) {
+std::string epilogue_block(const Plan& p, const Call& c, const KernelDesc& d, const ConvGeom& g, const std::string& post,
+                           int64_t ob) {
   std::string r = bias_code(p, c, g);
   for (int64_t t = 0; t < g.TW; ++t) {
     r += "  {\n    const int w = ow0 + " + I(t) + ";\n";
@@ -313,7 +318,7 @@ std::string epilogue_block(const Plan& p, const Call& c, const ConvGeom& g, cons
     for (std::string l; std::getline(is, l);) r += "  " + l + "\n";
     if (g.M % kLanes != 0)
       r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
-    std::string wr = "write_imagef(out0, (int2)(w * " + I(g.M4) + " + cb, gy), v);";
+    const std::string wr = d.write_image("out0", "(int2)(w * " + I(g.M4) + " + cb, gy)", "v");
     const std::string cond = g.OW % g.TW != 0 ? "w < " + I(g.OW) : "";
     if (!cond.empty())
       r += "    if (" + cond + ") " + wr + "\n";
@@ -322,12 +327,6 @@ std::string epilogue_block(const Plan& p, const Call& c, const ConvGeom& g, cons
     r += "  }\n";
   }
   return r;
-}
-
-int count_reads(const std::string& s) {
-  int n = 0;
-  for (size_t at = s.find("read_image"); at != std::string::npos; at = s.find("read_image", at + 1)) ++n;
-  return n;
 }
 
 // Common head: ids -> cb, h, ow0 (dimension 0: output block, then row, then pixel tile, so
@@ -436,8 +435,8 @@ std::string split_head(const ConvGeom& g) {
 // the fixed-order sum over lanes 0..S-1 (deterministic). Every lane then runs the epilogue of
 // accumulator lane % A (lane, lane + S, .. when S < A), so its reads stay unconditional; lanes
 // l < A write. *post_reads = texel reads of the epilogue per work-item.
-std::string split_tail(const Plan& p, const Call& c, const ConvGeom& g, const std::string& post,
-                       int64_t* post_reads) {
+std::string split_tail(const Plan& p, const Call& c, const Kernel& k, const KernelDesc& d, const ConvGeom& g,
+                       const std::string& post, int64_t* post_reads) {
   const int64_t S = g.KS, A = g.TW * g.OB;
   std::string r;
   for (int64_t ob = 0; ob < g.OB; ++ob)
@@ -463,10 +462,10 @@ std::string split_tail(const Plan& p, const Call& c, const ConvGeom& g, const st
     r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
   std::string cond = S > A ? "lane < " + I(A) : "";
   if (g.OW % g.TW != 0) cond = cond.empty() ? "w < " + I(g.OW) : cond + " && w < " + I(g.OW);
-  const std::string wr = "write_imagef(out0, (int2)(w * " + I(g.M4) + " + cb, gy), v);";
+  const std::string wr = d.write_image("out0", "(int2)(w * " + I(g.M4) + " + cb, gy)", "v");
   r += cond.empty() ? "    " + wr + "\n" : "    if (" + cond + ") " + wr + "\n";
   r += "    }\n  }\n";
-  *post_reads = rounds * count_reads(post);
+  *post_reads = rounds * post_ops_image_reads(p, c, k);
   return r;
 }
 
@@ -476,8 +475,8 @@ std::string split_tail(const Plan& p, const Call& c, const ConvGeom& g, const st
 // weights' order; neighbouring lanes read neighbouring texels and weight vectors), then
 // split_tail() adds the lanes' partial sums. All lanes reach the barrier: the global size is
 // exactly S * tiles.
-std::string ks_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, const std::string& post,
-                    int64_t* reads) {
+std::string ks_body(const Plan& p, const Call& c, const Kernel& k, const KernelDesc& d, const ConvGeom& g, bool packed,
+                    const std::string& post, int64_t* reads) {
   const Buffer& wb = *input_buf(p, c, 1);
   const int64_t KK = g.KK(), STEPS = g.C4 * KK, S = g.KS;
   const int64_t per_lane = (STEPS + S - 1) / S;
@@ -537,15 +536,15 @@ std::string ks_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed
   if (STEPS % S) r += "    }\n";
   r += "  }\n";
   int64_t post_reads = 0;
-  r += split_tail(p, c, g, post, &post_reads);
+  r += split_tail(p, c, k, d, g, post, &post_reads);
   *reads = per_lane * g.TW + post_reads;
   return r;
 }
 
 // Depthwise, channel multiplier 1 or 2, sliding window along w. Split form (g.KS = KH lanes a
 // tile): lane kh computes kernel row kh, then split_tail() adds the rows.
-std::string dw_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, const std::string& post,
-                    int64_t* reads) {
+std::string dw_body(const Plan& p, const Call& c, const Kernel& k, const KernelDesc& d, const ConvGeom& g, bool packed,
+                    const std::string& post, int64_t* reads) {
   const Buffer& wb = *input_buf(p, c, 1);
   std::string r = g.KS ? split_head(g) : head(g);
   const int64_t KK = g.KK();
@@ -595,14 +594,15 @@ std::string dw_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed
   *reads = (g.KS ? 1 : g.KH) * int64_t(cols.size());
   if (g.KS) {
     int64_t post_reads = 0;
-    r += split_tail(p, c, g, post, &post_reads);
+    r += split_tail(p, c, k, d, g, post, &post_reads);
     *reads += post_reads;
   }
   return r;
 }
 
 // General grouped conv: per output lane j, its group's input channels; 1 pixel per work-item.
-std::string group_body(const Plan& p, const Call& c, const ConvGeom& g, bool packed, int64_t* reads) {
+std::string group_body(const Plan& p, const Call& c, const KernelDesc& d, const ConvGeom& g, bool packed,
+                       int64_t* reads) {
   const Buffer& wb = *input_buf(p, c, 1);
   std::string r = head(g);
   const int64_t KK = g.KK();
@@ -621,7 +621,7 @@ std::string group_body(const Plan& p, const Call& c, const ConvGeom& g, bool pac
       std::string in = "(float4)(";
       for (int j = 0; j < kLanes; ++j) {
         const std::string ic = "(ic" + I(j) + " + k)";
-        r += "        const float4 t" + I(j) + " = read_imagef(in0, opv_smp, (int2)(x + " + ic + " / 4, y));\n";
+        r += "        const float4 t" + I(j) + " = " + d.read_image("in0", "(int2)(x + " + ic + " / 4, y)") + ";\n";
         in += (j ? ", " : "") + std::string("opv_lane(t") + I(j) + ", " + ic + " & 3)";
       }
       in += ")";
@@ -678,47 +678,47 @@ bool conv_supports(const Plan& p, const Call& c) {
   return post_ops_image_ok(p, c, k);
 }
 
-void conv_generate(const Plan& p, Call& c, Kernel& k) {
+KernelDesc conv_generate(const Plan& p, const Call& c, Kernel& k) {
   ConvGeom g;
   std::string why;
   OPV_CHECK(k.op == OpKind::Conv, "conv_image: call '", c.label, "' is not a Conv");
   OPV_CHECK(conv_geom(p, c, k, g, &why), "conv_image: call '", c.label, "': ", why);
   const bool packed = input_buf(p, c, 1)->layout == Layout::PackedWeight;
+  KernelDesc d = describe_call(p, c, kFamily, "src/target/opencl/conv_image.cpp");
   int64_t reads = 0;
   std::string body;
-  const std::string post = emit_post_ops_image(p, c, k);
+  const std::string post = emit_post_ops_image(p, c, k, d);
   switch (g.var) {
-    case Variant::Dense: body = g.KS ? ks_body(p, c, g, packed, post, &reads) : dense_body(p, c, g, packed, &reads); break;
-    case Variant::Depthwise: body = dw_body(p, c, g, packed, post, &reads); break;
-    case Variant::Group: body = group_body(p, c, g, packed, &reads); break;
+    case Variant::Dense:
+      body = g.KS ? ks_body(p, c, k, d, g, packed, post, &reads) : dense_body(p, c, g, packed, &reads);
+      break;
+    case Variant::Depthwise: body = dw_body(p, c, k, d, g, packed, post, &reads); break;
+    case Variant::Group: body = group_body(p, c, d, g, packed, &reads); break;
   }
   if (!g.KS) {
-    body += epilogue(p, c, k, g, post);
-    reads += g.TW * g.OB * count_reads(post);
+    body += epilogue(p, c, d, g, post);
+    reads += g.TW * g.OB * post_ops_image_reads(p, c, k);
   }
 
-  std::string prelude = cl_prelude();
-  if (packed && input_buf(p, c, 1)->dtype == DType::F32) prelude += "#define OPV_WF32 1\n";
-  prelude += kPrecision;
+  d.prelude = cl_prelude();
+  if (packed && input_buf(p, c, 1)->dtype == DType::F32) d.prelude += "#define OPV_WF32 1\n";
+  d.prelude += precision_macros(d.param("in0").storage);
   if (g.var == Variant::Group)
-    prelude += "float opv_lane(float4 v, int l) { return l == 0 ? v.x : (l == 1 ? v.y : (l == 2 ? v.z : v.w)); }\n";
-  const std::string params = default_params(p, c);
+    d.prelude += "float opv_lane(float4 v, int l) { return l == 0 ? v.x : (l == 1 ? v.y : (l == 2 ? v.z : v.w)); }\n";
   k.name = kernel_name(k, g, packed);
-  k.entry = k.name;
-  k.source = "// generated by opvision conv_image (src/target/opencl/conv_image.cpp) -- do not edit\n" +
-             cl_wrap(prelude, k.entry, params, body,
-                     g.KS ? "__local float4 red[" + I(g.TPW * g.TW * g.OB * g.KS) + "]" : "");
+  d.entry = k.name;
+  d.body = std::move(body);
+  if (g.KS) d.locals.push_back({"float4", "red", g.TPW * g.TW * g.OB * g.KS});
   k.options = "-cl-mad-enable";
   if (k.attrs.i("cl_fp16_math", 0)) k.options += " -DOPV_FP16_MATH";
-  k.attrs.set("cl_family", std::string(kFamily));
-  k.attrs.set("cl_params", params);
   k.attrs.set("cl_reads", reads);
   k.attrs.set("cl_gated", int64_t(0));
   k.attrs.set("cl_tw", g.TW);
   k.attrs.set("cl_ob", g.OB);
   k.attrs.set("cl_ks", g.KS);
-  c.global = {g.WT * g.OH * (g.M4 / g.OB) * std::max<int64_t>(g.KS, 1), g.N, 0};
-  c.local = {g.KS * g.TPW, g.KS ? 1 : 0, 0};
+  d.global = {g.WT * g.OH * (g.M4 / g.OB) * std::max<int64_t>(g.KS, 1), g.N, 0};
+  d.local = {g.KS * g.TPW, g.KS ? 1 : 0, 0};
+  return d;
 }
 
 // Float value of element i of a Linear F32/F16 constant.

@@ -41,12 +41,12 @@ std::string channel_vec4(DType dt, const std::string& name, const std::string& b
 }
 
 // The float4 expression of operand slot j of call c for output shape out.
-std::string operand_expr(const Plan& p, const Call& c, size_t j, const Shape& out) {
+std::string operand_expr(const Plan& p, const Call& c, const KernelDesc& d, size_t j, const Shape& out) {
   const Buffer& b = p.buffers.at(size_t(c.inputs[j]));
   const std::string name = "in" + std::to_string(j);
   switch (classify_image_operand(b, out)) {
-    case ImageOperand::SameImage: return "read_imagef(" + name + ", opv_smp, (int2)(x, y))";
-    case ImageOperand::ChannelImage: return "read_imagef(" + name + ", opv_smp, (int2)(cb, n))";
+    case ImageOperand::SameImage: return d.read_image(name, "(int2)(x, y)");
+    case ImageOperand::ChannelImage: return d.read_image(name, "(int2)(cb, n)");
     case ImageOperand::Channel: return channel_vec4(b.dtype, name, "0", out[1]);
     case ImageOperand::BatchChannel: return channel_vec4(b.dtype, name, "n * " + S(out[1]), out[1]);
     case ImageOperand::Scalar: return "(float4)(" + cl_load(b.dtype, name, "0") + ")";
@@ -110,7 +110,7 @@ bool supports(const Plan& p, const Call& c) {
 // floor(d/4) (lanes s..3) or the next one (lanes 0..s-1): 1 texel read per input when s == 0,
 // else 2. Blocks outside the input are pushed to x = -1 (zero border) with select(); lanes
 // outside the input's channels are masked to 0; the inputs' masked texels are summed.
-std::string concat_body(const Plan& p, const Call& c, const Shape& out, int& reads) {
+std::string concat_body(const Plan& p, const Call& c, const KernelDesc& d, const Shape& out, int& reads) {
   std::string r = "  float4 v = (float4)(0.0f);\n";
   int64_t off = 0;
   reads = 0;
@@ -122,8 +122,8 @@ std::string concat_body(const Plan& p, const Call& c, const Shape& out, int& rea
     r += "  {\n    const int d = 4 * cb - " + S(off) + ";\n";
     r += "    const int b0 = (d - " + S(sh) + ") / 4;\n";  // exact: d - sh is a multiple of 4
     auto texel = [&](const std::string& blk) {
-      return "read_imagef(" + name + ", opv_smp, (int2)(select(-1, w * " + S(C4i) + " + " + blk + ", " + blk +
-             " >= 0 && " + blk + " < " + S(C4i) + "), y))";
+      return d.read_image(name, "(int2)(select(-1, w * " + S(C4i) + " + " + blk + ", " + blk + " >= 0 && " + blk +
+                                    " < " + S(C4i) + "), y)");
     };
     r += "    const float4 ta = " + texel("b0") + ";\n";
     ++reads;
@@ -159,11 +159,12 @@ std::string op_tag(const Kernel& k) {
   return s;
 }
 
-void generate(const Plan& p, Call& c, Kernel& k) {
+KernelDesc generate(const Plan& p, const Call& c, Kernel& k) {
   OPV_CHECK(supports(p, c), "eltwise_image: call '", c.label, "' is not supported");
   const Shape& out = p.buffers.at(size_t(c.outputs[0])).shape;
   const ImageGeom g = image_geom(out);
   const int64_t C = out[1], H = out[2];
+  KernelDesc d = describe_call(p, c, "eltwise_image", "src/target/opencl/eltwise_image.cpp");
   std::string body;
   body += "  const int x = get_global_id(0), y = get_global_id(1);\n";
   body += "  if (x >= " + S(g.width) + " || y >= " + S(g.height) + ") return;\n";
@@ -171,31 +172,29 @@ void generate(const Plan& p, Call& c, Kernel& k) {
   body += "  const int n = y / " + S(H) + ", h = y - n * " + S(H) + ";\n";
   int reads = 0;
   if (k.op == OpKind::Concat) {
-    body += concat_body(p, c, out, reads);
+    body += concat_body(p, c, d, out, reads);
   } else if (is_unary(k.op)) {
     reads = image_reads(p, c, k, 1);
-    body += "  const float4 a0 = " + operand_expr(p, c, 0, out) + ";\n";
+    body += "  const float4 a0 = " + operand_expr(p, c, d, 0, out) + ";\n";
     body += "  float4 v = " + unary_expr(unary_post_op(k.op, k.attrs), "a0") + ";\n";
   } else {
     reads = image_reads(p, c, k, 2);
-    body += "  const float4 a0 = " + operand_expr(p, c, 0, out) + ";\n";
-    body += "  const float4 a1 = " + operand_expr(p, c, 1, out) + ";\n";
+    body += "  const float4 a0 = " + operand_expr(p, c, d, 0, out) + ";\n";
+    body += "  const float4 a1 = " + operand_expr(p, c, d, 1, out) + ";\n";
     body += "  float4 v = " + binary_expr(k.op, "a0", "a1") + ";\n";
   }
-  body += emit_post_ops_image(p, c, k);
+  body += emit_post_ops_image(p, c, k, d);
   if (C % 4 != 0) body += "  v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + S(C) + "));\n";
-  body += "  write_imagef(out0, (int2)(x, y), v);\n";
-  const std::string params = default_params(p, c);
+  body += "  " + d.write_image("out0", "(int2)(x, y)", "v") + "\n";
   k.name = "cl_eltwise_" + op_tag(k) + "_img_c" + S(C);
-  k.entry = k.name;
-  k.source = cl_wrap(cl_prelude(), k.entry, params, body);
   k.options = "-cl-mad-enable";
-  k.attrs.set("cl_family", std::string("eltwise_image"));
-  k.attrs.set("cl_params", params);
   k.attrs.set("cl_reads", int64_t(reads));
   k.attrs.set("cl_gated", int64_t(0));
-  c.global = {g.width, g.height, 0};
-  c.local = {0, 0, 0};
+  d.entry = k.name;
+  d.prelude = cl_prelude();
+  d.body = std::move(body);
+  d.global = {g.width, g.height, 0};
+  return d;
 }
 
 }  // namespace

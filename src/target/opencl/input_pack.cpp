@@ -64,7 +64,7 @@ bool supports(const Plan& p, const Call& c) {
   return post_ops_image_ok(p, c, p.kernels.at(size_t(c.kernel)));
 }
 
-void generate(const Plan& p, Call& c, Kernel& k) {
+KernelDesc generate(const Plan& p, const Call& c, Kernel& k) {
   const std::vector<pack::Plane> planes = planes_of(p, c);
   OPV_CHECK(!planes.empty() && post_ops_image_ok(p, c, k), "input_pack: call '", c.label,
             "' is not a packed input import");
@@ -72,26 +72,24 @@ void generate(const Plan& p, Call& c, Kernel& k) {
   const DType src = planes[0].dtype;
   const bool wants_f16 = k.attrs.i("round_to", 0) == int64_t(DType::F16) || k.attrs.i("to", 0) == int64_t(DType::F16);
   const bool round = wants_f16 && !exact_in_f16(src);
-  std::string post = emit_post_ops_image(p, c, k);
+  KernelDesc d = describe_call(p, c, "input_pack", "src/target/opencl/input_pack.cpp");
+  std::string post = emit_post_ops_image(p, c, k, d);
   // emit_post_ops_image indents by 2; our texel blocks are one level deeper.
   std::string indented;
   for (size_t i = 0; i < post.size(); ++i) {
     if (i == 0 || post[i - 1] == '\n') indented += "  ";
     indented += post[i];
   }
-  const std::string body = pack::linear_to_image_body(planes, out.shape, round, indented);
-  const std::string params = default_params(p, c);
+  d.body = pack::linear_to_image_body(d, planes, out.shape, round, indented);
   k.name = "cl_input_pack_" + std::string(dtype_name(src)) + "x" + std::to_string(planes.size()) + "_c" +
            std::to_string(out.shape[1]) + "_" + std::to_string(out.shape[2]) + "x" + std::to_string(out.shape[3]);
-  k.entry = k.name;
-  k.source = cl_wrap(cl_prelude(), k.entry, params, body);
   k.options = "-cl-mad-enable";
-  k.attrs.set("cl_family", std::string("input_pack"));
-  k.attrs.set("cl_params", params);
   k.attrs.set("cl_reads", int64_t(0));
   k.attrs.set("cl_gated", int64_t(0));
-  c.global = pack::global_4w(out.shape);
-  c.local = {0, 0, 0};
+  d.entry = k.name;
+  d.prelude = cl_prelude();
+  d.global = pack::global_4w(out.shape);
+  return d;
 }
 
 // ---- the pass ----------------------------------------------------------------------------------

@@ -425,7 +425,7 @@ bool gemm_supports(const Plan& p, const Call& c, const Kernel& k) {
   return post_ops_linear_ok(p, c, k);
 }
 
-void gemm_generate(const Plan& p, Call& c, Kernel& k) {
+KernelDesc gemm_generate(const Plan& p, const Call& c, Kernel& k) {
   GemmDesc d;
   OPV_CHECK(describe(p, c, k, d), "linear codegen: call '", c.label, "' is not a supported Gemm/MatMul");
   std::string name, body;
@@ -433,15 +433,14 @@ void gemm_generate(const Plan& p, Call& c, Kernel& k) {
     const int64_t L = gemv_lanes(d.K);
     body = gemv_ksplit(p, c, k, d, L, &name);
     if (d.packed_w) k.attrs.set("cl_pack", std::string(kPackGemvWeights));
-    finish(p, c, k, name, "", body, "-cl-mad-enable", {L * div_up(d.N, kBlock), 1, 0},
-           "__local float4 red[" + std::to_string(L) + "]", {L, 1, 0});
-    return;
+    return finish(p, c, k, name, "", body, "-cl-mad-enable", {L * div_up(d.N, kBlock), 1, 0},
+                  {{"float4", "red", L}}, {L, 1, 0});
   }
   OPV_CHECK(!d.packed_w, "linear codegen: call '", c.label, "' has packed weights but is not a GEMV");
   const int64_t TM = d.M > 1 ? kBlock : 1;
   body = gemm_tiled(p, c, k, d, TM, &name);
-  finish(p, c, k, name, "", body, "-cl-mad-enable",
-         {div_up(d.N, kBlock), div_up(d.M, TM) * numel(d.batch), 0});
+  return finish(p, c, k, name, "", body, "-cl-mad-enable",
+                {div_up(d.N, kBlock), div_up(d.M, TM) * numel(d.batch), 0});
 }
 
 bool gemm_pack_weights(Plan& p, int call) {

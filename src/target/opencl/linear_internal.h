@@ -60,19 +60,20 @@ bool has_in(const Call& c, size_t j);
 // Every buffer the call touches is Linear.
 bool all_linear(const Plan& p, const Call& c);
 
-// Fills k (source via cl_wrap with cl_prelude + `defs`, entry = name, params = default_params,
-// work-group local arrays `locals` (cl_wrap form), attrs) and c (global, local; zeros = NULL).
-void finish(const Plan& p, Call& c, Kernel& k, const std::string& name, const std::string& defs,
-            const std::string& body, const std::string& options, std::array<int64_t, 3> global,
-            const std::string& locals = "", std::array<int64_t, 3> local = {0, 0, 0});
+// The family's kernel description (prelude cl_prelude + `defs`, entry = name, call_params,
+// work-group local arrays `locals`, launch global/local; zeros = NULL) and k's name, options and
+// attrs.
+KernelDesc finish(const Plan& p, const Call& c, Kernel& k, const std::string& name, const std::string& defs,
+                  const std::string& body, const std::string& options, std::array<int64_t, 3> global,
+                  std::vector<KernelLocal> locals = {}, std::array<int64_t, 3> local = {0, 0, 0});
 
 // ---- the two halves of the family -------------------------------------------------------------
 
 bool gemm_supports(const Plan& p, const Call& c, const Kernel& k);
-void gemm_generate(const Plan& p, Call& c, Kernel& k);
+KernelDesc gemm_generate(const Plan& p, const Call& c, Kernel& k);
 bool gemm_pack_weights(Plan& p, int call);
 
 bool misc_supports(const Plan& p, const Call& c, const Kernel& k);
-void misc_generate(const Plan& p, Call& c, Kernel& k);
+KernelDesc misc_generate(const Plan& p, const Call& c, Kernel& k);
 
 }  // namespace opv::plan::cl::lin

@@ -492,7 +492,7 @@ Gen gen_softmax(const Plan& p, const Call& c, const Kernel& k) {
 
 bool misc_supports(const Plan& p, const Call& c, const Kernel& k) { return supports_impl(p, c, k); }
 
-void misc_generate(const Plan& p, Call& c, Kernel& k) {
+KernelDesc misc_generate(const Plan& p, const Call& c, Kernel& k) {
   OPV_CHECK(supports_impl(p, c, k), "linear codegen: call '", c.label, "' (", op_name(k.op), ") is not supported");
   Gen g;
   const Buffer& y = out_buf(p, c);
@@ -506,7 +506,7 @@ void misc_generate(const Plan& p, Call& c, Kernel& k) {
     g = gen_softmax(p, c, k);
   else
     g = gen_elementwise(p, c, k);
-  finish(p, c, k, g.name, g.defs, g.body, "", g.global);
+  return finish(p, c, k, g.name, g.defs, g.body, "", g.global);
 }
 
 }  // namespace opv::plan::cl::lin

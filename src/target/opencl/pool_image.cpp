@@ -65,7 +65,8 @@ std::string mask_lanes(int64_t C) {
   return "  v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + S(C) + "));\n";
 }
 
-void generate_global(const Plan& p, Call& c, Kernel& k, std::string& body, int64_t& reads) {
+void generate_global(const Plan& p, const Call& c, Kernel& k, KernelDesc& d, int64_t& reads) {
+  std::string& body = d.body;
   const Shape& in = p.buffers.at(size_t(c.inputs[0])).shape;
   const ImageGeom g = image_geom(in);
   const int64_t N = in[0], C = in[1], H = in[2], W = in[3];
@@ -83,8 +84,7 @@ void generate_global(const Plan& p, Call& c, Kernel& k, std::string& body, int64
   body += "    const int yy = n * " + S(H) + " + ih;\n";
   body += "    for (int iw = 0; iw < " + S(W) + "; iw += " + S(unroll) + ") {\n";
   for (int u = 0; u < unroll; ++u) {
-    std::string read = "read_imagef(in0, opv_smp, (int2)((iw + ";
-    read.append(S(u)).append(") * ").append(S(g.c4)).append(" + cb, yy))");
+    const std::string read = d.read_image("in0", "(int2)((iw + " + S(u) + ") * " + S(g.c4) + " + cb, yy)");
     body.append("      ").append(acc(std::string("s").append(S(u)), read)).append("\n");
   }
   body += "    }\n  }\n";
@@ -93,15 +93,16 @@ void generate_global(const Plan& p, Call& c, Kernel& k, std::string& body, int64
   } else {
     body += "  float4 v = ((s0 + s1) + (s2 + s3)) * " + S(1) + ".0f / " + S(H * W) + ".0f;\n";
   }
-  body += emit_post_ops_image(p, c, k);
+  body += emit_post_ops_image(p, c, k, d);
   body += mask_lanes(C);
-  body += "  write_imagef(out0, (int2)(cb, n), v);\n";
-  c.global = {g.c4, N, 0};
+  body += "  " + d.write_image("out0", "(int2)(cb, n)", "v") + "\n";
+  d.global = {g.c4, N, 0};
   reads = H * W;
   k.name = std::string(is_max ? "cl_global_maxpool" : "cl_global_avgpool") + "_img_c" + S(C) + "_" + S(H) + "x" + S(W);
 }
 
-void generate_window(const Plan& p, Call& c, Kernel& k, std::string& body, int64_t& reads) {
+void generate_window(const Plan& p, const Call& c, Kernel& k, KernelDesc& d, int64_t& reads) {
+  std::string& body = d.body;
   const Shape& in = p.buffers.at(size_t(c.inputs[0])).shape;
   const Shape& out = p.buffers.at(size_t(c.outputs[0])).shape;
   const ImageGeom gi = image_geom(in), go = image_geom(out);
@@ -127,7 +128,7 @@ void generate_window(const Plan& p, Call& c, Kernel& k, std::string& body, int64
   body += "    for (int kw = 0; kw < " + S(kk[1]) + "; ++kw) {\n";
   body += "      const int iw = iw0 + kw * " + S(dl[1]) + ";\n";
   body += "      const int vw = iw >= 0 && iw < " + S(W) + ";\n";
-  body += "      const float4 t = read_imagef(in0, opv_smp, (int2)(select(-1, iw * " + S(gi.c4) + " + cb, vw), yy));\n";
+  body += "      const float4 t = " + d.read_image("in0", "(int2)(select(-1, iw * " + S(gi.c4) + " + cb, vw), yy)") + ";\n";
   if (is_max) {
     body += "      acc = fmax(acc, select((float4)(-INFINITY), t, (int4)(-(vh & vw))));\n";
   } else {
@@ -139,35 +140,31 @@ void generate_window(const Plan& p, Call& c, Kernel& k, std::string& body, int64
   }
   body += "    }\n  }\n";
   body += is_max ? "  float4 v = acc;\n" : "  float4 v = acc / (float)max(cnt, 1);\n";
-  body += emit_post_ops_image(p, c, k);
+  body += emit_post_ops_image(p, c, k, d);
   body += mask_lanes(C);
-  body += "  write_imagef(out0, (int2)(x, y), v);\n";
-  c.global = {go.width, go.height, 0};
+  body += "  " + d.write_image("out0", "(int2)(x, y)", "v") + "\n";
+  d.global = {go.width, go.height, 0};
   reads = kk[0] * kk[1];
   k.name = std::string(is_max ? "cl_maxpool" : "cl_avgpool") + S(kk[0]) + "x" + S(kk[1]) + "_s" + S(st[0]) +
            "_img_c" + S(C);
 }
 
-void generate(const Plan& p, Call& c, Kernel& k) {
+KernelDesc generate(const Plan& p, const Call& c, Kernel& k) {
   OPV_CHECK(supports(p, c), "pool_image: call '", c.label, "' is not supported");
-  std::string body;
+  KernelDesc d = describe_call(p, c, "pool_image", "src/target/opencl/pool_image.cpp");
   int64_t reads = 0;
   if (is_global(k))
-    generate_global(p, c, k, body, reads);
+    generate_global(p, c, k, d, reads);
   else
-    generate_window(p, c, k, body, reads);
+    generate_window(p, c, k, d, reads);
   k.name += post_tag(k);
-  for (const PostOp& po : k.post_ops)
-    if (!is_unary(po.op) && p.buffers.at(size_t(c.inputs[size_t(po.input)])).layout == Layout::ImageRGBA) ++reads;
-  const std::string params = default_params(p, c);
-  k.entry = k.name;
-  k.source = cl_wrap(cl_prelude(), k.entry, params, body);
+  reads += post_ops_image_reads(p, c, k);
   k.options = "-cl-mad-enable";
-  k.attrs.set("cl_family", std::string("pool_image"));
-  k.attrs.set("cl_params", params);
   k.attrs.set("cl_reads", reads);
   k.attrs.set("cl_gated", int64_t(0));
-  c.local = {0, 0, 0};
+  d.entry = k.name;
+  d.prelude = cl_prelude();
+  return d;
 }
 
 }  // namespace

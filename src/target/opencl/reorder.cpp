@@ -60,7 +60,7 @@ std::string head(const Shape& s) {
 }
 }  // namespace
 
-std::string linear_to_image_body(const std::vector<Plane>& planes, const Shape& out, bool round_f16,
+std::string linear_to_image_body(const KernelDesc& d, const std::vector<Plane>& planes, const Shape& out, bool round_f16,
                                  const std::string& post_ops) {
   const ImageGeom g = image_geom(out);
   const int64_t C = out[1], H = out[2], W = out[3];
@@ -106,13 +106,13 @@ std::string linear_to_image_body(const std::vector<Plane>& planes, const Shape& 
     r += "    float4 v = (float4)(l[0]" + sj + ", l[1]" + sj + ", l[2]" + sj + ", l[3]" + sj + ");\n";
     r += post_ops;
     if (C % 4 != 0) r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + S(C) + "));\n";
-    r += std::string("    ") + (vec ? "" : "if (w < " + S(W) + ") ") + "write_imagef(out0, (int2)(w * " + S(g.c4) +
-         " + cb, y), v);\n  }\n";
+    r += std::string("    ") + (vec ? "" : "if (w < " + S(W) + ") ") +
+         d.write_image("out0", "(int2)(w * " + S(g.c4) + " + cb, y)", "v") + "\n  }\n";
   }
   return r;
 }
 
-std::string image_to_linear_body(const Shape& in, DType out_dt) {
+std::string image_to_linear_body(const KernelDesc& d, const Shape& in, DType out_dt) {
   OPV_CHECK(out_dt == DType::F32 || out_dt == DType::F16, "image unpack: output dtype ", dtype_name(out_dt),
             " is not float");
   const ImageGeom g = image_geom(in);
@@ -120,8 +120,8 @@ std::string image_to_linear_body(const Shape& in, DType out_dt) {
   const bool vec = W % kTexelsPerItem == 0;
   std::string r = head(in);
   for (int j = 0; j < 4; ++j)
-    r += "  const float4 t" + std::to_string(j) + " = read_imagef(in0, opv_smp, (int2)((w0 + " + std::to_string(j) +
-         ") * " + S(g.c4) + " + cb, y));\n";
+    r += "  const float4 t" + std::to_string(j) + " = " +
+         d.read_image("in0", "(int2)((w0 + " + std::to_string(j) + ") * " + S(g.c4) + " + cb, y)") + ";\n";
   for (int k = 0; k < 4; ++k) {
     const std::string sk = ".s" + std::to_string(k);
     r += "  {\n    const int c = 4 * cb + " + std::to_string(k) + ";\n";
@@ -171,35 +171,34 @@ Kind kind_of(const Plan& p, const Call& c) {
 
 bool supports(const Plan& p, const Call& c) { return kind_of(p, c) != Kind::None; }
 
-void generate(const Plan& p, Call& c, Kernel& k) {
+KernelDesc generate(const Plan& p, const Call& c, Kernel& k) {
   const Kind kind = kind_of(p, c);
   OPV_CHECK(kind != Kind::None, "reorder family: call '", c.label, "' is not a supported layout conversion");
   const Buffer& in = p.buffers.at(size_t(c.inputs[0]));
   const Buffer& out = p.buffers.at(size_t(c.outputs[0]));
-  const std::string params = default_params(p, c);
+  KernelDesc d = describe_call(p, c, "reorder", "src/target/opencl/reorder.cpp");
   const Shape& s = in.shape;
   std::string body;
   std::string name;
   const std::string dims = std::to_string(s[1]) + "x" + std::to_string(s[2]) + "x" + std::to_string(s[3]);
   if (kind == Kind::ToImage) {
-    body = pack::linear_to_image_body({{"in0", in.dtype, s[1]}}, out.shape, false, "");
+    body = pack::linear_to_image_body(d, {{"in0", in.dtype, s[1]}}, out.shape, false, "");
     name = std::string("cl_reorder_") + dtype_name(in.dtype) + "_linear_to_image_" + dims;
     k.attrs.set("cl_reads", int64_t(0));
   } else {
-    body = pack::image_to_linear_body(s, out.dtype);
+    body = pack::image_to_linear_body(d, s, out.dtype);
     name = std::string(k.op == OpKind::Reshape ? "cl_reshape_image_to_" : "cl_reorder_image_to_") +
            dtype_name(out.dtype) + "_linear_" + dims;
     k.attrs.set("cl_reads", int64_t(4));
   }
   k.name = name;
-  k.entry = name;
-  k.source = cl_wrap(cl_prelude(), k.entry, params, body);
   k.options = "-cl-mad-enable";
-  k.attrs.set("cl_family", std::string("reorder"));
-  k.attrs.set("cl_params", params);
   k.attrs.set("cl_gated", int64_t(0));
-  c.global = pack::global_4w(s);
-  c.local = {0, 0, 0};
+  d.entry = name;
+  d.prelude = cl_prelude();
+  d.body = std::move(body);
+  d.global = pack::global_4w(s);
+  return d;
 }
 
 }  // namespace
