@@ -307,37 +307,52 @@ std::string epilogue(const Plan& p, const Call& c, const KernelDesc& d, const Co
   return r;
 }
 
+// The epilogue of one output pixel, shared by the plain and the split forms (in scope: cb, w,
+// gy, bias4): v = `value` + bias4, the post-ops, the padded-lane mask, and the write, guarded by
+// `guard` (may be empty) and, when the pixel tiles overhang the row, w < OW.
+std::string epilogue_pixel(const KernelDesc& d, const ConvGeom& g, const std::string& post, const std::string& value,
+                           std::string guard) {
+  std::string r = "    float4 v = " + value + " + bias4;\n";
+  std::istringstream is(post);
+  for (std::string l; std::getline(is, l);) r += "  " + l + "\n";
+  if (g.M % kLanes != 0)
+    r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
+  if (g.OW % g.TW != 0) guard = guard.empty() ? "w < " + I(g.OW) : guard + " && w < " + I(g.OW);
+  const std::string wr = d.write_image("out0", "(int2)(w * " + I(g.M4) + " + cb, gy)", "v");
+  r += guard.empty() ? "    " + wr + "\n" : "    if (" + guard + ") " + wr + "\n";
+  return r;
+}
+
 // Bias + per-pixel epilogue of one output block (cb in scope).
 std::string epilogue_block(const Plan& p, const Call& c, const KernelDesc& d, const ConvGeom& g, const std::string& post,
                            int64_t ob) {
   std::string r = bias_code(p, c, g);
   for (int64_t t = 0; t < g.TW; ++t) {
     r += "  {\n    const int w = ow0 + " + I(t) + ";\n";
-    r += "    float4 v = convert_float4(" + acc(t, ob) + ") + bias4;\n";
-    std::istringstream is(post);
-    for (std::string l; std::getline(is, l);) r += "  " + l + "\n";
-    if (g.M % kLanes != 0)
-      r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
-    const std::string wr = d.write_image("out0", "(int2)(w * " + I(g.M4) + " + cb, gy)", "v");
-    const std::string cond = g.OW % g.TW != 0 ? "w < " + I(g.OW) : "";
-    if (!cond.empty())
-      r += "    if (" + cond + ") " + wr + "\n";
-    else
-      r += "    " + wr + "\n";
+    r += epilogue_pixel(d, g, post, "convert_float4(" + acc(t, ob) + ")", "");
     r += "  }\n";
   }
   return r;
 }
 
-// Common head: ids -> cb, h, ow0 (dimension 0: output block, then row, then pixel tile, so
-// the work-items of one wave share their output block and read the same weights), n
-// (dimension 1); accumulators. gy = output image row.
+// The index head of every form: ids -> cb, h, ow0 (dimension 0: output block, then row, then
+// pixel tile, so the work-items of one wave share their output block and read the same weights),
+// n (dimension 1); accumulators. gy = output image row. Split forms (g.KS = S lanes a tile):
+// dimension 0 = (tile, lane), tl = the tile's index in its work-group.
 std::string head(const ConvGeom& g) {
   std::string r;
   r += "  const int gx = get_global_id(0), n = get_global_id(1);\n";
-  r += "  const int cg = gx / " + I(g.WT * g.OH) + ";\n";
+  std::string tile = "gx";
+  if (g.KS) {
+    const int64_t S = g.KS;
+    r += "  const int tile = gx / " + I(S) + ";\n";
+    r += "  const int lane = gx - tile * " + I(S) + ";\n";
+    r += "  const int tl = (int)get_local_id(0) / " + I(S) + ";\n";
+    tile = "tile";
+  }
+  r += "  const int cg = " + tile + " / " + I(g.WT * g.OH) + ";\n";
   r += "  const int cb = cg * " + I(g.OB) + ";\n";
-  r += "  const int hw = gx - cg * " + I(g.WT * g.OH) + ";\n";
+  r += "  const int hw = " + tile + " - cg * " + I(g.WT * g.OH) + ";\n";
   r += "  const int h = hw / " + I(g.WT) + ";\n";
   r += "  const int ow0 = (hw - h * " + I(g.WT) + ") * " + I(g.TW) + ";\n";
   r += "  const int gy = n * " + I(g.OH) + " + h;\n";
@@ -410,26 +425,6 @@ std::string dense_body(const Plan& p, const Call& c, const ConvGeom& g, bool pac
   return r;
 }
 
-// Head of the split forms: dimension 0 = (tile, lane), tile as in head(); tl = the tile's
-// index in its work-group; accumulators.
-std::string split_head(const ConvGeom& g) {
-  const int64_t S = g.KS;
-  std::string r;
-  r += "  const int gx = get_global_id(0), n = get_global_id(1);\n";
-  r += "  const int tile = gx / " + I(S) + ";\n";
-  r += "  const int lane = gx - tile * " + I(S) + ";\n";
-  r += "  const int tl = (int)get_local_id(0) / " + I(S) + ";\n";
-  r += "  const int cg = tile / " + I(g.WT * g.OH) + ";\n";
-  r += "  const int cb = cg * " + I(g.OB) + ";\n";
-  r += "  const int hw = tile - cg * " + I(g.WT * g.OH) + ";\n";
-  r += "  const int h = hw / " + I(g.WT) + ";\n";
-  r += "  const int ow0 = (hw - h * " + I(g.WT) + ") * " + I(g.TW) + ";\n";
-  r += "  const int gy = n * " + I(g.OH) + " + h;\n";
-  for (int64_t ob = 0; ob < g.OB; ++ob)
-    for (int64_t t = 0; t < g.TW; ++t) r += "  OPV_ACC4 " + acc(t, ob) + " = (OPV_ACC4)(0);\n";
-  return r;
-}
-
 // Tail of the split forms: the A = TW*OB partial accumulators go to local memory
 // red[(tl * A + a) * S + lane], a = ob * TW + t; after one barrier, accumulator a of the tile is
 // the fixed-order sum over lanes 0..S-1 (deterministic). Every lane then runs the epilogue of
@@ -455,15 +450,7 @@ std::string split_tail(const Plan& p, const Call& c, const Kernel& k, const Kern
   r += "    const int cbo = cb + a / " + I(g.TW) + ";\n";
   r += "    {\n    const int cb = cbo;\n";
   r += "  " + bias_code(p, c, g);
-  r += "    float4 v = sum + bias4;\n";
-  std::istringstream is(post);
-  for (std::string l; std::getline(is, l);) r += "  " + l + "\n";
-  if (g.M % kLanes != 0)
-    r += "    v = select((float4)(0.0f), v, (int4)(4 * cb) + (int4)(0, 1, 2, 3) < (int4)(" + I(g.M) + "));\n";
-  std::string cond = S > A ? "lane < " + I(A) : "";
-  if (g.OW % g.TW != 0) cond = cond.empty() ? "w < " + I(g.OW) : cond + " && w < " + I(g.OW);
-  const std::string wr = d.write_image("out0", "(int2)(w * " + I(g.M4) + " + cb, gy)", "v");
-  r += cond.empty() ? "    " + wr + "\n" : "    if (" + cond + ") " + wr + "\n";
+  r += epilogue_pixel(d, g, post, "sum", S > A ? "lane < " + I(A) : "");
   r += "    }\n  }\n";
   *post_reads = rounds * post_ops_image_reads(p, c, k);
   return r;
@@ -480,7 +467,8 @@ std::string ks_body(const Plan& p, const Call& c, const Kernel& k, const KernelD
   const Buffer& wb = *input_buf(p, c, 1);
   const int64_t KK = g.KK(), STEPS = g.C4 * KK, S = g.KS;
   const int64_t per_lane = (STEPS + S - 1) / S;
-  std::string r = split_head(g);
+  OPV_ASSERT(g.KS > 0);
+  std::string r = head(g);
   if (!packed)
     for (int64_t ob = 0; ob < g.OB; ++ob)
       for (int j = 0; j < kLanes; ++j)
@@ -546,7 +534,7 @@ std::string ks_body(const Plan& p, const Call& c, const Kernel& k, const KernelD
 std::string dw_body(const Plan& p, const Call& c, const Kernel& k, const KernelDesc& d, const ConvGeom& g, bool packed,
                     const std::string& post, int64_t* reads) {
   const Buffer& wb = *input_buf(p, c, 1);
-  std::string r = g.KS ? split_head(g) : head(g);
+  std::string r = head(g);
   const int64_t KK = g.KK();
   // Input block of output block cb.
   const std::string ib = g.mult == 1 ? "cb" : "(cb >> 1)";
