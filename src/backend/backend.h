@@ -32,8 +32,9 @@ class Backend {
   // Prepares everything a run needs. Throws opv::Error if the plan targets another backend or
   // uses a kernel this backend does not implement (naming the call).
   virtual void load(const plan::Plan& plan) = 0;
-  // One inference. inputs/outputs follow plan.inputs/plan.outputs order and arrive checked
-  // (dtype and shape) and allocated by the caller (runtime::Session).
+  // One inference. inputs/outputs follow plan.inputs/plan.outputs order, allocated by the caller.
+  // runtime::Session is the one place that checks a caller's inputs (names, dtypes, shapes);
+  // backends assert the precondition with RunSignature::check (the same message), nothing more.
   virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
   // Per-call timing of the following runs (for `opvision bench`). Backends that cannot time
   // individual calls leave call_times_ms() empty.
@@ -41,6 +42,21 @@ class Backend {
   // Milliseconds per plan call of the most recent run, in plan.calls order.
   virtual std::vector<double> call_times_ms() const { return {}; }
 };
+
+// The tensors a plan's run binds, as the plan declares them, in plan.inputs / plan.outputs order.
+// check_bound() is the one input/output check: runtime::Session reports a caller's wrong input with
+// it, and every backend's run() asserts its precondition with check(), so a wrong tensor gets the
+// same message whichever way it arrives.
+struct RunSignature {
+  std::vector<plan::Buffer> inputs, outputs;
+
+  static RunSignature of(const plan::Plan& plan);
+  // Throws opv::Error unless the counts match and every tensor passes check_bound().
+  void check(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) const;
+};
+// Throws opv::Error "<role> '<name>' must be f32[1,3,8,8], got f32[1,3,8,9] (the shape differs)"
+// unless `t` is non-null with the buffer's dtype and shape. role: "input" or "output".
+void check_bound(const plan::Buffer& spec, const Tensor* t, const char* role);
 
 // The bound a run of `plan` on `b` is checked against: the backend's own tolerance, loosened to
 // the fp16 bound (1e-2) when the model itself computes in fp16 (plan.meta "precision" = "f16"),

@@ -10,6 +10,8 @@ namespace opv::runtime {
 Session::Session(plan::Plan plan, const backend::Options& opts) : plan_(std::move(plan)) {
   backend_ = backend::create(plan_.target, opts);
   backend_->load(plan_);
+  sig_ = backend::RunSignature::of(plan_);
+  for (const plan::Buffer& b : sig_.outputs) outputs_.emplace_back(b.name, Tensor(b.dtype, b.shape));
 }
 
 Session Session::open(const std::string& artifact_path, const backend::Options& opts) {
@@ -28,33 +30,32 @@ std::vector<std::pair<std::string, const plan::Buffer*>> Session::output_specs()
   return r;
 }
 
-NamedTensors Session::run(const NamedTensors& inputs) {
-  std::vector<const Tensor*> ins;
-  std::string expected;
-  for (const auto& [name, buf] : input_specs())
-    expected += (expected.empty() ? "" : ", ") + name + ":" + dtype_name(buf->dtype) + shape_str(buf->shape);
+std::string Session::describe_inputs() const {
+  std::string r;
+  for (const plan::Buffer& b : sig_.inputs)
+    r += (r.empty() ? "" : ", ") + b.name + ":" + dtype_name(b.dtype) + shape_str(b.shape);
+  return r;
+}
+
+const NamedTensors& Session::run(const NamedTensors& inputs) {
   for (const auto& [name, t] : inputs) {
     bool known = false;
-    for (const auto& spec : input_specs()) known |= spec.first == name;
-    OPV_CHECK(known, "unknown input '", name, "' (model inputs: ", expected, ")");
+    for (const plan::Buffer& b : sig_.inputs) known |= b.name == name;
+    OPV_CHECK(known, "unknown input '", name, "' (model inputs: ", describe_inputs(), ")");
   }
-  for (const auto& [name, buf] : input_specs()) {
+  in_ptrs_.clear();
+  for (const plan::Buffer& b : sig_.inputs) {
     const Tensor* found = nullptr;
     for (const auto& [n, t] : inputs)
-      if (n == name) found = &t;
-    OPV_CHECK(found != nullptr, "missing input '", name, "' (model inputs: ", expected, ")");
-    OPV_CHECK(found->dtype() == buf->dtype, "input '", name, "' has dtype ", dtype_name(found->dtype()),
-              ", the model expects ", dtype_name(buf->dtype));
-    OPV_CHECK(found->shape() == buf->shape, "input '", name, "' has shape ", shape_str(found->shape()),
-              ", the model expects ", shape_str(buf->shape));
-    ins.push_back(found);
+      if (n == b.name) found = &t;
+    OPV_CHECK(found != nullptr, "missing input '", b.name, "' (model inputs: ", describe_inputs(), ")");
+    backend::check_bound(b, found, "input");
+    in_ptrs_.push_back(found);
   }
-  NamedTensors outs;
-  for (const auto& [name, buf] : output_specs()) outs.emplace_back(name, Tensor(buf->dtype, buf->shape));
-  std::vector<Tensor*> out_ptrs;
-  for (auto& o : outs) out_ptrs.push_back(&o.second);
-  backend_->run(ins, out_ptrs);
-  return outs;
+  out_ptrs_.clear();
+  for (auto& o : outputs_) out_ptrs_.push_back(&o.second);
+  backend_->run(in_ptrs_, out_ptrs_);
+  return outputs_;
 }
 
 NamedTensors Session::random_inputs(uint64_t seed) const {

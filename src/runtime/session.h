@@ -1,5 +1,6 @@
 // runtime::Session — loads an artifact (or takes a plan), creates its backend, checks inputs
-// by name, dtype and shape, and runs. Depends on plan + backends only (no ONNX).
+// by name, dtype and shape (the one place that does: the tools and backends rely on it), and
+// runs. Depends on plan + backends only (no ONNX).
 #pragma once
 #include <map>
 #include <memory>
@@ -24,15 +25,24 @@ class Session {
   std::vector<std::pair<std::string, const plan::Buffer*>> input_specs() const;
   std::vector<std::pair<std::string, const plan::Buffer*>> output_specs() const;
 
-  // Runs with inputs matched by name. Missing/extra names, wrong dtype or shape: opv::Error.
-  NamedTensors run(const NamedTensors& inputs);
+  // Runs with inputs matched by name. Missing/extra names, wrong dtype or shape: opv::Error
+  // (backend::check_bound's message). Returns the session's own output tensors, in model order,
+  // allocated once and overwritten by the next run(): the reference is valid until then (or the
+  // session's end). To keep outputs across runs, copy them: `NamedTensors kept = s.run(in);`.
+  const NamedTensors& run(const NamedTensors& inputs);
   // Random inputs for every model input, deterministic in `seed` (uint8: 0..255, floats: N(0,1),
   // bool: 0/1, ints: 0..9).
   NamedTensors random_inputs(uint64_t seed) const;
 
  private:
+  std::string describe_inputs() const;  // "x:f32[1,3,8,8], ..." for messages
+
   plan::Plan plan_;
   std::unique_ptr<backend::Backend> backend_;
+  backend::RunSignature sig_;
+  NamedTensors outputs_;                // reused by every run
+  std::vector<const Tensor*> in_ptrs_;  // per run, in plan order (capacity kept)
+  std::vector<Tensor*> out_ptrs_;
 };
 
 }  // namespace opv::runtime

@@ -60,7 +60,7 @@ int cmd_run(int argc, char** argv) {
   runtime::Session session(load_model(model, a.get("--backend")), backend_options(a));
   runtime::NamedTensors inputs = gather_inputs(a, session, true);
   double t0 = now_ms();
-  runtime::NamedTensors outputs = session.run(inputs);
+  const runtime::NamedTensors& outputs = session.run(inputs);
   double t1 = now_ms();
   std::fprintf(stderr, "[run] %s on %s: %.3f ms\n", model.c_str(), session.plan().target.c_str(), t1 - t0);
   for (const auto& [name, t] : outputs) print_summary(name, t);

@@ -47,7 +47,7 @@ int cmd_verify(int argc, char** argv) {
     OPV_CHECK(it != ref.end(), ref_path, ": no entry for model input '", name, "'");
     inputs.emplace_back(name, it->second);
   }
-  runtime::NamedTensors outputs = session.run(inputs);
+  const runtime::NamedTensors& outputs = session.run(inputs);
 
   double worst_l2 = 0, worst_abs = 0;
   bool finite = true, ref_bad = false;

@@ -52,7 +52,8 @@ backend::Options backend_options(const Args& a);
 // Model inputs for `session` from --inputs NPZ (keys = input names; other keys are ignored),
 // --input NAME=FILE.npy (repeatable, overrides) and, when `allow_random`, random values from
 // --seed (default 0) for inputs not given by file: all of them when no file was given, else only
-// when --seed is given explicitly. Otherwise a missing input is an error naming it.
+// when --seed is given explicitly. Otherwise a missing input is an error naming it. Dtypes and
+// shapes are left to Session::run (the one input check).
 runtime::NamedTensors gather_inputs(const Args& a, const runtime::Session& session, bool allow_random);
 
 struct LatencyStats {

@@ -95,6 +95,7 @@ class CpuBackend final : public Backend {
     views_.assign(p.buffers.size(), BufView{});
     in_ids_ = p.inputs;
     out_ids_ = p.outputs;
+    sig_ = RunSignature::of(p);
 
     arena_ = alloc_aligned(p.arena_bytes);
     weights_ = alloc_aligned(int64_t(p.weights.size()));
@@ -238,16 +239,10 @@ class CpuBackend final : public Backend {
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override {
-    OPV_CHECK(inputs.size() == in_ids_.size(), "cpu backend: expected ", in_ids_.size(), " inputs, got ", inputs.size());
-    OPV_CHECK(outputs.size() == out_ids_.size(), "cpu backend: expected ", out_ids_.size(), " outputs, got ",
-              outputs.size());
+    sig_.check(inputs, outputs);  // Session checked them; this asserts the precondition
     ThreadScope ts(threads_);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const BufView& v = views_[size_t(in_ids_[i])];
-      OPV_CHECK(inputs[i] && inputs[i]->dtype() == v.dtype && inputs[i]->shape() == v.shape, "cpu backend: input ", i,
-                " must be ", dtype_name(v.dtype), shape_str(v.shape));
-      std::memcpy(v.ptr, inputs[i]->raw(), inputs[i]->nbytes());
-    }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      std::memcpy(views_[size_t(in_ids_[i])].ptr, inputs[i]->raw(), inputs[i]->nbytes());
     try {
       for (size_t s = 0; s < steps_.size(); ++s) {
         if (profiling_) {
@@ -266,8 +261,6 @@ class CpuBackend final : public Backend {
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       const BufView& v = views_[size_t(out_ids_[i])];
-      OPV_CHECK(outputs[i] && outputs[i]->dtype() == v.dtype && outputs[i]->shape() == v.shape, "cpu backend: output ",
-                i, " must be ", dtype_name(v.dtype), shape_str(v.shape));
       if (v.layout == plan::Layout::Linear || plan::channels_trivial(v.shape))
         std::memcpy(outputs[i]->raw(), v.ptr, outputs[i]->nbytes());
       else
@@ -287,6 +280,7 @@ class CpuBackend final : public Backend {
   std::vector<AlignedBytes> owned_;
   std::vector<BufView> views_;
   std::vector<int> in_ids_, out_ids_;
+  RunSignature sig_;
   std::vector<StepFn> steps_;
   std::vector<size_t> step_call_;  // per step: its (first) plan call
   std::vector<std::string> labels_;

@@ -4,17 +4,18 @@
 //      Intermediates with dtype F16/F32 and rank 4, images within the device's image2d limits
 //      and format support, host-fallback calls (empty source) touching only Linear buffers;
 //   2. select the device (Options.device), take its shared context, create the in-order queue;
-//   3. memory: one image (or, with plan meta cl_image_storage = "buffer", one buffer of the same
-//      texel layout) per distinct (arena offset, geometry, dtype) of ImageRGBA buffers; one
+//   3. allocate(): one image (or, with plan meta cl_image_storage = "buffer", one buffer of the
+//      same texel layout) per distinct (arena offset, geometry, dtype) of ImageRGBA buffers; one
 //      arena cl_mem with sub-buffers for Linear/NHWC intermediates whose offset is a multiple of
 //      CL_DEVICE_MEM_BASE_ADDR_ALIGN, a separate cl_mem for the others; one read-only cl_mem per
 //      constant (uploaded from plan.weights); own cl_mem for Inputs/Outputs; all zero-filled;
-//   4. kernels: build each kernel with a source through the program cache, one cl_kernel per
-//      call with arguments bound once (outputs, then present inputs), launch geometry from
-//      Call.global/local (trailing zeros drop dimensions, all-zero local = NULL);
-//   5. replay plans (meta cl_replay) without host-fallback calls on a device with a compatible
-//      cl_khr_command_buffer: record every launch once into a command buffer; else, on a device
-//      with cl_qcom_recordable_queues, into a Qualcomm recording (qcom_recording.h).
+//   4. build(): each kernel with a source through the program cache, one cl_kernel per call and
+//      its launch geometry from Call.global/local (trailing zeros drop dimensions, all-zero
+//      local = NULL); host-fallback calls get their host tensors;
+//   5. bind(): each call's arguments, once (outputs, then present inputs);
+//   6. record(): replay plans (meta cl_replay) without host-fallback calls on a device with a
+//      compatible cl_khr_command_buffer: record every launch once into a command buffer; else, on
+//      a device with cl_qcom_recordable_queues, into a Qualcomm recording (qcom_recording.h).
 // run(): write inputs; replay the command buffer or enqueue each call (host-fallback calls read
 //   their inputs back, run ref::run, write their outputs); without cl_replay clFinish after each
 //   call; read outputs and wait once. Profiling: a profiling queue, one event per launch.
@@ -170,6 +171,11 @@ class OpenCLBackend : public Backend {
  private:
   void check_plan(const plan::Plan& plan) const;
   void create_queue(bool profiling);
+  // load()'s phases, in order (see the file comment).
+  void allocate(const plan::Plan& plan);
+  void build();
+  void bind();
+  void record();
   void record_command_buffer();
   void host_call(size_t ci);
 
@@ -187,6 +193,7 @@ class OpenCLBackend : public Backend {
   std::vector<plan::Kernel> kernels_;
   std::vector<plan::Call> calls_;
   std::vector<int> inputs_, outputs_;
+  RunSignature sig_;
   std::vector<cl::Mem> mems_;    // every cl_mem this backend owns (sub-buffers after the arena)
   std::vector<cl_mem> buf_mem_;  // per plan buffer
   std::vector<CallRt> rt_;
@@ -355,12 +362,24 @@ void OpenCLBackend::load(const plan::Plan& plan) {
   calls_ = plan.calls;
   inputs_ = plan.inputs;
   outputs_ = plan.outputs;
+  sig_ = RunSignature::of(plan);
   replay_ = meta_flag(plan.meta, "cl_replay");
   info_.device = dev_.platform_name + " / " + dev_.name;
   info_.replay = replay_;
   create_queue(profiling_);
+  allocate(plan);  // steps 3-6 of the file comment
+  build();
+  bind();
+  record();
+  cl::check(clFinish(queue_.get()), "clFinish", "after load");
+  times_ms_.assign(calls_.size(), 0.0);
+  events_.resize(calls_.size());
+  loaded_ = true;
+}
 
-  // Memory objects.
+// load() step 3, allocate: every cl_mem of the plan (images, arena and its sub-buffers, constants
+// uploaded, inputs/outputs), zero-filled; fills buf_mem_.
+void OpenCLBackend::allocate(const plan::Plan& plan) {
   const size_t nb = buffers_.size();
   buf_mem_.assign(nb, nullptr);
   auto make_buffer = [&](cl_mem_flags flags, size_t size, const void* host, const std::string& what) {
@@ -461,8 +480,11 @@ void OpenCLBackend::load(const plan::Plan& plan) {
         break;
     }
   }
+}
 
-  // Programs and per-call kernels.
+// load() step 4, build: one program per used kernel with source (program cache), one cl_kernel
+// and launch geometry per call; host-fallback calls get their host tensors.
+void OpenCLBackend::build() {
   std::vector<cl::Program> programs(kernels_.size());
   for (size_t ki = 0; ki < kernels_.size(); ++ki) {
     const plan::Kernel& k = kernels_[ki];
@@ -486,19 +508,6 @@ void OpenCLBackend::load(const plan::Plan& plan) {
     cl_int err = CL_SUCCESS;
     r.kernel.reset(clCreateKernel(programs[size_t(c.kernel)].get(), k.entry.c_str(), &err));
     cl::check(err, "clCreateKernel", detail::concat(call_name(ci, c), " entry '", k.entry, "'"));
-    std::vector<int> args = c.outputs;
-    for (int b : c.inputs)
-      if (b >= 0) args.push_back(b);
-    cl_uint nargs = 0;
-    cl::check(clGetKernelInfo(r.kernel.get(), CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, nullptr), "clGetKernelInfo",
-              call_name(ci, c));
-    OPV_CHECK(nargs == args.size(), "opencl backend: ", call_name(ci, c), ": kernel '", k.entry, "' takes ", nargs,
-              " arguments, the call binds ", args.size(), " (outputs then present inputs, cl_abi.h)");
-    for (size_t a = 0; a < args.size(); ++a) {
-      const cl_mem m = buf_mem_[size_t(args[a])];
-      cl::check(clSetKernelArg(r.kernel.get(), cl_uint(a), sizeof(cl_mem), &m), "clSetKernelArg",
-                detail::concat(call_name(ci, c), " argument ", a, " = buffer '", buffers_[size_t(args[a])].name, "'"));
-    }
     cl_uint dims = 3;
     while (dims > 0 && c.global[dims - 1] == 0) --dims;
     for (cl_uint d = 0; d < dims; ++d) {
@@ -516,7 +525,35 @@ void OpenCLBackend::load(const plan::Plan& plan) {
       }
     }
   }
+}
 
+// load() step 5, bind: each call's arguments, once (outputs, then present inputs; cl_abi.h),
+// after checking the kernel takes that many.
+void OpenCLBackend::bind() {
+  for (size_t ci = 0; ci < calls_.size(); ++ci) {
+    const plan::Call& c = calls_[ci];
+    const plan::Kernel& k = kernels_[size_t(c.kernel)];
+    CallRt& r = rt_[ci];
+    if (r.host) continue;
+    std::vector<int> args = c.outputs;
+    for (int b : c.inputs)
+      if (b >= 0) args.push_back(b);
+    cl_uint nargs = 0;
+    cl::check(clGetKernelInfo(r.kernel.get(), CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, nullptr), "clGetKernelInfo",
+              call_name(ci, c));
+    OPV_CHECK(nargs == args.size(), "opencl backend: ", call_name(ci, c), ": kernel '", k.entry, "' takes ", nargs,
+              " arguments, the call binds ", args.size(), " (outputs then present inputs, cl_abi.h)");
+    for (size_t a = 0; a < args.size(); ++a) {
+      const cl_mem m = buf_mem_[size_t(args[a])];
+      cl::check(clSetKernelArg(r.kernel.get(), cl_uint(a), sizeof(cl_mem), &m), "clSetKernelArg",
+                detail::concat(call_name(ci, c), " argument ", a, " = buffer '", buffers_[size_t(args[a])].name, "'"));
+    }
+  }
+}
+
+// load() step 6, record: replay plans (cl_replay) without host calls are recorded once, into a
+// command buffer or else a Qualcomm recording, where the device allows.
+void OpenCLBackend::record() {
   // Replay from a command buffer where possible.
   cb_eligible_ = replay_ && info_.host_calls == 0 && !calls_.empty() && dev_.has_command_buffer &&
                  command_buffer_version_ok(dev_.command_buffer_version) && !env_disabled("OPV_CL_COMMAND_BUFFER") &&
@@ -530,10 +567,6 @@ void OpenCLBackend::load(const plan::Plan& plan) {
       launches.push_back({r.kernel.get(), r.dims, r.global.data(), r.has_local ? r.local.data() : nullptr});
     info_.qcom_recording = qrec_.record(dev_.platform, ctx_, dev_.device, launches, &info_.qcom_recording_skipped);
   }
-  cl::check(clFinish(queue_.get()), "clFinish", "after load");
-  times_ms_.assign(calls_.size(), 0.0);
-  events_.resize(calls_.size());
-  loaded_ = true;
 }
 
 void OpenCLBackend::set_profiling(bool on) {
@@ -581,20 +614,7 @@ void OpenCLBackend::host_call(size_t ci) {
 
 void OpenCLBackend::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
   OPV_CHECK(loaded_, "opencl backend: run() before load()");
-  OPV_CHECK(inputs.size() == inputs_.size(), "opencl backend: ", inputs.size(), " inputs given, plan has ",
-            inputs_.size());
-  OPV_CHECK(outputs.size() == outputs_.size(), "opencl backend: ", outputs.size(), " outputs given, plan has ",
-            outputs_.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const plan::Buffer& b = buffers_[size_t(inputs_[i])];
-    OPV_CHECK(inputs[i] && inputs[i]->dtype() == b.dtype && inputs[i]->shape() == b.shape, "opencl backend: input '",
-              b.name, "' must be ", dtype_name(b.dtype), shape_str(b.shape));
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const plan::Buffer& b = buffers_[size_t(outputs_[i])];
-    OPV_CHECK(outputs[i] && outputs[i]->dtype() == b.dtype && outputs[i]->shape() == b.shape,
-              "opencl backend: output '", b.name, "' must be ", dtype_name(b.dtype), shape_str(b.shape));
-  }
+  sig_.check(inputs, outputs);  // Session checked them; this asserts the precondition
   cl_command_queue q = queue_.get();
   const bool timed = profiling_ && queue_profiling_;
   std::vector<double> host_ms(calls_.size(), 0.0);

@@ -29,6 +29,7 @@ class ReferenceBackend : public Backend {
   std::vector<plan::Kernel> kernels_;
   std::vector<plan::Call> calls_;
   std::vector<int> inputs_, outputs_;
+  RunSignature sig_;
   std::vector<Tensor> store_;           // one tensor per buffer (empty for Input buffers)
   std::vector<const Tensor*> bound_;    // per buffer: what calls read
   bool loaded_ = false;
@@ -83,6 +84,7 @@ void ReferenceBackend::load(const plan::Plan& plan) {
   calls_ = plan.calls;
   inputs_ = plan.inputs;
   outputs_ = plan.outputs;
+  sig_ = RunSignature::of(plan);
   store_ = std::move(store);
   bound_.assign(size_t(nb), nullptr);
   for (int i = 0; i < nb; ++i)
@@ -93,16 +95,8 @@ void ReferenceBackend::load(const plan::Plan& plan) {
 
 void ReferenceBackend::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
   OPV_CHECK(loaded_, "reference backend: run() before load()");
-  OPV_CHECK(inputs.size() == inputs_.size(), "reference backend: ", inputs.size(), " inputs given, plan has ",
-            inputs_.size());
-  OPV_CHECK(outputs.size() == outputs_.size(), "reference backend: ", outputs.size(), " outputs given, plan has ",
-            outputs_.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const plan::Buffer& b = buffers_[size_t(inputs_[i])];
-    OPV_CHECK(inputs[i] && inputs[i]->dtype() == b.dtype && inputs[i]->shape() == b.shape, "reference backend: input '",
-              b.name, "' must be ", dtype_name(b.dtype), shape_str(b.shape));
-    bound_[size_t(inputs_[i])] = inputs[i];
-  }
+  sig_.check(inputs, outputs);  // Session checked them; this asserts the precondition
+  for (size_t i = 0; i < inputs.size(); ++i) bound_[size_t(inputs_[i])] = inputs[i];
   std::vector<const Tensor*> ins;
   std::vector<Tensor*> outs;
   for (size_t ci = 0; ci < calls_.size(); ++ci) {
@@ -130,8 +124,6 @@ void ReferenceBackend::run(const std::vector<const Tensor*>& inputs, const std::
     const Tensor* src = bound_[size_t(b)];
     Tensor* dst = outputs[i];
     OPV_CHECK(src != nullptr, "reference backend: output '", buffers_[size_t(b)].name, "' is not bound");
-    OPV_CHECK(dst && dst->dtype() == src->dtype() && dst->shape() == src->shape(), "reference backend: output '",
-              buffers_[size_t(b)].name, "' must be ", dtype_name(src->dtype()), shape_str(src->shape()));
     if (src->nbytes()) std::memcpy(dst->raw(), src->raw(), src->nbytes());
   }
   for (int b : inputs_) bound_[size_t(b)] = nullptr;

@@ -1,0 +1,124 @@
+// runtime::Session is the one input check (issue 14, deliverable 5): a wrong input name, dtype or
+// shape gets one message from every backend (reference, cpu, opencl where a device exists),
+// whether it reaches Session::run or a backend's run() directly (backend::check_bound); and
+// Session::run reuses its output tensors across runs while copies the caller keeps stay intact.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/opencl/cl_runtime.h"
+#include "core/error.h"
+#include "runtime/session.h"
+#include "test_util.h"
+
+namespace opv {
+namespace {
+
+const Shape kShape{1, 2, 3, 4};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool have_opencl_device() {
+  try {
+    return !backend::cl::list_devices().empty();
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::vector<std::string> backends_here() {
+  std::vector<std::string> r{"reference", "cpu"};
+  if (have_opencl_device()) r.push_back("opencl");
+  return r;
+}
+
+// y = Relu(x) for `target`; the kernel has no OpenCL source, so the opencl backend runs it on the
+// host (cl_abi.h) and every backend can load the same plan.
+plan::Plan relu_plan(const std::string& target) {
+  plan::Plan p;
+  p.target = target;
+  plan::Buffer x{}, y{};
+  x.name = "x";
+  x.dtype = DType::F32;
+  x.shape = kShape;
+  x.kind = plan::BufferKind::Input;
+  y = x;
+  y.name = "y";
+  y.kind = plan::BufferKind::Output;
+  p.inputs.push_back(p.add_buffer(x));
+  p.outputs.push_back(p.add_buffer(y));
+  plan::Kernel k;
+  k.name = "relu";
+  k.op = OpKind::Relu;
+  plan::Call c;
+  c.kernel = p.add_kernel(k);
+  c.inputs = {p.inputs[0]};
+  c.outputs = {p.outputs[0]};
+  c.label = "the_relu";
+  p.calls.push_back(c);
+  plan::validate(p);
+  return p;
+}
+
+float relu(float v) { return v > 0 ? v : 0; }
+
+TEST(SessionInputs, OneMessagePerMistakeOnEveryBackend) {
+  const Tensor good = test::random_f32(kShape, 1);
+  const Tensor wrong_dtype(DType::I32, kShape);
+  const Tensor wrong_shape(DType::F32, {1, 2, 3, 5});
+  const std::vector<std::pair<std::string, std::function<runtime::NamedTensors()>>> cases = {
+      {"unknown input 'z' (model inputs: x:f32[1,2,3,4])", [&] { return runtime::NamedTensors{{"x", good}, {"z", good}}; }},
+      {"missing input 'x' (model inputs: x:f32[1,2,3,4])", [&] { return runtime::NamedTensors{}; }},
+      {"input 'x' must be f32[1,2,3,4], got i32[1,2,3,4] (the dtype differs)",
+       [&] { return runtime::NamedTensors{{"x", wrong_dtype}}; }},
+      {"input 'x' must be f32[1,2,3,4], got f32[1,2,3,5] (the shape differs)",
+       [&] { return runtime::NamedTensors{{"x", wrong_shape}}; }},
+  };
+  for (const std::string& be : backends_here()) {
+    SCOPED_TRACE(be);
+    runtime::Session s(relu_plan(be));
+    for (const auto& [want, inputs] : cases) EXPECT_EQ(error_of([&] { s.run(inputs()); }), want);
+    // A backend called directly asserts the same precondition with the same message.
+    Tensor y(DType::F32, kShape), y_bad(DType::F16, kShape);
+    EXPECT_EQ(error_of([&] { s.backend().run({&wrong_shape}, {&y}); }),
+              "input 'x' must be f32[1,2,3,4], got f32[1,2,3,5] (the shape differs)");
+    EXPECT_EQ(error_of([&] { s.backend().run({&good}, {&y_bad}); }),
+              "output 'y' must be f32[1,2,3,4], got f16[1,2,3,4] (the dtype differs)");
+    EXPECT_EQ(error_of([&] { s.backend().run({}, {&y}); }), "0 inputs given, the plan has 1");
+    // And the session still runs after the refusals.
+    EXPECT_EQ(error_of([&] { s.run({{"x", good}}); }), "");
+  }
+}
+
+TEST(SessionOutputs, ReusedAcrossRunsWhileKeptCopiesStay) {
+  const Tensor a = test::random_f32(kShape, 2), b = test::random_f32(kShape, 3);
+  for (const std::string& be : backends_here()) {
+    SCOPED_TRACE(be);
+    runtime::Session s(relu_plan(be));
+    const runtime::NamedTensors& first = s.run({{"x", a}});
+    const void* storage = first[0].second.raw();
+    const runtime::NamedTensors kept = first;  // the copying form: survives later runs
+    const runtime::NamedTensors& second = s.run({{"x", b}});
+    EXPECT_EQ(&second, &first) << "run() returns the session's own outputs";
+    EXPECT_EQ(second[0].second.raw(), storage) << "the output tensor is not reallocated";
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0].first, "y");
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      EXPECT_EQ(kept[0].second.data<float>()[i], relu(a.data<float>()[i])) << i;
+      EXPECT_EQ(second[0].second.data<float>()[i], relu(b.data<float>()[i])) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace opv
