@@ -121,6 +121,7 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
     std::vector<std::vector<uint64_t>> stage;
     try {
       passes::Code c(orig);
+      c.merged_regs = kern.mergedregs;
       for (const std::string& n : names) {
         passes::run_pass(n, c);
         stage.push_back(c.emit());

@@ -46,6 +46,10 @@ class Code {
 
   std::vector<Ins> ins;
   int gen;
+  // Half and full registers share one file (a6xx mergedregs). When false (Mesa's compute
+  // variants with mergedregs=0, as the capture's sidecar says), the passes may treat hrN.c and
+  // the full registers as distinct; the effects (legalize.h) always assume the overlap.
+  bool merged_regs = true;
 
  private:
   int next_id_ = 0;

@@ -37,13 +37,44 @@
 #include <cstdint>
 
 #include "ir3/passes/passes.h"
+#include "ir3/semantics.h"
 
 namespace opv::ir3::passes {
 
 namespace {
 
-constexpr int kUnitsMax = 512;  // register units of the effects description (legalize.h)
+// Register units for liveness and speculation: the effects' units (legalize.h: full regid n ->
+// 2n, 2n+1; a half register aliases its half of the full one) and, for kernels whose half
+// registers are a file of their own (Code::merged_regs false), half regid m -> 512 + m instead.
+constexpr int kUnitsMax = 1024;
 using Live = std::bitset<kUnitsMax>;
+
+struct RegSets {
+  std::vector<int> reads, writes;
+};
+
+// What x reads and writes in the units above.
+RegSets regs_of(const Ins& x, bool merged) {
+  if (merged) return {x.fx.reads, x.fx.writes};
+  Semantics sm = semantics(x.in);
+  RegSets r;
+  auto expand = [](std::vector<int>& v, const RegUse& u) {
+    for (int e = 0; e < u.elements; ++e)
+      for (int i = 0; i < u.count; ++i) {
+        int reg = u.regid + i + (u.advancing ? e : 0);
+        if (reg < 0 || reg >= 256 || reg == kRegInvalid) continue;
+        if (u.half && reg < kRegA0) {
+          v.push_back(512 + reg);
+        } else {
+          v.push_back(2 * reg);
+          v.push_back(2 * reg + 1);
+        }
+      }
+  };
+  for (const RegUse& u : sm.reads) expand(r.reads, u);
+  for (const RegUse& u : sm.writes) expand(r.writes, u);
+  return r;
+}
 
 bool is_control(const Ins& x) {
   int cat = static_cast<int>(x.in.bits >> 61);
@@ -81,6 +112,9 @@ std::vector<bool> predicated(const Code& c) {
 // live-in set of every instruction (index order); a write inside a predicated construct does
 // not kill (other lanes keep the old value); control flow we do not model keeps all live
 std::vector<Live> liveness(const Code& c) {
+  std::vector<RegSets> rs;
+  rs.reserve(c.ins.size());
+  for (const Ins& x : c.ins) rs.push_back(regs_of(x, c.merged_regs));
   size_t n = c.ins.size();
   std::vector<int64_t> pos;
   int max_id = 0;
@@ -108,9 +142,9 @@ std::vector<Live> liveness(const Code& c) {
           if (t >= 0) live |= in[static_cast<size_t>(t)];
         }
         if (!pred[i])
-          for (int u : x.fx.writes)
+          for (int u : rs[i].writes)
             if (u < kUnitsMax) live.reset(static_cast<size_t>(u));
-        for (int u : x.fx.reads)
+        for (int u : rs[i].reads)
           if (u < kUnitsMax) live.set(static_cast<size_t>(u));
       }
       if (live != in[i]) in[i] = live, changed = true;
@@ -283,8 +317,9 @@ class Hoister {
       Live written;
       for (size_t k = b; k < e; ++k) {
         const Ins& x = c_.ins[k];
-        const Effects& f = x.fx;
-        bool ok = f.cat >= 1 && f.cat <= 3 && !f.sy_prod && !f.ss_prod && !f.store && !f.mem_read &&
+        const Effects& fx = x.fx;
+        RegSets f = regs_of(x, c_.merged_regs);
+        bool ok = fx.cat >= 1 && fx.cat <= 3 && !fx.sy_prod && !fx.ss_prod && !fx.store && !fx.mem_read &&
                   !x.in.get_or("SY", 0) && !x.in.get_or("SS", 0) && x.in.name() != "nop";
         for (int u : f.reads) ok = ok && u < kUnitsMax && !written.test(static_cast<size_t>(u));
         for (int u : f.writes)
@@ -303,7 +338,7 @@ class Hoister {
     auto reads_of = [&](size_t b, size_t e) {
       Live r;
       for (size_t k = b; k < e; ++k)
-        for (int u : c_.ins[k].fx.reads)
+        for (int u : regs_of(c_.ins[k], c_.merged_regs).reads)
           if (u < kUnitsMax) r.set(static_cast<size_t>(u));
       return r;
     };
@@ -403,7 +438,9 @@ class Hoister {
     for (size_t a = 0; a < n; ++a) {
       const Effects& f = units[a].fx;
       bool out_live = false;
-      for (int u : f.writes) out_live = out_live || (u < kUnitsMax && live_[next].test(static_cast<size_t>(u)));
+      for (size_t m : units[a].ins)
+        for (int u : regs_of(c_.ins[m], c_.merged_regs).writes)
+          out_live = out_live || (u < kUnitsMax && live_[next].test(static_cast<size_t>(u)));
       if (out_live) exit[a] = f.sy_prod ? kSyLatency : f.ss_prod ? kSsLatency : (f.cat >= 1 && f.cat <= 3) ? 6 : 1;
     }
     std::vector<int64_t> height(n, 0);

@@ -64,7 +64,9 @@ bool legalize(Code& c) {
         if (check_hazards(trial, c.gen).empty()) w = std::move(trial);
       }
     }
+  bool merged = c.merged_regs;
   c = Code(w, c.gen);
+  c.merged_regs = merged;
   return c.emit() != before;
 }
 
