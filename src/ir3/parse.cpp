@@ -367,6 +367,38 @@ std::string mnemonic_of(const std::string& text) {
   return text.substr(p, q - p);
 }
 
+// Per instruction leaf, what its display templates say about the mnemonic, worked out once.
+struct NameFilter {
+  const Leaf* leaf;
+  bool has_name = false;           // some template prints {NAME}
+  std::vector<std::string> words;  // mnemonics that templates spell out literally
+};
+
+const std::vector<NameFilter>& name_filters() {
+  static const std::vector<NameFilter> filters = [] {
+    std::vector<NameFilter> out;
+    for (const Leaf* l : isa().candidates("#instruction")) {
+      NameFilter f;
+      f.leaf = l;
+      for (const Variant& c : l->cases) {
+        if (!c.has_display) continue;
+        if (c.display.find("{NAME}") != std::string::npos) {
+          f.has_name = true;
+          continue;
+        }
+        size_t p = 0;
+        while (p < c.display.size() && c.display[p] == '{') p = c.display.find('}', p) + 1;
+        size_t q = c.display.find_first_of("{ ", p);
+        std::string word = c.display.substr(p, q == std::string::npos ? std::string::npos : q - p);
+        if (!word.empty()) f.words.push_back(word);
+      }
+      out.push_back(std::move(f));
+    }
+    return out;
+  }();
+  return filters;
+}
+
 }  // namespace
 
 Instr parse(const std::string& text_in, int gen) {
@@ -389,25 +421,16 @@ Instr parse(const std::string& text_in, int gen) {
   // (Mesa's encoder leaves optional bits clear, e.g. isam without an immediate offset).
   bool have = false;
   uint64_t best = 0;
-  for (const Leaf* l : isa().candidates("#instruction")) {
+  for (const NameFilter& f : name_filters()) {
+    const Leaf* l = f.leaf;
     if (gen < l->gen_min || gen > l->gen_max) continue;
-    // Cheap filter: templates that print {NAME} need the mnemonic to start with it.
-    bool has_name = false, literal_name = false;
-    for (const Variant& c : l->cases) {
-      if (!c.has_display) continue;
-      if (c.display.find("{NAME}") != std::string::npos) {
-        has_name = true;
-        continue;
-      }
-      // templates that spell the mnemonic out ("mova", "cov.", "ldc."): compare that word
-      size_t p = 0;
-      while (p < c.display.size() && c.display[p] == '{') p = c.display.find('}', p) + 1;
-      size_t q = c.display.find_first_of("{ ", p);
-      std::string word = c.display.substr(p, q == std::string::npos ? std::string::npos : q - p);
-      if (!word.empty() && mn.compare(0, word.size(), word) == 0) literal_name = true;
-    }
-    if (has_name && !literal_name && mn.compare(0, l->name.size(), l->name) != 0) continue;
-    if (has_name || literal_name) any_name = true;
+    // Cheap filter: templates that print {NAME} need the mnemonic to start with it; templates
+    // that spell the mnemonic out ("mova", "cov.", "ldc.") need it to start with that word.
+    bool literal_name = false;
+    for (const std::string& word : f.words)
+      if (mn.compare(0, word.size(), word) == 0) literal_name = true;
+    if (f.has_name && !literal_name && mn.compare(0, l->name.size(), l->name) != 0) continue;
+    if (f.has_name || literal_name) any_name = true;
     for (size_t v = 0; v < l->cases.size(); ++v) {
       Matcher m{text, gen, {}, {}, {}, l, static_cast<int>(v)};
       Frame top{l, static_cast<int>(v), 0, nullptr, nullptr, ""};
