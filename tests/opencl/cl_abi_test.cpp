@@ -1,8 +1,9 @@
-// Tests of the OpenCL ABI helpers (src/target/opencl/cl_abi.cpp): parameter parsing, the
-// cl_wrap / cl_batch_entry program forms and the prelude (the image geometry is tested in
-// tests/plan/image_geometry_test.cpp). The batched form is also built and run on an OpenCL
-// device when one exists (PoCL here), and its results are compared with the same arithmetic done
-// on the host (skipped without a device).
+// Tests of the OpenCL ABI program forms of cl_abi.h: the batched entry rendered from a kernel
+// description (render_batched, src/target/opencl/kernel_desc.cpp) and the prelude (the image
+// geometry is tested in tests/plan/image_geometry_test.cpp, the one-group form in
+// kernel_desc_test.cpp). The batched form is also built and run on an OpenCL device when one
+// exists (PoCL here), and its results are compared with the same arithmetic done on the host
+// (skipped without a device).
 #include <gtest/gtest.h>
 
 #include <CL/cl.h>
@@ -12,73 +13,54 @@
 #include "core/error.h"
 #include "plan/plan.h"
 #include "target/opencl/cl_abi.h"
+#include "target/opencl/kernel_desc.h"
 
 namespace opv::plan::cl {
 namespace {
 
-TEST(ClAbi, ParseParams) {
-  auto ps = parse_params(
-      "  write_only image2d_t out0, __global const half* restrict in1 ,read_only image2d_t in2,"
-      " __global float* __attribute__((aligned(16, 4))) acc, float w[4]");
-  ASSERT_EQ(ps.size(), 5u);
-  EXPECT_EQ(ps[0].decl, "write_only image2d_t out0");
-  EXPECT_EQ(ps[0].name, "out0");
-  EXPECT_EQ(ps[1].decl, "__global const half* restrict in1");
-  EXPECT_EQ(ps[1].name, "in1");
-  EXPECT_EQ(ps[2].name, "in2");
-  EXPECT_EQ(ps[3].name, "acc");  // the comma inside __attribute__(( )) does not split
-  EXPECT_EQ(ps[4].name, "w");    // array suffix skipped
-  EXPECT_TRUE(parse_params("").empty());
-  EXPECT_TRUE(parse_params(" void ").empty());
-  EXPECT_THROW(parse_params("int a,, int b"), opv::Error);
-  EXPECT_THROW(parse_params("int a, int (b"), opv::Error);
-  EXPECT_THROW(parse_params("int a, *"), opv::Error);
+KernelParam global_param(const std::string& name, ParamAccess a) {
+  return KernelParam{name, ParamStorage::Global, a, DType::F32, {}};
 }
 
-const char* kParams = "__global float* out0, __global const float* in0, __global const float* w";
-
-TEST(ClAbi, WrapFormsBodyAndEntry) {
-  std::string src = cl_wrap("#define X 1", "scale", kParams, "  out0[0] = in0[0] * w[0];");
-  EXPECT_EQ(src.find("#define X 1\n"), 0u);
-  EXPECT_NE(src.find(std::string("void scale_body(") + kParams + ") {\n  out0[0] = in0[0] * w[0];\n}\n"),
-            std::string::npos);
-  EXPECT_NE(src.find(std::string("__kernel void scale(") + kParams + ") {\n  scale_body(out0, in0, w);\n}"),
-            std::string::npos);
+// out0 = in0 * w on f32 buffers (w: a parameter name that is not a slot name), `body` as given.
+KernelDesc scale_desc(const std::string& entry, const std::string& prelude, const std::string& body) {
+  KernelDesc d;
+  d.family = "test";
+  d.generator = "tests/opencl/cl_abi_test.cpp";
+  d.entry = entry;
+  d.prelude = prelude;
+  d.params = {global_param("out0", ParamAccess::Write), global_param("in0", ParamAccess::Read),
+              global_param("w", ParamAccess::Read)};
+  d.body = body;
+  return d;
 }
 
-TEST(ClAbi, BatchEntry) {
-  std::string src = cl_wrap("", "scale", kParams, "  out0[0] = in0[0] * w[0];");
-  std::string entry;
+TEST(ClAbi, BatchedEntryFollowsTheCallArgumentOrder) {
+  const KernelDesc d = scale_desc("scale", "", "  out0[0] = in0[0] * w[0];");
   // Output-major form (what plan pass "batch" uses): outputs of all groups, then inputs.
-  std::string b = cl_batch_entry(src, "scale", kParams, 3, 1, &entry);
-  EXPECT_EQ(entry, "scale_x3");
-  EXPECT_EQ(b.find(src), 0u) << "the original program stays in front";
+  const BatchedKernel b = render_batched(d, 3, 1);
+  EXPECT_EQ(b.entry, "scale_x3");
+  EXPECT_EQ(b.source.find(render(d)), 0u) << "the one-group program stays in front";
   const std::string params =
       "__global float* out0_0, __global float* out0_1, __global float* out0_2, "
       "__global const float* in0_0, __global const float* w_0, __global const float* in0_1, "
       "__global const float* w_1, __global const float* in0_2, __global const float* w_2";
-  EXPECT_EQ(cl_batch_params(kParams, 3, 1), params);
-  EXPECT_NE(b.find("__kernel void scale_x3(" + params + ")"), std::string::npos) << b;
-  EXPECT_NE(b.find("switch (get_global_id(2))"), std::string::npos);
-  EXPECT_NE(b.find("case 0: scale_body(out0_0, in0_0, w_0); break;"), std::string::npos);
-  EXPECT_NE(b.find("case 2: scale_body(out0_2, in0_2, w_2); break;"), std::string::npos);
-  EXPECT_EQ(b.find("case 3:"), std::string::npos);
+  EXPECT_EQ(b.params, params);
+  EXPECT_NE(b.source.find("__kernel void scale_x3(" + params + ")"), std::string::npos) << b.source;
+  EXPECT_NE(b.source.find("switch (get_global_id(2))"), std::string::npos);
+  EXPECT_NE(b.source.find("case 0: scale_body(out0_0, in0_0, w_0); break;"), std::string::npos);
+  EXPECT_NE(b.source.find("case 2: scale_body(out0_2, in0_2, w_2); break;"), std::string::npos);
+  EXPECT_EQ(b.source.find("case 3:"), std::string::npos);
   // Group-major form.
-  std::string g = cl_batch_entry(src, "scale", kParams, 2, &entry);
-  EXPECT_EQ(entry, "scale_x2");
-  EXPECT_NE(g.find("__kernel void scale_x2(__global float* out0_0, __global const float* in0_0, "
-                   "__global const float* w_0, __global float* out0_1, __global const float* in0_1, "
-                   "__global const float* w_1)"),
-            std::string::npos)
-      << g;
-  // A name that is also a substring of the type is renamed at the name only.
-  EXPECT_EQ(cl_batch_params("__global float* float_, int i", 2, 0),
-            "__global float* float__0, int i_0, __global float* float__1, int i_1");
+  const BatchedKernel g = render_batched(d, 2, 0);
+  EXPECT_EQ(g.entry, "scale_x2");
+  EXPECT_EQ(g.params,
+            "__global float* out0_0, __global const float* in0_0, __global const float* w_0, "
+            "__global float* out0_1, __global const float* in0_1, __global const float* w_1");
   // Refusals.
-  EXPECT_THROW(cl_batch_entry(src, "scale", kParams, 1, 1, &entry), opv::Error);
-  EXPECT_THROW(cl_batch_entry(src, "other", kParams, 2, 1, &entry), opv::Error);
-  EXPECT_THROW(cl_batch_entry("__kernel void scale() {}", "scale", kParams, 2, &entry), opv::Error);
-  EXPECT_THROW(cl_batch_entry(src, "scale", kParams, 2, 4, &entry), opv::Error);
+  EXPECT_THROW(render_batched(d, 1, 1), opv::Error);
+  EXPECT_THROW(render_batched(d, 2, 4), opv::Error);
+  EXPECT_THROW(render_batched(d, 2, -1), opv::Error);
 }
 
 TEST(ClAbi, PreludeIsGuarded) {
@@ -121,19 +103,20 @@ struct Cl {
   }
 };
 
-// out = gelu(in * w) + sigmoid(in) per element, built with cl_wrap + the prelude (included twice
+// out = gelu(in * w) + sigmoid(in) per element, rendered with the prelude (included twice
 // to check the guard), batched over 3 groups with the output-major argument order, and run with
 // one launch of global {n, 1, 3}. Each group's output is checked against the host.
 TEST(ClAbi, BatchedEntryRunsOnDevice) {
   Cl cl;
   if (!cl.open()) GTEST_SKIP() << "no OpenCL device";
   constexpr int kN = 37, kGroups = 3;
-  std::string src = cl_wrap(cl_prelude() + cl_prelude(), "gs", kParams,
-                            "  int i = get_global_id(0);\n"
-                            "  float4 v4 = opv_sigmoid((float4)(in0[i]));\n"
-                            "  out0[i] = opv_gelu(in0[i] * w[i]) + v4.x;\n");
-  std::string entry;
-  src = cl_batch_entry(src, "gs", kParams, kGroups, 1, &entry);
+  const BatchedKernel b = render_batched(scale_desc("gs", cl_prelude() + cl_prelude(),
+                                                   "  int i = get_global_id(0);\n"
+                                                   "  float4 v4 = opv_sigmoid((float4)(in0[i]));\n"
+                                                   "  out0[i] = opv_gelu(in0[i] * w[i]) + v4.x;\n"),
+                                        kGroups, 1);
+  const std::string& src = b.source;
+  const std::string& entry = b.entry;
   const char* text = src.c_str();
   cl_int err = 0;
   cl_program prog = clCreateProgramWithSource(cl.ctx, 1, &text, nullptr, &err);
@@ -186,28 +169,37 @@ TEST(ClAbi, BatchedEntryRunsOnDevice) {
   clReleaseProgram(prog);
 }
 
-// A work-group reduction through a cl_wrap local array, batched over 2 groups: the local array
+// A work-group reduction through a described local array, batched over 2 groups: the local array
 // is declared at kernel scope in both the plain and the batched entry and reaches the body as a
 // pointer; barrier() inside the switch is uniform per work-group.
 TEST(ClAbi, LocalArraysReachBodyAndBatchedEntry) {
-  const std::string params = "__global float* out0, __global const float* in0";
-  std::string src = cl_wrap(cl_prelude(), "red", params,
-                            "  const int l = get_local_id(0);\n"
-                            "  red[l] = in0[get_global_id(0)];\n"
-                            "  barrier(CLK_LOCAL_MEM_FENCE);\n"
-                            "  for (int s = 32; s > 0; s >>= 1) {\n"
-                            "    if (l < s) red[l] += red[l + s];\n"
-                            "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-                            "  }\n"
-                            "  if (l == 0) out0[get_group_id(0)] = red[0];\n",
-                            "__local float red[64]");
+  KernelDesc d;
+  d.family = "test";
+  d.generator = "tests/opencl/cl_abi_test.cpp";
+  d.entry = "red";
+  d.prelude = cl_prelude();
+  d.params = {global_param("out0", ParamAccess::Write), global_param("in0", ParamAccess::Read)};
+  d.locals = {{"float", "red", 64}};
+  d.body =
+      "  const int l = get_local_id(0);\n"
+      "  red[l] = in0[get_global_id(0)];\n"
+      "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+      "  for (int s = 32; s > 0; s >>= 1) {\n"
+      "    if (l < s) red[l] += red[l + s];\n"
+      "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+      "  }\n"
+      "  if (l == 0) out0[get_group_id(0)] = red[0];\n";
+  const BatchedKernel b = render_batched(d, 2, 1);
+  const std::string& src = b.source;
+  const std::string& entry = b.entry;
   EXPECT_NE(src.find("void red_body(__global float* out0, __global const float* in0, __local float* red)"),
             std::string::npos)
       << src;
   EXPECT_NE(src.find("  __local float red[64];\n  red_body(out0, in0, red);"), std::string::npos) << src;
-  EXPECT_THROW(cl_wrap("", "e", params, "", "float red[4]"), opv::Error);
-  std::string entry;
-  src = cl_batch_entry(src, "red", params, 2, 1, &entry);
+  EXPECT_NE(src.find("  __local float red[64];\n  switch (get_global_id(2)) {\n"
+                     "    case 0: red_body(out0_0, in0_0, red); break;\n"),
+            std::string::npos)
+      << src;
   Cl cl;
   if (!cl.open()) GTEST_SKIP() << "no OpenCL device";
   const char* text = src.c_str();

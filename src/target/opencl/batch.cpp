@@ -1,16 +1,17 @@
 /* Plan pass "batch": merges up to kMaxBatch (or plan meta "cl_batch_max") neighbouring, independent
  * calls of the same GPU kernel and launch geometry into one launch (the seed batches its
  * same-program head kernels in fours; wide GPUs take more per launch).
- *   1. Walk the call list; a run starts at a call whose kernel has a source made by cl_wrap()
- *      (attr "cl_params", `<entry>_body` in the source), is not batched already, and whose
+ *   1. Walk the call list; a run starts at a call whose kernel has a description (cl::describe:
+ *      its family derives it again from the plan, and it renders to exactly the kernel's source;
+ *      not for batched kernels or host fallbacks), one parameter per present argument, and whose
  *      launch uses at most two dimensions (global[2] in {0, 1}).
  *   2. The run grows with the following calls of the same kernel id and the same global/local
  *      geometry, while the new call shares no storage with any call already in the run (no
  *      buffer read by one and written by another, or written by both; after memory planning
  *      overlapping arena ranges count as shared), up to kMaxBatch calls.
  *   3. A run of n >= 2 calls becomes one call of kernel `<name>_x<n>` (made once per (kernel, n)):
- *      source = cl_batch_entry(source, entry, cl_params, n, n_outputs), entry `<entry>_x<n>`,
- *      attrs copied + "cl_batch" = n and "cl_params" = the batched parameter list.
+ *      source, entry `<entry>_x<n>` and "cl_params" from cl::render_batched(description, n,
+ *      n_outputs) (kernel_desc.h: the generated text is never parsed), attrs copied + "cl_batch" = n.
  *      Argument order (chosen here, documented in cl_abi.h): the backend binds a call's outputs
  *      then its inputs, so the batched call has outputs = [outputs of group 0, group 1, ...] and
  *      inputs = [inputs of group 0, group 1, ...] (absent inputs stay -1), and the batched
@@ -24,8 +25,10 @@
  */
 #include <algorithm>
 #include <map>
+#include <optional>
 
-#include "target/opencl/cl_abi.h"
+#include "target/opencl/codegen.h"
+#include "target/opencl/kernel_desc.h"
 #include "target/opencl/passes.h"
 
 namespace opv::plan {
@@ -40,6 +43,7 @@ struct Batcher {
   Plan& p;
   bool planned = false;
   std::map<std::pair<int, int>, int> batched_kernel;  // (kernel, n) -> batched kernel id
+  std::map<int, std::optional<cl::KernelDesc>> descs;  // kernel -> its description (from its first call)
 
   explicit Batcher(Plan& plan) : p(plan) {
     for (const Buffer& b : p.buffers) planned |= b.kind == BufferKind::Intermediate && b.offset >= 0;
@@ -73,27 +77,29 @@ struct Batcher {
     return n;
   }
 
-  bool batchable(const Call& c) const {
-    const Kernel& k = p.kernels[size_t(c.kernel)];
-    if (k.source.empty() || k.entry.empty() || !k.attrs.has("cl_params") || k.attrs.i("cl_batch", 0) > 0) return false;
+  const std::optional<cl::KernelDesc>& desc(const Call& c) {
+    auto it = descs.find(c.kernel);
+    if (it == descs.end()) it = descs.emplace(c.kernel, cl::describe(p, c)).first;
+    return it->second;
+  }
+
+  bool batchable(const Call& c) {
     if (c.global[0] <= 0 || c.global[2] > 1) return false;
     if (c.local[2] > 1) return false;
-    if (k.source.find(k.entry + "_body(") == std::string::npos) return false;
-    if (int(cl::parse_params(k.attrs.s("cl_params")).size()) != present_args(c)) return false;
-    return true;
+    const std::optional<cl::KernelDesc>& d = desc(c);
+    return d && int(d->params.size()) == present_args(c);
   }
 
   int kernel_for(int kid, int n, int n_outputs) {
     auto it = batched_kernel.find({kid, n});
     if (it != batched_kernel.end()) return it->second;
     Kernel k = p.kernels[size_t(kid)];
-    const std::string params = k.attrs.s("cl_params");
-    std::string entry;
-    k.source = cl::cl_batch_entry(k.source, k.entry, params, n, n_outputs, &entry);
-    k.entry = entry;
+    const cl::BatchedKernel b = cl::render_batched(*descs.at(kid), n, n_outputs);
+    k.source = b.source;
+    k.entry = b.entry;
     k.name += "_x" + std::to_string(n);
     k.attrs.set("cl_batch", int64_t(n));
-    k.attrs.set("cl_params", cl::cl_batch_params(params, n, n_outputs));
+    k.attrs.set("cl_params", b.params);
     int id = p.add_kernel(std::move(k));
     batched_kernel[{kid, n}] = id;
     return id;

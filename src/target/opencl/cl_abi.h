@@ -1,7 +1,8 @@
 // The contract between the OpenCL code generator (src/target/opencl, compile time) and the OpenCL
 // backend (src/backend/opencl, run time). Everything a plan for target "opencl" means is written
-// down here; the code declared below (parameter parsing, cl_wrap, the batched entry, the prelude)
-// is the generator's and is linked into the compiler only. The backend needs none of it: it binds
+// down here; the generator writes kernels as descriptions rendered by kernel_desc.h (the program
+// forms below, the batched entry) and shares the prelude declared here; that code is linked into
+// the compiler only. The backend needs none of it: it binds
 // arguments by the rule below and takes the image geometry from plan/image_geometry.h.
 //
 // Buffers
@@ -33,9 +34,12 @@
 //                      (the runtime picks). Bodies use only get_global_id(0..1); dimension 2 is
 //                      reserved for batching (plan pass "batch").
 //   Batching form      every generated kernel is `void <entry>_body(<params>) {...}` plus
-//                      `__kernel void <entry>(<params>) { <entry>_body(<names>); }`; Kernel attrs
-//                      "cl_params" hold <params> verbatim, so a pass can emit an entry that takes
-//                      N argument groups and dispatches on get_global_id(2) (see cl_wrap()).
+//                      `__kernel void <entry>(<params>) { <entry>_body(<names>); }` (render() of
+//                      kernel_desc.h); work-group local arrays are declared by each entry and
+//                      passed to the body as pointers. Plan pass "batch" adds an entry that
+//                      takes N argument groups and dispatches on get_global_id(2)
+//                      (render_batched()). Kernel attr "cl_params" records the entry's
+//                      parameter list (informational: no pass parses it).
 //   Plan meta          "cl_replay" = 1: enqueue the whole plan without host synchronisation and
 //                      wait once per inference (plan pass "replay"); absent or 0: the backend
 //                      waits after every call (the unoptimised baseline the report measures).
@@ -49,35 +53,6 @@
 #include "plan/plan.h"
 
 namespace opv::plan::cl {
-
-// One parameter of a kernel's entry, split into its declaration and its name.
-struct Param {
-  std::string decl;  // e.g. "__global const float* w"
-  std::string name;  // e.g. "w"
-};
-std::vector<Param> parse_params(const std::string& params);
-
-// Emits `void <entry>_body(<params>) { <body> }` and the one-group entry that calls it.
-// `prelude` (helpers, #defines) goes first. The result is a complete program.
-// `locals` (optional): work-group local arrays, "__local float red[256]; __local float4 t[64]";
-// OpenCL C allows them only at kernel scope, so every entry (also batched ones) declares them and
-// passes them to the body as pointers ("__local float* red"). The body may use barrier(); the
-// batch form keeps that legal since all work-items of a work-group share get_global_id(2).
-std::string cl_wrap(const std::string& prelude, const std::string& entry, const std::string& params,
-                    const std::string& body, const std::string& locals = "");
-// A program whose entry `<entry>_x<n>` takes n argument groups (names suffixed _0.._n-1) and runs
-// group get_global_id(2). `source` must have come from cl_wrap() with the same entry/params.
-std::string cl_batch_entry(const std::string& source, const std::string& entry, const std::string& params,
-                           int n, std::string* batched_entry);
-// The same with the parameter order a batched Call needs (its arguments are still "outputs, then
-// inputs"): the first `n_outputs` parameters (the outputs) of groups 0..n-1, then the remaining
-// parameters (the inputs) of groups 0..n-1. The overload above is n_outputs = 0 (group-major).
-// Plan pass "batch" uses this form: batched Call.outputs = outputs of group 0, 1, ..; Call.inputs
-// = inputs of group 0, 1, .. (absent inputs stay -1 and are skipped as usual).
-std::string cl_batch_entry(const std::string& source, const std::string& entry, const std::string& params,
-                           int n, int n_outputs, std::string* batched_entry);
-// The parameter list of that batched entry (kept in the batched kernel's "cl_params").
-std::string cl_batch_params(const std::string& params, int n, int n_outputs);
 
 // Common prelude: the sampler, GELU/sigmoid helpers, half load/store macros.
 const std::string& cl_prelude();

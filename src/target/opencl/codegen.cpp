@@ -338,6 +338,17 @@ void emit(const Family& f, const Plan& p, Call& c, Kernel& k) {
   c.local = d.local;
 }
 
+std::optional<KernelDesc> describe(const Plan& p, const Call& c) {
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  if (k.source.empty() || k.attrs.i("cl_batch", 0) > 0) return std::nullopt;
+  const Family* f = family_named(k.attrs.s("cl_family"));
+  if (!f || !f->supports(p, c)) return std::nullopt;
+  Kernel scratch = k;
+  KernelDesc d = f->generate(p, c, scratch);
+  if (d.entry != k.entry || render(d) != k.source) return std::nullopt;
+  return d;
+}
+
 bool codegen(Plan& p) {
   OPV_CHECK(p.target == "opencl", "codegen: plan targets '", p.target, "', not opencl");
   std::vector<Kernel> kernels;

@@ -9,6 +9,7 @@
 // broadcasting, concat, cast, copies on Linear buffers), input_pack.cpp (uint8 camera inputs ->
 // normalised image in one launch; created by plan pass "input-pack").
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ bool codegen(Plan& p);
 // Family f describes call `c` (f.supports(p, c) must hold); the description is rendered into k
 // (source, entry, attrs "cl_family" and "cl_params") and its launch geometry into c.
 void emit(const Family& f, const Plan& p, Call& c, Kernel& k);
+// The description of call c's kernel, derived again by the family that made it (kernel attr
+// "cl_family"), for passes that transform kernels (plan pass "batch"). nullopt when the kernel
+// is a host fallback or batched, its family is unknown or no longer supports the call, or the
+// description does not render to exactly the kernel's source and entry (the kernel was changed
+// after codegen: its description is not known).
+std::optional<KernelDesc> describe(const Plan& p, const Call& c);
 // Regenerates the kernel of one call in place (gives the call its own kernel first when the
 // kernel is shared). Used by passes that change a call's buffers (weight-pack, input-pack).
 void regenerate(Plan& p, int call);

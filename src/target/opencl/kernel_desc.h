@@ -5,8 +5,9 @@
 //   * image-in-buffer storage (plan meta "cl_image_storage" = "buffer") is a parameter's storage
 //     (ParamStorage::ImageInBuffer): its declaration, its image accesses (read_image/write_image
 //     below) and the helpers and geometry #defines render() emits follow from it;
-//   * the ABI form of cl_abi.h (`<entry>_body` plus a one-group `__kernel <entry>`) and the
-//     kernel-scope declaration of locals are render()'s;
+//   * the ABI form of cl_abi.h (`<entry>_body` plus a one-group `__kernel <entry>`), the batched
+//     entry of plan pass "batch" (render_batched) and the kernel-scope declaration of locals in
+//     both are the renderer's;
 //   * every rendered kernel opens with a "generated" line naming its family and generator file.
 #pragma once
 #include <array>
@@ -86,5 +87,17 @@ KernelDesc describe_call(const Plan& p, const Call& c, const std::string& family
 // geometry when a parameter needs them, `void <entry>_body(<params>, <locals as pointers>)` and
 // `__kernel void <entry>(<params>)`, which declares the locals and calls the body.
 std::string render(const KernelDesc& d);
+
+// The batching form of cl_abi.h for n >= 2 argument groups: render(d) followed by
+// `__kernel void <entry>_x<n>(<params>)` that declares the locals and runs group
+// get_global_id(2) through <entry>_body. Its parameters are the first `n_outputs` parameters of
+// groups 0..n-1, then the remaining ones of groups 0..n-1, each named <name>_<group> (the order
+// in which the backend binds a batched call's outputs, then its inputs).
+struct BatchedKernel {
+  std::string source;
+  std::string entry;   // <entry>_x<n>
+  std::string params;  // the batched entry's parameter list (kernel attr "cl_params")
+};
+BatchedKernel render_batched(const KernelDesc& d, int n, int n_outputs);
 
 }  // namespace opv::plan::cl

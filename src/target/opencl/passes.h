@@ -19,7 +19,7 @@ bool weight_pack(Plan& p);
 bool fp16_math(Plan& p);
 
 // "batch": up to kMaxBatch independent calls of the same kernel and launch geometry, adjacent
-// after level scheduling, merged into one launch (cl_batch_entry); GPU kernels only.
+// after level scheduling, merged into one launch (render_batched of kernel_desc.h); GPU kernels only.
 // Plan meta "cl_batch_max" overrides the default (compile --cl-batch), up to kMaxBatchLimit.
 constexpr int kMaxBatch = 4;
 constexpr int kMaxBatchLimit = 64;

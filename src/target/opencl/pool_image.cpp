@@ -3,10 +3,9 @@
 //   1. Global pooling (GlobalAveragePool, ReduceMean over {2,3} with keepdims, GlobalMaxPool):
 //      one work-item per output texel (cb, n) of the [N,C,1,1] output; it walks the H*W texels
 //      of its channel block with 4 independent fp32 accumulators (w unrolled by 4 when W % 4 ==
-//      0), combines them and scales by 1/(H*W). A work-group tree reduction in local memory is
-//      not possible in the cl_wrap form: OpenCL C allows __local variables only at kernel-function
-//      scope, and the body is a plain function (batching form of cl_abi.h); the serial walk is
-//      what the fixture's 4x8 SE map needs anyway.
+//      0), combines them and scales by 1/(H*W). No work-group tree reduction in local memory
+//      (KernelDesc locals would allow one): the serial walk is what the fixture's 4x8 SE map
+//      needs.
 //   2. MaxPool / AveragePool kxk (strides, pads, dilations, count_include_pad): one work-item per
 //      output texel; every tap is read unconditionally, invalid coordinates are pushed to -1
 //      (outside the image: the zero border) with select(); max pool replaces invalid taps by
