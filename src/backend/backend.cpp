@@ -1,9 +1,74 @@
-// The one check of the tensors a run binds (backend.h: RunSignature, check_bound).
+// What every backend shares (backend.h): the supports query's driver and defaults, the id
+// checks every load needs, and the one check of the tensors a run binds (RunSignature).
 #include "backend/backend.h"
+
+#include <algorithm>
 
 #include "core/error.h"
 
 namespace opv::backend {
+
+namespace {
+std::string call_name(const plan::Plan& p, size_t ci) {
+  return "call " + std::to_string(ci) + " (" + p.calls[ci].label + ")";
+}
+}  // namespace
+
+std::string layout_list(const std::vector<plan::Layout>& layouts) {
+  std::string r;
+  for (plan::Layout l : layouts) r += (r.empty() ? "" : ", ") + std::string(plan::layout_name(l));
+  return r;
+}
+
+Support Backend::supports_buffer(const plan::Plan& plan, int buffer) const {
+  const plan::Buffer& b = plan.buffers[size_t(buffer)];
+  const Caps c = caps();
+  if (std::find(c.layouts.begin(), c.layouts.end(), b.layout) != c.layouts.end()) return Support::yes();
+  return Support::no(detail::concat("buffer ", buffer, " '", b.name, "' has layout ", plan::layout_name(b.layout),
+                                    "; the ", name(), " backend stores only ", layout_list(c.layouts)));
+}
+
+Support Backend::supports_call(const plan::Plan& plan, int call) const {
+  (void)plan;
+  (void)call;
+  return Support::yes();
+}
+
+void check_plan_ids(const plan::Plan& plan, const std::string& who) {
+  const int nb = int(plan.buffers.size());
+  for (size_t ci = 0; ci < plan.calls.size(); ++ci) {
+    const plan::Call& c = plan.calls[ci];
+    OPV_CHECK(c.kernel >= 0 && c.kernel < int(plan.kernels.size()), who, ": ", call_name(plan, ci), " uses kernel ",
+              c.kernel, " of ", plan.kernels.size());
+    for (int b : c.inputs)
+      OPV_CHECK(b >= -1 && b < nb, who, ": ", call_name(plan, ci), " reads buffer ", b, " of ", nb);
+    for (int b : c.outputs) {
+      OPV_CHECK(b >= 0 && b < nb, who, ": ", call_name(plan, ci), " writes buffer ", b, " of ", nb);
+      const plan::BufferKind k = plan.buffers[size_t(b)].kind;
+      OPV_CHECK(k != plan::BufferKind::Input && k != plan::BufferKind::Constant, who, ": ", call_name(plan, ci),
+                " writes ", plan::buffer_kind_name(k), " buffer '", plan.buffers[size_t(b)].name, "'");
+    }
+  }
+  for (int b : plan.inputs)
+    OPV_CHECK(b >= 0 && b < nb && plan.buffers[size_t(b)].kind == plan::BufferKind::Input, who, ": plan input ", b,
+              " is not an Input buffer");
+  for (int b : plan.outputs) OPV_CHECK(b >= 0 && b < nb, who, ": plan output ", b, " out of range");
+}
+
+Support supports(const Backend& be, const plan::Plan& plan) {
+  if (plan.target != be.name())
+    return Support::no(detail::concat("plan was lowered for target '", plan.target, "', not '", be.name(), "'"));
+  check_plan_ids(plan, be.name() + " backend");
+  for (int b = 0; b < int(plan.buffers.size()); ++b)
+    if (Support s = be.supports_buffer(plan, b); !s) return s;
+  for (int ci = 0; ci < int(plan.calls.size()); ++ci)
+    if (Support s = be.supports_call(plan, ci); !s) return s;
+  return Support::yes();
+}
+
+void require_support(const Backend& be, const plan::Plan& plan) {
+  if (Support s = supports(be, plan); !s) fail(be.name(), " backend: ", s.why);
+}
 
 RunSignature RunSignature::of(const plan::Plan& plan) {
   RunSignature s;

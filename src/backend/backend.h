@@ -16,6 +16,28 @@ struct Options {
   int threads = 0;         // CPU threads (0 = backend default)
   std::string device;      // device selector for GPU backends
   bool spin_wait = false;  // GPU backends: wait for an inference's end by polling (one busy core)
+  // OpenCL (CLI: --cl-command-buffer, --cl-qcom-recording, --cl-cache; formerly the environment
+  // switches OPV_CL_COMMAND_BUFFER, OPV_CL_QCOM_RECORDING, OPV_CL_CACHE, which are no longer read).
+  bool cl_command_buffer = true;  // replay plans: record into a cl_khr_command_buffer where usable
+  bool cl_qcom_recording = true;  // ... else into a cl_qcom_recordable_queues recording
+  bool cl_disk_cache = true;      // keep built program binaries in the on-disk cache
+};
+
+// What a backend offers, stated before any load (ggml's backend caps).
+// A backend runs plans whose target is its name().
+struct Caps {
+  std::vector<plan::Layout> layouts;  // buffer layouts it can store
+  bool per_call_times = false;        // set_profiling(true) yields call_times_ms()
+  std::string device;                 // what it runs on: "host", or the OpenCL "platform / device"
+};
+
+// The answer of a supports query: ok, or why not (naming the buffer or call).
+struct Support {
+  bool ok = true;
+  std::string why;
+  explicit operator bool() const { return ok; }
+  static Support yes() { return {}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
 };
 
 // Error bounds against the reference backend (see DESIGN.md "Numerics and checks").
@@ -29,8 +51,15 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual Tolerance tolerance() const = 0;
-  // Prepares everything a run needs. Throws opv::Error if the plan targets another backend or
-  // uses a kernel this backend does not implement (naming the call).
+  virtual Caps caps() const = 0;
+  // ggml's supports_op, per buffer and per call of a plan whose ids are in range (check_plan_ids).
+  // The default buffer query accepts the layouts of caps(); the default call query accepts every
+  // call (reference kernels run any op). Device limits count: an opencl image too large for the
+  // device is refused here. May throw opv::Error when the device itself cannot be found.
+  virtual Support supports_buffer(const plan::Plan& plan, int buffer) const;
+  virtual Support supports_call(const plan::Plan& plan, int call) const;
+  // Prepares everything a run needs. Starts with require_support(*this, plan), so a plan the
+  // backend cannot run fails with the query's reason before anything is built.
   virtual void load(const plan::Plan& plan) = 0;
   // One inference. inputs/outputs follow plan.inputs/plan.outputs order, allocated by the caller.
   // runtime::Session is the one place that checks a caller's inputs (names, dtypes, shapes);
@@ -62,6 +91,18 @@ void check_bound(const plan::Buffer& spec, const Tensor* t, const char* role);
 // the fp16 bound (1e-2) when the model itself computes in fp16 (plan.meta "precision" = "f16"),
 // since then even the reference output carries fp16 rounding.
 Tolerance tolerance_for(const Backend& b, const plan::Plan& plan);
+
+// Whether `b` can run `plan`: the plan's target, then every buffer, then every call; the first
+// refusal. Throws opv::Error for a structurally broken plan (check_plan_ids).
+Support supports(const Backend& b, const plan::Plan& plan);
+// Throws opv::Error "<backend> backend: <why>" unless supports(b, plan).
+void require_support(const Backend& b, const plan::Plan& plan);
+// The ids every backend indexes by: call kernels and buffers in range, calls never write Input or
+// Constant buffers, plan.inputs are Input buffers, plan.outputs in range. plan::validate checks
+// these and more; this is the part a backend cannot load without. Errors name `who` and the call.
+void check_plan_ids(const plan::Plan& plan, const std::string& who);
+// "linear, nhwc"
+std::string layout_list(const std::vector<plan::Layout>& layouts);
 
 // Backend names known to this build ("reference", "cpu", ...).
 std::vector<std::string> available();

@@ -9,6 +9,9 @@ namespace opv::runtime {
 
 Session::Session(plan::Plan plan, const backend::Options& opts) : plan_(std::move(plan)) {
   backend_ = backend::create(plan_.target, opts);
+  // Ask before loading (the backend's caps query): a plan the backend cannot run is refused with
+  // its reason, naming the buffer or call, before anything is built or allocated.
+  backend::require_support(*backend_, plan_);
   backend_->load(plan_);
   sig_ = backend::RunSignature::of(plan_);
   for (const plan::Buffer& b : sig_.outputs) outputs_.emplace_back(b.name, Tensor(b.dtype, b.shape));

@@ -16,6 +16,8 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 class Session {
  public:
+  // Creates the plan's backend, asks it whether it supports the plan (backend::require_support:
+  // opv::Error "<backend> backend: <why>" if not), then loads it.
   Session(plan::Plan plan, const backend::Options& opts = {});
   static Session open(const std::string& artifact_path, const backend::Options& opts = {});
 

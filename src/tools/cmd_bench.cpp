@@ -63,6 +63,7 @@ int cmd_bench(int argc, char** argv) {
       .option("--iters", "N", "timed runs", "50")
       .option("--seed", "S", "seed of the random inputs", "0")
       .flag("--json", "print one JSON object instead of text");
+  opencl_options(p);
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   const int64_t warmup = a.get_int("--warmup", 10, 0, kMaxIters), iters = a.get_int("--iters", 50, 1, kMaxIters);

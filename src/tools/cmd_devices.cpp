@@ -39,6 +39,12 @@ int cmd_devices(int argc, char** argv) {
     if (a.has("--extensions"))
       for (const std::string& e : d.extensions) std::printf("        %s\n", e.c_str());
   }
+  // What each backend offers (its caps query; opencl: on the default device).
+  for (const std::string& name : backend::available()) {
+    const backend::Caps c = backend::create(name)->caps();
+    std::printf("backend %s: layouts %s; per-call times %s; runs on %s\n", name.c_str(),
+                backend::layout_list(c.layouts).c_str(), c.per_call_times ? "yes" : "no", c.device.c_str());
+  }
   return kExitOk;
 }
 

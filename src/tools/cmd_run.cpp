@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "backend/opencl/opencl_backend.h"
 #include "tools/common.h"
 #include "tools/npy.h"
 #include "tools/qcom_session.h"
@@ -40,6 +41,7 @@ int cmd_run(int argc, char** argv) {
       .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices'); --backend qcom: sim or kgsl (default: kgsl when /dev/kgsl-3d0 exists, else the simulated a630)")
       .option("--model", "MODEL.onnx", "--backend qcom: the ONNX model holding the capture's weights (default: found by name next to the capture)")
       .flag("--spin", "opencl: wait for each inference's end by polling its completion (lower latency, one busy CPU core)");
+  opencl_options(p);
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
 
@@ -63,6 +65,12 @@ int cmd_run(int argc, char** argv) {
   const runtime::NamedTensors& outputs = session.run(inputs);
   double t1 = now_ms();
   std::fprintf(stderr, "[run] %s on %s: %.3f ms\n", model.c_str(), session.plan().target.c_str(), t1 - t0);
+  if (const backend::OpenCLLoadInfo* cl = backend::opencl_load_info(session.backend()))
+    std::fprintf(stderr, "[run] opencl device %s: calls %s\n", cl->device.c_str(),
+                 cl->command_buffer   ? "replayed from a command buffer"
+                 : cl->qcom_recording ? "replayed from a qcom recording"
+                 : cl->replay         ? "enqueued without host synchronisation"
+                                      : "enqueued, the host waiting after each");
   for (const auto& [name, t] : outputs) print_summary(name, t);
   if (a.has("--output")) {
     write_npz(a.get("--output"), outputs);

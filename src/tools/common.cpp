@@ -64,11 +64,36 @@ plan::Plan load_model(const std::string& path, const std::string& backend) {
   return compile_onnx(path, opts);
 }
 
+ArgParser& opencl_options(ArgParser& p) {
+  return p
+      .option("--cl-command-buffer", "on|off",
+              "opencl, replay plans: record the calls once into a cl_khr_command_buffer where the device has a "
+              "compatible one (replaces the environment switch OPV_CL_COMMAND_BUFFER=0, no longer read)", "on")
+      .option("--cl-qcom-recording", "on|off",
+              "opencl, replay plans without a command buffer: record into a cl_qcom_recordable_queues recording "
+              "(Adreno; replaces OPV_CL_QCOM_RECORDING=0, no longer read)", "on")
+      .option("--cl-cache", "on|off",
+              "opencl: keep built kernel binaries in the disk cache ($OPV_CACHE_DIR, else "
+              "$XDG_CACHE_HOME/opvision/cl, else ~/.cache/opvision/cl; replaces OPV_CL_CACHE=0, no longer read)",
+              "on");
+}
+
+namespace {
+bool on_off(const Args& a, const std::string& name) {
+  const std::string v = a.get(name, "on");
+  if (v != "on" && v != "off") throw UsageError(name + " must be on or off, not '" + v + "'");
+  return v == "on";
+}
+}  // namespace
+
 backend::Options backend_options(const Args& a) {
   backend::Options o;
   o.threads = int(a.get_int("--threads", 0, 0, kMaxThreads));
   o.device = a.get("--device", "");
   o.spin_wait = a.has("--spin");
+  o.cl_command_buffer = on_off(a, "--cl-command-buffer");
+  o.cl_qcom_recording = on_off(a, "--cl-qcom-recording");
+  o.cl_disk_cache = on_off(a, "--cl-cache");
   return o;
 }
 

@@ -46,7 +46,11 @@ bool is_artifact_path(const std::string& path);
 // target must equal `backend` when that is given.
 plan::Plan load_model(const std::string& path, const std::string& backend);
 
-// Backend options from --threads and --device (absent: backend default).
+// Declares the OpenCL backend options (--cl-command-buffer, --cl-qcom-recording, --cl-cache) that
+// backend_options() reads; for the commands that run a model.
+ArgParser& opencl_options(ArgParser& p);
+// Backend options from --threads, --device, --spin and the --cl-* options (absent: backend
+// default). A --cl-* value other than on/off is a UsageError.
 backend::Options backend_options(const Args& a);
 
 // Model inputs for `session` from --inputs NPZ (keys = input names; other keys are ignored),

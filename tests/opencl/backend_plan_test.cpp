@@ -4,6 +4,7 @@
 // profiling; bad plans. Every test skips when no OpenCL device exists.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 
@@ -12,6 +13,7 @@
 #include "backend/opencl/opencl_backend.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "runtime/session.h"
 #include "test_util.h"
 
 namespace opv::backend {
@@ -33,13 +35,9 @@ class OpenCLPlan : public ::testing::Test {
   void SetUp() override {
     if (!have_device()) GTEST_SKIP() << "no OpenCL device found";
     setenv("OPV_CACHE_DIR", test::temp_dir().c_str(), 1);
-    unsetenv("OPV_CL_COMMAND_BUFFER");
     dev_ = cl::select_device("");
   }
-  void TearDown() override {
-    unsetenv("OPV_CACHE_DIR");
-    unsetenv("OPV_CL_COMMAND_BUFFER");
-  }
+  void TearDown() override { unsetenv("OPV_CACHE_DIR"); }
   cl::DeviceInfo dev_;
 };
 
@@ -88,9 +86,10 @@ struct Ran {
   std::vector<Tensor> outputs;
 };
 
-Ran run_plan(const plan::Plan& p, const std::vector<Tensor>& inputs, bool profiling = false) {
+Ran run_plan(const plan::Plan& p, const std::vector<Tensor>& inputs, bool profiling = false,
+             const Options& opts = {}) {
   Ran r;
-  r.backend = create("opencl");
+  r.backend = create("opencl", opts);
   if (profiling) r.backend->set_profiling(true);
   r.backend->load(p);
   std::vector<const Tensor*> ins;
@@ -259,10 +258,15 @@ TEST_F(OpenCLPlan, ReplayCommandBufferAndPlainAreBitIdentical) {
     EXPECT_TRUE(info->command_buffer) << "PoCL's cl_khr_command_buffer 0.9.0 should be used";
   }
   std::printf("device %s: command buffer %s\n", info->device.c_str(), info->command_buffer ? "used" : "not used");
-  setenv("OPV_CL_COMMAND_BUFFER", "0", 1);
-  Ran no_cb = run_plan(image_chain_plan(DType::F16, true), {x});
-  unsetenv("OPV_CL_COMMAND_BUFFER");
+  Options no_cb_opts;
+  no_cb_opts.cl_command_buffer = false;  // --cl-command-buffer off
+  Ran no_cb = run_plan(image_chain_plan(DType::F16, true), {x}, false, no_cb_opts);
   EXPECT_FALSE(opencl_load_info(*no_cb.backend)->command_buffer);
+  // The former environment switch is no longer read: only the option decides.
+  setenv("OPV_CL_COMMAND_BUFFER", "0", 1);
+  Ran env_set = run_plan(image_chain_plan(DType::F16, true), {x});
+  unsetenv("OPV_CL_COMMAND_BUFFER");
+  EXPECT_EQ(opencl_load_info(*env_set.backend)->command_buffer, info->command_buffer);
   EXPECT_TRUE(bit_equal(plain.outputs[0], replay.outputs[0]));
   EXPECT_TRUE(bit_equal(plain.outputs[0], no_cb.outputs[0]));
   expect_close(replay.outputs[0], image_chain_expected(x, DType::F16), kHalfImageTol);
@@ -435,6 +439,49 @@ TEST_F(OpenCLPlan, BadPlansGiveErrors) {
     be->load(image_chain_plan(DType::F16, false));
     Tensor wrong(DType::F32, {1, 6, 3, 4});
     EXPECT_NE(error_of([&] { be->run({&wrong}, {&y}); }).find("input 'x' must be f32[1,6,3,5]"), std::string::npos);
+  }
+}
+
+// The caps query (backend.h): the device's image limits and the host-fallback rule answer before
+// load, naming the buffer or call; Session refuses with that answer and nothing is loaded.
+TEST_F(OpenCLPlan, CapsQueryAnswersBeforeLoad) {
+  auto be = create("opencl");
+  const Caps caps = be->caps();
+  EXPECT_EQ(caps.device, dev_.platform_name + " / " + dev_.name);
+  EXPECT_EQ(std::count(caps.layouts.begin(), caps.layouts.end(), Layout::ImageRGBA), 1);
+  EXPECT_TRUE(caps.per_call_times);
+  EXPECT_TRUE(supports(*be, image_chain_plan(DType::F16, true)));
+  if (dev_.image_support) {
+    PlanBuilder b;
+    const Shape big{1, 4, 1, dev_.image2d_max_width + 1};
+    const int x = b.buffer("x", DType::F32, big, Layout::Linear, BufferKind::Input);
+    const int img = b.buffer("too_big_img", DType::F16, big, Layout::ImageRGBA, BufferKind::Intermediate);
+    b.call(b.kernel("to_img", kImageSource, "to_img", kImageOptions), {img}, {x}, {1, 1, 0});
+    const Support s = supports(*be, b.p);
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.why.find("image buffer 'too_big_img'"), std::string::npos) << s.why;
+    EXPECT_NE(s.why.find("CL_DEVICE_IMAGE2D_MAX_WIDTH"), std::string::npos) << s.why;
+    EXPECT_FALSE(be->supports_buffer(b.p, img));
+    EXPECT_TRUE(be->supports_buffer(b.p, x));
+    EXPECT_EQ(opencl_load_info(*be), nullptr) << "asking loads nothing";
+    EXPECT_EQ(error_of([&] { runtime::Session session(b.p); }), "opencl backend: " + s.why);
+    // Stored as buffers of the image texel layout (cl_image_storage = buffer), no limit applies.
+    b.p.meta.set("cl_image_storage", std::string("buffer"));
+    EXPECT_TRUE(supports(*be, b.p)) << supports(*be, b.p).why;
+  }
+  {  // a host-fallback call touching an image: the call is named
+    plan::Plan p = image_chain_plan(DType::F16, false);
+    plan::Kernel relu;
+    relu.name = "relu_host";
+    relu.op = OpKind::Relu;
+    p.kernels.push_back(relu);
+    p.calls[2].kernel = int(p.kernels.size()) - 1;
+    p.calls[2].label = "the_relu_node";
+    EXPECT_FALSE(be->supports_call(p, 2));
+    EXPECT_TRUE(be->supports_call(p, 0));
+    const Support s = supports(*be, p);
+    EXPECT_NE(s.why.find("call 2 (the_relu_node)"), std::string::npos) << s.why;
+    EXPECT_NE(s.why.find("host fallback needs linear buffers"), std::string::npos) << s.why;
   }
 }
 

@@ -4,12 +4,14 @@ each optional pass switched off, generated models, the artifact checks of DESIGN
 and reloads bit-identical), what the passes do to the fixture's plan (dedupe removes the
 duplicated head, batch merges launches, input-pack leaves one input call), and `inspect`'s
 texture-read counts."""
+import os
 import re
+import subprocess
 
 import numpy as np
 import pytest
 
-from opv_util import assert_verify_ok, describe, load_npz, ort_run
+from opv_util import assert_error, assert_verify_ok, describe, load_npz, ort_run
 
 OPTIONAL_PASSES = ["layout-image", "input-pack", "weight-pack", "dedupe", "level-schedule", "batch", "replay"]
 
@@ -175,3 +177,48 @@ def test_compile_rejects_bad_opencl_options(cli, fixture_paths, tmp_path, args, 
     p = cli.run("compile", fixture_paths[0], "-o", tmp_path / "x.opv", "--target", "opencl", *args)
     assert p.returncode == 2, describe(p)
     assert needle in p.stderr, p.stderr
+
+
+# ------------------------------------------- backend options (formerly environment switches)
+def test_opencl_options_are_flags(ocl, fixture_opv, tmp_path):
+    """OPV_CL_COMMAND_BUFFER, OPV_CL_QCOM_RECORDING and OPV_CL_CACHE are no longer read: the
+    behaviour they switched is chosen by --cl-command-buffer, --cl-qcom-recording and --cl-cache
+    on run/bench/verify/demo, listed in --help; a value other than on/off is a usage error."""
+    for cmd in ("run", "bench", "verify", "demo"):
+        p = ocl.run(cmd, "--help")
+        assert p.returncode == 0, describe(p)
+        for flag in ("--cl-command-buffer on|off", "--cl-qcom-recording on|off", "--cl-cache on|off"):
+            assert flag in p.stdout, (cmd, flag, p.stdout)
+    assert_error(ocl.run("run", fixture_opv, "--cl-command-buffer", "maybe"), "--cl-command-buffer must be on or off")
+    assert_error(ocl.run("bench", fixture_opv, "--cl-cache", "0"), "--cl-cache must be on or off")
+
+    def run_line(*args, env=None):
+        p = subprocess.run([ocl.path, "run", str(fixture_opv), "--backend", "opencl", *args], capture_output=True,
+                           text=True, timeout=600, env=env)
+        assert p.returncode == 0, describe(p)
+        m = re.search(r"^\[run\] opencl device .*: calls (.*)$", p.stderr, re.M)
+        assert m, p.stderr
+        return m.group(1)
+
+    # The fixture compiles to a replay plan: without recordings its calls are enqueued in one go.
+    assert run_line("--cl-command-buffer", "off", "--cl-qcom-recording", "off") == \
+        "enqueued without host synchronisation"
+    default = run_line()
+    assert run_line(env=dict(os.environ, OPV_CL_COMMAND_BUFFER="0", OPV_CL_QCOM_RECORDING="0")) == default
+
+    # The program disk cache: off writes nothing, on fills the directory.
+    for mode in ("off", "on"):
+        cache = tmp_path / f"cache_{mode}"
+        env = dict(os.environ, OPV_CACHE_DIR=str(cache), OPV_CL_CACHE="1")
+        run_line("--cl-cache", mode, env=env)
+        files = list(cache.glob("*")) if cache.exists() else []
+        assert bool(files) == (mode == "on"), (mode, files)
+
+
+def test_devices_lists_backend_caps(ocl):
+    p = ocl.run("devices")
+    assert p.returncode == 0, describe(p)
+    assert "backend reference: layouts linear; per-call times yes; runs on host" in p.stdout, p.stdout
+    assert "backend cpu: layouts linear, nhwc; per-call times yes; runs on host" in p.stdout, p.stdout
+    assert re.search(r"^backend opencl: layouts linear, nhwc, packed, image_rgba; per-call times yes; runs on .+ / .+$",
+                     p.stdout, re.M), p.stdout

@@ -83,9 +83,20 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   Tolerance tolerance() const override { return {1e-4, 1e-4}; }
+  Caps caps() const override {
+    return {{plan::Layout::Linear, plan::Layout::NHWC}, /*per_call_times=*/true, "host"};
+  }
+  // Inputs are copied in row-major: an NHWC input only where its channels are trivial.
+  Support supports_buffer(const plan::Plan& p, int buffer) const override {
+    if (Support s = Backend::supports_buffer(p, buffer); !s) return s;
+    const plan::Buffer& b = p.buffers[size_t(buffer)];
+    if (b.kind == plan::BufferKind::Input && b.layout != plan::Layout::Linear && !plan::channels_trivial(b.shape))
+      return Support::no(detail::concat("input buffer '", b.name, "' must have linear layout"));
+    return Support::yes();
+  }
 
   void load(const plan::Plan& p) override {
-    OPV_CHECK(p.target == "cpu", "cpu backend: plan was lowered for target '", p.target, "', not 'cpu'");
+    require_support(*this, p);  // target, ids, layouts (calls: every op, reference as fallback)
     ThreadScope ts(threads_);
     steps_.clear();
     step_call_.clear();
@@ -111,8 +122,6 @@ class CpuBackend final : public Backend {
       v.kind = b.kind;
       v.bytes = b.bytes;
       const int64_t need = numel(b.shape) * int64_t(dtype_size(b.dtype));
-      OPV_CHECK(b.layout == plan::Layout::Linear || b.layout == plan::Layout::NHWC, "cpu backend: buffer '",
-                b.name, "' has layout ", plan::layout_name(b.layout), ", which the cpu backend does not support");
       OPV_CHECK(b.bytes >= need, "cpu backend: buffer '", b.name, "' holds ", b.bytes, " bytes, needs ", need);
       switch (b.kind) {
         case plan::BufferKind::Constant:
@@ -134,19 +143,6 @@ class CpuBackend final : public Backend {
           v.ptr = owned_.back().get();
           break;
       }
-    }
-    for (int id : in_ids_)
-      OPV_CHECK(p.buffers.at(size_t(id)).layout == plan::Layout::Linear || plan::channels_trivial(p.buffers[size_t(id)].shape),
-                "cpu backend: input buffer '", p.buffers[size_t(id)].name, "' must have linear layout");
-
-    for (const plan::Call& call : p.calls) {
-      OPV_CHECK(call.kernel >= 0 && size_t(call.kernel) < p.kernels.size(), "cpu backend: call '", call.label,
-                "' names kernel ", call.kernel, " of ", p.kernels.size());
-      for (int id : call.inputs)
-        OPV_CHECK(id < 0 || size_t(id) < views_.size(), "cpu backend: call '", call.label, "' reads buffer ", id, " of ",
-                  views_.size());
-      for (int id : call.outputs)
-        OPV_CHECK(id >= 0 && size_t(id) < views_.size(), "cpu backend: call '", call.label, "' writes buffer ", id);
     }
     const FuseInfo fuse(p);
     for (size_t ci = 0; ci < p.calls.size(); ++ci) {

@@ -450,8 +450,6 @@ void clear_memory_cache() {
 }
 
 std::string cache_dir() {
-  const char* off = std::getenv("OPV_CL_CACHE");
-  if (off && std::string(off) == "0") return "";
   if (const char* d = std::getenv("OPV_CACHE_DIR"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/opvision/cl";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/opvision/cl";
@@ -469,7 +467,7 @@ std::string cache_path(const DeviceInfo& dev, const std::string& source, const s
 }
 
 Program build_program(const DeviceInfo& dev, const std::string& source, const std::string& options,
-                      const std::string& entry) {
+                      const std::string& entry, bool disk_cache) {
   cl_context ctx = shared_context(dev);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -479,7 +477,7 @@ Program build_program(const DeviceInfo& dev, const std::string& source, const st
     check(clRetainProgram(it->second), "clRetainProgram", "kernel '" + entry + "'");
     return Program(it->second);
   }
-  const std::string path = cache_path(dev, source, options);
+  const std::string path = disk_cache ? cache_path(dev, source, options) : std::string();
   const auto dkey = cache_key(dev, source, options);
   Program prog;
   if (!path.empty()) {

@@ -118,15 +118,17 @@ BuildStats build_stats();
 void clear_memory_cache();
 
 // The on-disk cache directory: $OPV_CACHE_DIR, else $XDG_CACHE_HOME/opvision/cl, else
-// ~/.cache/opvision/cl; "" when OPV_CL_CACHE=0 (disk cache disabled) or no home is known.
+// ~/.cache/opvision/cl; "" when no home is known. (Whether the cache is used is build_program's
+// `disk_cache`, backend::Options.cl_disk_cache; the OPV_CL_CACHE switch is no longer read.)
 std::string cache_dir();
-// The cache file a program would use (for tests); "" when the disk cache is disabled.
+// The cache file a program would use (for tests); "" when no cache directory is known.
 std::string cache_path(const DeviceInfo& dev, const std::string& source, const std::string& options);
 
-// Builds `source` with `options` for `dev` in shared_context(dev), through the in-process map and
-// the disk cache. A corrupt or unloadable cache file is ignored and replaced. On a build failure
-// throws opv::Error naming `entry` and quoting the (trimmed) build log. Returns a new reference.
+// Builds `source` with `options` for `dev` in shared_context(dev), through the in-process map and,
+// when `disk_cache`, the disk cache. A corrupt or unloadable cache file is ignored and replaced.
+// On a build failure throws opv::Error naming `entry` and quoting the (trimmed) build log.
+// Returns a new reference.
 Program build_program(const DeviceInfo& dev, const std::string& source, const std::string& options,
-                      const std::string& entry);
+                      const std::string& entry, bool disk_cache = true);
 
 }  // namespace opv::backend::cl

@@ -1,9 +1,10 @@
 // OpenCL backend (see opencl_backend.h; the plan contract is src/target/opencl/cl_abi.h).
+// supports_buffer/supports_call (the caps query): Inputs/Outputs Linear, ImageRGBA only for
+//   Intermediates with dtype F16/F32 and rank 4, images within the device's image2d limits and
+//   format support, host-fallback calls (empty source) touching only Linear buffers.
 // load():
-//   1. check the plan: target "opencl", ids in range, Inputs/Outputs Linear, ImageRGBA only for
-//      Intermediates with dtype F16/F32 and rank 4, images within the device's image2d limits
-//      and format support, host-fallback calls (empty source) touching only Linear buffers;
-//   2. select the device (Options.device), take its shared context, create the in-order queue;
+//   1. require_support: the target "opencl", ids in range, the queries above;
+//   2. the device (Options.device, selected once), its shared context, the in-order queue;
 //   3. allocate(): one image (or, with plan meta cl_image_storage = "buffer", one buffer of the
 //      same texel layout) per distinct (arena offset, geometry, dtype) of ImageRGBA buffers; one
 //      arena cl_mem with sub-buffers for Linear/NHWC intermediates whose offset is a multiple of
@@ -14,8 +15,9 @@
 //      local = NULL); host-fallback calls get their host tensors;
 //   5. bind(): each call's arguments, once (outputs, then present inputs);
 //   6. record(): replay plans (meta cl_replay) without host-fallback calls on a device with a
-//      compatible cl_khr_command_buffer: record every launch once into a command buffer; else, on
-//      a device with cl_qcom_recordable_queues, into a Qualcomm recording (qcom_recording.h).
+//      compatible cl_khr_command_buffer: record every launch once into a command buffer (unless
+//      Options.cl_command_buffer is off); else, on a device with cl_qcom_recordable_queues, into
+//      a Qualcomm recording (qcom_recording.h; unless Options.cl_qcom_recording is off).
 // run(): write inputs; replay the command buffer or enqueue each call (host-fallback calls read
 //   their inputs back, run ref::run, write their outputs); without cl_replay clFinish after each
 //   call; read outputs and wait once. Profiling: a profiling queue, one event per launch.
@@ -28,9 +30,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -113,11 +115,6 @@ class CommandBuffer {
   cl_command_buffer_khr cb_ = nullptr;
 };
 
-bool env_disabled(const char* name) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) == "0";
-}
-
 bool meta_flag(const Attrs& a, const std::string& key) {
   auto it = a.map().find(key);
   if (it == a.map().end()) return false;
@@ -162,6 +159,13 @@ class OpenCLBackend : public Backend {
   }
   std::string name() const override { return "opencl"; }
   Tolerance tolerance() const override { return {1e-2, 1e-2}; }  // fp16 storage
+  Caps caps() const override {
+    const cl::DeviceInfo& d = device();
+    return {{Layout::Linear, Layout::NHWC, Layout::PackedWeight, Layout::ImageRGBA},
+            /*per_call_times=*/true, d.platform_name + " / " + d.name};
+  }
+  Support supports_buffer(const plan::Plan& plan, int buffer) const override;
+  Support supports_call(const plan::Plan& plan, int call) const override;
   void load(const plan::Plan& plan) override;
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   void set_profiling(bool on) override;
@@ -169,7 +173,8 @@ class OpenCLBackend : public Backend {
   const OpenCLLoadInfo* info() const { return loaded_ ? &info_ : nullptr; }
 
  private:
-  void check_plan(const plan::Plan& plan) const;
+  const cl::DeviceInfo& device() const;  // Options.device, selected on first use
+  bool rgba_format(DType dtype) const;   // CL_RGBA images of dtype's channel type, read/write
   void create_queue(bool profiling);
   // load()'s phases, in order (see the file comment).
   void allocate(const plan::Plan& plan);
@@ -180,6 +185,9 @@ class OpenCLBackend : public Backend {
   void host_call(size_t ci);
 
   Options opts_;
+  mutable std::optional<cl::DeviceInfo> device_;  // device(): selected once, kept across loads
+  mutable std::optional<bool> rgba_half_;          // rgba_format(): queried once
+  mutable bool rgba_float_ = false;
   cl::DeviceInfo dev_;
   cl_context ctx_ = nullptr;  // shared, owned by the runtime
   cl::Queue queue_;
@@ -205,91 +213,96 @@ class OpenCLBackend : public Backend {
   OpenCLLoadInfo info_;
 };
 
-void OpenCLBackend::check_plan(const plan::Plan& plan) const {
-  OPV_CHECK(plan.target == "opencl", "opencl backend: plan was lowered for target '", plan.target,
-            "', not 'opencl'");
-  const int nb = int(plan.buffers.size());
-  for (size_t ci = 0; ci < plan.calls.size(); ++ci) {
-    const plan::Call& c = plan.calls[ci];
-    OPV_CHECK(c.kernel >= 0 && c.kernel < int(plan.kernels.size()), "opencl backend: ", call_name(ci, c),
-              " uses kernel ", c.kernel, " of ", plan.kernels.size());
-    for (int b : c.inputs)
-      OPV_CHECK(b >= -1 && b < nb, "opencl backend: ", call_name(ci, c), " reads buffer ", b, " of ", nb);
-    for (int b : c.outputs) {
-      OPV_CHECK(b >= 0 && b < nb, "opencl backend: ", call_name(ci, c), " writes buffer ", b, " of ", nb);
-      const BufferKind k = plan.buffers[size_t(b)].kind;
-      OPV_CHECK(k != BufferKind::Input && k != BufferKind::Constant, "opencl backend: ", call_name(ci, c), " writes ",
-                plan::buffer_kind_name(k), " buffer '", plan.buffers[size_t(b)].name, "'");
-    }
-    const plan::Kernel& k = plan.kernels[size_t(c.kernel)];
-    if (k.source.empty()) {
-      std::vector<int> touched = c.outputs;
-      touched.insert(touched.end(), c.inputs.begin(), c.inputs.end());
-      for (int b : touched) {
-        if (b < 0) continue;
-        const plan::Buffer& buf = plan.buffers[size_t(b)];
-        OPV_CHECK(buf.layout == Layout::Linear, "opencl backend: ", call_name(ci, c), " runs kernel '", k.name,
-                  "' on the host (no source) but touches buffer '", buf.name, "' with layout ",
-                  plan::layout_name(buf.layout), "; host fallback needs linear buffers");
-      }
-    } else {
-      OPV_CHECK(!k.entry.empty(), "opencl backend: kernel '", k.name, "' has source but no entry");
-      bool any = false;
-      for (int64_t g : c.global) any |= g > 0;
-      OPV_CHECK(any, "opencl backend: ", call_name(ci, c), " has no launch geometry (global all zero)");
-    }
-  }
-  for (int b : plan.inputs)
-    OPV_CHECK(b >= 0 && b < nb && plan.buffers[size_t(b)].kind == BufferKind::Input, "opencl backend: plan input ",
-              b, " is not an Input buffer");
-  for (int b : plan.outputs) OPV_CHECK(b >= 0 && b < nb, "opencl backend: plan output ", b, " out of range");
-  bool f16_image = false, f32_image = false;
-  // Plan meta cl_image_storage = "buffer": image-layout buffers are global buffers of the same
-  // texel layout (src/target/opencl/image_storage.cpp); no image support needed.
-  const bool image_buffers = plan.meta.s("cl_image_storage", "image") == "buffer";
-  for (const plan::Buffer& b : plan.buffers) {
-    if (b.kind == BufferKind::Input || b.kind == BufferKind::Output)
-      OPV_CHECK(b.layout == Layout::Linear, "opencl backend: ", plan::buffer_kind_name(b.kind), " buffer '", b.name,
-                "' has layout ", plan::layout_name(b.layout), "; inputs and outputs must be linear");
-    if (b.layout != Layout::ImageRGBA) continue;
-    OPV_CHECK(b.kind == BufferKind::Intermediate, "opencl backend: image buffer '", b.name, "' is a ",
-              plan::buffer_kind_name(b.kind), "; images must be intermediates (cl_abi.h)");
-    OPV_CHECK(b.dtype == DType::F16 || b.dtype == DType::F32, "opencl backend: image buffer '", b.name,
-              "' has dtype ", dtype_name(b.dtype), "; images hold f16 or f32");
-    OPV_CHECK(b.shape.size() == 4, "opencl backend: image buffer '", b.name, "' has shape ", shape_str(b.shape),
-              "; images hold 4-D [N,C,H,W] tensors");
-    const plan::ImageGeom g = plan::image_geom(b.shape);
-    OPV_CHECK(g.width >= 1 && g.height >= 1, "opencl backend: image buffer '", b.name, "' is empty");
-    if (image_buffers) continue;
-    OPV_CHECK(dev_.image_support, "opencl backend: device '", dev_.name, "' has no image support, but the plan uses "
-              "image buffer '", b.name, "'");
-    OPV_CHECK(g.width <= dev_.image2d_max_width, "opencl backend: image buffer '", b.name, "' ", shape_str(b.shape),
-              " needs an image ", g.width, " texels wide; device '", dev_.name, "' allows CL_DEVICE_IMAGE2D_MAX_WIDTH = ",
-              dev_.image2d_max_width);
-    OPV_CHECK(g.height <= dev_.image2d_max_height, "opencl backend: image buffer '", b.name, "' ",
-              shape_str(b.shape), " needs an image ", g.height, " texels high; device '", dev_.name,
-              "' allows CL_DEVICE_IMAGE2D_MAX_HEIGHT = ", dev_.image2d_max_height);
-    (b.dtype == DType::F16 ? f16_image : f32_image) = true;
-  }
-  // The image formats the plan needs must be supported for read/write images.
-  if (f16_image || f32_image) {
+const cl::DeviceInfo& OpenCLBackend::device() const {
+  if (!device_) device_ = cl::select_device(opts_.device);
+  return *device_;
+}
+
+bool OpenCLBackend::rgba_format(DType dtype) const {
+  if (!rgba_half_) {
+    const cl::DeviceInfo& dev = device();
+    cl_context ctx = cl::shared_context(dev);
     cl_uint n = 0;
-    cl::check(clGetSupportedImageFormats(ctx_, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, 0, nullptr, &n),
+    cl::check(clGetSupportedImageFormats(ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, 0, nullptr, &n),
               "clGetSupportedImageFormats");
     std::vector<cl_image_format> fmts(n);
     if (n)
-      cl::check(clGetSupportedImageFormats(ctx_, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, n, fmts.data(), nullptr),
+      cl::check(clGetSupportedImageFormats(ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, n, fmts.data(), nullptr),
                 "clGetSupportedImageFormats");
     auto has = [&](cl_channel_type t) {
       for (const cl_image_format& f : fmts)
         if (f.image_channel_order == CL_RGBA && f.image_channel_data_type == t) return true;
       return false;
     };
-    OPV_CHECK(!f16_image || has(CL_HALF_FLOAT), "opencl backend: device '", dev_.name,
-              "' does not support CL_RGBA/CL_HALF_FLOAT images");
-    OPV_CHECK(!f32_image || has(CL_FLOAT), "opencl backend: device '", dev_.name,
-              "' does not support CL_RGBA/CL_FLOAT images");
+    rgba_half_ = has(CL_HALF_FLOAT);
+    rgba_float_ = has(CL_FLOAT);
   }
+  return dtype == DType::F16 ? *rgba_half_ : rgba_float_;
+}
+
+// Inputs/Outputs Linear; ImageRGBA only for F16/F32 4-D Intermediates, within the device's image2d
+// limits and formats (unless plan meta cl_image_storage = "buffer": image-layout buffers are then
+// global buffers of the same texel layout, src/target/opencl, and need no image support).
+Support OpenCLBackend::supports_buffer(const plan::Plan& plan, int buffer) const {
+  if (Support s = Backend::supports_buffer(plan, buffer); !s) return s;
+  const plan::Buffer& b = plan.buffers[size_t(buffer)];
+  if ((b.kind == BufferKind::Input || b.kind == BufferKind::Output) && b.layout != Layout::Linear)
+    return Support::no(detail::concat(plan::buffer_kind_name(b.kind), " buffer '", b.name, "' has layout ",
+                                      plan::layout_name(b.layout), "; inputs and outputs must be linear"));
+  if (b.layout != Layout::ImageRGBA) return Support::yes();
+  if (b.kind != BufferKind::Intermediate)
+    return Support::no(detail::concat("image buffer '", b.name, "' is a ", plan::buffer_kind_name(b.kind),
+                                      "; images must be intermediates (cl_abi.h)"));
+  if (b.dtype != DType::F16 && b.dtype != DType::F32)
+    return Support::no(detail::concat("image buffer '", b.name, "' has dtype ", dtype_name(b.dtype),
+                                      "; images hold f16 or f32"));
+  if (b.shape.size() != 4)
+    return Support::no(detail::concat("image buffer '", b.name, "' has shape ", shape_str(b.shape),
+                                      "; images hold 4-D [N,C,H,W] tensors"));
+  const plan::ImageGeom g = plan::image_geom(b.shape);
+  if (g.width < 1 || g.height < 1) return Support::no(detail::concat("image buffer '", b.name, "' is empty"));
+  if (plan.meta.s("cl_image_storage", "image") == "buffer") return Support::yes();
+  const cl::DeviceInfo& dev = device();
+  if (!dev.image_support)
+    return Support::no(detail::concat("device '", dev.name, "' has no image support, but the plan uses image buffer '",
+                                      b.name, "'"));
+  if (g.width > dev.image2d_max_width)
+    return Support::no(detail::concat("image buffer '", b.name, "' ", shape_str(b.shape), " needs an image ", g.width,
+                                      " texels wide; device '", dev.name, "' allows CL_DEVICE_IMAGE2D_MAX_WIDTH = ",
+                                      dev.image2d_max_width));
+  if (g.height > dev.image2d_max_height)
+    return Support::no(detail::concat("image buffer '", b.name, "' ", shape_str(b.shape), " needs an image ",
+                                      g.height, " texels high; device '", dev.name,
+                                      "' allows CL_DEVICE_IMAGE2D_MAX_HEIGHT = ", dev.image2d_max_height));
+  if (!rgba_format(b.dtype))
+    return Support::no(detail::concat("device '", dev.name, "' does not support CL_RGBA/",
+                                      b.dtype == DType::F16 ? "CL_HALF_FLOAT" : "CL_FLOAT", " images"));
+  return Support::yes();
+}
+
+// A kernel with source needs an entry and a launch geometry; one without runs on the host (the
+// reference kernel, any op) and may touch only Linear buffers.
+Support OpenCLBackend::supports_call(const plan::Plan& plan, int ci) const {
+  const plan::Call& c = plan.calls[size_t(ci)];
+  const plan::Kernel& k = plan.kernels[size_t(c.kernel)];
+  if (!k.source.empty()) {
+    if (k.entry.empty()) return Support::no(detail::concat("kernel '", k.name, "' has source but no entry"));
+    bool any = false;
+    for (int64_t g : c.global) any |= g > 0;
+    if (!any) return Support::no(detail::concat(call_name(size_t(ci), c), " has no launch geometry (global all zero)"));
+    return Support::yes();
+  }
+  std::vector<int> touched = c.outputs;
+  touched.insert(touched.end(), c.inputs.begin(), c.inputs.end());
+  for (int b : touched) {
+    if (b < 0) continue;
+    const plan::Buffer& buf = plan.buffers[size_t(b)];
+    if (buf.layout != Layout::Linear)
+      return Support::no(detail::concat(call_name(size_t(ci), c), " runs kernel '", k.name,
+                                        "' on the host (no source) but touches buffer '", buf.name, "' with layout ",
+                                        plan::layout_name(buf.layout), "; host fallback needs linear buffers"));
+  }
+  return Support::yes();
 }
 
 void OpenCLBackend::create_queue(bool profiling) {
@@ -341,8 +354,7 @@ void OpenCLBackend::record_command_buffer() {
 }
 
 void OpenCLBackend::load(const plan::Plan& plan) {
-  OPV_CHECK(plan.target == "opencl", "opencl backend: plan was lowered for target '", plan.target,
-            "', not 'opencl'");
+  require_support(*this, plan);
   // Re-loading: drop everything of the previous plan first.
   if (queue_) clFinish(queue_.get());
   cb_.reset();
@@ -354,9 +366,8 @@ void OpenCLBackend::load(const plan::Plan& plan) {
   loaded_ = false;
   info_ = {};
 
-  dev_ = cl::select_device(opts_.device);
+  dev_ = device();
   ctx_ = cl::shared_context(dev_);
-  check_plan(plan);
   buffers_ = plan.buffers;
   kernels_ = plan.kernels;
   calls_ = plan.calls;
@@ -490,7 +501,8 @@ void OpenCLBackend::build() {
     const plan::Kernel& k = kernels_[ki];
     bool used = false;
     for (const plan::Call& c : calls_) used |= c.kernel == int(ki);
-    if (!k.source.empty() && used) programs[ki] = cl::build_program(dev_, k.source, k.options, k.entry);
+    if (!k.source.empty() && used)
+      programs[ki] = cl::build_program(dev_, k.source, k.options, k.entry, opts_.cl_disk_cache);
   }
   rt_.resize(calls_.size());
   for (size_t ci = 0; ci < calls_.size(); ++ci) {
@@ -556,12 +568,12 @@ void OpenCLBackend::bind() {
 void OpenCLBackend::record() {
   // Replay from a command buffer where possible.
   cb_eligible_ = replay_ && info_.host_calls == 0 && !calls_.empty() && dev_.has_command_buffer &&
-                 command_buffer_version_ok(dev_.command_buffer_version) && !env_disabled("OPV_CL_COMMAND_BUFFER") &&
+                 command_buffer_version_ok(dev_.command_buffer_version) && opts_.cl_command_buffer &&
                  cb_api_.load(dev_.platform);
   record_command_buffer();
   // Else, on the Adreno driver, a cl_qcom_recordable_queues recording (qcom_recording.h).
   if (!cb_ && replay_ && info_.host_calls == 0 && !calls_.empty() && dev_.has_qcom_recordable_queues &&
-      !env_disabled("OPV_CL_QCOM_RECORDING")) {
+      opts_.cl_qcom_recording) {
     std::vector<qcom::Launch> launches;
     for (const CallRt& r : rt_)
       launches.push_back({r.kernel.get(), r.dims, r.global.data(), r.has_local ? r.local.data() : nullptr});

@@ -1,11 +1,14 @@
 // The OpenCL backend: runs plans lowered for target "opencl" (see src/target/opencl/cl_abi.h, the
 // contract with the code generator) on any OpenCL 1.2+ device with image support: the Adreno
 // driver, PoCL, NVIDIA's OpenCL. Tolerance is the fp16-storage bound.
-// load(): select the device (Options.device, see cl::select_device), check image limits, create
-// every cl_mem (images shared by arena offset + geometry, Linear intermediates as sub-buffers of
-// one arena where aligned), upload constants, build every kernel through the program cache,
-// create one cl_kernel per call with its arguments bound, and, for replay plans on devices with
-// cl_khr_command_buffer (or else cl_qcom_recordable_queues), record the whole plan once.
+// supports_buffer/supports_call (backend.h's caps query) answer from the device (Options.device,
+// see cl::select_device): image limits and formats, linear inputs/outputs, host-fallback calls on
+// linear buffers. load(): require that answer, create every cl_mem (images shared by arena
+// offset + geometry, Linear intermediates as sub-buffers of one arena where aligned), upload
+// constants, build every kernel through the program cache (disk cache per
+// Options.cl_disk_cache), create one cl_kernel per call with its arguments bound, and, for replay
+// plans on devices with cl_khr_command_buffer (Options.cl_command_buffer) or else
+// cl_qcom_recordable_queues (Options.cl_qcom_recording), record the whole plan once.
 // run(): write inputs, enqueue (or replay) the calls, read outputs; kernels with empty source run
 // on the host through the reference kernels.
 #pragma once

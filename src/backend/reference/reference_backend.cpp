@@ -1,7 +1,9 @@
 // Reference backend.
-// load(): 1. check the target and that every buffer is Linear; 2. check every call's kernel
-//   and buffer ids; 3. give every non-Input buffer its own tensor (constants copied from the
-//   weights blob; the arena offsets are ignored).
+// caps(): Linear buffers only, every op (the reference kernels), per-call
+//   times.
+// load(): 1. require_support (the target, ids in range, every buffer Linear); 2. give every
+//   non-Input buffer its own tensor (constants copied from the weights blob; the arena offsets
+//   are ignored).
 // run(): bind the input tensors, execute the calls in order with ref::run (kernel op, attrs,
 //   post-ops), copy the Output buffers into the caller's tensors. Errors name the call.
 #include "backend/reference/reference_backend.h"
@@ -19,6 +21,7 @@ class ReferenceBackend : public Backend {
  public:
   std::string name() const override { return "reference"; }
   Tolerance tolerance() const override { return {1e-5, 1e-5}; }
+  Caps caps() const override { return {{plan::Layout::Linear}, /*per_call_times=*/true, "host"}; }
   void load(const plan::Plan& plan) override;
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   void set_profiling(bool on) override { profiling_ = on; }
@@ -40,31 +43,8 @@ class ReferenceBackend : public Backend {
 std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
 
 void ReferenceBackend::load(const plan::Plan& plan) {
-  OPV_CHECK(plan.target == "reference", "reference backend: plan was lowered for target '", plan.target,
-            "', not 'reference'");
+  require_support(*this, plan);
   const int nb = int(plan.buffers.size());
-  for (int i = 0; i < nb; ++i) {
-    const plan::Buffer& b = plan.buffers[size_t(i)];
-    OPV_CHECK(b.layout == plan::Layout::Linear, "reference backend: buffer ", i, " '", b.name, "' has layout ",
-              plan::layout_name(b.layout), "; only linear is supported");
-  }
-  for (size_t ci = 0; ci < plan.calls.size(); ++ci) {
-    const plan::Call& c = plan.calls[ci];
-    OPV_CHECK(c.kernel >= 0 && c.kernel < int(plan.kernels.size()), "reference backend: ", call_name(ci, c),
-              " uses kernel ", c.kernel, " of ", plan.kernels.size());
-    for (int b : c.inputs)
-      OPV_CHECK(b >= -1 && b < nb, "reference backend: ", call_name(ci, c), " reads buffer ", b, " of ", nb);
-    for (int b : c.outputs) {
-      OPV_CHECK(b >= 0 && b < nb, "reference backend: ", call_name(ci, c), " writes buffer ", b, " of ", nb);
-      const plan::BufferKind k = plan.buffers[size_t(b)].kind;
-      OPV_CHECK(k != plan::BufferKind::Input && k != plan::BufferKind::Constant, "reference backend: ",
-                call_name(ci, c), " writes ", plan::buffer_kind_name(k), " buffer '", plan.buffers[size_t(b)].name, "'");
-    }
-  }
-  for (int b : plan.inputs)
-    OPV_CHECK(b >= 0 && b < nb && plan.buffers[size_t(b)].kind == plan::BufferKind::Input,
-              "reference backend: plan input ", b, " is not an Input buffer");
-  for (int b : plan.outputs) OPV_CHECK(b >= 0 && b < nb, "reference backend: plan output ", b, " out of range");
 
   std::vector<Tensor> store(static_cast<size_t>(nb));
   for (int i = 0; i < nb; ++i) {
