@@ -126,6 +126,15 @@ std::string channel_vec4(const Buffer& b, const std::string& name, const std::st
 
 }  // namespace
 
+std::string texel_head(const Shape& out) {
+  const ImageGeom g = image_geom(out);
+  const std::string H = std::to_string(out.at(2)), C4 = std::to_string(g.c4);
+  return "  const int x = get_global_id(0), y = get_global_id(1);\n"
+         "  if (x >= " + std::to_string(g.width) + " || y >= " + std::to_string(g.height) + ") return;\n"
+         "  const int w = x / " + C4 + ", cb = x - w * " + C4 + ";\n"
+         "  const int n = y / " + H + ", h = y - n * " + H + ";\n";
+}
+
 ImageOperand classify_image_operand(const Buffer& b, const Shape& out) {
   if (!is_f32_f16(b.dtype)) return ImageOperand::Bad;
   if (b.layout == Layout::ImageRGBA) {

@@ -90,6 +90,10 @@ std::string cl_load(DType dt, const std::string& name, const std::string& idx);
 // Store of float expression `val` to element `idx`: "name[idx] = (T)(val)" or vstore_half_rte.
 std::string cl_store(DType dt, const std::string& name, const std::string& idx, const std::string& val);
 
+// The index head of the kernels that compute one texel of image output `out` [N,C,H,W] per
+// work-item (launch {width, height}): ints x, y (returns outside the image), w, cb, n, h.
+std::string texel_head(const Shape& out);
+
 // How a float operand broadcasts over an image output [N,C,H,W]: a same-shape image, an [N,C,1,1]
 // image, a per-channel ([C,1,1], [1,C,1,1]) or per-batch-channel ([N,C,1,1]) Linear vector, a
 // scalar, or not at all (Bad).

@@ -163,13 +163,10 @@ KernelDesc generate(const Plan& p, const Call& c, Kernel& k) {
   OPV_CHECK(supports(p, c), "eltwise_image: call '", c.label, "' is not supported");
   const Shape& out = p.buffers.at(size_t(c.outputs[0])).shape;
   const ImageGeom g = image_geom(out);
-  const int64_t C = out[1], H = out[2];
+  const int64_t C = out[1];
   KernelDesc d = describe_call(p, c, "eltwise_image", "src/target/opencl/eltwise_image.cpp");
   std::string body;
-  body += "  const int x = get_global_id(0), y = get_global_id(1);\n";
-  body += "  if (x >= " + S(g.width) + " || y >= " + S(g.height) + ") return;\n";
-  body += "  const int w = x / " + S(g.c4) + ", cb = x - w * " + S(g.c4) + ";\n";
-  body += "  const int n = y / " + S(H) + ", h = y - n * " + S(H) + ";\n";
+  body += texel_head(out);
   int reads = 0;
   if (k.op == OpKind::Concat) {
     body += concat_body(p, c, d, out, reads);

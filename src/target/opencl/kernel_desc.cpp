@@ -65,7 +65,7 @@ std::string group_suffix(int g) {
   return s;
 }
 
-KernelParam image_param(const Plan& p, int buf, const std::string& name, ParamAccess access) {
+KernelParam call_param(const Plan& p, int buf, const std::string& name, ParamAccess access) {
   const Buffer& b = p.buffers.at(size_t(buf));
   KernelParam kp{name, ParamStorage::Global, access, b.dtype, {}};
   if (b.layout != Layout::ImageRGBA) return kp;
@@ -136,9 +136,9 @@ std::string KernelDesc::write_image(const std::string& name, const std::string& 
 std::vector<KernelParam> call_params(const Plan& p, const Call& c) {
   std::vector<KernelParam> r;
   for (size_t i = 0; i < c.outputs.size(); ++i)
-    r.push_back(image_param(p, c.outputs[i], "out" + std::to_string(i), ParamAccess::Write));
+    r.push_back(call_param(p, c.outputs[i], "out" + std::to_string(i), ParamAccess::Write));
   for (size_t j = 0; j < c.inputs.size(); ++j)
-    if (c.inputs[j] >= 0) r.push_back(image_param(p, c.inputs[j], "in" + std::to_string(j), ParamAccess::Read));
+    if (c.inputs[j] >= 0) r.push_back(call_param(p, c.inputs[j], "in" + std::to_string(j), ParamAccess::Read));
   return r;
 }
 
