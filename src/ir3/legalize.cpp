@@ -32,7 +32,10 @@ using detail::Node;
 
 namespace {
 
-constexpr int kUnits = 512;  // half-register units: full regid n -> 2n, 2n+1
+// Register units: full regid n -> 2n, 2n+1 (its two halves); a half register is the half it
+// overlaps in a merged file, or 512 + its regid where half registers are a file of their own.
+constexpr int kUnits = 768;
+constexpr int kSeparateHalf = 512;
 constexpr int kNever = 1000;
 constexpr int kAluDelay = 3, kAluDelayMadSrc3 = 1, kLongDelay = 6;
 using Mask = std::bitset<kUnits>;
@@ -55,10 +58,12 @@ struct Info {
   std::vector<Access> reads, writes;
 };
 
-void add_reg(std::vector<Access>& v, int regid, bool half, int element, int src) {
+void add_reg(std::vector<Access>& v, int regid, bool half, int element, int src, bool merged) {
   if (regid < 0 || regid >= 256) return;
   if (regid == kRegInvalid) return;
-  if (half && regid < kRegA0) {
+  if (half && regid < kRegA0 && !merged) {
+    v.push_back({kSeparateHalf + regid, element, src, regid});
+  } else if (half && regid < kRegA0) {
     int full = regid < 48 * 4 ? regid >> 1 : 48 * 4 + ((regid - 48 * 4) >> 1);
     v.push_back({2 * full + (regid & 1), element, src, regid});
   } else {
@@ -69,7 +74,7 @@ void add_reg(std::vector<Access>& v, int regid, bool half, int element, int src)
 
 // The checker's view of an instruction: the shared semantics (ir3/semantics.h) expanded into
 // half-register units per (rptN) element.
-Info describe(const Instr& in) {
+Info describe(const Instr& in, bool merged) {
   Semantics sm = semantics(in);
   Info d;
   d.in = in;
@@ -88,9 +93,9 @@ Info describe(const Instr& in) {
   d.is_jump = sm.is_jump;
   d.is_end = sm.is_end;
   d.target = sm.target;
-  auto expand = [](std::vector<Access>& v, const RegUse& u) {
+  auto expand = [&](std::vector<Access>& v, const RegUse& u) {
     for (int e = 0; e < u.elements; ++e)
-      for (int i = 0; i < u.count; ++i) add_reg(v, u.regid + i + (u.advancing ? e : 0), u.half, e, u.src);
+      for (int i = 0; i < u.count; ++i) add_reg(v, u.regid + i + (u.advancing ? e : 0), u.half, e, u.src, merged);
   };
   for (const RegUse& u : sm.reads) expand(d.reads, u);
   for (const RegUse& u : sm.writes) expand(d.writes, u);
@@ -136,11 +141,15 @@ struct State {
 };
 
 std::string unit_name(int u) {
+  char buf[16];
+  if (u >= kSeparateHalf) {
+    std::snprintf(buf, sizeof buf, "hr%d.%c", (u - kSeparateHalf) / 4, "xyzw"[(u - kSeparateHalf) & 3]);
+    return buf;
+  }
   int full = u / 2;
   if (full >= kRegP0 && full < kRegP0 + 4) return std::string("p0.") + "xyzw"[full & 3];
   if (full == kRegA0) return "a0.x";
   if (full == kRegA0 + 1) return "a1.x";
-  char buf[16];
   std::snprintf(buf, sizeof buf, "r%d.%c", full / 4, "xyzw"[full & 3]);
   return buf;
 }
@@ -201,7 +210,7 @@ struct Analysis {
 
 using InfoCache = std::unordered_map<uint64_t, Info>;
 
-Analysis analyse(const std::vector<uint64_t>& prog, int gen, InfoCache* cache = nullptr) {
+Analysis analyse(const std::vector<uint64_t>& prog, int gen, bool merged, InfoCache* cache = nullptr) {
   Analysis a;
   for (size_t i = 0; i < prog.size(); ++i) {
     if (cache) {
@@ -213,7 +222,7 @@ Analysis analyse(const std::vector<uint64_t>& prog, int gen, InfoCache* cache = 
     }
     Instr in = decode(prog[i], gen);
     OPV_CHECK(in.valid(), "ir3 legalize: instruction ", i, " (raw 0x", std::hex, prog[i], ") does not decode");
-    a.info.push_back(describe(in));
+    a.info.push_back(describe(in, merged));
     if (cache) cache->emplace(prog[i], a.info.back());
   }
   a.at.assign(prog.size(), State());
@@ -285,8 +294,8 @@ std::vector<Hazard> hazards_for(const State& s, const Info& d, size_t i) {
 
 }  // namespace
 
-Effects effects(const Instr& in) {
-  Info d = describe(in);
+Effects effects(const Instr& in, bool merged_regs) {
+  Info d = describe(in, merged_regs);
   Effects e;
   e.cat = d.cat;
   for (const Access& a : d.reads) e.reads.push_back(a.unit);
@@ -318,8 +327,8 @@ std::string to_string(const Hazard& h) {
   return o.str();
 }
 
-std::vector<Hazard> check_hazards(const std::vector<uint64_t>& prog, int gen) {
-  Analysis a = analyse(prog, gen);
+std::vector<Hazard> check_hazards(const std::vector<uint64_t>& prog, int gen, bool merged_regs) {
+  Analysis a = analyse(prog, gen, merged_regs);
   std::vector<Hazard> out;
   for (size_t i = 0; i < prog.size(); ++i) {
     auto h = hazards_for(a.at[i], a.info[i], i);
@@ -331,18 +340,18 @@ std::vector<Hazard> check_hazards(const std::vector<uint64_t>& prog, int gen) {
 // One pass: walk the program with the exact state along straight-line code, fixing each
 // offending instruction; at a branch target reached after a fix the pass stops (its fixpoint
 // state is stale) and the next pass re-analyses. Branches are re-targeted at the end of a pass.
-bool legalize(std::vector<uint64_t>& prog, int gen) {
+bool legalize(std::vector<uint64_t>& prog, int gen, bool merged_regs) {
   bool changed = false;
   InfoCache cache;
   auto info_of = [&](uint64_t w) {
     auto it = cache.find(w);
     if (it != cache.end()) return it->second;
-    Info d = describe(decode(w, gen));
+    Info d = describe(decode(w, gen), merged_regs);
     cache.emplace(w, d);
     return d;
   };
   for (int pass = 0; pass < 10000; ++pass) {
-    Analysis a = analyse(prog, gen, &cache);
+    Analysis a = analyse(prog, gen, merged_regs, &cache);
     size_t n = prog.size();
     std::vector<bool> is_target(n + 1, false);
     for (size_t i = 0; i < n; ++i) {

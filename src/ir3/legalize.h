@@ -22,20 +22,23 @@ struct Hazard {
 // Dataflow analysis over register masks along the control-flow graph; reports every
 // instruction that reads a result without the (ss)/(sy) it needs, overwrites a register an
 // in-flight memory/texture/SFU instruction still reads, or issues too soon after an ALU write.
-std::vector<Hazard> check_hazards(const std::vector<uint64_t>& program, int gen = kGenA6xx);
+// `merged_regs` false: the kernel's half registers are a file of their own (a6xx mergedregs=0),
+// so hrN.c and the full registers never overlap; true (the safe default) treats hrN.c as a half
+// of r(N/2).
+std::vector<Hazard> check_hazards(const std::vector<uint64_t>& program, int gen = kGenA6xx, bool merged_regs = true);
 
 // Inserts the minimum needed: sets (ss)/(sy) on the consumer when it has the bit, otherwise adds
 // "(ss)nop"; pads short distances with (nopN) on the previous cat2/cat3 when that suffices, else
 // with "(rptN)nop"; re-targets branches across insertions.
 // Returns true if it changed the program. Afterwards check_hazards() is empty.
-bool legalize(std::vector<uint64_t>& program, int gen = kGenA6xx);
+bool legalize(std::vector<uint64_t>& program, int gen = kGenA6xx, bool merged_regs = true);
 
 std::string to_string(const Hazard& h);
 
 // What one instruction reads and writes, from the same description the checker uses. Register
 // units are half registers: full regid n is units 2n and 2n+1, half regid m is one unit of the
-// merged file (so half/full overlap is exact; for kernels with a separate half file this is a
-// safe over-approximation). (rptN) is expanded: every element's registers are listed.
+// merged file (so half/full overlap is exact), or 512 + its regid when `merged_regs` is false.
+// (rptN) is expanded: every element's registers are listed.
 struct Effects {
   int cat = 0;
   std::vector<int> reads, writes;
@@ -47,6 +50,6 @@ struct Effects {
   int64_t target = 0;                     // branch/jump offset
   int len = 1, nops = 0;                  // issue slots: (rptN) elements, (nopN)
 };
-Effects effects(const Instr& in);
+Effects effects(const Instr& in, bool merged_regs = true);
 
 }  // namespace opv::ir3

@@ -120,8 +120,7 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
     // run the pipeline, keeping each stage for diagnosis
     std::vector<std::vector<uint64_t>> stage;
     try {
-      passes::Code c(orig);
-      c.merged_regs = kern.mergedregs;
+      passes::Code c(orig, kGenA6xx, kern.mergedregs);
       for (const std::string& n : names) {
         passes::run_pass(n, c);
         stage.push_back(c.emit());
@@ -133,13 +132,13 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
       continue;
     }
     std::vector<uint64_t> fin = stage.empty() ? orig : stage.back();
-    passes::Code co(orig), cf(fin);
+    passes::Code co(orig, kGenA6xx, kern.mergedregs), cf(fin, kGenA6xx, kern.mergedregs);
     if (co.emit() == cf.emit()) {  // nothing to keep
       r.validated = true;
       out.push_back(r);
       continue;
     }
-    std::vector<Hazard> hz = check_hazards(fin);
+    std::vector<Hazard> hz = check_hazards(fin, kGenA6xx, kern.mergedregs);
     std::string why = hz.empty() ? "" : "hazard: " + to_string(hz.front());
     if (why.empty() && opts.validate_sets > 0) why = differs(cap, static_cast<int>(k), fin, opts.validate_sets, opts.seed);
     if (!why.empty()) {

@@ -264,6 +264,48 @@ TEST(Ir3Passes, HoistMovesGuardedLoadsAndSpeculatesOnlyDeadRegisters) {
   EXPECT_TRUE(ok) << disassemble(opt);
 }
 
+// Back-to-back guarded loads: the first block's jump lands on the second block's branch. What
+// moves in front of that branch must run on every path that reaches it, so the jump follows.
+TEST(Ir3Passes, HoistKeepsSpeculatedCodeOnEveryPathToTheGuard) {
+  std::vector<uint64_t> orig = assemble(R"(
+    shl.b r3.x, r0.x, 2
+    cmps.u.lt p0.x, r0.x, 40
+    (rpt2)nop
+    add.u r5.x, c3.x, r3.x
+    add.u r8.x, c3.x, r3.x
+    mov.f32f32 r7.x, (0.5)
+    mov.f32f32 r7.y, (1.0)
+    mov.f32f32 r7.z, (2.0)
+    br !p0.x, #e1
+    mov.u32u32 r5.y, c3.y
+    (rpt5)nop
+    (sy)ldg.f32 r6.x, g[r5.x], 1
+    jump #j1
+  e1:
+    mov.f32f32 r6.x, (0.0)
+  j1:
+    br !p0.x, #e2
+    mov.u32u32 r8.y, c3.y
+    (rpt5)nop
+    (sy)ldg.f32 r6.y, g[r8.x], 1
+    jump #j2
+  e2:
+    mov.f32f32 r6.y, (0.0)
+  j2:
+    (sy)add.f r10.x, r6.x, r6.y
+    shl.b r3.y, r0.x, 4
+    (rpt2)nop
+    add.u r4.x, c0.x, r3.y
+    mov.u32u32 r4.y, c0.y
+    (rpt5)nop
+    stg.u32 g[r4.x], r10.x, 1
+    end
+  )");
+  std::vector<uint64_t> opt = run_passes(orig, {"hoist", "legalize"});
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run_with_input(orig), run_with_input(opt)) << disassemble(opt);
+}
+
 TEST(Ir3Passes, HoistSpeculatesOutOfPredicatedStores) {
   // The store's address is filled inside the predicated construct (Mesa's tail): it may move
   // in front of predt (nothing reads it afterwards), where the schedule hides its delay.
@@ -326,8 +368,7 @@ TEST(Ir3Passes, HoistSpeculatesAcrossHalfRegistersOnlyWithSeparateFiles) {
   )";
   std::vector<uint64_t> orig = assemble(text);
   auto opt = [&](bool merged) {
-    passes::Code c(orig);
-    c.merged_regs = merged;
+    passes::Code c(orig, kGenA6xx, merged);
     passes::run_pass("hoist", c);
     passes::run_pass("legalize", c);
     return c.emit();
@@ -345,7 +386,7 @@ TEST(Ir3Passes, HoistSpeculatesAcrossHalfRegistersOnlyWithSeparateFiles) {
   std::vector<uint64_t> merged = opt(true), separate = opt(false);
   EXPECT_TRUE(inside(merged)) << disassemble(merged);
   EXPECT_FALSE(inside(separate)) << disassemble(separate);
-  EXPECT_TRUE(check_hazards(separate).empty()) << disassemble(separate);
+  EXPECT_TRUE(check_hazards(separate, kGenA6xx, false).empty()) << disassemble(separate);
   // same results on the simulator with separate files
   auto sim_run = [](const std::vector<uint64_t>& w) {
     Simulator sim(w);

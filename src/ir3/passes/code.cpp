@@ -20,7 +20,7 @@ bool is_marker(const Instr& in) {
 
 }  // namespace
 
-Code::Code(const std::vector<uint64_t>& words, int g) : gen(g) {
+Code::Code(const std::vector<uint64_t>& words, int g, bool merged) : gen(g), merged_regs(merged) {
   size_t last_end = words.size();
   std::vector<Instr> dec;
   for (size_t i = 0; i < words.size(); ++i) {
@@ -34,7 +34,7 @@ Code::Code(const std::vector<uint64_t>& words, int g) : gen(g) {
   for (size_t i = 0; i < dec.size(); ++i) {
     Ins x;
     x.in = dec[i];
-    x.fx = effects(dec[i]);
+    x.fx = effects(dec[i], merged_regs);
     x.id = next_id_++;
     ins.push_back(x);
   }
@@ -55,7 +55,7 @@ std::vector<bool> Code::targets() const {
 
 void Code::set(size_t i, const Instr& in) {
   ins[i].in = in;
-  ins[i].fx = effects(in);
+  ins[i].fx = effects(in, merged_regs);
 }
 
 void Code::erase(size_t i) {
@@ -69,7 +69,7 @@ void Code::erase(size_t i) {
 Ins Code::make(const Instr& in) {
   Ins x;
   x.in = in;
-  x.fx = effects(in);
+  x.fx = effects(in, merged_regs);
   x.id = next_id_++;
   return x;
 }

@@ -24,7 +24,8 @@ class Code {
  public:
   // Decodes `words` up to the last `end` (the nop padding after it is dropped and re-added by
   // emit()). Throws opv::Error on undecodable words or branches leaving the program.
-  Code(const std::vector<uint64_t>& words, int gen = kGenA6xx);
+  // `merged_regs`: see the member below (it selects how the effects count half registers).
+  Code(const std::vector<uint64_t>& words, int gen = kGenA6xx, bool merged_regs = true);
 
   // The program as words: branch offsets recomputed, padded with nops to a multiple of 16
   // instructions (the a6xx instruction-size unit, SP_CS_INSTR_SIZE).
@@ -47,8 +48,9 @@ class Code {
   std::vector<Ins> ins;
   int gen;
   // Half and full registers share one file (a6xx mergedregs). When false (Mesa's compute
-  // variants with mergedregs=0, as the capture's sidecar says), the passes may treat hrN.c and
-  // the full registers as distinct; the effects (legalize.h) always assume the overlap.
+  // variants with mergedregs=0, as the capture's sidecar says), hrN.c and the full registers
+  // are distinct registers in every instruction's effects, the hazard checker's and the passes'.
+  // Set at construction.
   bool merged_regs = true;
 
  private:

@@ -46,7 +46,7 @@ Stats stats(const Code& c) {
 Stats stats(const std::vector<uint64_t>& words, int gen) { return stats(Code(words, gen)); }
 
 int64_t estimate_cycles(const std::vector<Ins>& run) {
-  constexpr int kUnits = 512;
+  constexpr int kUnits = 768;  // register units of the effects (legalize.h)
   std::vector<int64_t> alu_ready(kUnits, 0), other_ready(kUnits, 0);
   std::vector<bool> sy(kUnits, false), ss(kUnits, false);
   int64_t t = 0, last_sy = -1000000, last_ss = -1000000;

@@ -37,44 +37,15 @@
 #include <cstdint>
 
 #include "ir3/passes/passes.h"
-#include "ir3/semantics.h"
 
 namespace opv::ir3::passes {
 
 namespace {
 
-// Register units for liveness and speculation: the effects' units (legalize.h: full regid n ->
-// 2n, 2n+1; a half register aliases its half of the full one) and, for kernels whose half
-// registers are a file of their own (Code::merged_regs false), half regid m -> 512 + m instead.
-constexpr int kUnitsMax = 1024;
+// Register units for liveness and speculation: the effects' (legalize.h), which keep half
+// registers apart from the full ones when the kernel's files are separate (Code::merged_regs).
+constexpr int kUnitsMax = 768;
 using Live = std::bitset<kUnitsMax>;
-
-struct RegSets {
-  std::vector<int> reads, writes;
-};
-
-// What x reads and writes in the units above.
-RegSets regs_of(const Ins& x, bool merged) {
-  if (merged) return {x.fx.reads, x.fx.writes};
-  Semantics sm = semantics(x.in);
-  RegSets r;
-  auto expand = [](std::vector<int>& v, const RegUse& u) {
-    for (int e = 0; e < u.elements; ++e)
-      for (int i = 0; i < u.count; ++i) {
-        int reg = u.regid + i + (u.advancing ? e : 0);
-        if (reg < 0 || reg >= 256 || reg == kRegInvalid) continue;
-        if (u.half && reg < kRegA0) {
-          v.push_back(512 + reg);
-        } else {
-          v.push_back(2 * reg);
-          v.push_back(2 * reg + 1);
-        }
-      }
-  };
-  for (const RegUse& u : sm.reads) expand(r.reads, u);
-  for (const RegUse& u : sm.writes) expand(r.writes, u);
-  return r;
-}
 
 bool is_control(const Ins& x) {
   int cat = static_cast<int>(x.in.bits >> 61);
@@ -84,9 +55,10 @@ bool is_control(const Ins& x) {
   return n.rfind("atomic", 0) == 0;
 }
 
+// A write of a shared register r48-r55 (or hr48-hr55: units 512 + regid in a separate half file).
 bool shared_write(const Ins& x) {
   for (int u : x.fx.writes)
-    if (u >= 2 * 48 * 4 && u < 2 * 56 * 4) return true;
+    if ((u >= 2 * 48 * 4 && u < 2 * 56 * 4) || (u >= 512 + 48 * 4 && u < 512 + 56 * 4)) return true;
   return false;
 }
 
@@ -112,9 +84,6 @@ std::vector<bool> predicated(const Code& c) {
 // live-in set of every instruction (index order); a write inside a predicated construct does
 // not kill (other lanes keep the old value); control flow we do not model keeps all live
 std::vector<Live> liveness(const Code& c) {
-  std::vector<RegSets> rs;
-  rs.reserve(c.ins.size());
-  for (const Ins& x : c.ins) rs.push_back(regs_of(x, c.merged_regs));
   size_t n = c.ins.size();
   std::vector<int64_t> pos;
   int max_id = 0;
@@ -142,9 +111,9 @@ std::vector<Live> liveness(const Code& c) {
           if (t >= 0) live |= in[static_cast<size_t>(t)];
         }
         if (!pred[i])
-          for (int u : rs[i].writes)
+          for (int u : x.fx.writes)
             if (u < kUnitsMax) live.reset(static_cast<size_t>(u));
-        for (int u : rs[i].reads)
+        for (int u : x.fx.reads)
           if (u < kUnitsMax) live.set(static_cast<size_t>(u));
       }
       if (live != in[i]) in[i] = live, changed = true;
@@ -317,9 +286,8 @@ class Hoister {
       Live written;
       for (size_t k = b; k < e; ++k) {
         const Ins& x = c_.ins[k];
-        const Effects& fx = x.fx;
-        RegSets f = regs_of(x, c_.merged_regs);
-        bool ok = fx.cat >= 1 && fx.cat <= 3 && !fx.sy_prod && !fx.ss_prod && !fx.store && !fx.mem_read &&
+        const Effects& f = x.fx;
+        bool ok = f.cat >= 1 && f.cat <= 3 && !f.sy_prod && !f.ss_prod && !f.store && !f.mem_read &&
                   !x.in.get_or("SY", 0) && !x.in.get_or("SS", 0) && x.in.name() != "nop";
         for (int u : f.reads) ok = ok && u < kUnitsMax && !written.test(static_cast<size_t>(u));
         for (int u : f.writes)
@@ -338,7 +306,7 @@ class Hoister {
     auto reads_of = [&](size_t b, size_t e) {
       Live r;
       for (size_t k = b; k < e; ++k)
-        for (int u : regs_of(c_.ins[k], c_.merged_regs).reads)
+        for (int u : c_.ins[k].fx.reads)
           if (u < kUnitsMax) r.set(static_cast<size_t>(u));
       return r;
     };
@@ -380,10 +348,17 @@ class Hoister {
     std::vector<bool> moved(c_.ins.size(), false);
     for (auto [k, br] : moves) before[br].push_back(k), moved[k] = true;
     std::vector<Ins> out;
+    std::vector<std::pair<int, int>> retarget;  // (guard id, first moved id)
     for (size_t i = 0; i < c_.ins.size(); ++i) {
+      if (!before[i].empty()) retarget.emplace_back(c_.ins[i].id, c_.ins[before[i].front()].id);
       for (size_t k : before[i]) out.push_back(c_.ins[k]);
       if (!moved[i]) out.push_back(c_.ins[i]);
     }
+    // Every path that reached the guard must run what moved in front of it: a branch or jump
+    // to the guard (the join of an earlier block, a loop head) now goes to the first of them.
+    for (auto [guard, first] : retarget)
+      for (Ins& x : out)
+        if (x.target_id == guard) x.target_id = first;
     c_.ins = out;
   }
 
@@ -439,7 +414,7 @@ class Hoister {
       const Effects& f = units[a].fx;
       bool out_live = false;
       for (size_t m : units[a].ins)
-        for (int u : regs_of(c_.ins[m], c_.merged_regs).writes)
+        for (int u : c_.ins[m].fx.writes)
           out_live = out_live || (u < kUnitsMax && live_[next].test(static_cast<size_t>(u)));
       if (out_live) exit[a] = f.sy_prod ? kSyLatency : f.ss_prod ? kSsLatency : (f.cat >= 1 && f.cat <= 3) ? 6 : 1;
     }
@@ -560,7 +535,7 @@ class Hoister {
         Ins x = c_.ins[u.ins[m]];
         if (better && x.in.get_or("SY", 0) && !(x.in.name() == "nop" && tg_[u.ins[m]] > 0)) {
           x.in = with_field(x.in, "SY", 0);
-          x.fx = effects(x.in);
+          x.fx = effects(x.in, c_.merged_regs);
         }
         if (static_cast<int>(m) == u.fix_br || static_cast<int>(m) == u.fix_jump) fixes.emplace_back(out.size(), k);
         out.push_back(x);

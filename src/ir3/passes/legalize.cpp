@@ -41,7 +41,7 @@ bool legalize(Code& c) {
   }
   std::vector<uint64_t> w = c.emit();
   const std::vector<uint64_t> given = w;
-  ir3::legalize(w, c.gen);
+  ir3::legalize(w, c.gen, c.merged_regs);
   // Step 4. The fixer only adds flags and nops, so the k-th instruction other than a nop is the
   // same instruction before and after it.
   auto non_nops = [&](const std::vector<uint64_t>& v) {
@@ -61,12 +61,10 @@ bool legalize(Code& c) {
         if (!now.get_or(flag, 0) || had.get_or(flag, 0)) continue;
         std::vector<uint64_t> trial = w;
         trial[b[k]] = with_field(now, flag, 0).bits;
-        if (check_hazards(trial, c.gen).empty()) w = std::move(trial);
+        if (check_hazards(trial, c.gen, c.merged_regs).empty()) w = std::move(trial);
       }
     }
-  bool merged = c.merged_regs;
-  c = Code(w, c.gen);
-  c.merged_regs = merged;
+  c = Code(w, c.gen, c.merged_regs);
   return c.emit() != before;
 }
 

@@ -120,7 +120,7 @@ bool rpt(Code& c) {
         continue;
       std::vector<Ins> T = R;
       T[i].in = packed;
-      T[i].fx = effects(packed);
+      T[i].fx = effects(packed, c.merged_regs);
       for (size_t g = group.size(); g-- > 1;) T.erase(T.begin() + static_cast<ptrdiff_t>(group[g]));
       // the members now issue at the leader's place: refuse when that makes the region slower
       // (a member reading a load's result would make the wait come earlier)
