@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "backend/reference/reference_backend.h"
+#include "core/error.h"
 
 namespace opv::test {
 
@@ -14,6 +15,15 @@ Tensor random_f32(const Shape& shape, uint64_t seed, float lo, float hi) {
   std::uniform_real_distribution<float> d(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
   return t;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 std::string shared_models_dir() {

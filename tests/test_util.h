@@ -1,5 +1,6 @@
 // Shared helpers for the C++ unit tests.
 #pragma once
+#include <functional>
 #include <random>
 #include <string>
 
@@ -12,6 +13,8 @@ namespace opv::test {
 Tensor random_f32(const Shape& shape, uint64_t seed, float lo = -1.f, float hi = 1.f);
 // Path of the shared fixtures folder (../shared/models beside the repo) or "" when absent.
 std::string shared_models_dir();
+// The message of the opv::Error that f throws, or "" when it throws none.
+std::string error_of(const std::function<void()>& f);
 // A fresh temporary directory for this test.
 std::string temp_dir();
 // Runs a memory-planned plan once on the reference backend with random f32 inputs (input i from

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "test_util.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "runtime/session.h"
@@ -17,14 +18,7 @@ namespace {
 using plan::BufferKind;
 using plan::Layout;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using opv::test::error_of;
 
 // x -> Relu -> t -> Relu -> y, every buffer f32[1,3,4,5] in `layout` (x and y stay Linear).
 plan::Plan relu_chain(const std::string& target, Layout t_layout, Shape shape = {1, 3, 4, 5}) {

@@ -19,14 +19,7 @@ namespace {
 
 const Shape kShape{1, 2, 3, 4};
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using opv::test::error_of;
 
 bool have_opencl_device() {
   try {

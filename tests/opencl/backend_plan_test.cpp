@@ -101,14 +101,7 @@ Ran run_plan(const plan::Plan& p, const std::vector<Tensor>& inputs, bool profil
   return r;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using opv::test::error_of;
 
 const char* kAddSource =
     "__kernel void add_f32(__global float* y, __global const float* a, __global const float* b) {\n"

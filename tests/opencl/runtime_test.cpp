@@ -27,14 +27,7 @@ std::vector<DeviceInfo> devices_or_empty() {
 #define REQUIRE_CL_DEVICE()                                              \
   if (devices_or_empty().empty()) GTEST_SKIP() << "no OpenCL device found"
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using opv::test::error_of;
 
 // A source no earlier run has built (the cache must start cold for it).
 std::string unique_source(const std::string& tag) {

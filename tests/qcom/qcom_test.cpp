@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "test_util.h"
 #include "backend/qcom/device.h"
 #include "backend/qcom/kgsl_uapi.h"
 #include "backend/qcom/pm4.h"
@@ -187,14 +188,7 @@ struct Rig {
   }
 };
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const opv::Error& err) {
-    return err.what();
-  }
-  return "";
-}
+using opv::test::error_of;
 
 }  // namespace
 
