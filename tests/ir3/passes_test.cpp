@@ -161,8 +161,8 @@ TEST(Ir3Passes, BranchesAreRetargetedWhenNopsGo) {
 }
 
 // Runs `words` on 64 fibers with an input buffer of 64 floats (i * 0.5 - 3) at c3.xy and the
-// output (64 x 4 dwords) at c0.xy.
-std::vector<uint32_t> run_with_input(const std::vector<uint64_t>& words) {
+// output (64 x 4 dwords) at c0.xy; `merged_regs` false: half registers are a file of their own.
+std::vector<uint32_t> run_with_input(const std::vector<uint64_t>& words, bool merged_regs = true) {
   Simulator sim(words);
   uint64_t out = sim.alloc(64 * 16), in = sim.alloc(64 * 4);
   std::vector<float> data(64);
@@ -173,6 +173,7 @@ std::vector<uint32_t> run_with_input(const std::vector<uint64_t>& words) {
   sim.set_const_u64(12, in);
   SimConfig cfg;
   cfg.local_size = {64, 1, 1};
+  cfg.merged_regs = merged_regs;
   sim.run(cfg);
   return sim.read_vec<uint32_t>(out, 64 * 4);
 }
@@ -388,22 +389,7 @@ TEST(Ir3Passes, HoistSpeculatesAcrossHalfRegistersOnlyWithSeparateFiles) {
   EXPECT_FALSE(inside(separate)) << disassemble(separate);
   EXPECT_TRUE(check_hazards(separate, kGenA6xx, false).empty()) << disassemble(separate);
   // same results on the simulator with separate files
-  auto sim_run = [](const std::vector<uint64_t>& w) {
-    Simulator sim(w);
-    uint64_t out = sim.alloc(64 * 16), in = sim.alloc(64 * 4);
-    std::vector<float> data(64);
-    for (int i = 0; i < 64; ++i) data[static_cast<size_t>(i)] = static_cast<float>(i) - 5.0f;
-    sim.write(in, data.data(), data.size() * 4);
-    sim.consts.assign(64, 0);
-    sim.set_const_u64(0, out);
-    sim.set_const_u64(12, in);
-    SimConfig cfg;
-    cfg.local_size = {64, 1, 1};
-    cfg.merged_regs = false;
-    sim.run(cfg);
-    return sim.read_vec<uint32_t>(out, 64 * 4);
-  };
-  EXPECT_EQ(sim_run(orig), sim_run(separate));
+  EXPECT_EQ(run_with_input(orig, false), run_with_input(separate, false));
 }
 
 TEST(Ir3Passes, EstimateCyclesFollowsTheCostModel) {
