@@ -4,6 +4,7 @@
 #include "target/opencl/codegen.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -154,10 +155,9 @@ ImageOperand classify_image_operand(const Buffer& b, const Shape& out) {
   return ImageOperand::Bad;
 }
 
-bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k) {
-  if (c.outputs.size() != 1) return k.post_ops.empty();
-  const Buffer& out = p.buffers.at(size_t(c.outputs[0]));
-  if (out.shape.size() != 4) return k.post_ops.empty();
+// Every post-op has an OpenCL expression and every binary one's operand passes `operand_ok`.
+static bool post_ops_ok(const Plan& p, const Call& c, const Kernel& k,
+                        const std::function<bool(const Buffer&)>& operand_ok) {
   for (const PostOp& po : k.post_ops) {
     if (is_unary(po.op)) {
       if (unary_expr(po, "x").empty()) return false;
@@ -165,9 +165,16 @@ bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k) {
     }
     if (binary_expr(po.op, "a", "b").empty()) return false;
     const Buffer* b = operand_buffer(p, c, po);
-    if (!b || classify_image_operand(*b, out.shape) == ImageOperand::Bad) return false;
+    if (!b || !operand_ok(*b)) return false;
   }
   return true;
+}
+
+bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k) {
+  if (c.outputs.size() != 1) return k.post_ops.empty();
+  const Buffer& out = p.buffers.at(size_t(c.outputs[0]));
+  if (out.shape.size() != 4) return k.post_ops.empty();
+  return post_ops_ok(p, c, k, [&](const Buffer& b) { return classify_image_operand(b, out.shape) != ImageOperand::Bad; });
 }
 
 std::string emit_post_ops_image(const Plan& p, const Call& c, const Kernel& k, const KernelDesc& d) {
@@ -254,16 +261,9 @@ std::string broadcast_index(const Shape& s, const Shape& out) {
 bool post_ops_linear_ok(const Plan& p, const Call& c, const Kernel& k) {
   if (c.outputs.size() != 1) return k.post_ops.empty();
   const Buffer& out = p.buffers.at(size_t(c.outputs[0]));
-  for (const PostOp& po : k.post_ops) {
-    if (is_unary(po.op)) {
-      if (unary_expr(po, "x").empty()) return false;
-      continue;
-    }
-    if (binary_expr(po.op, "a", "b").empty()) return false;
-    const Buffer* b = operand_buffer(p, c, po);
-    if (!b || b->layout != Layout::Linear || !is_f32_f16(b->dtype) || !broadcasts_to(b->shape, out.shape)) return false;
-  }
-  return true;
+  return post_ops_ok(p, c, k, [&](const Buffer& b) {
+    return b.layout == Layout::Linear && is_f32_f16(b.dtype) && broadcasts_to(b.shape, out.shape);
+  });
 }
 
 std::string emit_post_ops_linear(const Plan& p, const Call& c, const Kernel& k) {
