@@ -75,11 +75,7 @@ plan::Plan lower(const ir::Graph& g, const CompileOptions& opts) {
   for (const auto& p : ir::graph_passes()) graph_names.push_back(p.name);
   check_pass_names(opts, graph_names);
   plan::Plan p = lower_graph(g, opts);
-  if (opts.cl_busy_items > 0) p.meta.set("cl_busy_items", opts.cl_busy_items);
-  if (opts.cl_weights != "f16") p.meta.set("cl_weight_dtype", opts.cl_weights);
-  if (opts.cl_images != "image") p.meta.set("cl_image_storage", opts.cl_images);
-  if (opts.cl_batch != 4) p.meta.set("cl_batch_max", opts.cl_batch);
-  for (const auto& [key, value] : opts.cl_tune) p.meta.set(key, value);
+  if (p.target == "opencl") opts.pass_ctx.record(p.meta);
   plan::validate(p);
   plan::DriverOptions dopts;
   dopts.verbose = opts.verbose;
@@ -87,7 +83,7 @@ plan::Plan lower(const ir::Graph& g, const CompileOptions& opts) {
   dopts.dump_after = opts.dump_after;
   dopts.dump_to = opts.dump_to;
   const std::vector<plan::PlanPassInfo> run = scheduled_passes(opts);
-  plan::PassDriver driver(opts.target, pass_names(run), dopts);
+  plan::PassDriver driver(opts.target, pass_names(run), dopts, opts.pass_ctx);
   driver.checkpoint(p, plan::kLowerDumpPoint, true);
   std::string log;
   for (const plan::PlanPassInfo& pass : run) {
@@ -135,7 +131,8 @@ plan::Plan optimize(plan::Plan p, const std::vector<std::string>& passes, const 
   plan::DriverOptions dopts;
   dopts.verbose = verbose;
   dopts.observer = observer ? &observer : nullptr;
-  plan::PassDriver driver(p.target, passes, dopts);
+  // The options the plan was compiled with (recorded in its meta by lower()).
+  plan::PassDriver driver(p.target, passes, dopts, plan::PassCtx::from_meta(p.meta));
   std::string log = p.meta.has("plan_passes") ? p.meta.s("plan_passes") : "";
   for (size_t i = 0; i < passes.size(); ++i) {
     bool changed = driver.run(p, passes[i], fns[i]);

@@ -24,19 +24,9 @@ struct CompileOptions {
   bool verbose = false;                    // print per-pass progress to stderr
   bool report = false;                     // call `observer` around every plan pass
   PassObserver observer;                   // used when report is set
-  // opencl: work-items the target GPU needs in flight to stay busy (plan meta "cl_busy_items";
-  // 0 = the kernels' default, sized for an Adreno 630). Wider tiles per work-item are chosen only
-  // when a layer leaves this much work; large desktop GPUs want ~65536.
-  int64_t cl_busy_items = 0;
-  // opencl: element type of packed conv weights, "f16" (default; Adreno) or "f32" (plan meta
-  // "cl_weight_dtype"; GPUs that compute in fp32 then skip a conversion per weight).
-  std::string cl_weights = "f16";
-  // opencl: "image" (image2d_t activations) or "buffer" (plan meta "cl_image_storage").
-  std::string cl_images = "image";
-  // opencl: most calls plan pass "batch" merges into one launch (plan meta "cl_batch_max").
-  int64_t cl_batch = 4;
-  // opencl: kernel-tuning plan meta values (compile --cl-tune KEY=N).
-  std::vector<std::pair<std::string, int64_t>> cl_tune;
+  // Typed options handed to every plan pass (per target; target/opencl/options.h for opencl).
+  // lower() records them in the plan's meta, so the artifact says how it was made.
+  plan::PassCtx pass_ctx;
   // Dump points after which the plan is written as text to dump_to (compile --dump-after;
   // plan::dump_points: "lower", the target's passes, "compact", "memory-plan"; or "all"). A
   // point whose pass does not run in this compile is an error before the import.

@@ -68,27 +68,31 @@ int cmd_compile(int argc, char** argv) {
   opts.disable_passes = split_names(a.all("--no-pass"));
   opts.only_passes = split_names(a.all("--passes"));
   opts.verbose = a.has("--verbose");
-  opts.cl_busy_items = a.get_int("--cl-busy-items", 0, 0, int64_t(1) << 30);
-  opts.cl_batch = a.get_int("--cl-batch", 4);
-  if (opts.cl_batch < 1 || opts.cl_batch > 64) throw UsageError("opvision compile: --cl-batch must be in 1..64");
+  plan::cl::Options& cl = opts.pass_ctx.cl;
+  cl.busy_items = a.get_int("--cl-busy-items", 0, 0, int64_t(1) << 30);
+  cl.batch_max = a.get_int("--cl-batch", cl.batch_max);
+  if (cl.batch_max < 1 || cl.batch_max > plan::cl::kMaxBatchLimit)
+    throw UsageError("opvision compile: --cl-batch must be in 1.." + std::to_string(plan::cl::kMaxBatchLimit));
   for (const std::string& kv : a.all("--cl-tune")) {
     const size_t eq = kv.find('=');
     const std::string key = kv.substr(0, eq);
-    if (eq == std::string::npos || (key != "cl_ks_max_lanes" && key != "cl_ks_min_steps" && key != "cl_dw_split_min_taps"))
-      throw UsageError("opvision compile: --cl-tune wants cl_ks_max_lanes=N, cl_ks_min_steps=N or "
-                       "cl_dw_split_min_taps=N, got '" + kv + "'");
+    if (eq == std::string::npos || !plan::cl::Options().set_tune(key, 0))
+      throw UsageError(std::string("opvision compile: --cl-tune wants KEY=N with KEY one of ") +
+                       plan::cl::Options::tune_keys() + ", got '" + kv + "'");
     char* end = nullptr;
     const long long v = std::strtoll(kv.c_str() + eq + 1, &end, 10);
     if (end == kv.c_str() + eq + 1 || *end != '\0' || v < 1 || v > 1024)
       throw UsageError("opvision compile: --cl-tune " + key + " must be an integer in 1..1024, got '" + kv + "'");
-    opts.cl_tune.emplace_back(key, int64_t(v));
+    cl.set_tune(key, int64_t(v));
   }
-  opts.cl_images = a.get("--cl-images", "image");
-  if (opts.cl_images != "image" && opts.cl_images != "buffer")
-    throw UsageError("opvision compile: --cl-images must be image or buffer, got '" + opts.cl_images + "'");
-  opts.cl_weights = a.get("--cl-weights", "f16");
-  if (opts.cl_weights != "f16" && opts.cl_weights != "f32")
-    throw UsageError("opvision compile: --cl-weights must be f16 or f32, got '" + opts.cl_weights + "'");
+  const std::string images = a.get("--cl-images", "image");
+  if (images != "image" && images != "buffer")
+    throw UsageError("opvision compile: --cl-images must be image or buffer, got '" + images + "'");
+  cl.images_in_buffers = images == "buffer";
+  const std::string weights = a.get("--cl-weights", "f16");
+  if (weights != "f16" && weights != "f32")
+    throw UsageError("opvision compile: --cl-weights must be f16 or f32, got '" + weights + "'");
+  cl.weight_dtype = weights == "f32" ? DType::F32 : DType::F16;
   PassReport report;
   opts.dump_after = dump_after;
   opts.dump_to = &std::cout;

@@ -135,7 +135,7 @@ struct SmallNet {
 TEST(CpuNhwc, PassStructure) {
   SmallNet n;
   plan::Plan p = n.b.p;
-  ASSERT_TRUE(plan::assign_nhwc_layout(p));
+  ASSERT_TRUE(plan::assign_nhwc_layout(p, {}));
   const auto& B = p.buffers;
   EXPECT_EQ(B[size_t(n.t1)].layout, Layout::NHWC);
   EXPECT_EQ(B[size_t(n.t2)].layout, Layout::NHWC);
@@ -161,7 +161,7 @@ TEST(CpuNhwc, PassStructure) {
     }
   }
   // A second run finds nothing to do; memory planning and validation accept the result.
-  EXPECT_FALSE(plan::assign_nhwc_layout(p));
+  EXPECT_FALSE(plan::assign_nhwc_layout(p, {}));
   plan::plan_memory(p);
   plan::validate(p);
 }
@@ -170,7 +170,7 @@ TEST(CpuNhwc, NumericsMatchLinearAndReference) {
   for (int threads : {1, 2}) {
     SmallNet n;
     plan::Plan lin = n.b.p, nhwc = n.b.p;
-    plan::assign_nhwc_layout(nhwc);
+    plan::assign_nhwc_layout(nhwc, {});
     plan::plan_memory(lin);
     plan::plan_memory(nhwc);
     plan::validate(nhwc);
@@ -203,7 +203,7 @@ TEST(CpuNhwc, ConcatChannelsVsSpatial) {
   b.p.outputs.push_back(int(b.p.buffers.size()) - 1);
   b.call(OpKind::Concat, sp, {a, a}, {1, 8, 20, 14}, {}, BufferKind::Output);
   plan::Plan p = b.p;
-  ASSERT_TRUE(plan::assign_nhwc_layout(p));
+  ASSERT_TRUE(plan::assign_nhwc_layout(p, {}));
   EXPECT_EQ(p.buffers[size_t(cat_c)].layout, Layout::NHWC);
   for (const plan::Call& call : p.calls) {
     const plan::Kernel& k = p.kernels[size_t(call.kernel)];
@@ -248,7 +248,7 @@ TEST(CpuNhwc, ResidualAliasingTheDestination) {
     b.call(OpKind::Relu, {}, {t3}, {1, 16, 12, 12}, {}, BufferKind::Output);
     plan::Plan p = b.p;
     if (nhwc) {
-      ASSERT_TRUE(plan::assign_nhwc_layout(p));
+      ASSERT_TRUE(plan::assign_nhwc_layout(p, {}));
     }
     for (auto& buf : p.buffers)
       if (buf.kind == BufferKind::Intermediate) buf.offset = -1;  // own storage...
@@ -312,7 +312,7 @@ TEST(CpuNhwc, FastVitStackNumerics) {
   Builder b;
   plan::Plan lin = fastvit_stack(b, 8, 12);
   plan::Plan nhwc = lin;
-  ASSERT_TRUE(plan::assign_nhwc_layout(nhwc));
+  ASSERT_TRUE(plan::assign_nhwc_layout(nhwc, {}));
   plan::plan_memory(lin);
   plan::plan_memory(nhwc);
   auto ref = reference_eval(b.p, b.values);
@@ -326,7 +326,7 @@ TEST(CpuNhwc, DISABLED_FastVitStack) {
   Builder b;
   plan::Plan lin = fastvit_stack(b, 32, 64);
   plan::Plan nhwc = lin;
-  plan::assign_nhwc_layout(nhwc);
+  plan::assign_nhwc_layout(nhwc, {});
   plan::plan_memory(lin);
   plan::plan_memory(nhwc);
   for (int threads : {1, 2, 4, 8, 16}) {
@@ -366,7 +366,7 @@ TEST(CpuNhwc, InputNormalisationBeforeConv) {
     int y = b.conv(f, 6, 8, 3, 2, 1, {1, 8, 5, 6}, {unary_po(OpKind::Relu)});
     b.call(OpKind::Identity, {}, {y}, {1, 8, 5, 6}, {}, BufferKind::Output);
     plan::Plan p = b.p;
-    ASSERT_TRUE(plan::assign_nhwc_layout(p));
+    ASSERT_TRUE(plan::assign_nhwc_layout(p, {}));
     EXPECT_EQ(p.buffers[size_t(f)].layout, Layout::Linear) << p.dump();
     EXPECT_EQ(count_reorders(p), 2) << p.dump();  // before the conv, after it (the output is Linear)
     const plan::Call& second = p.calls[1];

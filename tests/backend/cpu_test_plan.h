@@ -128,7 +128,7 @@ inline OneCallResult run_one_call(OpKind op, const Attrs& a, const std::vector<P
   p.calls.insert(p.calls.end(), after.begin(), after.end());
   if (nhwc) {
     // Through the NHWC pass: Reorders around the call, which then runs on NHWC temporaries.
-    EXPECT_TRUE(plan::assign_nhwc_layout(p)) << "nhwc pass did not apply to " << op_name(op);
+    EXPECT_TRUE(plan::assign_nhwc_layout(p, {})) << "nhwc pass did not apply to " << op_name(op);
     plan::plan_memory(p);
     plan::validate(p);
   }

@@ -7,7 +7,7 @@
 //     residual image), unpacked and packed, run directly through OpenCL on half images and
 //     compared with ref::run on the same (fp16-rounded) inputs.
 //     K-split dense variant ("_ks<S>": a register tile of up to 4 pixels x 2 blocks shared by S
-//     lanes that reduce in local memory): forced by a large plan meta cl_busy_items on random
+//     lanes that reduce in local memory): forced by a large Options::busy_items on random
 //     small maps, 1x1 with many (also not multiple-of-4) input channels and dense 3x3 (strides,
 //     pads, dilation, N = 2, maps not multiples of the tile), all post-ops incl. residual add,
 //     packed and unpacked, lane counts from 2 to 64 (fewer and more lanes than accumulators);
@@ -45,10 +45,10 @@ struct ConvCase {
   DType wdt = DType::F32;
   // Post-ops: 0 none, 1 gelu, 2 relu, 3 sigmoid, 4 layer scale * + residual add, 5 gelu + scale.
   int post = 0;
-  // Plan meta "cl_busy_items" (0: the default): small values force multi-pixel / multi-block
+  // Options::busy_items (0: the default): small values force multi-pixel / multi-block
   // tiles on small maps.
   int64_t busy = 0;
-  // Packed weights in F32 (plan meta cl_weight_dtype = "f32") instead of F16.
+  // Packed weights in F32 (Options::weight_dtype) instead of F16.
   bool wf32 = false;
   int64_t OH() const { return (H + pt + pb - dh * (KH - 1) - 1) / sh + 1; }
   int64_t OW() const { return (W + pl + pr - dw * (KW - 1) - 1) / sw + 1; }
@@ -103,8 +103,12 @@ CaseData make_data(const ConvCase& cc, uint64_t seed) {
 plan::Plan conv_plan(const ConvCase& cc, const CaseData& d) {
   plan::Plan p;
   p.target = "opencl";
-  if (cc.busy) p.meta.set("cl_busy_items", cc.busy);
-  if (cc.wf32) p.meta.set("cl_weight_dtype", std::string("f32"));
+  // The compile options, recorded in the plan's meta as lower() records them; the family
+  // functions below get them back through Options::from_meta (opts()).
+  plan::cl::Options o;
+  o.busy_items = cc.busy;
+  if (cc.wf32) o.weight_dtype = DType::F32;
+  o.record(p.meta);
   auto image = [&](const std::string& name, const Shape& s) {
     Buffer b;
     b.name = name;
@@ -344,11 +348,12 @@ ConvCase random_case(const std::string& variant, std::mt19937& g) {
 }
 
 const plan::cl::Family& fam() { return plan::cl::conv_image_family(); }
+plan::cl::Options opts(const plan::Plan& p) { return plan::cl::Options::from_meta(p.meta); }
 
 void generate(plan::Plan& p) {
-  ASSERT_TRUE(fam().supports(p, p.calls[0]));
+  ASSERT_TRUE(fam().supports(p, p.calls[0], opts(p)));
   plan::Kernel k = p.kernels[0];
-  plan::cl::emit(fam(), p, p.calls[0], k);
+  plan::cl::emit(fam(), p, p.calls[0], k, opts(p));
   p.kernels[0] = k;
 }
 
@@ -358,10 +363,10 @@ void check_case(const ConvCase& cc, uint64_t seed, bool pack, const std::string&
   plan::Plan p = conv_plan(cc, d);
   generate(p);
   if (pack) {
-    ASSERT_TRUE(fam().pack_weights(p, 0));
+    ASSERT_TRUE(fam().pack_weights(p, 0, opts(p)));
     EXPECT_EQ(p.buffers[size_t(p.calls[0].inputs[1])].layout, Layout::PackedWeight);
     EXPECT_EQ(p.buffers[size_t(p.calls[0].inputs[1])].dtype, cc.wf32 ? DType::F32 : DType::F16);
-    EXPECT_FALSE(fam().pack_weights(p, 0)) << "packing twice";
+    EXPECT_FALSE(fam().pack_weights(p, 0, opts(p))) << "packing twice";
   }
   const plan::Kernel& k = p.kernels[size_t(p.calls[0].kernel)];
   EXPECT_EQ(k.attrs.s("cl_family"), "conv_image");
@@ -423,7 +428,7 @@ TEST(ConvImage, GeneratesEveryVariantWithoutGatedReads) {
     EXPECT_EQ(p.calls[0].global[0], (v.cc.OW() + tw - 1) / tw * v.cc.OH() * (m4 / ob));
     EXPECT_EQ(p.calls[0].global[1], v.cc.N);
     // Packing keeps the family and turns the weights into F16 PackedWeight in read order.
-    ASSERT_TRUE(fam().pack_weights(p, 0));
+    ASSERT_TRUE(fam().pack_weights(p, 0, opts(p)));
     const plan::Kernel& kp = p.kernels[size_t(p.calls[0].kernel)];
     EXPECT_FALSE(kp.attrs.s("cl_pack").empty());
     EXPECT_NE(kp.name.find("_pk"), std::string::npos);
@@ -457,10 +462,10 @@ TEST(ConvImage, RejectsLinearActivationsAndOtherOps) {
   CaseData d = make_data(cc, 4);
   plan::Plan p = conv_plan(cc, d);
   p.buffers[0].layout = Layout::Linear;
-  EXPECT_FALSE(fam().supports(p, p.calls[0]));
+  EXPECT_FALSE(fam().supports(p, p.calls[0], opts(p)));
   plan::Plan q = conv_plan(cc, d);
   q.kernels[0].op = OpKind::Add;
-  EXPECT_FALSE(fam().supports(q, q.calls[0]));
+  EXPECT_FALSE(fam().supports(q, q.calls[0], opts(q)));
 }
 
 TEST(ConvImage, Fp16MathVariantIsGuarded) {
@@ -861,7 +866,7 @@ TEST(ConvImageEndToEnd, MatchesReferenceBackend) {
   }
 }
 
-// The K-split form through lower(target opencl, cl_busy_items) and the backend (local size,
+// The K-split form through lower(target opencl, Options::busy_items) and the backend (local size,
 // batching of the identical calls of a graph with two convs of one shape).
 TEST(ConvImageEndToEnd, KSplitMatchesReferenceBackend) {
   std::unique_ptr<backend::Backend> cl, ref;
@@ -879,7 +884,7 @@ TEST(ConvImageEndToEnd, KSplitMatchesReferenceBackend) {
       SCOPED_TRACE(cc.str() + (pack ? " packed" : " unpacked"));
       CompileOptions o;
       o.target = "opencl";
-      o.cl_busy_items = kWideBusy;
+      o.pass_ctx.cl.busy_items = kWideBusy;
       if (!pack) o.disable_passes = {"weight-pack"};
       plan::Plan p = lower(g, o);
       int split = 0;

@@ -280,7 +280,7 @@ plan::Plan reorder_roundtrip(DType dt, DType out_dt, const Shape& s) {
   int a = p.add_kernel(k1), bk = p.add_kernel(k2);
   p.calls.push_back({a, {in}, {img}, {}, {}, "to_image"});
   p.calls.push_back({bk, {img}, {out}, {}, {}, "to_linear"});
-  plan::cl::codegen(p);
+  plan::cl::codegen(p, {});
   plan::plan_memory(p);
   plan::validate(p);
   return p;

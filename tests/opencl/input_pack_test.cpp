@@ -148,7 +148,7 @@ TEST(InputPack, NoPatternLeavesPlanUnchanged) {
   b.output(b.conv(x, w));
   plan::Plan p = lower_for(b.g, "opencl", {"input-pack"});
   const std::string before = p.dump();
-  EXPECT_FALSE(plan::input_pack(p));
+  EXPECT_FALSE(plan::input_pack(p, {}));
   EXPECT_EQ(p.dump(), before);
 
   // The normalised tensor has a second reader: packing would compute it twice.
@@ -157,7 +157,7 @@ TEST(InputPack, NoPatternLeavesPlanUnchanged) {
   pc.read_twice = true;
   plan::Plan q = lower_for(pack_graph(pc, 7), "opencl", {"input-pack"});
   const std::string qb = q.dump();
-  EXPECT_FALSE(plan::input_pack(q));
+  EXPECT_FALSE(plan::input_pack(q, {}));
   EXPECT_EQ(q.dump(), qb);
 }
 

@@ -42,7 +42,7 @@ plan::Plan after_pass(const ir::Graph& g) {
   CompileOptions o;
   o.target = "opencl";
   plan::Plan p = lower_graph(g, o);
-  EXPECT_TRUE(plan::assign_image_layout(p));
+  EXPECT_TRUE(plan::assign_image_layout(p, {}));
   plan::validate(p);
   return p;
 }
@@ -103,7 +103,7 @@ TEST(LayoutImage, ConvReluGapFlattenGemm) {
     }
   // Idempotent.
   plan::Plan q = p;
-  EXPECT_FALSE(plan::assign_image_layout(q));
+  EXPECT_FALSE(plan::assign_image_layout(q, {}));
   EXPECT_EQ(q.calls.size(), p.calls.size());
 }
 
@@ -195,7 +195,7 @@ TEST(LayoutImage, NoImageCallsNoChange) {
   CompileOptions o;
   o.target = "opencl";
   plan::Plan p = lower_graph(b.g, o);
-  EXPECT_FALSE(plan::assign_image_layout(p));
+  EXPECT_FALSE(plan::assign_image_layout(p, {}));
 }
 
 TEST(LayoutImage, NumericsMatchReference) {

@@ -72,11 +72,11 @@ TEST(Dedupe, IdenticalCallsOnSameInput) {
   b.call(relu, {x}, {t2});
   b.call(add, {t1, t2}, {out});
   Plan before = b.p;
-  ASSERT_TRUE(dedupe(b.p));
+  ASSERT_TRUE(dedupe(b.p, {}));
   validate(b.p);
   ASSERT_EQ(b.p.calls.size(), 2u);
   EXPECT_EQ(b.p.calls[1].inputs, (std::vector<int>{t1, t1}));
-  EXPECT_FALSE(dedupe(b.p)) << "dedupe must reach a fixed point";
+  EXPECT_FALSE(dedupe(b.p, {})) << "dedupe must reach a fixed point";
   expect_same_results(before, b.p);
 }
 
@@ -91,7 +91,7 @@ TEST(Dedupe, ByteIdenticalSeparateConstantsAndEqualKernelContent) {
   b.call(mul2, {x, w2}, {t2});
   b.call(add, {t1, t2}, {out});
   Plan before = b.p;
-  ASSERT_TRUE(dedupe(b.p));
+  ASSERT_TRUE(dedupe(b.p, {}));
   validate(b.p);
   EXPECT_EQ(b.p.calls.size(), 2u);
   expect_same_results(before, b.p);
@@ -121,7 +121,7 @@ TEST(Dedupe, DuplicatedChainVanishes) {
   int out = b.output("y", kS);
   b.call(sub, {ends[0], ends[1]}, {out});
   Plan before = b.p;
-  ASSERT_TRUE(dedupe(b.p));
+  ASSERT_TRUE(dedupe(b.p, {}));
   validate(b.p);
   EXPECT_EQ(b.p.calls.size(), 4u);
   EXPECT_EQ(b.p.calls.back().inputs, (std::vector<int>{ends[0], ends[0]}));
@@ -166,7 +166,7 @@ TEST(Dedupe, KeepsNonDuplicates) {
   b.call(add, {t5, x}, {out});
   b.call(add, {t6, t7}, {out2});
   Plan before = b.p;
-  ASSERT_TRUE(dedupe(b.p));
+  ASSERT_TRUE(dedupe(b.p, {}));
   validate(b.p);
   EXPECT_EQ(b.p.calls.size(), before.calls.size() - 1) << b.p.dump();
   expect_same_results(before, b.p);
@@ -179,7 +179,7 @@ TEST(Dedupe, DuplicateWritingAnOutputIsKept) {
   int o1 = b.output("y1", kS), o2 = b.output("y2", kS);
   b.call(relu, {x}, {o1});
   b.call(relu, {x}, {o2});
-  EXPECT_FALSE(dedupe(b.p));
+  EXPECT_FALSE(dedupe(b.p, {}));
   EXPECT_EQ(b.p.calls.size(), 2u);
 
   // First writes an Intermediate, the duplicate an Output: still kept.
@@ -190,7 +190,7 @@ TEST(Dedupe, DuplicateWritingAnOutputIsKept) {
   c.call(relu2, {x2}, {t});
   c.call(relu2, {x2}, {y});
   c.call(add, {t, x2}, {z});
-  EXPECT_FALSE(dedupe(c.p));
+  EXPECT_FALSE(dedupe(c.p, {}));
   EXPECT_EQ(c.p.calls.size(), 3u);
 }
 
@@ -212,7 +212,7 @@ TEST(Dedupe, MultiOutputCallsRewireEveryOutput) {
   int out = b.output("y", {2, 8});
   b.call(concat, {b0, a1, r, a0}, {out});
   Plan before = b.p;
-  ASSERT_TRUE(dedupe(b.p));
+  ASSERT_TRUE(dedupe(b.p, {}));
   validate(b.p);
   ASSERT_EQ(b.p.calls.size(), 3u);
   EXPECT_EQ(b.p.calls[1].inputs, (std::vector<int>{a1}));
@@ -241,7 +241,7 @@ TEST(Dedupe, DifferentLaunchGeometryOrSourceIsNotADuplicate) {
   int s = b.temp(kS);
   b.call(add, {t1, t2}, {s});
   b.call(add, {s, t3}, {out});
-  EXPECT_FALSE(dedupe(b.p));
+  EXPECT_FALSE(dedupe(b.p, {}));
 }
 
 }  // namespace

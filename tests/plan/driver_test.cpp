@@ -1,6 +1,7 @@
 // Tests of the plan-pass driver (src/plan/passes/driver.cpp): dump points per target, refused
 // dump points, dumps written exactly after the requested passes, validation after a change
-// naming the pass, and the kernel-source and weight digests of dump_plan_text().
+// naming the pass, the kernel-source and weight digests of dump_plan_text(), and the typed pass
+// options (PassCtx): handed to every pass, recorded in plan meta and read back.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -36,12 +37,12 @@ Plan small_plan() {
   return p;
 }
 
-bool no_change(Plan&) { return false; }
-bool rename_kernel(Plan& p) {
+bool no_change(Plan&, const PassCtx&) { return false; }
+bool rename_kernel(Plan& p, const PassCtx& /*ctx*/) {
   p.kernels[0].name = "add_renamed";
   return true;
 }
-bool break_plan(Plan& p) {
+bool break_plan(Plan& p, const PassCtx& /*ctx*/) {
   p.calls[1].inputs[0] = 99;  // a buffer id out of range
   return true;
 }
@@ -81,7 +82,7 @@ TEST(PlanDriver, RefusesUnknownAndUnscheduledDumpPoints) {
   EXPECT_NO_THROW(check_dump_points("cpu", {"all", "lower", "memory-plan", "dedupe"}, {"dedupe"}));
   DriverOptions o;
   o.dump_after = {"dedupe"};  // no stream
-  EXPECT_THROW(PassDriver("cpu", {"dedupe"}, o), Error);
+  EXPECT_THROW(PassDriver("cpu", {"dedupe"}, o, {}), Error);
 }
 
 TEST(PlanDriver, DumpsExactlyAfterTheRequestedPoints) {
@@ -90,7 +91,7 @@ TEST(PlanDriver, DumpsExactlyAfterTheRequestedPoints) {
   DriverOptions o;
   o.dump_after = {"dedupe", "memory-plan"};
   o.dump_to = &out;
-  PassDriver d("cpu", {"dedupe", "layout-nhwc"}, o);
+  PassDriver d("cpu", {"dedupe", "layout-nhwc"}, o, {});
   d.checkpoint(p, kLowerDumpPoint, true);
   EXPECT_FALSE(d.run(p, "dedupe", no_change));
   const std::string after_dedupe = out.str();
@@ -108,7 +109,7 @@ TEST(PlanDriver, DumpsExactlyAfterTheRequestedPoints) {
   std::ostringstream every;
   o.dump_after = {kAllDumpPoints};
   o.dump_to = &every;
-  PassDriver all_points("cpu", {"dedupe"}, o);
+  PassDriver all_points("cpu", {"dedupe"}, o, {});
   all_points.checkpoint(q, kLowerDumpPoint, true);
   all_points.run(q, "dedupe", no_change);
   all_points.finish(q);
@@ -117,13 +118,56 @@ TEST(PlanDriver, DumpsExactlyAfterTheRequestedPoints) {
 
 TEST(PlanDriver, ValidatesAfterAChangeAndNamesThePass) {
   Plan p = small_plan();
-  PassDriver d("cpu", {"dedupe"}, {});
+  PassDriver d("cpu", {"dedupe"}, {}, {});
   try {
     d.run(p, "dedupe", break_plan);
     FAIL() << "an invalid plan passed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("plan pass 'dedupe'"), std::string::npos) << e.what();
   }
+}
+
+// The pass sees the driver's PassCtx (batch_max stands for any option).
+int64_t seen_batch_max = 0;
+bool look_at_ctx(Plan&, const PassCtx& ctx) {
+  seen_batch_max = ctx.cl.batch_max;
+  return false;
+}
+
+TEST(PlanDriver, HandsItsPassCtxToEveryPass) {
+  Plan p = small_plan();
+  PassCtx ctx;
+  ctx.cl.batch_max = 7;
+  PassDriver d("cpu", {"dedupe"}, {}, ctx);
+  d.run(p, "dedupe", look_at_ctx);
+  EXPECT_EQ(seen_batch_max, 7);
+}
+
+TEST(PassCtx, RecordsOnlyNonDefaultsAndReadsThemBack) {
+  Attrs meta;
+  meta.set("source", std::string("m.onnx"));
+  PassCtx{}.record(meta);
+  EXPECT_EQ(meta.str(), "source=m.onnx") << "defaults leave no trace";
+  PassCtx ctx;
+  ctx.cl.busy_items = 65536;
+  ctx.cl.weight_dtype = DType::F32;
+  ctx.cl.images_in_buffers = true;
+  ctx.cl.batch_max = 16;
+  ASSERT_TRUE(ctx.cl.set_tune("cl_ks_max_lanes", 8));
+  ASSERT_TRUE(ctx.cl.set_tune("cl_dw_split_min_taps", 9));
+  EXPECT_FALSE(ctx.cl.set_tune("cl_unknown", 1));
+  ctx.record(meta);
+  EXPECT_EQ(meta.str(),
+            "cl_batch_max=16 cl_busy_items=65536 cl_dw_split_min_taps=9 cl_image_storage=buffer cl_ks_max_lanes=8 "
+            "cl_weight_dtype=f32 source=m.onnx");
+  const PassCtx back = PassCtx::from_meta(meta);
+  EXPECT_TRUE(back.cl == ctx.cl);
+  // Back to the defaults: the keys go again.
+  PassCtx{}.record(meta);
+  EXPECT_EQ(meta.str(), "source=m.onnx");
+  Attrs bad;
+  bad.set("cl_weight_dtype", std::string("f8"));
+  EXPECT_THROW(PassCtx::from_meta(bad), Error);
 }
 
 TEST(PlanDriver, DumpTextDigestsSourcesAndWeights) {

@@ -100,7 +100,7 @@ TEST(LevelSchedule, RandomDagsKeepDependenciesAndResults) {
   for (uint64_t seed = 1; seed <= 25; ++seed) {
     Plan p = random_dag(seed, 6 + int(seed % 20));
     Plan before = p;
-    level_schedule(p);
+    level_schedule(p, {});
     validate(p);  // every read after its write, outputs written once
     // Every call is after its producers (checked directly too) and levels never decrease.
     std::map<int, size_t> writer;
@@ -124,7 +124,7 @@ TEST(LevelSchedule, RandomDagsKeepDependenciesAndResults) {
     std::vector<Tensor> a = run_ref(before), b = run_ref(p);
     EXPECT_TRUE(bit_equal(a[0], b[0])) << "seed " << seed;
     // Idempotent.
-    EXPECT_FALSE(level_schedule(p)) << "seed " << seed;
+    EXPECT_FALSE(level_schedule(p, {})) << "seed " << seed;
   }
 }
 
@@ -156,7 +156,7 @@ TEST(LevelSchedule, GroupsSameKernelCallsOfOneLevel) {
   p.calls.push_back({a, {outs[2], outs[3]}, {s2}, {}, {}, "a2"});
   p.calls.push_back({a, {s1, s2}, {y}, {}, {}, "a3"});
   Plan before = p;
-  ASSERT_TRUE(level_schedule(p));
+  ASSERT_TRUE(level_schedule(p, {}));
   validate(p);
   std::vector<std::string> labels;
   for (const Call& c : p.calls) labels.push_back(c.label);
@@ -172,7 +172,7 @@ TEST(LevelSchedule, RespectsArenaSharingAfterMemoryPlanning) {
     plan_memory(p);
     validate(p);
     Plan before = p;
-    level_schedule(p);
+    level_schedule(p, {});
     validate(p);  // arena overlap while live is a validation error
     EXPECT_TRUE(bit_equal(run_ref(before)[0], run_ref(p)[0])) << "seed " << seed;
   }
@@ -207,7 +207,7 @@ ClPlan cl_plan(int n) {
     r.o.push_back(o);
     r.p.calls.push_back({kid, {a, b}, {o}, {}, {}, "add" + std::to_string(i)});
   }
-  cl::codegen(r.p);
+  cl::codegen(r.p, {});
   EXPECT_EQ(r.p.kernels.size(), 1u);
   EXPECT_EQ(r.p.kernels[0].attrs.s("cl_family"), "linear");
   EXPECT_GT(r.p.calls[0].global[0], 0);
@@ -217,7 +217,7 @@ ClPlan cl_plan(int n) {
 
 TEST(Batch, MergesFourIndependentCallsWithDocumentedArgumentOrder) {
   ClPlan c = cl_plan(4);
-  ASSERT_TRUE(batch_calls(c.p));
+  ASSERT_TRUE(batch_calls(c.p, {}));
   validate(c.p);
   ASSERT_EQ(c.p.calls.size(), 1u);
   const Call& m = c.p.calls[0];
@@ -238,13 +238,14 @@ TEST(Batch, MergesFourIndependentCallsWithDocumentedArgumentOrder) {
   EXPECT_EQ(k.attrs.s("cl_params"), params);
   EXPECT_NE(k.source.find("__kernel void " + c.entry + "_x4(" + params + ")"), std::string::npos) << k.source;
   EXPECT_NE(k.source.find("case 2: " + c.entry + "_body(out0_2, in0_2, in1_2); break;"), std::string::npos);
-  EXPECT_FALSE(batch_calls(c.p)) << "a batched call is not batched again";
+  EXPECT_FALSE(batch_calls(c.p, {})) << "a batched call is not batched again";
 }
 
 TEST(Batch, AtMostMaxBatchAndRespectsLocalSize) {
+  const int64_t kMaxBatch = cl::Options{}.batch_max;
   ClPlan c = cl_plan(kMaxBatch + 2);
   for (Call& call : c.p.calls) call.local = {4, 0, 0};
-  ASSERT_TRUE(batch_calls(c.p));
+  ASSERT_TRUE(batch_calls(c.p, {}));
   validate(c.p);
   ASSERT_EQ(c.p.calls.size(), 2u);
   EXPECT_EQ(c.p.kernels[size_t(c.p.calls[0].kernel)].attrs.i("cl_batch"), kMaxBatch);
@@ -252,17 +253,19 @@ TEST(Batch, AtMostMaxBatchAndRespectsLocalSize) {
   EXPECT_EQ(c.p.calls[0].local, (std::array<int64_t, 3>{4, 1, 1}));
 }
 
-TEST(Batch, PlanMetaSetsTheLimit) {
+TEST(Batch, PassCtxSetsTheLimit) {
   ClPlan c = cl_plan(7);
-  c.p.meta.set("cl_batch_max", int64_t(6));
-  ASSERT_TRUE(batch_calls(c.p));
+  PassCtx six;
+  six.cl.batch_max = 6;
+  ASSERT_TRUE(batch_calls(c.p, six));
   validate(c.p);
   ASSERT_EQ(c.p.calls.size(), 2u);
   EXPECT_EQ(c.p.kernels[size_t(c.p.calls[0].kernel)].attrs.i("cl_batch"), 6);
   EXPECT_EQ(c.p.calls[1].global[2], 0) << "the seventh call stays alone";
   ClPlan one = cl_plan(3);
-  one.p.meta.set("cl_batch_max", int64_t(1));
-  EXPECT_FALSE(batch_calls(one.p)) << "a limit of 1 batches nothing";
+  PassCtx single;
+  single.cl.batch_max = 1;
+  EXPECT_FALSE(batch_calls(one.p, single)) << "a limit of 1 batches nothing";
 }
 
 TEST(Batch, RefusesDependentCallsAndOtherGeometry) {
@@ -275,23 +278,23 @@ TEST(Batch, RefusesDependentCallsAndOtherGeometry) {
   // Call 2 has another launch geometry.
   p.calls[2].global = {p.calls[0].global[0] + 8, 0, 0};
   validate(p);
-  EXPECT_FALSE(batch_calls(p));
+  EXPECT_FALSE(batch_calls(p, {}));
   EXPECT_EQ(p.calls.size(), 3u);
 
   ClPlan d = cl_plan(2);
-  EXPECT_TRUE(batch_calls(d.p)) << "independent calls merge";
+  EXPECT_TRUE(batch_calls(d.p, {})) << "independent calls merge";
 
   // Kernels without a description are left alone: no family, a source changed after codegen (its
   // description no longer renders to it), a host fallback (no source).
   ClPlan e = cl_plan(2);
   e.p.kernels[0].attrs.erase("cl_family");
-  EXPECT_FALSE(batch_calls(e.p));
+  EXPECT_FALSE(batch_calls(e.p, {}));
   ClPlan edited = cl_plan(2);
   edited.p.kernels[0].source += "// edited\n";
-  EXPECT_FALSE(batch_calls(edited.p));
+  EXPECT_FALSE(batch_calls(edited.p, {}));
   ClPlan f = cl_plan(2);
   f.p.kernels[0].source.clear();
-  EXPECT_FALSE(batch_calls(f.p));
+  EXPECT_FALSE(batch_calls(f.p, {}));
 }
 
 TEST(Batch, ArenaSharingIsADependency) {
@@ -315,12 +318,12 @@ TEST(Batch, ArenaSharingIsADependency) {
   p.calls.push_back({kid, {t0}, {y0}, {16, 0, 0}, {}, "c1"});
   p.calls.push_back({kid, {x}, {t1}, {16, 0, 0}, {}, "c2"});
   p.calls.push_back({kid, {t1}, {y1}, {16, 0, 0}, {}, "c3"});
-  cl::codegen(p);  // family linear: one copy kernel, one launch geometry for all four calls
+  cl::codegen(p, {});  // family linear: one copy kernel, one launch geometry for all four calls
   ASSERT_EQ(p.kernels.size(), 1u);
   plan_memory(p);
   ASSERT_EQ(p.buffers[size_t(t0)].offset, p.buffers[size_t(t1)].offset) << "test premise: t0 and t1 share bytes";
   validate(p);
-  batch_calls(p);
+  batch_calls(p, {});
   validate(p);
   for (const Call& c : p.calls) EXPECT_EQ(c.label.find("c1+c2"), std::string::npos) << c.label;
   for (const Call& c : p.calls) EXPECT_EQ(c.label.find("c0+c1"), std::string::npos) << c.label;

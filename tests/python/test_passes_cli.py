@@ -162,3 +162,26 @@ def test_opencl_passes_keep_outputs_bit_identical(cli, fixture_paths, tmp_path):
         outs.append(load_npz(tmp_path / "o.npz")["outputs"])
     assert outs[0].tobytes() == outs[1].tobytes()
     assert_verify_ok(cli, opt, ref, "opencl", timeout=600)
+
+
+def test_opt_runs_passes_with_the_recorded_compile_options(cli, tmp_path):
+    """`opt` re-runs plan passes with the options the artifact was compiled with (PassCtx, recorded
+    in the plan meta): an artifact compiled with --cl-batch 2 batches in pairs under `opt --pass
+    batch`, one compiled with the default in up to fours. Compile only: no device needed."""
+    model = tmp_path / "m.onnx"
+    p = cli.run("make-model", model, "--height", "32", "--width", "64", "--widths", "8,16,16,16",
+                "--depths", "1,1,1,1", "--hidden", "32")
+    assert p.returncode == 0, describe(p)
+    widths = {}
+    for batch in ("2", "4"):
+        art, out = tmp_path / f"b{batch}.opv", tmp_path / f"b{batch}_opt.opv"
+        p = cli.run("compile", model, "-o", art, "--target", "opencl", "--cl-batch", batch, "--no-pass", "batch")
+        assert p.returncode == 0, describe(p)
+        p = cli.run("opt", art, out, "--pass", "batch")
+        assert p.returncode == 0, describe(p)
+        p = cli.run("inspect", out)
+        assert p.returncode == 0, describe(p)
+        assert (f"cl_batch_max={batch}" in p.stdout) == (batch != "4"), p.stdout.splitlines()[:4]
+        widths[batch] = {int(n) for n in re.findall(r"_x(\d+)\b", p.stdout)}
+    assert widths["2"] == {2}, widths
+    assert max(widths["4"]) > 2, widths

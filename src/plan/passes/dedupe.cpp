@@ -134,7 +134,7 @@ struct Dedupe {
 
 }  // namespace
 
-bool dedupe(Plan& p) {
+bool dedupe(Plan& p, const PassCtx& /*ctx*/) {
   Dedupe d(p);
   d.group_kernels();
   d.group_constants();

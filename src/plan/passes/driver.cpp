@@ -1,6 +1,6 @@
 /* The plan-pass driver (the twin of the graph-pass driver, src/ir/passes/driver.cpp): runs plan
  * passes from the table in pass_table.cpp on a plan; one PassDriver per compile or opt run.
- *   1. run(): the pass runs; when it reports a change, plan::validate() checks the plan (an error
+ *   1. run(): the pass runs with the driver's PassCtx (the run's typed options); when it reports a change, plan::validate() checks the plan (an error
  *      names the pass). With verbose, one progress line on stderr; an observer (compile/opt
  *      --report) sees the plan before and after the pass.
  *   2. Dump points (compile --dump-after): "lower" (the plan as lowered, before any pass; the
@@ -107,8 +107,8 @@ std::string dump_plan_text(const Plan& p) {
   return s;
 }
 
-PassDriver::PassDriver(std::string target, const std::vector<std::string>& scheduled, DriverOptions opts)
-    : target_(std::move(target)), opts_(std::move(opts)) {
+PassDriver::PassDriver(std::string target, const std::vector<std::string>& scheduled, DriverOptions opts, PassCtx ctx)
+    : target_(std::move(target)), opts_(std::move(opts)), ctx_(std::move(ctx)) {
   check_dump_points(target_, opts_.dump_after, scheduled);
   OPV_CHECK(opts_.dump_after.empty() || opts_.dump_to, "plan pass driver: dump points asked for without a stream");
 }
@@ -129,7 +129,7 @@ bool PassDriver::run(Plan& p, const std::string& name, PlanPassFn fn) {
   const size_t calls = p.calls.size();
   bool changed = false;
   try {
-    changed = fn(p);
+    changed = fn(p, ctx_);
     if (changed) validate(p);
   } catch (const Error& e) {
     fail("plan pass '", name, "': ", e.what());
@@ -143,7 +143,7 @@ bool PassDriver::run(Plan& p, const std::string& name, PlanPassFn fn) {
 }
 
 void PassDriver::finish(Plan& p) {
-  run(p, kCompactPoint, compact);
+  run(p, kCompactPoint, [](Plan& q, const PassCtx&) { return compact(q); });
   const bool planned = plan_memory(p);
   validate(p);
   if (opts_.verbose)

@@ -107,6 +107,6 @@ struct NhwcPolicy : LayoutPolicy {
 
 }  // namespace
 
-bool assign_nhwc_layout(Plan& p) { return assign_layout_domain(p, NhwcPolicy{}); }
+bool assign_nhwc_layout(Plan& p, const PassCtx& /*ctx*/) { return assign_layout_domain(p, NhwcPolicy{}); }
 
 }  // namespace opv::plan

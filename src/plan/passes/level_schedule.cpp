@@ -100,7 +100,7 @@ std::string program_of(const Kernel& k) {
 
 }  // namespace
 
-bool level_schedule(Plan& p) {
+bool level_schedule(Plan& p, const PassCtx& /*ctx*/) {
   const int n = int(p.calls.size());
   if (n < 2) return false;
   std::vector<int> level = Schedule(p).levels();

@@ -1,4 +1,5 @@
-// Plan passes: `bool pass(Plan&)` returning progress, one file each, validated after each change.
+// Plan passes: `bool pass(Plan&, const PassCtx&)` returning progress, one file each, validated
+// after each change. PassCtx carries the typed compile options of the run.
 // Compile time only (opv_compiler): the runtime (opv_runtime) links src/plan/*.cpp, not these.
 // The passes of a target live with the target (target/opencl/passes.h); the table below lists
 // them per target.
@@ -9,28 +10,41 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "target/opencl/options.h"
 
 namespace opv::plan {
 
+// The typed options of one plan-pass run: what the compile flags chose, per target. Passes read
+// these, never option strings from plan meta. The compile records them in the plan's meta
+// (record(): only values that differ from the defaults, under the keys of each target's options),
+// so `opvision opt` runs passes on a loaded plan with the options it was compiled with
+// (from_meta()).
+struct PassCtx {
+  cl::Options cl;  // target "opencl" (target/opencl/options.h)
+
+  void record(Attrs& meta) const { cl.record(meta); }
+  static PassCtx from_meta(const Attrs& meta) { return PassCtx{cl::Options::from_meta(meta)}; }
+};
+
 // CPU targets: 4-D float activations between layout-agnostic ops get Layout::NHWC, with explicit
 // Reorder calls where a consumer needs Linear (src/plan/passes/layout_nhwc.cpp).
-bool assign_nhwc_layout(Plan& p);
+bool assign_nhwc_layout(Plan& p, const PassCtx& ctx);
 
 // ---- generic plan passes (src/plan/passes/) ----
 // "dedupe": calls with the same kernel and identical inputs (same buffers, or constants with
 // byte-identical contents, dtype, shape and layout) are removed and their readers rewired to the
 // first call's outputs, to a fixed point (whole duplicated chains disappear). A duplicate that
 // writes a plan Output is kept.
-bool dedupe(Plan& p);
+bool dedupe(Plan& p, const PassCtx& ctx);
 // "level-schedule": calls ordered by (dependency level, kernel) without breaking a dependency.
-bool level_schedule(Plan& p);
+bool level_schedule(Plan& p, const PassCtx& ctx);
 // Drops buffers no call uses (except Inputs/Outputs) and kernels no call uses, renumbers ids,
 // and rebuilds the weights blob from the constants still used. Returns true when it removed any.
 bool compact(Plan& p);
 
 struct PlanPassInfo {
   const char* name;
-  bool (*fn)(Plan&);
+  bool (*fn)(Plan&, const PassCtx&);
   const char* doc;
   bool opt_in = false;  // runs only when asked for (compile --passes, opt --pass), never by default
 };
@@ -44,7 +58,7 @@ bool plan_memory(Plan& p);
 int64_t unplanned_bytes(const Plan& p);
 
 // ---- the plan-pass driver (src/plan/passes/driver.cpp) ----
-using PlanPassFn = bool (*)(Plan&);
+using PlanPassFn = bool (*)(Plan&, const PassCtx&);
 // Called around every plan pass that ran (and the final compact(), named "compact"): the plan
 // before and after it, and whether the pass reported a change.
 using PassObserver = std::function<void(const std::string& pass, const Plan& before, const Plan& after,
@@ -80,10 +94,10 @@ class PassDriver {
  public:
   // `scheduled`: the plan passes this run will run, in order. Throws opv::Error for a dump point
   // `target` does not have or that this run does not reach (its pass is not scheduled).
-  PassDriver(std::string target, const std::vector<std::string>& scheduled, DriverOptions opts);
+  PassDriver(std::string target, const std::vector<std::string>& scheduled, DriverOptions opts, PassCtx ctx);
   // Dump point `point` reached without running a pass ("lower").
   void checkpoint(const Plan& p, const std::string& point, bool changed);
-  // Runs pass `name`; returns its progress. Errors (the pass's or validation's) name the pass.
+  // Runs pass `name` with the driver's PassCtx; returns its progress. Errors (the pass's or validation's) name the pass.
   bool run(Plan& p, const std::string& name, PlanPassFn fn);
   // compact (as a pass), memory planning (dump point "memory-plan"), final validation.
   void finish(Plan& p);
@@ -93,6 +107,7 @@ class PassDriver {
 
   std::string target_;
   DriverOptions opts_;
+  PassCtx ctx_;
 };
 
 }  // namespace opv::plan

@@ -1,4 +1,4 @@
-/* Plan pass "batch": merges up to kMaxBatch (or plan meta "cl_batch_max") neighbouring, independent
+/* Plan pass "batch": merges up to Options::batch_max (compile --cl-batch) neighbouring, independent
  * calls of the same GPU kernel and launch geometry into one launch (the seed batches its
  * same-program head kernels in fours; wide GPUs take more per launch).
  *   1. Walk the call list; a run starts at a call whose kernel has a description (cl::describe:
@@ -8,7 +8,7 @@
  *   2. The run grows with the following calls of the same kernel id and the same global/local
  *      geometry, while the new call shares no storage with any call already in the run (no
  *      buffer read by one and written by another, or written by both; after memory planning
- *      overlapping arena ranges count as shared), up to kMaxBatch calls.
+ *      overlapping arena ranges count as shared), up to batch_max calls.
  *   3. A run of n >= 2 calls becomes one call of kernel `<name>_x<n>` (made once per (kernel, n)):
  *      source, entry `<entry>_x<n>` and "cl_params" from cl::render_batched(description, n,
  *      n_outputs) (kernel_desc.h: the generated text is never parsed), attrs copied + "cl_batch" = n.
@@ -41,11 +41,12 @@ struct Storage {
 
 struct Batcher {
   Plan& p;
+  const cl::Options& opts;
   bool planned = false;
   std::map<std::pair<int, int>, int> batched_kernel;  // (kernel, n) -> batched kernel id
   std::map<int, std::optional<cl::KernelDesc>> descs;  // kernel -> its description (from its first call)
 
-  explicit Batcher(Plan& plan) : p(plan) {
+  Batcher(Plan& plan, const cl::Options& o) : p(plan), opts(o) {
     for (const Buffer& b : p.buffers) planned |= b.kind == BufferKind::Intermediate && b.offset >= 0;
   }
 
@@ -79,7 +80,7 @@ struct Batcher {
 
   const std::optional<cl::KernelDesc>& desc(const Call& c) {
     auto it = descs.find(c.kernel);
-    if (it == descs.end()) it = descs.emplace(c.kernel, cl::describe(p, c)).first;
+    if (it == descs.end()) it = descs.emplace(c.kernel, cl::describe(p, c, opts)).first;
     return it->second;
   }
 
@@ -126,7 +127,7 @@ struct Batcher {
   }
 
   bool run() {
-    const int max_batch = int(std::clamp<int64_t>(p.meta.i("cl_batch_max", kMaxBatch), 1, kMaxBatchLimit));
+    const int max_batch = int(std::clamp<int64_t>(opts.batch_max, 1, cl::kMaxBatchLimit));
     std::vector<Call> out;
     bool changed = false;
     size_t i = 0;
@@ -162,6 +163,6 @@ struct Batcher {
 
 }  // namespace
 
-bool batch_calls(Plan& p) { return Batcher(p).run(); }
+bool batch_calls(Plan& p, const PassCtx& ctx) { return Batcher(p, ctx.cl).run(); }
 
 }  // namespace opv::plan

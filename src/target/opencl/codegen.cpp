@@ -306,25 +306,25 @@ const Family* family_named(const std::string& name) {
   return nullptr;
 }
 
-const Family* pick_family(const Plan& p, const Call& c, const Kernel& k) {
+const Family* pick_family(const Plan& p, const Call& c, const Kernel& k, const Options& o) {
   // A kernel made by a pass (input-pack, a batched kernel) keeps its family when it still applies.
-  if (const Family* f = family_named(k.attrs.s("cl_family")); f && f->supports(p, c)) return f;
+  if (const Family* f = family_named(k.attrs.s("cl_family")); f && f->supports(p, c, o)) return f;
   for (const Family* f : families())
-    if (f->supports(p, c)) return f;
+    if (f->supports(p, c, o)) return f;
   return nullptr;
 }
 
 // Generates (or clears, for host fallback) the kernel of call `ci` into `k`.
-void generate_into(const Plan& p, Call& c, Kernel& k) {
+void generate_into(const Plan& p, Call& c, Kernel& k, const Options& o) {
   if (k.attrs.i("cl_batch", 0) > 0) return;  // batched kernels are made by the batch pass only
-  const Family* f = pick_family(p, c, k);
+  const Family* f = pick_family(p, c, k, o);
   for (const char* a : {"cl_family", "cl_params"}) k.attrs.erase(a);
   k.source.clear();
   k.entry.clear();
   k.options.clear();
   c.global = {0, 0, 0};
   c.local = {0, 0, 0};
-  if (f) emit(*f, p, c, k);
+  if (f) emit(*f, p, c, k, o);
 }
 
 using KernelKey = std::tuple<std::string, uint16_t, std::string, std::string, std::string, std::string, std::string>;
@@ -334,8 +334,8 @@ KernelKey key_of(const Kernel& k) {
 
 }  // namespace
 
-void emit(const Family& f, const Plan& p, Call& c, Kernel& k) {
-  const KernelDesc d = f.generate(p, c, k);
+void emit(const Family& f, const Plan& p, Call& c, Kernel& k, const Options& o) {
+  const KernelDesc d = f.generate(p, c, k, o);
   OPV_CHECK(d.family == f.name, "codegen: family '", f.name, "' described a kernel of family '", d.family, "'");
   k.entry = d.entry;
   k.source = render(d);
@@ -347,18 +347,18 @@ void emit(const Family& f, const Plan& p, Call& c, Kernel& k) {
   c.local = d.local;
 }
 
-std::optional<KernelDesc> describe(const Plan& p, const Call& c) {
+std::optional<KernelDesc> describe(const Plan& p, const Call& c, const Options& o) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   if (k.source.empty() || k.attrs.i("cl_batch", 0) > 0) return std::nullopt;
   const Family* f = family_named(k.attrs.s("cl_family"));
-  if (!f || !f->supports(p, c)) return std::nullopt;
+  if (!f || !f->supports(p, c, o)) return std::nullopt;
   Kernel scratch = k;
-  KernelDesc d = f->generate(p, c, scratch);
+  KernelDesc d = f->generate(p, c, scratch, o);
   if (d.entry != k.entry || render(d) != k.source) return std::nullopt;
   return d;
 }
 
-bool codegen(Plan& p) {
+bool codegen(Plan& p, const Options& o) {
   OPV_CHECK(p.target == "opencl", "codegen: plan targets '", p.target, "', not opencl");
   std::vector<Kernel> kernels;
   std::map<KernelKey, int> interned;
@@ -366,7 +366,7 @@ bool codegen(Plan& p) {
   for (Call& c : p.calls) {
     Kernel k = p.kernels.at(size_t(c.kernel));
     Call before = c;
-    generate_into(p, c, k);
+    generate_into(p, c, k, o);
     const Kernel& old = p.kernels[size_t(c.kernel)];
     if (k.source != old.source || k.options != old.options || k.entry != old.entry || c.global != before.global ||
         c.local != before.local)
@@ -399,10 +399,10 @@ bool intern_kernels(Plan& p) {
   return changed;
 }
 
-void regenerate(Plan& p, int call) {
+void regenerate(Plan& p, int call, const Options& o) {
   Call& c = p.calls.at(size_t(call));
   Kernel k = p.kernels.at(size_t(c.kernel));
-  generate_into(p, c, k);
+  generate_into(p, c, k, o);
   int users = 0;
   for (const Call& o : p.calls) users += o.kernel == c.kernel;
   if (users == 1) {
@@ -415,5 +415,5 @@ void regenerate(Plan& p, int call) {
 }  // namespace opv::plan::cl
 
 namespace opv::plan {
-bool cl_codegen(Plan& p) { return cl::codegen(p); }
+bool cl_codegen(Plan& p, const PassCtx& ctx) { return cl::codegen(p, ctx.cl); }
 }  // namespace opv::plan

@@ -15,6 +15,7 @@
 
 #include "target/opencl/cl_abi.h"
 #include "target/opencl/kernel_desc.h"
+#include "target/opencl/options.h"
 #include "plan/plan.h"
 
 namespace opv::plan::cl {
@@ -22,19 +23,20 @@ namespace opv::plan::cl {
 struct Family {
   const char* name;
   // Whether this family can generate a kernel for call `c` with the buffers' current layouts,
-  // dtypes and shapes (the kernel's op/attrs/post_ops are p.kernels[c.kernel]).
-  bool (*supports)(const Plan& p, const Call& c);
+  // dtypes and shapes (the kernel's op/attrs/post_ops are p.kernels[c.kernel]). `o`: the compile's
+  // typed options (tiling for the target GPU, weight dtype); every function of a family gets them.
+  bool (*supports)(const Plan& p, const Call& c, const Options& o);
   // Describes the kernel for `c` (kernel_desc.h: entry, prelude, parameters, locals, body, launch)
   // and sets k.name/options and the family's own attrs; the codegen driver renders the
   // description (k.source, k.entry, attrs "cl_family" = name and "cl_params") and sets
   // c.global/c.local from it. k arrives as a copy of p.kernels[c.kernel] (op, attrs, post_ops, name
   // filled in). Throws opv::Error when it cannot (only after supports() said yes: that is a bug).
-  KernelDesc (*generate)(const Plan& p, const Call& c, Kernel& k);
+  KernelDesc (*generate)(const Plan& p, const Call& c, Kernel& k, const Options& o);
   // Optional, for plan pass "weight-pack": replaces call `call`'s Linear constant weights by
   // PackedWeight constants (add_packed_constant) in exactly the order generate() then reads
   // them (4-wide vectors, contiguous), and regenerates the kernel. Returns true when it changed
   // anything; false when the call has nothing to pack or is packed already.
-  bool (*pack_weights)(Plan& p, int call) = nullptr;
+  bool (*pack_weights)(Plan& p, int call, const Options& o) = nullptr;
 };
 
 // All families, in the order they are asked (first that supports a call wins).
@@ -51,19 +53,19 @@ const Family& input_pack_family();
 // (source, entry, options) are identical and drops unused ones. Calls whose kernel already has a
 // "cl_family" attr are regenerated with that family (so passes may change layouts/weights and
 // call regenerate()). Returns true when any kernel changed.
-bool codegen(Plan& p);
+bool codegen(Plan& p, const Options& o);
 // Family f describes call `c` (f.supports(p, c) must hold); the description is rendered into k
 // (source, entry, attrs "cl_family" and "cl_params") and its launch geometry into c.
-void emit(const Family& f, const Plan& p, Call& c, Kernel& k);
+void emit(const Family& f, const Plan& p, Call& c, Kernel& k, const Options& o);
 // The description of call c's kernel, derived again by the family that made it (kernel attr
 // "cl_family"), for passes that transform kernels (plan pass "batch"). nullopt when the kernel
 // is a host fallback or batched, its family is unknown or no longer supports the call, or the
 // description does not render to exactly the kernel's source and entry (the kernel was changed
 // after codegen: its description is not known).
-std::optional<KernelDesc> describe(const Plan& p, const Call& c);
+std::optional<KernelDesc> describe(const Plan& p, const Call& c, const Options& o);
 // Regenerates the kernel of one call in place (gives the call its own kernel first when the
 // kernel is shared). Used by passes that change a call's buffers (weight-pack, input-pack).
-void regenerate(Plan& p, int call);
+void regenerate(Plan& p, int call, const Options& o);
 // Merges kernels whose (name, op, attrs, post-ops, source, entry, options) are identical and drops
 // kernels no call uses (passes that regenerate calls one by one end with it). True if any merged.
 bool intern_kernels(Plan& p);
@@ -74,7 +76,8 @@ bool intern_kernels(Plan& p);
 int add_packed_constant(Plan& p, int src, const std::string& packing, DType dt, const Shape& shape,
                         const std::vector<uint8_t>& bytes);
 
-// Plan meta "cl_image_storage" = "buffer": ImageRGBA buffers live in global buffers with the
+// Plan meta "cl_image_storage" = "buffer" (recorded from Options::images_in_buffers by the compile;
+// plan ABI, the backend reads the same record): ImageRGBA buffers live in global buffers with the
 // same texel layout; call_params() gives their parameters ParamStorage::ImageInBuffer
 // (kernel_desc.h), so every family's image accesses and render() follow.
 bool images_in_buffers(const Plan& p);

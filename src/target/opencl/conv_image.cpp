@@ -11,9 +11,9 @@
  *              input row is read once per kernel row and reused by the TW outputs (sliding
  *              window); m = 2 reads input block cb/2 and expands .xy/.zw to (a,a,b,b).
  *      group   every other grouping (incl. depthwise with m > 2): per-lane path, 1 pixel.
- *      TW in {1,2,4} and OB follow the amount of work (plan meta "cl_busy_items", default
+ *      TW in {1,2,4} and OB follow the amount of work (Options::busy_items, compile --cl-busy-items; default
  *      sized for an a630); dimension 0 = (output block group, row, pixel tile), dimension 1 = n.
- *      dense K-split ("_ks<S>"): on targets wider than an a630 (cl_busy_items above the
+ *      dense K-split ("_ks<S>"): on targets wider than an a630 (Options::busy_items above the
  *              default), dense convs take a register tile of TW = 4 pixels x OB = 2 blocks
  *              where the shapes allow, and where that leaves the GPU short of work, S = 2..64
  *              lanes share each tile, split its (tap, input block) steps and add their partial
@@ -26,7 +26,7 @@
  *      kernel has attr "cl_fp16_math" = 1) on a device with cl_khr_fp16 the same source
  *      accumulates in half4. Bias, then the fused post-ops (emit_post_ops_image),
  *      padded output lanes (c >= Cout) are written as 0.
- *   4. pack_weights: weights -> F16 (or, with plan meta cl_weight_dtype = "f32", F32) PackedWeight in the exact read order (dense
+ *   4. pack_weights: weights -> F16 (or, with Options::weight_dtype F32, compile --cl-weights f32, F32) PackedWeight in the exact read order (dense
  *      [M4][tap][C4*4][4], dw [M4][tap][4], group [M4][Cg][tap][4]), bias -> F32 padded to 4;
  *      zero-filled padding; kernel attr "cl_pack" names the packing and the kernel is
  *      regenerated to read them with vload_half4 / vload4.
@@ -54,7 +54,7 @@ constexpr const char* kPackBias = "bias_o4";          // [M4*4] f32
 constexpr int64_t kLanes = 4;                         // channels per RGBA texel
 // Work-items that keep an a630 busy (2 SPs x 16 waves x 64 fibers, ADRENO.md section 0): tiles
 // of TW pixels are used only while at least this many work-items remain. A plan compiled for a
-// wider device may say otherwise in plan meta "cl_busy_items" (measured by hand on an H200
+// wider device may say otherwise in Options::busy_items (measured by hand on an H200
 // through NVIDIA OpenCL: 1x1 192->64 on 32x64 takes 0.038 ms with 4-pixel tiles at 4096 and
 // 0.018 ms with 1-pixel tiles at 65536; the 24->64 3x3/s2 stem prefers 4 pixels, 0.037 ms).
 constexpr int64_t kBusyItems = 4096;
@@ -107,35 +107,31 @@ int64_t pick_tw(int64_t OW, int64_t work, int64_t busy_items) {
   return 1;
 }
 
-// Wide targets (plan meta cl_busy_items above kBusyItems: desktop GPUs, measured on an H200
+// Wide targets (Options::busy_items above kBusyItems: desktop GPUs, measured on an H200
 // through NVIDIA OpenCL, BENCHMARKS.md): the a630 tiling leaves most of such a GPU idle on the
 // small maps of the later stages and runs one long serial loop per work-item. There a dense conv
 // takes the register-tiled K-split form ("_ks<S>"): a work-item holds TW pixels x OB output
 // blocks (TW = 4 / OB = 2 where the map and block count allow: 4 texel reads and 8 weight
 // vectors feed 128 mads), S lanes of a work-group share one such tile and split its (tap, input
 // block) steps, and the partial sums are added in local memory in a fixed order. S doubles while
-// the GPU is not yet busy and every lane keeps >= kKsMinSteps steps (at most kKsMaxLanes).
+// the GPU is not yet busy and every lane keeps >= Options::ks_min_steps steps (at most
+// Options::ks_max_lanes; compile --cl-tune sets both, for tuning on a device).
 // Adreno kernels keep no local memory (ADRENO.md section 3, "what not to do").
-constexpr int64_t kKsMinSteps = 4;
-constexpr int64_t kKsMaxLanes = 64;
 constexpr int64_t kKsGroupItems = 128;  // work-items per work-group of the split form
-// Depthwise convs with at least this many taps (5x5, 7x7) split their kernel rows over KH lanes
-// on wide targets ("_ks<KH>"): 49 dependent texel reads per work-item become 7 (plan meta
-// "cl_dw_split_min_taps" overrides the threshold).
-constexpr int64_t kDwSplitMinTaps = 25;
+// Depthwise convs with at least Options::dw_split_min_taps taps (default 25: 5x5, 7x7) split their
+// kernel rows over KH lanes on wide targets ("_ks<KH>"): 49 dependent texel reads per work-item
+// become 7.
 bool wide_target(int64_t busy) { return busy > kBusyItems; }
-// Plan meta "cl_ks_max_lanes" / "cl_ks_min_steps" override the two limits (compile --cl-tune, for
-// tuning on a device).
-int64_t pick_ks(const Plan& p, int64_t tiles, int64_t steps, int64_t busy) {
-  const int64_t max_lanes = p.meta.i("cl_ks_max_lanes", kKsMaxLanes);
-  const int64_t min_steps = std::max<int64_t>(1, p.meta.i("cl_ks_min_steps", kKsMinSteps));
+int64_t pick_ks(const Options& o, int64_t tiles, int64_t steps, int64_t busy) {
+  const int64_t max_lanes = o.ks_max_lanes;
+  const int64_t min_steps = std::max<int64_t>(1, o.ks_min_steps);
   int64_t s = 1;
   while (s < max_lanes && tiles * s < busy && steps / (2 * s) >= min_steps) s *= 2;
   return s > 1 ? s : 0;
 }
 
 // Geometry of call c; returns false (with *why) when this family cannot handle the shapes.
-bool conv_geom(const Plan& p, const Call& c, const Kernel& k, ConvGeom& g, std::string* why) {
+bool conv_geom(const Plan& p, const Call& c, const Kernel& k, const Options& o, ConvGeom& g, std::string* why) {
   auto no = [&](const std::string& s) {
     if (why) *why = s;
     return false;
@@ -188,14 +184,14 @@ bool conv_geom(const Plan& p, const Call& c, const Kernel& k, ConvGeom& g, std::
     g.var = Variant::Group;
   }
   const int64_t work = g.M4 * g.N * g.OH * g.OW;
-  const int64_t busy = p.meta.i("cl_busy_items", kBusyItems);
+  const int64_t busy = o.busy_items > 0 ? o.busy_items : kBusyItems;
   if (g.var == Variant::Dense && wide_target(busy)) {
     // Widest register tile that fits the map and block count; S lanes where the work is small.
     g.TW = pick_tw(g.OW, work, 0);
     g.WT = (g.OW + g.TW - 1) / g.TW;
     g.OB = g.M4 % 2 == 0 ? 2 : 1;
     const int64_t tiles = g.OH * g.WT * (g.M4 / g.OB);
-    g.KS = pick_ks(p, g.N * tiles, g.C4 * g.KK(), busy);
+    g.KS = pick_ks(o, g.N * tiles, g.C4 * g.KK(), busy);
   } else {
     g.TW = g.var == Variant::Group ? 1 : pick_tw(g.OW, work, busy);
     g.WT = (g.OW + g.TW - 1) / g.TW;
@@ -204,7 +200,7 @@ bool conv_geom(const Plan& p, const Call& c, const Kernel& k, ConvGeom& g, std::
     if (g.var == Variant::Dense && g.M4 % 2 == 0 && work / (g.TW * 2) >= busy) g.OB = 2;
     // Wide targets: a depthwise conv with many taps gives each kernel row its own lane.
     if (g.var == Variant::Depthwise && wide_target(busy) && g.KH > 1 &&
-        g.KK() >= p.meta.i("cl_dw_split_min_taps", kDwSplitMinTaps))
+        g.KK() >= o.dw_split_min_taps)
       g.KS = g.KH;
   }
   if (g.KS) {
@@ -658,19 +654,19 @@ std::string kernel_name(const Kernel& k, const ConvGeom& g, bool packed) {
   return os.str();
 }
 
-bool conv_supports(const Plan& p, const Call& c) {
+bool conv_supports(const Plan& p, const Call& c, const Options& o) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   if (k.op != OpKind::Conv) return false;
   ConvGeom g;
-  if (!conv_geom(p, c, k, g, nullptr)) return false;
+  if (!conv_geom(p, c, k, o, g, nullptr)) return false;
   return post_ops_image_ok(p, c, k);
 }
 
-KernelDesc conv_generate(const Plan& p, const Call& c, Kernel& k) {
+KernelDesc conv_generate(const Plan& p, const Call& c, Kernel& k, const Options& o) {
   ConvGeom g;
   std::string why;
   OPV_CHECK(k.op == OpKind::Conv, "conv_image: call '", c.label, "' is not a Conv");
-  OPV_CHECK(conv_geom(p, c, k, g, &why), "conv_image: call '", c.label, "': ", why);
+  OPV_CHECK(conv_geom(p, c, k, o, g, &why), "conv_image: call '", c.label, "': ", why);
   const bool packed = input_buf(p, c, 1)->layout == Layout::PackedWeight;
   KernelDesc d = describe_call(p, c, kFamily, "src/target/opencl/conv_image.cpp");
   int64_t reads = 0;
@@ -723,12 +719,12 @@ float const_at(const Plan& p, int buf, int64_t i) {
   return f;
 }
 
-bool conv_pack_weights(Plan& p, int call) {
+bool conv_pack_weights(Plan& p, int call, const Options& o) {
   Call& c = p.calls.at(size_t(call));
   const Kernel& k0 = p.kernels.at(size_t(c.kernel));
   if (k0.op != OpKind::Conv || k0.attrs.s("cl_family") != kFamily) return false;
   ConvGeom g;
-  if (!conv_geom(p, c, k0, g, nullptr)) return false;
+  if (!conv_geom(p, c, k0, o, g, nullptr)) return false;
   const int wid = c.inputs[1];
   const Buffer wb = p.buffers.at(size_t(wid));
   if (wb.kind != BufferKind::Constant || wb.layout != Layout::Linear) return false;
@@ -742,7 +738,7 @@ bool conv_pack_weights(Plan& p, int call) {
     case Variant::Group: count = g.M4 * g.Cg * KK * kLanes; break;
   }
   // Element type of the packing: F16 (default) or F32 (plan meta cl_weight_dtype = "f32").
-  const bool f32 = p.meta.s("cl_weight_dtype", "f16") == "f32";
+  const bool f32 = o.weight_dtype == DType::F32;
   std::vector<float> wp(size_t(count), 0.f);
   for (int64_t oc = 0; oc < g.M; ++oc) {
     const int64_t ob = oc / kLanes, j = oc % kLanes;
@@ -791,7 +787,7 @@ bool conv_pack_weights(Plan& p, int call) {
   p.kernels.at(size_t(cc.kernel)).attrs.set("cl_pack", std::string(pack));
   cc.inputs[1] = new_w;
   if (new_b >= 0) cc.inputs[2] = new_b;
-  regenerate(p, call);
+  regenerate(p, call, o);
   return true;
 }
 

@@ -78,7 +78,7 @@ bool concat_ok(const Plan& p, const Call& c, const Shape& out) {
   return channels == out[1];
 }
 
-bool supports(const Plan& p, const Call& c) {
+bool supports(const Plan& p, const Call& c, const Options& /*o*/) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   if (c.outputs.size() != 1) return false;
   const Buffer& out = p.buffers.at(size_t(c.outputs[0]));
@@ -159,8 +159,8 @@ std::string op_tag(const Kernel& k) {
   return s;
 }
 
-KernelDesc generate(const Plan& p, const Call& c, Kernel& k) {
-  OPV_CHECK(supports(p, c), "eltwise_image: call '", c.label, "' is not supported");
+KernelDesc generate(const Plan& p, const Call& c, Kernel& k, const Options& o) {
+  OPV_CHECK(supports(p, c, o), "eltwise_image: call '", c.label, "' is not supported");
   const Shape& out = p.buffers.at(size_t(c.outputs[0])).shape;
   const ImageGeom g = image_geom(out);
   const int64_t C = out[1];

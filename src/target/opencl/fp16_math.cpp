@@ -9,7 +9,7 @@
 
 namespace opv::plan {
 
-bool fp16_math(Plan& p) {
+bool fp16_math(Plan& p, const PassCtx& ctx) {
   bool changed = false;
   for (size_t i = 0; i < p.calls.size(); ++i) {
     const Kernel& k = p.kernels.at(size_t(p.calls[i].kernel));
@@ -17,7 +17,7 @@ bool fp16_math(Plan& p) {
     Kernel mine = k;
     mine.attrs.set("cl_fp16_math", int64_t(1));
     p.calls[i].kernel = p.add_kernel(std::move(mine));
-    cl::regenerate(p, int(i));
+    cl::regenerate(p, int(i), ctx.cl);
     changed = true;
   }
   if (changed) cl::intern_kernels(p);

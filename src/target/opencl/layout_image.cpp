@@ -179,7 +179,7 @@ struct ImagePolicy : LayoutPolicy {
 
 }  // namespace
 
-bool assign_image_layout(Plan& p) {
+bool assign_image_layout(Plan& p, const PassCtx& /*ctx*/) {
   OPV_CHECK(p.target == "opencl", "layout-image: plan targets '", p.target, "', not opencl");
   return assign_layout_domain(p, ImagePolicy{});
 }

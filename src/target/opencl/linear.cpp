@@ -153,24 +153,24 @@ KernelDesc finish(const Plan& p, const Call& c, Kernel& k, const std::string& na
 
 namespace {
 
-bool supports(const Plan& p, const Call& c) {
+bool supports(const Plan& p, const Call& c, const Options& /*o*/) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   if (k.op == OpKind::Gemm || k.op == OpKind::MatMul) return gemm_supports(p, c, k);
   if (!all_linear(p, c)) return false;
   return misc_supports(p, c, k);
 }
 
-KernelDesc generate(const Plan& p, const Call& c, Kernel& k) {
-  OPV_CHECK(supports(p, c), "linear codegen: call '", c.label, "' (", op_name(k.op), ") is not supported");
+KernelDesc generate(const Plan& p, const Call& c, Kernel& k, const Options& o) {
+  OPV_CHECK(supports(p, c, o), "linear codegen: call '", c.label, "' (", op_name(k.op), ") is not supported");
   k.attrs.erase("cl_pack");
   if (k.op == OpKind::Gemm || k.op == OpKind::MatMul) return gemm_generate(p, c, k);
   return misc_generate(p, c, k);
 }
 
-bool pack_weights(Plan& p, int call) {
+bool pack_weights(Plan& p, int call, const Options& o) {
   const Kernel& k = p.kernels.at(size_t(p.calls.at(size_t(call)).kernel));
   if (k.op != OpKind::Gemm && k.op != OpKind::MatMul) return false;
-  return gemm_pack_weights(p, call);
+  return gemm_pack_weights(p, call, o);
 }
 
 }  // namespace

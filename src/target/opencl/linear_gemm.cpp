@@ -443,7 +443,7 @@ KernelDesc gemm_generate(const Plan& p, const Call& c, Kernel& k) {
                 {div_up(d.N, kBlock), div_up(d.M, TM) * numel(d.batch), 0});
 }
 
-bool gemm_pack_weights(Plan& p, int call) {
+bool gemm_pack_weights(Plan& p, int call, const Options& o) {
   {
     const Call& c = p.calls.at(size_t(call));
     const Kernel& k = p.kernels.at(size_t(c.kernel));
@@ -499,7 +499,7 @@ bool gemm_pack_weights(Plan& p, int call) {
   }
   p.calls[size_t(call)].inputs[1] = wid;
   if (bid >= 0) p.calls[size_t(call)].inputs[2] = bid;
-  regenerate(p, call);
+  regenerate(p, call, o);
   // Calls of identical shape share one kernel again (regenerate gave this call its own copy).
   Call& rc = p.calls[size_t(call)];
   const Kernel& mine = p.kernels[size_t(rc.kernel)];

@@ -71,7 +71,7 @@ KernelDesc finish(const Plan& p, const Call& c, Kernel& k, const std::string& na
 
 bool gemm_supports(const Plan& p, const Call& c, const Kernel& k);
 KernelDesc gemm_generate(const Plan& p, const Call& c, Kernel& k);
-bool gemm_pack_weights(Plan& p, int call);
+bool gemm_pack_weights(Plan& p, int call, const Options& o);
 
 bool misc_supports(const Plan& p, const Call& c, const Kernel& k);
 KernelDesc misc_generate(const Plan& p, const Call& c, Kernel& k);

@@ -35,7 +35,7 @@ bool is_window(const Kernel& k) {
          k.attrs.ints("pads", {0, 0, 0, 0}).size() == 4 && k.attrs.ints("dilations", {1, 1}).size() == 2;
 }
 
-bool supports(const Plan& p, const Call& c) {
+bool supports(const Plan& p, const Call& c, const Options& /*o*/) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   if (!is_global(k) && !is_window(k)) return false;
   if (c.outputs.size() != 1 || c.inputs.empty() || c.inputs[0] < 0) return false;
@@ -145,8 +145,8 @@ void generate_window(const Plan& p, const Call& c, Kernel& k, KernelDesc& d, int
            "_img_c" + S(C);
 }
 
-KernelDesc generate(const Plan& p, const Call& c, Kernel& k) {
-  OPV_CHECK(supports(p, c), "pool_image: call '", c.label, "' is not supported");
+KernelDesc generate(const Plan& p, const Call& c, Kernel& k, const Options& o) {
+  OPV_CHECK(supports(p, c, o), "pool_image: call '", c.label, "' is not supported");
   KernelDesc d = describe_call(p, c, "pool_image", "src/target/opencl/pool_image.cpp");
   int64_t reads = 0;
   if (is_global(k))

@@ -169,9 +169,9 @@ Kind kind_of(const Plan& p, const Call& c) {
   return Kind::None;
 }
 
-bool supports(const Plan& p, const Call& c) { return kind_of(p, c) != Kind::None; }
+bool supports(const Plan& p, const Call& c, const Options& /*o*/) { return kind_of(p, c) != Kind::None; }
 
-KernelDesc generate(const Plan& p, const Call& c, Kernel& k) {
+KernelDesc generate(const Plan& p, const Call& c, Kernel& k, const Options& /*o*/) {
   const Kind kind = kind_of(p, c);
   OPV_CHECK(kind != Kind::None, "reorder family: call '", c.label, "' is not a supported layout conversion");
   const Buffer& in = p.buffers.at(size_t(c.inputs[0]));

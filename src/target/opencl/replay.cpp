@@ -9,7 +9,7 @@
 
 namespace opv::plan {
 
-bool replay(Plan& p) {
+bool replay(Plan& p, const PassCtx& /*ctx*/) {
   constexpr int64_t kReplayOn = 1;
   if (p.meta.has("cl_replay") && p.meta.i("cl_replay", 0) == kReplayOn) return false;
   p.meta.set("cl_replay", kReplayOn);

@@ -7,12 +7,12 @@
 
 namespace opv::plan {
 
-bool weight_pack(Plan& p) {
+bool weight_pack(Plan& p, const PassCtx& ctx) {
   bool changed = false;
   for (size_t i = 0; i < p.calls.size(); ++i) {
     const std::string fam = p.kernels.at(size_t(p.calls[i].kernel)).attrs.s("cl_family");
     for (const cl::Family* f : cl::families())
-      if (fam == f->name && f->pack_weights) changed |= f->pack_weights(p, int(i));
+      if (fam == f->name && f->pack_weights) changed |= f->pack_weights(p, int(i), ctx.cl);
   }
   if (changed) cl::intern_kernels(p);  // calls regenerated one by one may share kernels again
   return changed;
