@@ -14,8 +14,11 @@ APT_PACKAGES=(
   nlohmann-json3-dev libssl-dev                   # IR3 capture files (JSON, SHA-256)
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL backend (next)
   clang libclang-rt-14-dev libomp-dev             # clang build, libFuzzer + sanitizer runtimes (scripts/fuzz.sh)
+  python3-dev python3-pip                         # Python.h for the Python package's module
 )
-PIP_PACKAGES=(numpy onnx onnxruntime pytest)
+# nanobind + scikit-build-core: the Python package (python/opvision, src/python): the CMake build
+# compiles its module when nanobind is importable; `pip install .` builds it with both.
+PIP_PACKAGES=(numpy onnx onnxruntime pytest nanobind scikit-build-core)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -28,7 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c "import numpy, onnx, onnxruntime, pytest" 2>/dev/null; then
+if ! python3 -c "import numpy, onnx, onnxruntime, pytest, nanobind, scikit_build_core" 2>/dev/null; then
   echo "setup: installing Python packages ${PIP_PACKAGES[*]}"
   python3 -m pip install -q "${PIP_PACKAGES[@]}"
 fi

@@ -80,9 +80,9 @@ RunSignature RunSignature::of(const plan::Plan& plan) {
 void check_bound(const plan::Buffer& spec, const Tensor* t, const char* role) {
   if (t != nullptr && t->dtype() == spec.dtype && t->shape() == spec.shape) return;  // no allocation on success
   const std::string want = dtype_name(spec.dtype) + shape_str(spec.shape);
-  OPV_CHECK(t != nullptr, role, " '", spec.name, "' must be ", want, ", got no tensor");
+  if (t == nullptr) fail_argument(role, " '", spec.name, "' must be ", want, ", got no tensor");
   const bool dtype_differs = t->dtype() != spec.dtype, shape_differs = t->shape() != spec.shape;
-  fail(role, " '", spec.name, "' must be ", want, ", got ", dtype_name(t->dtype()), shape_str(t->shape()), " (the ",
+  fail_argument(role, " '", spec.name, "' must be ", want, ", got ", dtype_name(t->dtype()), shape_str(t->shape()), " (the ",
        dtype_differs && shape_differs ? "dtype and shape differ" : dtype_differs ? "dtype differs" : "shape differs",
        ")");
 }

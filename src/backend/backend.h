@@ -83,7 +83,7 @@ struct RunSignature {
   // Throws opv::Error unless the counts match and every tensor passes check_bound().
   void check(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) const;
 };
-// Throws opv::Error "<role> '<name>' must be f32[1,3,8,8], got f32[1,3,8,9] (the shape differs)"
+// Throws opv::InvalidArgument "<role> '<name>' must be f32[1,3,8,8], got f32[1,3,8,9] (the shape differs)"
 // unless `t` is non-null with the buffer's dtype and shape. role: "input" or "output".
 void check_bound(const plan::Buffer& spec, const Tensor* t, const char* role);
 

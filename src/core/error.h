@@ -13,6 +13,14 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// A caller's tensor does not match what the model declares (an input's or output's name, dtype or
+// shape). A subclass so that a binding can tell the caller's mistake from a failure of the model
+// or backend (the Python package raises opvision.InvalidArgument for it).
+class InvalidArgument : public Error {
+ public:
+  explicit InvalidArgument(const std::string& msg) : Error(msg) {}
+};
+
 namespace detail {
 template <typename... Args>
 std::string concat(const Args&... args) {
@@ -26,6 +34,12 @@ std::string concat(const Args&... args) {
 template <typename... Args>
 [[noreturn]] void fail(const Args&... args) {
   throw Error(detail::concat(args...));
+}
+
+// Throws opv::InvalidArgument built from the streamed arguments.
+template <typename... Args>
+[[noreturn]] void fail_argument(const Args&... args) {
+  throw InvalidArgument(detail::concat(args...));
 }
 
 }  // namespace opv

@@ -7,7 +7,9 @@
 
 namespace opv {
 
-void Tensor::FreeDeleter::operator()(void* p) const { std::free(p); }
+void Tensor::FreeDeleter::operator()(void* p) const {
+  if (owned) std::free(p);
+}
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   for (int64_t d : shape_) OPV_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape_));
@@ -35,6 +37,17 @@ Tensor& Tensor::operator=(const Tensor& o) {
   std::memcpy(t.raw(), o.raw(), o.nbytes());
   *this = std::move(t);
   return *this;
+}
+
+Tensor Tensor::view(DType dtype, Shape shape, void* data) {
+  Tensor t;
+  for (int64_t d : shape) OPV_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
+  t.dtype_ = dtype;
+  t.numel_ = opv::numel(shape);
+  t.shape_ = std::move(shape);
+  OPV_CHECK(data != nullptr || t.numel_ == 0, "tensor view of ", shape_str(t.shape_), " over no data");
+  t.data_ = std::unique_ptr<void, FreeDeleter>(data, FreeDeleter{false});
+  return t;
 }
 
 Tensor Tensor::reshaped(const Shape& s) const {

@@ -1,5 +1,6 @@
 // A dense row-major tensor that owns its bytes. Used for constants, graph inputs/outputs,
 // and by the reference kernels. Storage is 64-byte aligned so backends can use it directly.
+// Tensor::view borrows a caller's bytes instead (the Python binding's zero-copy runs).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -59,9 +60,16 @@ class Tensor {
   static Tensor scalar_f32(float v);
   static Tensor from_i64(const std::vector<int64_t>& v);  // 1-D int64
   static Tensor from_f32(const Shape& shape, const std::vector<float>& v);
+  // A tensor over `data`, which the caller owns, keeps alive and holds numel(shape) elements of
+  // `dtype` aligned to the element size (not 64 bytes). Nothing is copied or freed; a copy of a
+  // view owns its bytes again.
+  static Tensor view(DType dtype, Shape shape, void* data);
 
  private:
   struct FreeDeleter {
+    FreeDeleter() : owned(true) {}
+    explicit FreeDeleter(bool owns) : owned(owns) {}
+    bool owned;  // false for a view
     void operator()(void* p) const;
   };
   DType dtype_ = DType::F32;

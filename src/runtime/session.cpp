@@ -33,32 +33,56 @@ std::vector<std::pair<std::string, const plan::Buffer*>> Session::output_specs()
   return r;
 }
 
-std::string Session::describe_inputs() const {
+const plan::Buffer& Session::output_spec(const std::string& name) const {
+  for (const plan::Buffer& b : sig_.outputs)
+    if (b.name == name) return b;
+  fail_argument("unknown output '", name, "' (model outputs: ", describe(sig_.outputs), ")");
+}
+
+std::string Session::describe(const std::vector<plan::Buffer>& specs) {
   std::string r;
-  for (const plan::Buffer& b : sig_.inputs)
-    r += (r.empty() ? "" : ", ") + b.name + ":" + dtype_name(b.dtype) + shape_str(b.shape);
+  for (const plan::Buffer& b : specs) r += (r.empty() ? "" : ", ") + b.name + ":" + dtype_name(b.dtype) + shape_str(b.shape);
   return r;
 }
 
-const NamedTensors& Session::run(const NamedTensors& inputs) {
+void Session::bind_inputs(const NamedTensors& inputs) {
   for (const auto& [name, t] : inputs) {
     bool known = false;
     for (const plan::Buffer& b : sig_.inputs) known |= b.name == name;
-    OPV_CHECK(known, "unknown input '", name, "' (model inputs: ", describe_inputs(), ")");
+    if (!known) fail_argument("unknown input '", name, "' (model inputs: ", describe(sig_.inputs), ")");
   }
   in_ptrs_.clear();
   for (const plan::Buffer& b : sig_.inputs) {
     const Tensor* found = nullptr;
     for (const auto& [n, t] : inputs)
       if (n == b.name) found = &t;
-    OPV_CHECK(found != nullptr, "missing input '", b.name, "' (model inputs: ", describe_inputs(), ")");
+    if (found == nullptr) fail_argument("missing input '", b.name, "' (model inputs: ", describe(sig_.inputs), ")");
     backend::check_bound(b, found, "input");
     in_ptrs_.push_back(found);
   }
+}
+
+const NamedTensors& Session::run(const NamedTensors& inputs) {
+  bind_inputs(inputs);
   out_ptrs_.clear();
   for (auto& o : outputs_) out_ptrs_.push_back(&o.second);
   backend_->run(in_ptrs_, out_ptrs_);
   return outputs_;
+}
+
+void Session::run_into(const NamedTensors& inputs, const NamedOutputs& outputs) {
+  bind_inputs(inputs);
+  out_ptrs_.clear();
+  for (auto& o : outputs_) out_ptrs_.push_back(&o.second);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [name, t] = outputs[i];
+    const size_t k = size_t(&output_spec(name) - sig_.outputs.data());
+    for (size_t j = 0; j < i; ++j)
+      if (outputs[j].first == name) fail_argument("output '", name, "' is given twice");
+    backend::check_bound(sig_.outputs[k], t, "output");
+    out_ptrs_[k] = t;
+  }
+  backend_->run(in_ptrs_, out_ptrs_);
 }
 
 NamedTensors Session::random_inputs(uint64_t seed) const {

@@ -13,6 +13,8 @@
 namespace opv::runtime {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+// Output tensors the caller owns, by name (Session::run_into).
+using NamedOutputs = std::vector<std::pair<std::string, Tensor*>>;
 
 class Session {
  public:
@@ -26,18 +28,28 @@ class Session {
   // Input/output names with dtype and shape, in model order.
   std::vector<std::pair<std::string, const plan::Buffer*>> input_specs() const;
   std::vector<std::pair<std::string, const plan::Buffer*>> output_specs() const;
+  // The output named `name`; opv::InvalidArgument listing the model's outputs when none is.
+  const plan::Buffer& output_spec(const std::string& name) const;
 
   // Runs with inputs matched by name. Missing/extra names, wrong dtype or shape: opv::Error
   // (backend::check_bound's message). Returns the session's own output tensors, in model order,
   // allocated once and overwritten by the next run(): the reference is valid until then (or the
   // session's end). To keep outputs across runs, copy them: `NamedTensors kept = s.run(in);`.
   const NamedTensors& run(const NamedTensors& inputs);
+  // Like run(), but each output named in `outputs` is written into the caller's tensor (typically
+  // a Tensor::view of the caller's memory; checked like the inputs, role "output") instead of
+  // the session's own; outputs not named there go to the session's own tensors. Unknown or
+  // repeated names: opv::InvalidArgument. The inputs are read where they are (views included;
+  // note that copying a NamedTensors, e.g. from an initializer list, copies view bytes).
+  void run_into(const NamedTensors& inputs, const NamedOutputs& outputs);
   // Random inputs for every model input, deterministic in `seed` (uint8: 0..255, floats: N(0,1),
   // bool: 0/1, ints: 0..9).
   NamedTensors random_inputs(uint64_t seed) const;
 
  private:
-  std::string describe_inputs() const;  // "x:f32[1,3,8,8], ..." for messages
+  // "x:f32[1,3,8,8], ..." for messages: the model's inputs or outputs.
+  static std::string describe(const std::vector<plan::Buffer>& specs);
+  void bind_inputs(const NamedTensors& inputs);  // checks them and fills in_ptrs_
 
   plan::Plan plan_;
   std::unique_ptr<backend::Backend> backend_;

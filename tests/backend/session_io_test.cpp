@@ -4,6 +4,7 @@
 // Session::run reuses its output tensors across runs while copies the caller keeps stay intact.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -111,6 +112,56 @@ TEST(SessionOutputs, ReusedAcrossRunsWhileKeptCopiesStay) {
       EXPECT_EQ(second[0].second.data<float>()[i], relu(b.data<float>()[i])) << i;
     }
   }
+}
+
+// Session::run_into (the Python binding's zero-copy run): inputs and outputs are Tensor views of
+// the caller's memory, read and written in place; outputs not named go to the session's own
+// tensors; the caller's mistakes are opv::InvalidArgument with the same messages as run().
+TEST(SessionRunInto, WritesTheCallersMemoryInPlace) {
+  const Tensor a = test::random_f32(kShape, 4);
+  std::vector<float> in_mem(size_t(a.numel())), out_mem(size_t(a.numel()), -1.0f);
+  std::memcpy(in_mem.data(), a.raw(), a.nbytes());
+  for (const std::string& be : backends_here()) {
+    SCOPED_TRACE(be);
+    runtime::Session s(relu_plan(be));
+    runtime::NamedTensors in;
+    in.emplace_back("x", Tensor::view(DType::F32, kShape, in_mem.data()));  // moved: still a view
+    EXPECT_EQ(in[0].second.raw(), in_mem.data());
+    Tensor y = Tensor::view(DType::F32, kShape, out_mem.data());
+    const runtime::NamedOutputs out{{"y", &y}};
+    s.run_into(in, out);
+    for (size_t i = 0; i < out_mem.size(); ++i) EXPECT_EQ(out_mem[i], relu(in_mem[i])) << i;
+    // No output named: the session's own tensor gets it.
+    s.run_into(in, {});
+    EXPECT_EQ(s.run(in)[0].second.data<float>()[0], relu(in_mem[0]));
+
+    std::vector<float> small(4);
+    Tensor y_small = Tensor::view(DType::F32, {1, 4}, small.data());
+    const runtime::NamedOutputs wrong_shape{{"y", &y_small}}, unknown{{"z", &y}}, twice{{"y", &y}, {"y", &y}};
+    EXPECT_THROW(s.run_into(in, wrong_shape), InvalidArgument);
+    EXPECT_EQ(error_of([&] { s.run_into(in, wrong_shape); }),
+              "output 'y' must be f32[1,2,3,4], got f32[1,4] (the shape differs)");
+    EXPECT_EQ(error_of([&] { s.run_into(in, unknown); }), "unknown output 'z' (model outputs: y:f32[1,2,3,4])");
+    EXPECT_EQ(error_of([&] { s.run_into(in, twice); }), "output 'y' is given twice");
+    EXPECT_THROW(s.run_into({}, out), InvalidArgument);
+  }
+}
+
+TEST(TensorView, BorrowsUntilCopied) {
+  float mem[6] = {1, 2, 3, 4, 5, 6};
+  {
+    Tensor v = Tensor::view(DType::F32, {2, 3}, mem);
+    EXPECT_EQ(v.raw(), mem);
+    EXPECT_EQ(v.numel(), 6);
+    Tensor copy = v;  // owns its bytes
+    EXPECT_NE(copy.raw(), mem);
+    EXPECT_TRUE(bit_equal(copy, v));
+    Tensor moved = std::move(v);  // still a view, freed by nobody
+    EXPECT_EQ(moved.raw(), mem);
+  }
+  EXPECT_EQ(mem[5], 6.0f);
+  EXPECT_THROW(Tensor::view(DType::F32, {-1}, mem), Error);
+  EXPECT_THROW(Tensor::view(DType::F32, {2}, nullptr), Error);
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 
 Every test drives the `opvision` binary as a subprocess and compares it with onnxruntime. When
 the binary is missing, every test is skipped with one message instead of failing."""
+import importlib.util
 import os
 import pathlib
+import sys
 
 import pytest
 
@@ -63,3 +65,27 @@ def fixture_paths(shared_models):
     if not model.exists() or not ref.exists():
         pytest.skip(f"fixture {model} or {ref} missing")
     return model, ref
+
+
+@pytest.fixture(scope="session")
+def package_dir(pytestconfig):
+    """<build>/python: where the build assembles the `opvision` Python package (python/opvision
+    plus the nanobind module), next to the CLI given by --opvision. Skipped when the build has no
+    module only if nanobind is not importable here (the build then skips it, saying so); with
+    nanobind importable, a missing module is a failure."""
+    d = _resolve(pytestconfig.getoption("--opvision")).parent / "python"
+    if not list((d / "opvision").glob("_opvision*.so")):
+        why = f"the opvision Python module is not built in {d / 'opvision'}"
+        if importlib.util.find_spec("nanobind") is None:
+            pytest.skip(f"{why} (nanobind is not installed: scripts/setup.sh installs it)")
+        pytest.fail(f"{why}, although nanobind is installed: reconfigure the build (cmake -S . -B BUILD)")
+    return d
+
+
+@pytest.fixture(scope="session")
+def opvision(package_dir):
+    """The `opvision` package from the build directory (imported ahead of any installed one)."""
+    sys.path.insert(0, str(package_dir))
+    import opvision as pkg
+    assert pathlib.Path(pkg.__file__).resolve().parent == (package_dir / "opvision").resolve(), pkg.__file__
+    return pkg

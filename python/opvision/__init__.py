@@ -1,0 +1,210 @@
+"""opvision: an ahead-of-time compiler and lean runtime for openpilot's vision model.
+
+The API follows onnxruntime's, so code can switch with one line::
+
+    import opvision
+    opvision.compile("model.onnx", "model.opv", target="cpu")        # optional: ahead of time
+    s = opvision.InferenceSession("model.opv", backend="cpu", threads=2)
+    outputs = s.run(None, {"img": img, "big_img": big_img})          # list of numpy arrays
+
+For a per-frame loop, ``s.run_into(feed, outputs)`` writes into arrays the caller keeps (see
+InferenceSession.run_into). Errors are opvision.Error subclasses (opvision.errors).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .errors import BackendError, Error, InvalidArgument, InvalidGraph, LoadError
+from . import _opvision
+
+__version__: str = _opvision.__version__
+
+__all__ = [
+    "__version__", "compile", "available_backends", "InferenceSession", "NodeArg",
+    "Error", "InvalidArgument", "InvalidGraph", "LoadError", "BackendError",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# numpy dtype name -> the ONNX type string onnxruntime's NodeArg.type reports.
+_ONNX_TYPES = {
+    "float32": "tensor(float)", "float16": "tensor(float16)", "float64": "tensor(double)",
+    "int64": "tensor(int64)", "int32": "tensor(int32)", "int8": "tensor(int8)",
+    "uint8": "tensor(uint8)", "bool": "tensor(bool)",
+}
+
+
+def _path(value: Any, what: str) -> str:
+    try:
+        return os.fsdecode(os.fspath(value))
+    except TypeError:
+        raise InvalidArgument(f"{what} must be a path (str or os.PathLike), got "
+                              f"{type(value).__name__}") from None
+
+
+def _names(value: Any, what: str) -> Optional[List[str]]:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
+            not all(isinstance(v, str) for v in value):
+        raise InvalidArgument(f"{what} must be a list of str or None, got {value!r}")
+    return list(value)
+
+
+def available_backends() -> List[str]:
+    """The backend names this build can run ("reference", "cpu", "opencl", ...)."""
+    return _opvision.available_backends()
+
+
+def compile(onnx_path: PathLike, opv_path: PathLike, target: str = "cpu",
+            passes: Optional[Sequence[str]] = None,
+            disable_passes: Optional[Sequence[str]] = None) -> None:
+    """Compiles an ONNX model for a backend and writes the .opv artifact (``opvision compile``).
+
+    Args:
+        onnx_path: the ONNX model.
+        opv_path: the artifact to write.
+        target: the backend the plan is compiled for (see available_backends()).
+        passes: the plan passes of the target to run, in the target's order; None runs the
+            target's default passes, [] none but the mandatory ones (``opvision compile --help``
+            lists them per target).
+        disable_passes: graph or plan passes to skip (``--no-pass``).
+
+    Raises:
+        InvalidArgument: unknown target or pass name.
+        InvalidGraph: the model cannot be imported or compiled (the message names node and op).
+        Error: the artifact cannot be written.
+    """
+    if not isinstance(target, str):
+        raise InvalidArgument(f"target must be a str, got {type(target).__name__}")
+    _opvision.compile(_path(onnx_path, "onnx_path"), _path(opv_path, "opv_path"), target,
+                      _names(passes, "passes"), _names(disable_passes, "disable_passes") or [])
+
+
+class NodeArg:
+    """An input or output of a model, like onnxruntime.NodeArg.
+
+    Attributes:
+        name: its name in the model.
+        shape: its dimensions (a list of int; opvision models have static shapes).
+        dtype: its numpy dtype.
+        type: its ONNX type string, as onnxruntime reports it ("tensor(float)", "tensor(uint8)").
+    """
+    __slots__ = ("name", "shape", "dtype", "type")
+
+    def __init__(self, name: str, dtype: str, shape: Sequence[int]) -> None:
+        self.name = name
+        self.shape: List[int] = list(shape)
+        self.dtype = np.dtype(dtype)
+        self.type = _ONNX_TYPES[dtype]
+
+    def __repr__(self) -> str:
+        return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape})"
+
+
+class InferenceSession:
+    """A model loaded on one backend, ready to run (onnxruntime.InferenceSession's counterpart).
+
+    Args:
+        path: a .opv artifact (its target must be `backend`), or an .onnx model, compiled in
+            memory for `backend` with the default passes.
+        backend: "cpu" (oneDNN), "reference" (the slow, exact oracle), "opencl", ...
+            (available_backends()).
+        threads: CPU threads of the cpu backend (0: the backend's default).
+        device: OpenCL device selector (index N, P:D or a name substring; "" = the first GPU).
+
+    Raises:
+        InvalidArgument: unknown backend, threads out of range.
+        LoadError: the artifact is missing, truncated, corrupted or for another backend.
+        InvalidGraph: the .onnx model cannot be compiled.
+        BackendError: the backend cannot run the model or has no device.
+
+    Runs release the GIL; one session may be shared by threads (its runs take turns), and
+    sessions in different threads run in parallel.
+    """
+
+    def __init__(self, path: PathLike, backend: str = "cpu", threads: int = 0,
+                 device: str = "") -> None:
+        if not isinstance(backend, str):
+            raise InvalidArgument(f"backend must be a str, got {type(backend).__name__}")
+        if isinstance(threads, bool) or not isinstance(threads, int):
+            raise InvalidArgument(f"threads must be an int, got {type(threads).__name__}")
+        if not isinstance(device, str):
+            raise InvalidArgument(f"device must be a str, got {type(device).__name__}")
+        self._path = _path(path, "path")
+        self._s = _opvision._Session(self._path, backend, threads, device)
+        self._inputs = [NodeArg(*spec) for spec in self._s.inputs()]
+        self._outputs = [NodeArg(*spec) for spec in self._s.outputs()]
+
+    @property
+    def backend(self) -> str:
+        """The backend the session runs on (the plan's target)."""
+        return self._s.backend
+
+    def get_inputs(self) -> List[NodeArg]:
+        """The model's inputs, in model order."""
+        return list(self._inputs)
+
+    def get_outputs(self) -> List[NodeArg]:
+        """The model's outputs, in model order."""
+        return list(self._outputs)
+
+    def get_providers(self) -> List[str]:
+        """[backend], for code written against onnxruntime's get_providers()."""
+        return [self.backend]
+
+    def run(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, np.ndarray],
+            run_options: Any = None) -> List[np.ndarray]:
+        """Runs the model once.
+
+        Args:
+            output_names: the outputs to return, in this order; None returns all, in model order.
+            input_feed: {input name: numpy array} for every input, each with the input's dtype and
+                shape, C-contiguous. The arrays are read in place, not copied.
+            run_options: accepted for onnxruntime compatibility and ignored.
+
+        Returns:
+            New numpy arrays (the caller owns them; the next run does not touch them).
+
+        Raises:
+            InvalidArgument: a missing, unknown, wrong-dtype, wrong-shape or non-contiguous input,
+                or an unknown output name; the message names it and what was expected.
+            BackendError: the backend failed while running.
+        """
+        return self._s.run(_feed(input_feed), _names(output_names, "output_names"))
+
+    def run_into(self, input_feed: Mapping[str, np.ndarray],
+                 outputs: Union[Mapping[str, np.ndarray], Sequence[np.ndarray]]) -> None:
+        """Runs the model once, writing the outputs into arrays the caller provides: the
+        zero-copy call for a per-frame loop (nothing is allocated per call).
+
+        Args:
+            input_feed: as for run(); read in place.
+            outputs: {output name: array} for any subset of the outputs, or a list of arrays for
+                all outputs in model order. Each must be a writeable, C-contiguous array of the
+                output's dtype and shape (allocate_outputs() makes them).
+
+        Raises:
+            InvalidArgument, BackendError: as for run().
+        """
+        self._s.run_into(_feed(input_feed), outputs)
+
+    def allocate_outputs(self) -> Dict[str, np.ndarray]:
+        """{output name: new uninitialised array} for run_into, in model order."""
+        return {o.name: np.empty(o.shape, o.dtype) for o in self._outputs}
+
+    def __repr__(self) -> str:
+        return (f"InferenceSession({self._path!r}, backend={self.backend!r}, "
+                f"inputs={self._inputs}, outputs={self._outputs})")
+
+
+def _feed(input_feed: Any) -> Dict[str, Any]:
+    if isinstance(input_feed, dict):
+        return input_feed
+    if isinstance(input_feed, Mapping):
+        return dict(input_feed)
+    raise InvalidArgument("the input feed must be a dict {name: numpy array}, got "
+                          f"{type(input_feed).__name__}")
