@@ -67,7 +67,8 @@ void check_pass_names(const CompileOptions& opts, const std::vector<std::string>
 }  // namespace
 
 bool plan_pass_mandatory(const std::string& target, const std::string& pass) {
-  return target == "opencl" && pass == "codegen";
+  return (target == "opencl" && pass == "codegen") ||
+         (target == "cuda" && (pass == "cuda-codegen" || pass == "nvrtc"));
 }
 
 plan::Plan lower(const ir::Graph& g, const CompileOptions& opts) {
@@ -75,7 +76,7 @@ plan::Plan lower(const ir::Graph& g, const CompileOptions& opts) {
   for (const auto& p : ir::graph_passes()) graph_names.push_back(p.name);
   check_pass_names(opts, graph_names);
   plan::Plan p = lower_graph(g, opts);
-  if (p.target == "opencl") opts.pass_ctx.record(p.meta);
+  opts.pass_ctx.record(p.target, p.meta);
   plan::validate(p);
   plan::DriverOptions dopts;
   dopts.verbose = opts.verbose;

@@ -35,7 +35,8 @@ struct CompileOptions {
 };
 
 // Plan passes that always run for their target (skipping them would leave the plan unrunnable):
-// "codegen" for opencl. Naming one in disable_passes is an error.
+// "codegen" for opencl, "cuda-codegen" and "nvrtc" for cuda. Naming one in disable_passes is an
+// error.
 bool plan_pass_mandatory(const std::string& target, const std::string& pass);
 
 // Runs the named plan passes of p.target, in the given order, on an existing plan (e.g. a loaded

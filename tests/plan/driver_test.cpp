@@ -146,7 +146,7 @@ TEST(PlanDriver, HandsItsPassCtxToEveryPass) {
 TEST(PassCtx, RecordsOnlyNonDefaultsAndReadsThemBack) {
   Attrs meta;
   meta.set("source", std::string("m.onnx"));
-  PassCtx{}.record(meta);
+  PassCtx{}.record("opencl", meta);
   EXPECT_EQ(meta.str(), "source=m.onnx") << "defaults leave no trace";
   PassCtx ctx;
   ctx.cl.busy_items = 65536;
@@ -156,14 +156,14 @@ TEST(PassCtx, RecordsOnlyNonDefaultsAndReadsThemBack) {
   ASSERT_TRUE(ctx.cl.set_tune("cl_ks_max_lanes", 8));
   ASSERT_TRUE(ctx.cl.set_tune("cl_dw_split_min_taps", 9));
   EXPECT_FALSE(ctx.cl.set_tune("cl_unknown", 1));
-  ctx.record(meta);
+  ctx.record("opencl", meta);
   EXPECT_EQ(meta.str(),
             "cl_batch_max=16 cl_busy_items=65536 cl_dw_split_min_taps=9 cl_image_storage=buffer cl_ks_max_lanes=8 "
             "cl_weight_dtype=f32 source=m.onnx");
   const PassCtx back = PassCtx::from_meta(meta);
   EXPECT_TRUE(back.cl == ctx.cl);
   // Back to the defaults: the keys go again.
-  PassCtx{}.record(meta);
+  PassCtx{}.record("opencl", meta);
   EXPECT_EQ(meta.str(), "source=m.onnx");
   Attrs bad;
   bad.set("cl_weight_dtype", std::string("f8"));

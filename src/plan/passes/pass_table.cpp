@@ -1,4 +1,5 @@
 #include "plan/passes/passes.h"
+#include "target/cuda/passes.h"
 #include "target/opencl/passes.h"
 
 namespace opv::plan {
@@ -20,6 +21,12 @@ std::vector<PlanPassInfo> plan_passes_for(const std::string& target) {
         {"batch", batch_calls, "merge up to 4 independent same-kernel same-geometry calls into one launch"},
         {"replay", replay, "enqueue the whole plan with one wait per inference"},
         {"fp16-math", fp16_math, "fp16 accumulation in conv kernels where cl_khr_fp16 exists (opt-in)", true},
+    };
+  if (target == "cuda")
+    return {
+        {"cuda-codegen", cuda_codegen, "CUDA C++ kernel per call, shapes and post-ops compiled in (always on)"},
+        {"dedupe", dedupe, "remove calls with the same kernel and identical inputs, transitively"},
+        {"nvrtc", cuda_nvrtc, "CUDA C++ -> PTX with NVRTC, ahead of time (always on)"},
     };
   return {};
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "target/cuda/options.h"
 #include "target/opencl/options.h"
 
 namespace opv::plan {
@@ -20,10 +21,17 @@ namespace opv::plan {
 // so `opvision opt` runs passes on a loaded plan with the options it was compiled with
 // (from_meta()).
 struct PassCtx {
-  cl::Options cl;  // target "opencl" (target/opencl/options.h)
+  cl::Options cl;      // target "opencl" (target/opencl/options.h)
+  cuda::Options cuda;  // target "cuda" (target/cuda/options.h)
 
-  void record(Attrs& meta) const { cl.record(meta); }
-  static PassCtx from_meta(const Attrs& meta) { return PassCtx{cl::Options::from_meta(meta)}; }
+  // The options of `target` (the others are not recorded: they did not shape the plan).
+  void record(const std::string& target, Attrs& meta) const {
+    if (target == "opencl") cl.record(meta);
+    if (target == "cuda") cuda.record(meta);
+  }
+  static PassCtx from_meta(const Attrs& meta) {
+    return PassCtx{cl::Options::from_meta(meta), cuda::Options::from_meta(meta)};
+  }
 };
 
 // CPU targets: 4-D float activations between layout-agnostic ops get Layout::NHWC, with explicit

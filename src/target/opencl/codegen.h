@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "target/c_expr.h"
 #include "target/opencl/cl_abi.h"
 #include "target/opencl/kernel_desc.h"
 #include "target/opencl/options.h"
@@ -116,10 +117,7 @@ bool post_ops_image_ok(const Plan& p, const Call& c, const Kernel& k);
 // Operands: any shape that broadcasts to the output (index computed from i), Linear only.
 std::string emit_post_ops_linear(const Plan& p, const Call& c, const Kernel& k);
 bool post_ops_linear_ok(const Plan& p, const Call& c, const Kernel& k);
-// OpenCL C for a unary op applied to float expression x (Relu, Gelu, Sigmoid, Tanh, Exp, ...);
-// empty string when not supported.
-std::string unary_expr(const PostOp& u, const std::string& x);
-// ... for a binary op (Add, Sub, Mul, Div, Max, Min, Pow).
-std::string binary_expr(OpKind op, const std::string& a, const std::string& b);
+// unary_expr / binary_expr (target/c_expr.h): the op expressions, shared with the other C-family
+// targets; cl_prelude() defines the helpers they call.
 
 }  // namespace opv::plan::cl

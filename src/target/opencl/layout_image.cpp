@@ -86,7 +86,7 @@ struct ImagePolicy : LayoutPolicy {
       if (!is_f32_f16(x.dtype) || !fits_image(x.shape)) return r;
       r.slot[0] = Slot::Data;
     } else if (is_unary(k.op)) {
-      if (k.op == OpKind::Cast || cl::unary_expr(unary_post_op(k.op, k.attrs), "x").empty()) return r;
+      if (k.op == OpKind::Cast || unary_expr(unary_post_op(k.op, k.attrs), "x").empty()) return r;
       const Buffer& x = buf(c.inputs[0]);
       if (!is_f32_f16(x.dtype) || x.shape != out.shape) return r;
       r.slot[0] = Slot::Data;
@@ -113,10 +113,10 @@ struct ImagePolicy : LayoutPolicy {
     }
     for (const PostOp& po : k.post_ops) {
       if (is_unary(po.op)) {
-        if (cl::unary_expr(po, "x").empty()) return r;
+        if (unary_expr(po, "x").empty()) return r;
         continue;
       }
-      if (cl::binary_expr(po.op, "a", "b").empty()) return r;
+      if (binary_expr(po.op, "a", "b").empty()) return r;
       if (po.input < 0 || size_t(po.input) >= c.inputs.size() || c.inputs[size_t(po.input)] < 0) return r;
       auto s = operand_slot(buf(c.inputs[size_t(po.input)]), out.shape);
       if (!s) return r;

@@ -153,11 +153,7 @@ bool describe(const Plan& p, const Call& c, const Kernel& k, GemmDesc& d) {
   return true;
 }
 
-std::string flt(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9ef", v);
-  return buf;
-}
+std::string flt(double v) { return float_literal(v); }
 
 // "v = ALPHA * acc (+ BETA * c)" for one output element.
 std::string epilogue_value(const GemmDesc& d, const std::string& acc, const std::string& cval) {

@@ -27,11 +27,7 @@ constexpr uint32_t kFnvPrime = 16777619u;
 
 std::string I(int64_t v) { return std::to_string(v); }
 
-std::string flt(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9ef", v);
-  return buf;
-}
+std::string flt(double v) { return float_literal(v); }
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 

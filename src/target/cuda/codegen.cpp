@@ -1,0 +1,529 @@
+/* Plan pass "cuda-codegen": one specialised CUDA C++ kernel per call (see codegen.h).
+ *   1. Parameters: the call's outputs then its present inputs (cuda_abi.h), named out<j> / in<j>
+ *      by slot, typed by dtype (F16 as raw `unsigned short`, converted with PTX cvt).
+ *   2. A family writes the body that computes `float v` (or copies a typed element) for the
+ *      flat output index `i` (one thread each; Softmax: one thread per row); the shared epilogue
+ *      applies the kernel's post-ops and stores.
+ *   3. Index arithmetic is generated from the compiled-in shapes: output coordinates o0..o<r-1>
+ *      from i, broadcast operand offsets from them.
+ * Invariant: a generated kernel touches only elements inside its buffers (every thread checks
+ * i < count first), and computes what the reference kernel computes, in float.
+ */
+#include "target/cuda/codegen.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "target/c_expr.h"
+#include "target/cuda/cuda_abi.h"
+
+namespace opv::plan::cuda {
+
+namespace {
+
+constexpr int64_t kBlock = 256;  // threads per block of every generated kernel
+constexpr const char* kSourceFormat = "cuda";  // Kernel.options between cuda-codegen and nvrtc
+
+// Helpers the generated code and c_expr.h's expressions call. F16 goes through PTX conversions
+// (round to nearest even), so no CUDA header is needed.
+const char* kPrelude = R"(// opvision CUDA prelude (src/target/cuda/codegen.cpp)
+#define OPV_INF __int_as_float(0x7f800000)
+#ifndef INFINITY
+#define INFINITY OPV_INF
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+__device__ __forceinline__ float opv_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ unsigned short opv_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float select(float a, float b, bool c) { return c ? b : a; }
+__device__ __forceinline__ float clamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }
+__device__ __forceinline__ float opv_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781186547524f)); }
+__device__ __forceinline__ float opv_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+)";
+
+std::string I(int64_t v) { return std::to_string(v) + "LL"; }
+
+const char* c_type(DType dt) {
+  switch (dt) {
+    case DType::F32: return "float";
+    case DType::F16: return "unsigned short";
+    case DType::F64: return "double";
+    case DType::U8:
+    case DType::Bool: return "unsigned char";
+    case DType::I8: return "signed char";
+    case DType::I32: return "int";
+    case DType::I64: return "long long";
+    default: return nullptr;
+  }
+}
+
+// Element `idx` of parameter `name` as float.
+std::string load(DType dt, const std::string& name, const std::string& idx) {
+  if (dt == DType::F16) return "opv_h2f(" + name + "[" + idx + "])";
+  if (dt == DType::F32) return name + "[" + idx + "]";
+  return "(float)(" + name + "[" + idx + "])";
+}
+// Stores float expression v; float output types only (families check).
+std::string store(DType dt, const std::string& name, const std::string& idx, const std::string& v) {
+  if (dt == DType::F16) return name + "[" + idx + "] = opv_f2h(" + v + ");";
+  if (dt == DType::F64) return name + "[" + idx + "] = (double)(" + v + ");";
+  return name + "[" + idx + "] = " + v + ";";
+}
+
+// Declares output coordinates o0..o<r-1> of flat index `i` over `shape` (row-major).
+std::string coords(const Shape& shape, const std::string& i = "i") {
+  std::string s = "  long long r_ = " + i + ";\n";
+  for (size_t d = shape.size(); d-- > 0;) {
+    s += "  const long long o" + std::to_string(d) + " = r_ % " + I(shape[d]) + ";";
+    s += d ? " r_ /= " + I(shape[d]) + ";\n" : "\n";
+  }
+  s += "  (void)r_;\n";
+  return s;
+}
+
+// Offset into a row-major tensor of shape `in` broadcast (numpy rules, right-aligned) to `out`,
+// from the coordinates o<d> of `out`. "0LL" for a scalar.
+std::string bcast_offset(const Shape& out, const Shape& in) {
+  const std::vector<int64_t> st = row_major_strides(in);
+  std::string e;
+  const size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == 1) continue;
+    e += (e.empty() ? "" : " + ") + std::string("o") + std::to_string(d + lead) + " * " + I(st[d]);
+  }
+  return e.empty() ? "0LL" : e;
+}
+bool broadcasts(const Shape& in, const Shape& out) {
+  if (in.size() > out.size()) return false;
+  const size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d] != 1 && in[d] != out[d + lead]) return false;
+  return true;
+}
+
+struct Ctx {
+  const Plan& p;
+  const Call& c;
+  const Kernel& k;
+  const Buffer& in(size_t j) const { return p.buffers.at(size_t(c.inputs.at(j))); }
+  bool has(size_t j) const { return j < c.inputs.size() && c.inputs[j] >= 0; }
+  const Buffer& out(size_t j = 0) const { return p.buffers.at(size_t(c.outputs.at(j))); }
+  std::string in_name(size_t j) const { return "in" + std::to_string(j); }
+};
+
+// The post-op epilogue on `float v` at output coordinates o<d>; "" with *why when an operand
+// does not broadcast to the output.
+bool post_ops_ok(const Ctx& x, std::string* why) {
+  for (const PostOp& po : x.k.post_ops) {
+    if (po.input < 0) {
+      if (unary_expr(po, "v").empty()) return *why = std::string("post-op ") + op_name(po.op) + " has no expression", false;
+      continue;
+    }
+    if (binary_expr(po.op, "a", "b").empty())
+      return *why = std::string("post-op ") + op_name(po.op) + " has no expression", false;
+    if (!x.has(size_t(po.input))) return *why = "post-op operand is absent", false;
+    const Buffer& b = x.in(size_t(po.input));
+    if (!is_float(b.dtype) || !broadcasts(b.shape, x.out().shape))
+      return *why = "post-op operand " + b.name + " does not broadcast to the output", false;
+  }
+  return true;
+}
+std::string post_ops(const Ctx& x) {
+  std::string s;
+  for (const PostOp& po : x.k.post_ops) {
+    if (po.input < 0) {
+      s += "  v = " + unary_expr(po, "v") + ";\n";
+      continue;
+    }
+    const Buffer& b = x.in(size_t(po.input));
+    const std::string a = load(b.dtype, x.in_name(size_t(po.input)), bcast_offset(x.out().shape, b.shape));
+    s += "  v = " + (po.swapped ? binary_expr(po.op, a, "v") : binary_expr(po.op, "v", a)) + ";\n";
+  }
+  return s;
+}
+
+// ---- families: each returns the body (after `i` is known to be in range) or "" with *why -------
+
+std::string elementwise(const Ctx& x, std::string* why) {
+  const Kernel& k = x.k;
+  const Buffer& y = x.out();
+  const Shape& os = y.shape;
+  // Typed copies: Reshape-like ops and Expand keep the element type (integers and bools too).
+  const bool reshape = k.op == OpKind::Reshape || k.op == OpKind::Identity;
+  if ((reshape || k.op == OpKind::Expand || (k.op == OpKind::Cast && x.in(0).dtype == y.dtype)) &&
+      k.post_ops.empty()) {
+    if (x.in(0).dtype != y.dtype) return *why = "copy between dtypes", "";
+    if (reshape || k.op == OpKind::Cast) return "  out0[i] = in0[i];\n";
+    if (!broadcasts(x.in(0).shape, os)) return *why = "Expand operand does not broadcast", "";
+    return coords(os) + "  out0[i] = in0[" + bcast_offset(os, x.in(0).shape) + "];\n";
+  }
+  if (!is_float(y.dtype)) return *why = std::string("output dtype ") + dtype_name(y.dtype) + " (float outputs only)", "";
+  std::string s = coords(os);
+  auto operand = [&](size_t j) {
+    const Buffer& b = x.in(j);
+    return load(b.dtype, x.in_name(j), bcast_offset(os, b.shape));
+  };
+  if (reshape) {
+    s += "  float v = " + load(x.in(0).dtype, "in0", "i") + ";\n";
+  } else if (k.op == OpKind::Cast) {
+    s += "  float v = " + load(x.in(0).dtype, "in0", "i") + ";\n";
+    if (k.attrs.has("round_to")) {
+      if (DType(k.attrs.i("round_to")) != DType::F16) return *why = "Cast round_to other than f16", "";
+      s += "  v = opv_h2f(opv_f2h(v));\n";
+    }
+  } else if (std::string u = unary_expr(unary_post_op(k.op, k.attrs), "a0"); !u.empty()) {
+    if (!broadcasts(x.in(0).shape, os)) return *why = "operand shape", "";
+    s += "  const float a0 = " + operand(0) + ";\n  float v = " + u + ";\n";
+  } else if (std::string b = binary_expr(k.op, "a0", "a1"); !b.empty()) {
+    if (x.c.inputs.size() < 2) return *why = "binary op with one input", "";
+    for (size_t j = 0; j < 2; ++j)
+      if (!x.has(j) || !broadcasts(x.in(j).shape, os)) return *why = "operand does not broadcast", "";
+    s += "  const float a0 = " + operand(0) + ", a1 = " + operand(1) + ";\n  float v = " + b + ";\n";
+  } else {
+    return *why = std::string("no element-wise form for ") + op_name(k.op), "";
+  }
+  for (size_t j = 0; j < x.c.inputs.size(); ++j)
+    if (x.has(j) && !is_float(x.in(j).dtype) && k.op != OpKind::Cast)
+      return *why = "non-float operand " + x.in(j).name, "";
+  return s;
+}
+
+std::string conv(const Ctx& x, std::string* why) {
+  const Buffer& X = x.in(0);
+  const Buffer& W = x.in(1);
+  const Shape& os = x.out().shape;
+  if (X.shape.size() != 4 || W.shape.size() != 4 || os.size() != 4) return *why = "2-D convolutions only", "";
+  const Attrs& a = x.k.attrs;
+  const int64_t group = a.i("group", 1);
+  const auto s = a.ints("strides", {1, 1}), d = a.ints("dilations", {1, 1}), pd = a.ints("pads", {0, 0, 0, 0});
+  if (s.size() != 2 || d.size() != 2 || pd.size() != 4) return *why = "strides[2], dilations[2], pads[4] expected", "";
+  const int64_t C = X.shape[1], H = X.shape[2], Wd = X.shape[3], M = os[1];
+  if (group < 1 || C % group || M % group || W.shape[0] != M || W.shape[1] != C / group)
+    return *why = "weight shape does not match the group", "";
+  const int64_t Cg = C / group, Mg = M / group, KH = W.shape[2], KW = W.shape[3];
+  std::ostringstream b;
+  b << coords(os);
+  b << "  const long long g = o1 / " << I(Mg) << ";\n  float acc = 0.0f;\n";
+  b << "  for (int c = 0; c < " << Cg << "; ++c) {\n"
+    << "    const long long xc = (o0 * " << I(C) << " + g * " << I(Cg) << " + c) * " << I(H * Wd) << ";\n"
+    << "    const long long wc = (o1 * " << I(Cg) << " + c) * " << I(KH * KW) << ";\n"
+    << "#pragma unroll\n    for (int kh = 0; kh < " << KH << "; ++kh) {\n"
+    << "      const long long ih = o2 * " << I(s[0]) << " - " << I(pd[0]) << " + kh * " << I(d[0]) << ";\n"
+    << "      if (ih < 0 || ih >= " << I(H) << ") continue;\n"
+    << "#pragma unroll\n      for (int kw = 0; kw < " << KW << "; ++kw) {\n"
+    << "        const long long iw = o3 * " << I(s[1]) << " - " << I(pd[1]) << " + kw * " << I(d[1]) << ";\n"
+    << "        if (iw < 0 || iw >= " << I(Wd) << ") continue;\n"
+    << "        acc = fmaf(" << load(X.dtype, "in0", "xc + ih * " + I(Wd) + " + iw") << ", "
+    << load(W.dtype, "in1", "wc + kh * " + I(KW) + " + kw") << ", acc);\n"
+    << "      }\n    }\n  }\n";
+  if (x.has(2)) b << "  acc += " << load(x.in(2).dtype, "in2", "o1") << ";\n";
+  b << "  float v = acc;\n";
+  return b.str();
+}
+
+// Gemm (2-D, transA/transB, alpha, beta, C broadcast) and MatMul (rank >= 2, batch broadcast).
+std::string matmul(const Ctx& x, std::string* why) {
+  const Buffer& A = x.in(0);
+  const Buffer& B = x.in(1);
+  const Shape& os = x.out().shape;
+  const bool gemm = x.k.op == OpKind::Gemm;
+  if (A.shape.size() < 2 || B.shape.size() < 2 || os.size() < 2 || (gemm && (A.shape.size() != 2 || B.shape.size() != 2)))
+    return *why = "A and B of rank 2 (Gemm) or >= 2 (MatMul) only", "";
+  const bool ta = gemm && x.k.attrs.i("transA", 0), tb = gemm && x.k.attrs.i("transB", 0);
+  const size_t ra = A.shape.size(), rb = B.shape.size(), ro = os.size();
+  const int64_t M = os[ro - 2], N = os[ro - 1];
+  const int64_t K = ta ? A.shape[0] : A.shape[ra - 1];
+  if ((tb ? B.shape[rb - 1] : B.shape[rb - 2]) != K) return *why = "inner dimensions differ", "";
+  // Element (m, k) of A' and (k, n) of B' within their batch matrix.
+  const std::string a_mk = ta ? "kk * " + I(A.shape[ra - 1]) + " + m" : "m * " + I(K) + " + kk";
+  const std::string b_kn = tb ? "n * " + I(K) + " + kk" : "kk * " + I(N) + " + n";
+  // Batch offsets: the leading dims of A and B broadcast to the output's.
+  Shape ob(os.begin(), os.end() - 2), ab(A.shape.begin(), A.shape.end() - 2), bb(B.shape.begin(), B.shape.end() - 2);
+  if (!broadcasts(ab, ob) || !broadcasts(bb, ob)) return *why = "batch dimensions do not broadcast", "";
+  std::ostringstream s;
+  s << coords(os);
+  s << "  const long long m = o" << ro - 2 << ", n = o" << ro - 1 << ";\n";
+  s << "  const long long a0 = (" << bcast_offset(ob, ab) << ") * " << I(M * K) << ";\n";
+  s << "  const long long b0 = (" << bcast_offset(ob, bb) << ") * " << I(K * N) << ";\n";
+  s << "  float acc = 0.0f;\n  for (long long kk = 0; kk < " << I(K) << "; ++kk)\n"
+    << "    acc = fmaf(" << load(A.dtype, "in0", "a0 + " + a_mk) << ", " << load(B.dtype, "in1", "b0 + " + b_kn)
+    << ", acc);\n";
+  s << "  float v = acc;\n";
+  if (gemm) {
+    const double alpha = x.k.attrs.f("alpha", 1.0), beta = x.k.attrs.f("beta", 1.0);
+    if (alpha != 1.0) s << "  v *= " << float_literal(alpha) << ";\n";
+    if (x.has(2)) {
+      if (!broadcasts(x.in(2).shape, os)) return *why = "C does not broadcast", "";
+      s << "  v += " << float_literal(beta) << " * " << load(x.in(2).dtype, "in2", bcast_offset(os, x.in(2).shape))
+        << ";\n";
+    }
+  }
+  return s.str();
+}
+
+// ReduceMean/Sum/Max/Min over normalised axes; GlobalAveragePool/GlobalMaxPool (all axes >= 2).
+std::string reduce(const Ctx& x, std::string* why) {
+  const Buffer& X = x.in(0);
+  const Shape& xs = X.shape;
+  const int64_t r = int64_t(xs.size());
+  std::vector<bool> red(xs.size(), false);
+  const OpKind op = x.k.op;
+  if (op == OpKind::GlobalAveragePool || op == OpKind::GlobalMaxPool) {
+    for (int64_t dd = 2; dd < r; ++dd) red[size_t(dd)] = true;
+  } else {
+    std::vector<int64_t> axes = x.k.attrs.ints("axes");
+    if (axes.empty())
+      for (int64_t dd = 0; dd < r; ++dd) axes.push_back(dd);
+    for (int64_t ax : axes) {
+      if (ax < 0 || ax >= r) return *why = "axis out of range", "";
+      red[size_t(ax)] = true;
+    }
+  }
+  const bool mean = op == OpKind::ReduceMean || op == OpKind::GlobalAveragePool;
+  const bool is_max = op == OpKind::ReduceMax || op == OpKind::GlobalMaxPool;
+  Shape kept, rshape;
+  std::vector<int64_t> rstride;
+  const std::vector<int64_t> st = row_major_strides(xs);
+  int64_t count = 1;
+  for (size_t dd = 0; dd < xs.size(); ++dd) {
+    kept.push_back(red[dd] ? 1 : xs[dd]);
+    if (red[dd]) rshape.push_back(xs[dd]), rstride.push_back(st[dd]), count *= xs[dd];
+  }
+  if (count == 0) return *why = "empty reduction", "";
+  std::ostringstream s;
+  s << coords(kept);  // the output has the kept shape's element count (keepdims or not)
+  std::string base;
+  for (size_t dd = 0; dd < xs.size(); ++dd)
+    if (!red[dd]) base += (base.empty() ? "" : " + ") + std::string("o") + std::to_string(dd) + " * " + I(st[dd]);
+  s << "  const long long base = " << (base.empty() ? "0LL" : base) << ";\n";
+  s << "  float acc = " << (is_max ? "-OPV_INF" : op == OpKind::ReduceMin ? "OPV_INF" : "0.0f") << ";\n";
+  s << "  for (long long q = 0; q < " << I(count) << "; ++q) {\n    long long t = q, off = base;\n";
+  for (size_t j = rshape.size(); j-- > 0;)
+    s << "    off += (t % " << I(rshape[j]) << ") * " << I(rstride[j]) << "; t /= " << I(rshape[j]) << ";\n";
+  const std::string e = load(X.dtype, "in0", "off");
+  if (is_max) s << "    acc = fmaxf(acc, " << e << ");\n";
+  else if (op == OpKind::ReduceMin) s << "    acc = fminf(acc, " << e << ");\n";
+  else s << "    acc += " << e << ";\n";
+  s << "  }\n  float v = acc" << (mean ? " / " + float_literal(double(count)) : "") << ";\n";
+  // The post-ops' operands are indexed by the coordinates o<d> above, those of the kept shape.
+  if (!x.k.post_ops.empty() && kept != x.out().shape) return *why = "post-ops on a reduction without keepdims", "";
+  return s.str();
+}
+
+std::string pool(const Ctx& x, std::string* why) {
+  const Buffer& X = x.in(0);
+  const Shape& os = x.out().shape;
+  if (X.shape.size() != 4 || os.size() != 4) return *why = "2-D pools only", "";
+  const Attrs& a = x.k.attrs;
+  const auto k = a.ints("kernel"), s = a.ints("strides", {1, 1}), p = a.ints("pads", {0, 0, 0, 0}),
+             d = a.ints("dilations", {1, 1});
+  if (k.size() != 2 || s.size() != 2 || p.size() != 4 || d.size() != 2) return *why = "pool attributes", "";
+  const bool mx = x.k.op == OpKind::MaxPool;
+  const bool include_pad = a.i("count_include_pad", 0) != 0;
+  const int64_t H = X.shape[2], W = X.shape[3];
+  std::ostringstream b;
+  b << coords(os);
+  b << "  const long long xb = (o0 * " << I(X.shape[1]) << " + o1) * " << I(H * W) << ";\n";
+  b << "  float acc = " << (mx ? "-OPV_INF" : "0.0f") << ";\n  int n = 0;\n";
+  b << "  for (int kh = 0; kh < " << k[0] << "; ++kh) {\n"
+    << "    const long long ih = o2 * " << I(s[0]) << " - " << I(p[0]) << " + kh * " << I(d[0]) << ";\n"
+    << "    for (int kw = 0; kw < " << k[1] << "; ++kw) {\n"
+    << "      const long long iw = o3 * " << I(s[1]) << " - " << I(p[1]) << " + kw * " << I(d[1]) << ";\n"
+    << "      if (ih < 0 || ih >= " << I(H) << " || iw < 0 || iw >= " << I(W) << ") {";
+  // AveragePool with count_include_pad counts padding inside the padded input, not beyond it.
+  if (!mx && include_pad)
+    b << " if (ih < " << I(H + p[2]) << " && iw < " << I(W + p[3]) << ") ++n;";
+  b << " continue; }\n";
+  const std::string e = load(X.dtype, "in0", "xb + ih * " + I(W) + " + iw");
+  b << (mx ? "      acc = fmaxf(acc, " + e + ");\n" : "      acc += " + e + ";\n") << "      ++n;\n    }\n  }\n";
+  b << "  float v = " << (mx ? "acc" : "(n ? acc / (float)n : 0.0f)") << ";\n";
+  return b.str();
+}
+
+std::string concat(const Ctx& x, std::string* why) {
+  const Shape& os = x.out().shape;
+  const int64_t axis = x.k.attrs.i("axis", 0);
+  if (axis < 0 || axis >= int64_t(os.size())) return *why = "axis out of range", "";
+  const DType dt = x.out().dtype;
+  if (!x.k.post_ops.empty()) return *why = "post-ops on Concat", "";
+  std::ostringstream s;
+  s << coords(os);
+  int64_t start = 0;
+  for (size_t j = 0; j < x.c.inputs.size(); ++j) {
+    if (!x.has(j)) continue;
+    const Buffer& b = x.in(j);
+    if (b.dtype != dt || b.shape.size() != os.size()) return *why = "inputs differ in dtype or rank", "";
+    const std::vector<int64_t> st = row_major_strides(b.shape);
+    std::string off;
+    for (size_t dd = 0; dd < os.size(); ++dd) {
+      const std::string cd = "o" + std::to_string(dd) + (int64_t(dd) == axis ? " - " + I(start) : "");
+      off += (off.empty() ? "(" : " + (") + cd + ") * " + I(st[dd]);
+    }
+    const int64_t end = start + b.shape[size_t(axis)];
+    s << "  if (o" << axis << " < " << I(end) << ") { out0[i] = " << x.in_name(j) << "[" << off << "]; return; }\n";
+    start = end;
+  }
+  if (start != os[size_t(axis)]) return *why = "input sizes do not add up to the output", "";
+  return s.str();
+}
+
+std::string transpose(const Ctx& x, std::string* why) {
+  const Shape& os = x.out().shape;
+  const Shape& is = x.in(0).shape;
+  const std::vector<int64_t> perm = x.k.attrs.ints("perm");
+  if (perm.size() != is.size() || os.size() != is.size()) return *why = "perm does not match the rank", "";
+  const std::vector<int64_t> st = row_major_strides(is);
+  std::string off;
+  for (size_t dd = 0; dd < os.size(); ++dd) {
+    if (perm[dd] < 0 || perm[dd] >= int64_t(is.size())) return *why = "perm out of range", "";
+    off += (off.empty() ? "" : " + ") + std::string("o") + std::to_string(dd) + " * " + I(st[size_t(perm[dd])]);
+  }
+  if (off.empty()) off = "0LL";
+  if (x.k.post_ops.empty() && x.in(0).dtype == x.out().dtype) return coords(os) + "  out0[i] = in0[" + off + "];\n";
+  if (!is_float(x.out().dtype)) return *why = "post-ops on a non-float transpose", "";
+  return coords(os) + "  float v = " + load(x.in(0).dtype, "in0", off) + ";\n";
+}
+
+// Softmax over one axis: one thread per (outer, inner) row; writes every element of its row.
+std::string softmax(const Ctx& x, std::string* why, int64_t* rows) {
+  const Shape& xs = x.in(0).shape;
+  const int64_t axis = x.k.attrs.i("axis", -1);
+  if (axis < 0 || axis >= int64_t(xs.size())) return *why = "axis out of range", "";
+  if (!x.k.post_ops.empty()) return *why = "post-ops on Softmax", "";
+  int64_t inner = 1;
+  for (size_t dd = size_t(axis) + 1; dd < xs.size(); ++dd) inner *= xs[dd];
+  const int64_t n = xs[size_t(axis)];
+  *rows = numel(xs) / std::max<int64_t>(1, n);
+  const DType it = x.in(0).dtype, ot = x.out().dtype;
+  std::ostringstream s;
+  s << "  const long long base = (i / " << I(inner) << ") * " << I(n * inner) << " + i % " << I(inner) << ";\n";
+  s << "  float mx = -OPV_INF;\n  for (long long j = 0; j < " << I(n) << "; ++j) mx = fmaxf(mx, "
+    << load(it, "in0", "base + j * " + I(inner)) << ");\n";
+  s << "  float sum = 0.0f;\n  for (long long j = 0; j < " << I(n) << "; ++j) sum += expf("
+    << load(it, "in0", "base + j * " + I(inner)) << " - mx);\n";
+  s << "  for (long long j = 0; j < " << I(n) << "; ++j) { const float v = expf("
+    << load(it, "in0", "base + j * " + I(inner)) << " - mx) / sum; " << store(ot, "out0", "base + j * " + I(inner), "v")
+    << " }\n";
+  return s.str();
+}
+
+}  // namespace
+
+Generated generate(const Plan& p, const Call& c) {
+  Generated g;
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  const Ctx x{p, c, k};
+  if (c.outputs.size() != 1) return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
+  for (int b : c.outputs)
+    if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
+  for (int b : c.inputs)
+    if (b >= 0 && !c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "input dtype", g;
+  for (int b : c.outputs)
+    if (p.buffers.at(size_t(b)).layout != Layout::Linear) return g.why = "non-Linear output", g;
+  const Buffer& y = x.out();
+  int64_t count = numel(y.shape);
+  std::string body, why;
+  bool writes_itself = false;  // the family stores (concat/copies/softmax) instead of the epilogue
+  switch (k.op) {
+    case OpKind::Conv: body = conv(x, &why); break;
+    case OpKind::Gemm:
+    case OpKind::MatMul: body = matmul(x, &why); break;
+    case OpKind::ReduceMean:
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
+    case OpKind::GlobalAveragePool:
+    case OpKind::GlobalMaxPool: body = reduce(x, &why); break;
+    case OpKind::MaxPool:
+    case OpKind::AveragePool: body = pool(x, &why); break;
+    case OpKind::Concat:
+      body = concat(x, &why);
+      writes_itself = true;
+      break;
+    case OpKind::Transpose: body = transpose(x, &why); break;
+    case OpKind::Softmax:
+      body = softmax(x, &why, &count);
+      writes_itself = true;
+      break;
+    default: body = elementwise(x, &why); break;
+  }
+  if (body.empty()) return g.why = why.empty() ? "no CUDA kernel family" : why, g;
+  // Copies write a typed element themselves ("out0[i] = ...;" without `float v`).
+  if (body.find("float v") == std::string::npos) writes_itself = true;
+  if (!writes_itself) {
+    if (!is_float(y.dtype)) return g.why = std::string("output dtype ") + dtype_name(y.dtype), g;
+    if (!post_ops_ok(x, &why)) return g.why = why, g;
+    if (body.find("const long long o0 ") == std::string::npos && !x.k.post_ops.empty()) body += coords(y.shape);
+    body += post_ops(x) + "  " + store(y.dtype, "out0", "i", "v") + "\n";
+  } else if (!k.post_ops.empty()) {
+    return g.why = "post-ops on a copy", g;
+  }
+
+  // Parameters: outputs then present inputs.
+  std::string params;
+  for (size_t j = 0; j < c.outputs.size(); ++j)
+    params += std::string(params.empty() ? "" : ", ") + c_type(p.buffers[size_t(c.outputs[j])].dtype) +
+              "* __restrict__ out" + std::to_string(j);
+  for (size_t j = 0; j < c.inputs.size(); ++j)
+    if (c.inputs[j] >= 0)
+      params += std::string(", const ") + c_type(p.buffers[size_t(c.inputs[j])].dtype) + "* __restrict__ in" +
+                std::to_string(j);
+  g.entry = "opv_" + k.name;
+  for (char& ch : g.entry)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+  std::ostringstream src;
+  src << "// generated by opvision src/target/cuda/codegen.cpp (call " << c.label << ", op " << op_name(k.op)
+      << ") -- do not edit\n"
+      << kPrelude << "extern \"C\" __global__ void " << g.entry << "(" << params << ") {\n"
+      << "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+      << "  if (i >= " << I(count) << ") return;\n"
+      << body << "}\n";
+  g.source = src.str();
+  g.global = {std::max<int64_t>(count, 1), 0, 0};
+  g.local = {kBlock, 0, 0};
+  return g;
+}
+
+bool codegen(Plan& p, const PassCtx& /*ctx*/) {
+  OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");
+  std::vector<Kernel> kernels;
+  std::map<std::pair<std::string, std::string>, int> interned;  // (source, entry) -> kernel
+  std::string refused;
+  int n_refused = 0;
+  for (Call& c : p.calls) {
+    const Kernel& old = p.kernels.at(size_t(c.kernel));
+    if (old.options == kSourceFormat || old.options == kPtxFormat) {  // generated already
+      auto [it, fresh] = interned.emplace(std::make_pair(old.source, old.entry + "#" + std::to_string(c.kernel)),
+                                          int(kernels.size()));
+      if (fresh) kernels.push_back(old);
+      c.kernel = it->second;
+      continue;
+    }
+    Generated g = generate(p, c);
+    if (g.source.empty()) {
+      if (n_refused++ < 8)
+        refused += "\n  call '" + c.label + "' (" + op_name(old.op) + ", kernel " + old.name + "): " + g.why;
+      continue;
+    }
+    Kernel k = old;
+    k.source = std::move(g.source);
+    k.entry = std::move(g.entry);
+    k.options = kSourceFormat;
+    c.global = g.global;
+    c.local = g.local;
+    auto [it, fresh] = interned.emplace(std::make_pair(k.source, k.entry), int(kernels.size()));
+    if (fresh) kernels.push_back(std::move(k));
+    c.kernel = it->second;
+  }
+  if (n_refused)
+    fail("target cuda has no kernel for ", n_refused, " call(s) of this model (no host fallback on this target):",
+         refused, n_refused > 8 ? "\n  ..." : "");
+  p.kernels = std::move(kernels);
+  return true;
+}
+
+}  // namespace opv::plan::cuda

@@ -1,0 +1,46 @@
+// CUDA code generation for target "cuda" (plans as cuda_abi.h describes them): one CUDA C++
+// kernel per call, specialised at compile time (shapes, strides, broadcasting and post-ops are
+// compiled in), one thread per output element (per row for Softmax), fp32 arithmetic.
+//
+// Families (codegen.cpp): element-wise (unary, binary with broadcasting, Cast to float types,
+// Reshape-like copies, Expand), Conv (2-D, any group/stride/pad/dilation), Gemm and MatMul,
+// reductions (ReduceMean/Sum/Max/Min, global pools), MaxPool/AveragePool, Concat, Transpose,
+// Softmax. Every float-output family ends in the shared post-op epilogue (post_ops of the kernel:
+// unary ops and broadcast binary operands, target/c_expr.h).
+//
+// This first generation favours coverage and exactness over speed: direct loops, no shared-memory
+// tiling or tensor cores yet (issue 15 lists what comes next).
+#pragma once
+#include <string>
+
+#include "plan/passes/passes.h"
+#include "plan/plan.h"
+
+namespace opv::plan::cuda {
+
+// The CUDA C++ source of call `c` (complete: prelude + one extern "C" __global__ kernel named
+// `entry`), with its launch geometry in global/local. Empty string (and *why set) when no family
+// handles the call.
+struct Generated {
+  std::string source, entry, why;
+  std::array<int64_t, 3> global{0, 0, 0}, local{0, 0, 0};
+};
+Generated generate(const Plan& p, const Call& c);
+
+// Plan pass "cuda-codegen" (always on): every call gets its own kernel with the CUDA source in
+// Kernel.source (Kernel.options "cuda") and its launch geometry; identical kernels are merged.
+// Throws opv::Error naming every call no family handles (this target has no host fallback).
+bool codegen(Plan& p, const PassCtx& ctx);
+
+// Plan pass "nvrtc" (always on, last): compiles every kernel's CUDA source to PTX for
+// ctx.cuda.arch with NVRTC (loaded at run time: libnvrtc.so of CUDA 12/13) and stores the PTX in
+// Kernel.source with Kernel.options = kPtxFormat. Errors carry NVRTC's log and the kernel name.
+bool nvrtc_compile(Plan& p, const PassCtx& ctx);
+
+// Compiles one CUDA C++ source to PTX (exposed for tests). Throws opv::Error when NVRTC is
+// missing or the source does not compile (with the log).
+std::string compile_to_ptx(const std::string& source, const std::string& name, const std::string& arch);
+// Whether NVRTC can be loaded here (tests skip the compile step without it).
+bool nvrtc_available(std::string* why = nullptr);
+
+}  // namespace opv::plan::cuda

@@ -1,0 +1,37 @@
+// The contract between the CUDA code generator (src/target/cuda, compile time, linked into the
+// compiler only) and the CUDA backend (src/backend/cuda, run time: the CUDA driver API, loaded
+// with dlopen, no CUDA runtime library). Everything a plan for target "cuda" means is written
+// down here.
+//
+// Buffers
+//   Every buffer is Layout::Linear: row-major over its logical shape, element type from its
+//   dtype (F16 = IEEE half, BOOL = one byte 0/1). Inputs and Outputs are device buffers the
+//   backend fills from / copies into the caller's tensors; Intermediates live in one device arena
+//   at Buffer::offset (memory planning); Constants are uploaded once from Plan::weights at
+//   Buffer::offset. Every device address a kernel gets is at least 64-byte aligned (kAlign).
+// Kernels
+//   Kernel.source      PTX text, compiled ahead of time by NVRTC (plan pass "nvrtc") from the CUDA
+//                      C++ the pass "cuda-codegen" wrote there (compile --dump-after cuda-codegen
+//                      shows that source). The backend loads it with cuModuleLoadData (the driver
+//                      JIT-compiles PTX for the device it runs on).
+//   Kernel.entry       the extern "C" __global__ function.
+//   Kernel.options     kPtxFormat ("ptx") once the source is PTX; anything else is not loadable.
+//   Every call has a kernel: there is no host fallback on this target (the compiler refuses ops
+//   it has no kernel for, naming them).
+//   Arguments          the call's outputs, then its inputs (absent inputs, id -1, are skipped),
+//                      one device pointer (CUdeviceptr, 8 bytes) each. No scalar arguments:
+//                      shapes are compiled in.
+//   Launch             Call.local = the block size (x, y, z; 0 = 1), Call.global = the number of
+//                      threads per dimension (0 = 1); the grid is ceil(global / local) per
+//                      dimension. Kernels check their own bounds (the compiled-in element count),
+//                      so a partial last block is safe. Dynamic shared memory: none.
+//   Order              calls run in plan order on one stream; nothing between them needs the host.
+//                      The backend may record the whole inference (input copies, launches, output
+//                      copies) once as a CUDA graph and replay it.
+#pragma once
+
+namespace opv::plan::cuda {
+
+constexpr const char* kPtxFormat = "ptx";  // Kernel.options of a loadable kernel
+
+}  // namespace opv::plan::cuda

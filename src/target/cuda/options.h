@@ -1,0 +1,24 @@
+// Typed compile options of target "cuda" (compile --cuda-arch), handed to its plan passes in
+// plan::PassCtx. Recorded in plan meta ("cuda_arch") like the opencl options, so `opvision opt`
+// and readers of an artifact see what the PTX was compiled for.
+#pragma once
+#include <string>
+
+#include "core/attrs.h"
+
+namespace opv::plan::cuda {
+
+struct Options {
+  // NVRTC's virtual architecture of the stored PTX ("compute_75" ... "compute_120"). The driver
+  // JIT-compiles the PTX for the device it runs on, so any GPU of this generation or newer runs
+  // it; compute_75 (Turing) is the oldest CUDA 13 supports.
+  std::string arch = "compute_75";
+
+  // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
+  static void check_arch(const std::string& arch);
+  void record(Attrs& meta) const;  // meta "cuda_arch", only when not the default
+  static Options from_meta(const Attrs& meta);
+  bool operator==(const Options& o) const { return arch == o.arch; }
+};
+
+}  // namespace opv::plan::cuda
