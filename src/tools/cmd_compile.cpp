@@ -48,6 +48,8 @@ int cmd_compile(int argc, char** argv) {
               "Adreno) or global buffers with the same texel layout (cheaper kernel chains on NVIDIA)", "image")
       .option("--cl-weights", "f16|f32", "opencl: storage of packed conv weights (f32 spares GPUs without fp16 "
               "arithmetic the conversions; twice the bytes)", "f16")
+      .option("--cuda-arch", "compute_NN", "cuda: virtual architecture of the stored PTX (the driver compiles it for the "
+              "GPU it runs on; compute_75 = Turing and newer)", "compute_75")
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
       .flag("--dump-plan", "print the compiled plan to stdout")
@@ -93,6 +95,12 @@ int cmd_compile(int argc, char** argv) {
   if (weights != "f16" && weights != "f32")
     throw UsageError("opvision compile: --cl-weights must be f16 or f32, got '" + weights + "'");
   cl.weight_dtype = weights == "f32" ? DType::F32 : DType::F16;
+  opts.pass_ctx.cuda.arch = a.get("--cuda-arch", opts.pass_ctx.cuda.arch);
+  try {
+    plan::cuda::Options::check_arch(opts.pass_ctx.cuda.arch);
+  } catch (const Error& e) {
+    throw UsageError(std::string("opvision compile: --cuda-arch: ") + e.what());
+  }
   PassReport report;
   opts.dump_after = dump_after;
   opts.dump_to = &std::cout;
