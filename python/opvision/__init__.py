@@ -12,6 +12,7 @@ InferenceSession.run_into). Errors are opvision.Error subclasses (opvision.error
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -191,6 +192,26 @@ class InferenceSession:
             InvalidArgument, BackendError: as for run().
         """
         self._s.run_into(_feed(input_feed), outputs)
+
+    def profile(self, input_feed: Mapping[str, np.ndarray], runs: int = 1,
+                path: Optional[PathLike] = None) -> Dict[str, Any]:
+        """Runs the model `runs` times with per-call timing and returns the timeline as a Chrome
+        trace (the dict of ``opvision bench --trace``): per run an "inference" span and inside it
+        one span per plan call, named by its kernel, with the op ("cat"), the graph node, bytes
+        moved and FLOPs ("args"). Written to `path` as JSON when given; open it in
+        ui.perfetto.dev or chrome://tracing.
+
+        Raises:
+            InvalidArgument: as for run(), or runs out of 1..1000.
+            BackendError: the backend reports no per-call times, or failed.
+        """
+        if isinstance(runs, bool) or not isinstance(runs, int):
+            raise InvalidArgument(f"runs must be an int, got {type(runs).__name__}")
+        text = self._s.profile(_feed(input_feed), runs)
+        if path is not None:
+            with open(_path(path, "path"), "w") as f:
+                f.write(text)
+        return json.loads(text)
 
     def allocate_outputs(self) -> Dict[str, np.ndarray]:
         """{output name: new uninitialised array} for run_into, in model order."""

@@ -70,6 +70,10 @@ class Backend {
   virtual void set_profiling(bool on) { (void)on; }
   // Milliseconds per plan call of the most recent run, in plan.calls order.
   virtual std::vector<double> call_times_ms() const { return {}; }
+  // Start of each plan call of the most recent profiled run, in ms from the run's start, in
+  // plan.calls order; NaN for a call without its own start (a call fused into the one before),
+  // empty when the backend records none (a trace then lays call_times_ms() back to back).
+  virtual std::vector<double> call_starts_ms() const { return {}; }
 };
 
 // The tensors a plan's run binds, as the plan declares them, in plan.inputs / plan.outputs order.

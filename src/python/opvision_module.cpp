@@ -5,7 +5,8 @@
 //   2. _Session: a runtime::Session over a .opv artifact or an .onnx compiled in memory for the
 //      backend's target (tools::load_model, as `opvision run` does); run() and run_into() bind the
 //      caller's numpy arrays as Tensor views, so inputs are read and outputs written in place;
-//   3. errors: opv::Error from each phase becomes one of the opvision.errors classes (loading an
+//   3. profile(): profiled runs as a Chrome/Perfetto trace (tools/trace.h, as `opvision bench --trace`);
+//   4. errors: opv::Error from each phase becomes one of the opvision.errors classes (loading an
 //      artifact: LoadError, compiling: InvalidGraph, a caller's tensor: InvalidArgument, the
 //      backend: BackendError); the binding's own argument checks (array type, dtype, contiguity,
 //      alignment) raise InvalidArgument naming the input or output.
@@ -35,6 +36,7 @@
 #include "plan/passes/passes.h"
 #include "runtime/session.h"
 #include "tools/common.h"
+#include "tools/trace.h"
 
 namespace nb = nanobind;
 
@@ -247,6 +249,8 @@ class PySession {
     backend::Options opts;
     opts.threads = int(threads);
     opts.device = device;
+    path_ = path;
+    threads_ = int(threads);
     nb::gil_scoped_release unlocked;
     const bool artifact = in_phase(ErrorKind::LoadError, [&] { return tools::is_artifact_path(path); });
     plan::Plan plan = in_phase(artifact ? ErrorKind::LoadError : ErrorKind::InvalidGraph,
@@ -340,7 +344,26 @@ class PySession {
     run_locked(ins, outs);
   }
 
+  // `runs` profiled runs on `feed` as Chrome trace JSON.
+  std::string profile(nb::handle feed, int64_t runs) {
+    if (runs < 1 || runs > kMaxProfileRuns)
+      raise(ErrorKind::InvalidArgument, "runs must be in 1..", kMaxProfileRuns, ", got ", runs);
+    std::vector<nb::ndarray<nb::ro>> keep_in;
+    runtime::NamedTensors ins = input_views(feed, keep_in);
+    nb::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    return in_phase(ErrorKind::BackendError, [&] {
+      const plan::Plan& plan = session_->plan();
+      std::vector<tools::TraceRun> timelines =
+          tools::profile_runs(session_->backend(), plan, runs, [&] { session_->run_into(ins, {}); });
+      OPV_CHECK(!timelines.empty(), "profile: backend ", plan.target, " reports no per-call times");
+      return tools::chrome_trace(plan, timelines, path_, session_->backend().caps().device, threads_);
+    });
+  }
+
  private:
+  static constexpr int64_t kMaxProfileRuns = 1000;
+
   void run_locked(const runtime::NamedTensors& ins, const runtime::NamedOutputs& outs) {
     nb::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
@@ -349,6 +372,8 @@ class PySession {
 
   std::unique_ptr<runtime::Session> session_;
   std::mutex mu_;
+  std::string path_;  // the model, for trace titles
+  int threads_ = 0;
 };
 
 }  // namespace
@@ -375,5 +400,6 @@ NB_MODULE(_opvision, m) {
       .def("inputs", &PySession::inputs, "[(name, numpy dtype name, shape)] in model order")
       .def("outputs", &PySession::outputs, "[(name, numpy dtype name, shape)] in model order")
       .def("run", &PySession::run, nb::arg("feed"), nb::arg("names").none())
-      .def("run_into", &PySession::run_into, nb::arg("feed"), nb::arg("outputs"));
+      .def("run_into", &PySession::run_into, nb::arg("feed"), nb::arg("outputs"))
+      .def("profile", &PySession::profile, nb::arg("feed"), nb::arg("runs"), "Chrome trace JSON of `runs` profiled runs");
 }

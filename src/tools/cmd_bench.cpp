@@ -1,13 +1,16 @@
 // `opvision bench MODEL`: latency (median/min/p90 over timed runs after warm-up) and a per-kernel
-// time table from the backend's per-call profile (calls grouped by kernel name), as text or JSON.
+// time table from the backend's per-call profile (calls grouped by kernel name), as text or JSON;
+// --trace writes the profiled runs as a Chrome/Perfetto timeline (tools/trace.h).
 // Timed runs are unprofiled; the profile comes from separate runs so it cannot skew the latency.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
 
+#include "core/file_io.h"
 #include "tools/common.h"
 #include "tools/qcom_session.h"
+#include "tools/trace.h"
 
 namespace opv::tools {
 
@@ -18,21 +21,6 @@ struct KernelRow {
   int64_t count = 0;  // calls of this kernel per inference
   double total_ms = 0;  // per inference, averaged over profiled runs
 };
-
-std::string json_escape(const std::string& s) {
-  std::string r;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      r += '\\';
-      r += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      r += fmt("\\u%04x", c);
-    } else {
-      r += c;
-    }
-  }
-  return r;
-}
 
 // `warmup` untimed runs, then the wall time of each of `iters` runs (ms).
 std::vector<double> time_runs(int64_t warmup, int64_t iters, const std::function<void()>& run) {
@@ -62,7 +50,9 @@ int cmd_bench(int argc, char** argv) {
       .option("--warmup", "N", "untimed runs first", "10")
       .option("--iters", "N", "timed runs", "50")
       .option("--seed", "S", "seed of the random inputs", "0")
-      .flag("--json", "print one JSON object instead of text");
+      .flag("--json", "print one JSON object instead of text")
+      .option("--trace", "OUT.json", "write the profiled runs (up to 10) as a Chrome trace: one span per inference "
+              "and per call (kernel, op, node, bytes, FLOPs); open it in ui.perfetto.dev or chrome://tracing");
   opencl_options(p);
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
@@ -70,6 +60,7 @@ int cmd_bench(int argc, char** argv) {
 
   const std::string& model = a.positionals[0];
   if (a.get("--backend", kDefaultBackend) == kQcomBackend) {  // MODEL is a capture directory
+    if (a.has("--trace")) throw UsageError("opvision bench: --trace is not available for --backend qcom yet");
     QcomSession qs(model, a, "bench");
     CaptureFeed feed = capture_inputs(qs.capture(), a, "bench");
     LatencyStats st = latency_stats(time_runs(warmup, iters, [&] { qs.run(feed); }));
@@ -104,18 +95,18 @@ int cmd_bench(int argc, char** argv) {
   constexpr int64_t kMaxProfileRuns = 10;
   const int64_t profile_runs = std::min(iters, kMaxProfileRuns);
   std::vector<double> per_call(plan.calls.size(), 0.0);
-  bool profiled = true;
-  session.backend().set_profiling(true);
-  for (int64_t r = 0; r < profile_runs && profiled; ++r) {
-    session.run(inputs);
-    std::vector<double> t = session.backend().call_times_ms();
-    if (t.size() != plan.calls.size()) {
-      profiled = false;
-      break;
-    }
-    for (size_t i = 0; i < t.size(); ++i) per_call[i] += t[i] / double(profile_runs);
+  const std::vector<TraceRun> timelines =
+      tools::profile_runs(session.backend(), plan, profile_runs, [&] { session.run(inputs); });
+  const bool profiled = !timelines.empty();
+  for (const TraceRun& t : timelines)
+    for (size_t i = 0; i < t.call_ms.size(); ++i) per_call[i] += t.call_ms[i] / double(profile_runs);
+  if (a.has("--trace")) {
+    if (!profiled) fail("opvision bench --trace: backend ", plan.target, " reports no per-call times");
+    write_file_atomic(a.get("--trace"), chrome_trace(plan, timelines, model, session.backend().caps().device, bopts.threads),
+                      "trace");
+    std::fprintf(stderr, "[bench] wrote %s: %zu inferences, %zu calls each\n", a.get("--trace").c_str(),
+                 timelines.size(), plan.calls.size());
   }
-  session.backend().set_profiling(false);
 
   std::vector<KernelRow> rows;
   double profile_total = 0;

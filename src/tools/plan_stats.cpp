@@ -80,6 +80,14 @@ FlopCount call_flops(const plan::Plan& p, const plan::Call& c) {
   return cost;
 }
 
+int64_t call_bytes(const plan::Plan& p, const plan::Call& c) {
+  int64_t bytes = 0;
+  for (int b : c.inputs)
+    if (b >= 0) bytes += p.buffers[size_t(b)].bytes;
+  for (int b : c.outputs) bytes += p.buffers[size_t(b)].bytes;
+  return bytes;
+}
+
 PlanStats plan_stats(const plan::Plan& p) {
   PlanStats s;
   for (const plan::Call& c : p.calls) {
@@ -103,9 +111,7 @@ PlanStats plan_stats(const plan::Plan& p) {
     s.flops.matmul += f.matmul;
     s.flops.elementwise += f.elementwise;
     s.flops.other += f.other;
-    for (int b : c.inputs)
-      if (b >= 0) s.bytes_moved += p.buffers[size_t(b)].bytes;
-    for (int b : c.outputs) s.bytes_moved += p.buffers[size_t(b)].bytes;
+    s.bytes_moved += call_bytes(p, c);
   }
   for (const plan::Buffer& b : p.buffers) {
     s.buffers[b.kind].count += 1;

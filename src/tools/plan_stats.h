@@ -51,6 +51,8 @@ struct PlanStats {
 
 // FLOPs of one call, from the logical shapes of its buffers.
 FlopCount call_flops(const plan::Plan& p, const plan::Call& c);
+// Bytes one call moves: the storage bytes of every buffer it reads or writes.
+int64_t call_bytes(const plan::Plan& p, const plan::Call& c);
 PlanStats plan_stats(const plan::Plan& p);
 
 }  // namespace opv::tools

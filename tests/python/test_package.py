@@ -1,8 +1,10 @@
 """The Python package `opvision` (python/opvision + src/python), imported from the build directory
 (conftest.py's `opvision` fixture): results against onnxruntime on generated models and the shared
 fixture, compile options, the zero-copy per-frame loop (run_into), every input check with the
-exception class and message it raises, threads (GIL released, sessions in parallel), and the
-README's Python quick start run as written."""
+exception class and message it raises, threads (GIL released, sessions in parallel), the README's
+Python quick start run as written, and the timelines of `opvision bench --trace` and
+InferenceSession.profile()."""
+import json
 import os
 import pathlib
 import re
@@ -374,3 +376,57 @@ def test_readme_python_quick_start(opvision, package_dir, cli, tmp_path):
                        env=env)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert (tmp_path / "model.opv").exists()
+
+
+# --------------------------------------------------------------------------------------- traces
+def check_trace(trace, runs):
+    """A Chrome trace of `runs` inferences: per inference one "run" span holding one span per plan
+    call, in order and not overlapping (the cpu and reference backends run calls one after
+    another), each with its kernel name, op, node, bytes and FLOPs."""
+    events = trace["traceEvents"]
+    assert {e["name"] for e in events if e["ph"] == "M"} == {"process_name", "thread_name"}
+    spans = [e for e in events if e["ph"] == "X"]
+    inferences = [e for e in spans if e["cat"] == "run"]
+    assert len(inferences) == runs
+    calls = [e for e in spans if e["cat"] != "run"]
+    n = len(calls) // runs
+    assert n > 10 and len(calls) == n * runs
+    for r, inf in enumerate(inferences):
+        mine = calls[r * n:(r + 1) * n]
+        assert [c["args"]["call"] for c in mine] == list(range(n))
+        end = inf["ts"]
+        for c in mine:
+            assert c["dur"] >= 0 and c["ts"] >= end - 1.0, c  # in order, no overlap (1 us rounding)
+            end = c["ts"] + c["dur"]
+        assert end <= inf["ts"] + inf["dur"] + 1.0, (end, inf)
+    convs = [c for c in calls if c["cat"] == "Conv"]
+    assert convs and all(c["name"].startswith("conv2d") and c["args"]["flops"] > 0 and c["args"]["bytes"] > 0
+                         for c in convs)
+    assert all(c["args"]["node"] for c in calls)
+    return n
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_bench_trace(cli, models, tmp_path, backend):
+    out = tmp_path / "trace.json"
+    p = cli.run("bench", models["fp32"], "--backend", backend, "--iters", "3", "--warmup", "0", "--trace", out)
+    assert p.returncode == 0, describe(p)
+    check_trace(json.loads(out.read_text()), 3)
+    assert f"wrote {out}" in p.stderr
+
+
+def test_session_profile(opvision, models, tmp_path):
+    s = opvision.InferenceSession(models["fp32"], backend="cpu", threads=1)
+    feed = uint8_feed(s, 0)
+    path = tmp_path / "profile.json"
+    trace = s.profile(feed, runs=2, path=path)
+    n = check_trace(trace, 2)
+    assert json.loads(path.read_text()) == trace
+    assert str(models["fp32"]) in trace["traceEvents"][0]["args"]["name"]
+    # the session still runs normally afterwards (profiling is off again)
+    assert np.array_equal(s.run(None, feed)[0], s.run(None, feed)[0])
+    with pytest.raises(opvision.InvalidArgument, match="runs must be in 1..1000"):
+        s.profile(feed, runs=0)
+    with pytest.raises(opvision.InvalidArgument, match="missing input 'big_img'"):
+        s.profile({"img": feed["img"]})
+    assert n > 10

@@ -26,6 +26,7 @@ class ReferenceBackend : public Backend {
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   void set_profiling(bool on) override { profiling_ = on; }
   std::vector<double> call_times_ms() const override { return profiling_ ? times_ms_ : std::vector<double>{}; }
+  std::vector<double> call_starts_ms() const override { return profiling_ ? starts_ms_ : std::vector<double>{}; }
 
  private:
   std::vector<plan::Buffer> buffers_;
@@ -38,6 +39,7 @@ class ReferenceBackend : public Backend {
   bool loaded_ = false;
   bool profiling_ = false;
   std::vector<double> times_ms_;
+  std::vector<double> starts_ms_;  // per call, ms from the run's start (profiling)
 };
 
 std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
@@ -79,6 +81,8 @@ void ReferenceBackend::run(const std::vector<const Tensor*>& inputs, const std::
   for (size_t i = 0; i < inputs.size(); ++i) bound_[size_t(inputs_[i])] = inputs[i];
   std::vector<const Tensor*> ins;
   std::vector<Tensor*> outs;
+  const auto run_t0 = std::chrono::steady_clock::now();
+  if (profiling_) starts_ms_.assign(calls_.size(), 0.0);
   for (size_t ci = 0; ci < calls_.size(); ++ci) {
     const plan::Call& c = calls_[ci];
     const plan::Kernel& k = kernels_[size_t(c.kernel)];
@@ -96,8 +100,10 @@ void ReferenceBackend::run(const std::vector<const Tensor*>& inputs, const std::
     } catch (const Error& e) {
       fail("call ", ci, " (", c.label, "): ", e.what());
     }
-    if (profiling_)
+    if (profiling_) {
       times_ms_[ci] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      starts_ms_[ci] = std::chrono::duration<double, std::milli>(t0 - run_t0).count();
+    }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const int b = outputs_[i];
