@@ -1,6 +1,6 @@
 // Lowering: optimised ir::Graph -> plan::Plan for one target.
-//  1. Storage dtypes: CPU targets ("reference", "cpu") store every float tensor as F32; F16
-//     constants are widened here, F16 casts become F32 casts. Model inputs/outputs keep their
+//  1. Storage dtypes: CPU targets ("reference", "cpu") and opencl store every float tensor as F32
+//     (F16 constants are widened here, F16 casts become F32 casts); cuda keeps F16 as F16. Model inputs/outputs keep their
 //     dtype; a Cast call converts at the boundary when the storage dtype differs.
 //  2. Buffers: one per live value (Input / Output / Intermediate / Constant); constants are
 //     copied into the weights blob once, only when a live node reads them.
@@ -20,8 +20,10 @@ namespace opv {
 
 namespace {
 
+// CPU targets and opencl (whose layout pass picks F16 images itself) store floats as F32; cuda
+// keeps a model's F16 tensors in F16 (fp16 storage, fp32 arithmetic in every kernel).
 DType storage_dtype(DType t, const std::string& target) {
-  (void)target;  // all current targets compute floats in F32
+  if (target == "cuda") return t;
   return t == DType::F16 ? DType::F32 : t;
 }
 

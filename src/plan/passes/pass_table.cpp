@@ -24,8 +24,8 @@ std::vector<PlanPassInfo> plan_passes_for(const std::string& target) {
     };
   if (target == "cuda")
     return {
-        {"cuda-codegen", cuda_codegen, "CUDA C++ kernel per call, shapes and post-ops compiled in (always on)"},
         {"dedupe", dedupe, "remove calls with the same kernel and identical inputs, transitively"},
+        {"cuda-codegen", cuda_codegen, "CUDA C++ kernel per call, shapes and post-ops compiled in (always on)"},
         {"nvrtc", cuda_nvrtc, "CUDA C++ -> PTX with NVRTC, ahead of time (always on)"},
     };
   return {};
