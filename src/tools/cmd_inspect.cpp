@@ -11,6 +11,8 @@
 #include "ir3/capture.h"
 #include "ir3/passes/passes.h"
 #include "plan/passes/passes.h"
+#include "target/cuda/codegen.h"
+#include "target/cuda/cuda_abi.h"
 #include "tools/common.h"
 #include "tools/plan_stats.h"
 
@@ -72,7 +74,7 @@ int cmd_inspect(int argc, char** argv) {
       .flag("--calls", "cpu plans: list how every call runs (oneDNN, own loop or reference kernel), not only "
             "the reference fallbacks")
       .option("--source", "NAME", "print the generated source and build options of the GPU kernels whose name "
-              "contains NAME, and nothing else", "");
+              "contains NAME, and nothing else (cuda: the CUDA C++ the stored PTX was compiled from)", "");
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   const std::string& model = a.positionals[0];
@@ -81,10 +83,19 @@ int cmd_inspect(int argc, char** argv) {
   plan::Plan plan = load_model(model, a.get("--target"));
   if (const std::string want = a.get("--source", ""); !want.empty()) {
     int shown = 0;
-    for (const plan::Kernel& k : plan.kernels) {
+    for (size_t ki = 0; ki < plan.kernels.size(); ++ki) {
+      const plan::Kernel& k = plan.kernels[ki];
       if (k.name.find(want) == std::string::npos) continue;
+      std::string source = k.source;
+      // cuda kernels store PTX; their CUDA C++ is generated again from the first call using them.
+      if (plan.target == "cuda" && k.options == plan::cuda::kPtxFormat)
+        for (const plan::Call& c : plan.calls)
+          if (c.kernel == int(ki)) {
+            source = plan::cuda::generate(plan, c).source;
+            break;
+          }
       std::printf("// kernel %s  entry %s  options '%s'\n%s\n", k.name.c_str(), k.entry.c_str(), k.options.c_str(),
-                  k.source.empty() ? "// (no source: runs on the host through the reference kernel)" : k.source.c_str());
+                  source.empty() ? "// (no source: runs on the host through the reference kernel)" : source.c_str());
       ++shown;
     }
     if (shown == 0) fail("no kernel of ", model, " has '", want, "' in its name");

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <map>
 #include <sstream>
 
@@ -45,7 +46,10 @@ __device__ __forceinline__ float opv_gelu(float x) { return 0.5f * x * (1.0f + e
 __device__ __forceinline__ float opv_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 )";
 
-std::string I(int64_t v) { return std::to_string(v) + "LL"; }
+// An index literal: plain when it fits an int, else opv_idx.
+std::string I(int64_t v) {
+  return std::to_string(v) + (v > INT32_MAX || v < INT32_MIN ? "LL" : "");
+}
 
 const char* c_type(DType dt) {
   switch (dt) {
@@ -76,9 +80,9 @@ std::string store(DType dt, const std::string& name, const std::string& idx, con
 
 // Declares output coordinates o0..o<r-1> of flat index `i` over `shape` (row-major).
 std::string coords(const Shape& shape, const std::string& i = "i") {
-  std::string s = "  long long r_ = " + i + ";\n";
+  std::string s = "  opv_idx r_ = " + i + ";\n";
   for (size_t d = shape.size(); d-- > 0;) {
-    s += "  const long long o" + std::to_string(d) + " = r_ % " + I(shape[d]) + ";";
+    s += "  const opv_idx o" + std::to_string(d) + " = r_ % " + I(shape[d]) + ";";
     s += d ? " r_ /= " + I(shape[d]) + ";\n" : "\n";
   }
   s += "  (void)r_;\n";
@@ -86,7 +90,7 @@ std::string coords(const Shape& shape, const std::string& i = "i") {
 }
 
 // Offset into a row-major tensor of shape `in` broadcast (numpy rules, right-aligned) to `out`,
-// from the coordinates o<d> of `out`. "0LL" for a scalar.
+// from the coordinates o<d> of `out`. "0" for a scalar.
 std::string bcast_offset(const Shape& out, const Shape& in) {
   const std::vector<int64_t> st = row_major_strides(in);
   std::string e;
@@ -95,7 +99,7 @@ std::string bcast_offset(const Shape& out, const Shape& in) {
     if (in[d] == 1) continue;
     e += (e.empty() ? "" : " + ") + std::string("o") + std::to_string(d + lead) + " * " + I(st[d]);
   }
-  return e.empty() ? "0LL" : e;
+  return e.empty() ? "0" : e;
 }
 bool broadcasts(const Shape& in, const Shape& out) {
   if (in.size() > out.size()) return false;
@@ -207,15 +211,15 @@ std::string conv(const Ctx& x, std::string* why) {
   const int64_t Cg = C / group, Mg = M / group, KH = W.shape[2], KW = W.shape[3];
   std::ostringstream b;
   b << coords(os);
-  b << "  const long long g = o1 / " << I(Mg) << ";\n  float acc = 0.0f;\n";
+  b << "  const opv_idx g = o1 / " << I(Mg) << ";\n  float acc = 0.0f;\n";
   b << "  for (int c = 0; c < " << Cg << "; ++c) {\n"
-    << "    const long long xc = (o0 * " << I(C) << " + g * " << I(Cg) << " + c) * " << I(H * Wd) << ";\n"
-    << "    const long long wc = (o1 * " << I(Cg) << " + c) * " << I(KH * KW) << ";\n"
+    << "    const opv_idx xc = (o0 * " << I(C) << " + g * " << I(Cg) << " + c) * " << I(H * Wd) << ";\n"
+    << "    const opv_idx wc = (o1 * " << I(Cg) << " + c) * " << I(KH * KW) << ";\n"
     << "#pragma unroll\n    for (int kh = 0; kh < " << KH << "; ++kh) {\n"
-    << "      const long long ih = o2 * " << I(s[0]) << " - " << I(pd[0]) << " + kh * " << I(d[0]) << ";\n"
+    << "      const opv_idx ih = o2 * " << I(s[0]) << " - " << I(pd[0]) << " + kh * " << I(d[0]) << ";\n"
     << "      if (ih < 0 || ih >= " << I(H) << ") continue;\n"
     << "#pragma unroll\n      for (int kw = 0; kw < " << KW << "; ++kw) {\n"
-    << "        const long long iw = o3 * " << I(s[1]) << " - " << I(pd[1]) << " + kw * " << I(d[1]) << ";\n"
+    << "        const opv_idx iw = o3 * " << I(s[1]) << " - " << I(pd[1]) << " + kw * " << I(d[1]) << ";\n"
     << "        if (iw < 0 || iw >= " << I(Wd) << ") continue;\n"
     << "        acc = fmaf(" << load(X.dtype, "in0", "xc + ih * " + I(Wd) + " + iw") << ", "
     << load(W.dtype, "in1", "wc + kh * " + I(KW) + " + kw") << ", acc);\n"
@@ -246,10 +250,10 @@ std::string matmul(const Ctx& x, std::string* why) {
   if (!broadcasts(ab, ob) || !broadcasts(bb, ob)) return *why = "batch dimensions do not broadcast", "";
   std::ostringstream s;
   s << coords(os);
-  s << "  const long long m = o" << ro - 2 << ", n = o" << ro - 1 << ";\n";
-  s << "  const long long a0 = (" << bcast_offset(ob, ab) << ") * " << I(M * K) << ";\n";
-  s << "  const long long b0 = (" << bcast_offset(ob, bb) << ") * " << I(K * N) << ";\n";
-  s << "  float acc = 0.0f;\n  for (long long kk = 0; kk < " << I(K) << "; ++kk)\n"
+  s << "  const opv_idx m = o" << ro - 2 << ", n = o" << ro - 1 << ";\n";
+  s << "  const opv_idx a0 = (" << bcast_offset(ob, ab) << ") * " << I(M * K) << ";\n";
+  s << "  const opv_idx b0 = (" << bcast_offset(ob, bb) << ") * " << I(K * N) << ";\n";
+  s << "  float acc = 0.0f;\n  for (opv_idx kk = 0; kk < " << I(K) << "; ++kk)\n"
     << "    acc = fmaf(" << load(A.dtype, "in0", "a0 + " + a_mk) << ", " << load(B.dtype, "in1", "b0 + " + b_kn)
     << ", acc);\n";
   s << "  float v = acc;\n";
@@ -299,9 +303,9 @@ std::string reduce(const Ctx& x, std::string* why) {
   std::string base;
   for (size_t dd = 0; dd < xs.size(); ++dd)
     if (!red[dd]) base += (base.empty() ? "" : " + ") + std::string("o") + std::to_string(dd) + " * " + I(st[dd]);
-  s << "  const long long base = " << (base.empty() ? "0LL" : base) << ";\n";
+  s << "  const opv_idx base = " << (base.empty() ? "0" : base) << ";\n";
   s << "  float acc = " << (is_max ? "-OPV_INF" : op == OpKind::ReduceMin ? "OPV_INF" : "0.0f") << ";\n";
-  s << "  for (long long q = 0; q < " << I(count) << "; ++q) {\n    long long t = q, off = base;\n";
+  s << "  for (opv_idx q = 0; q < " << I(count) << "; ++q) {\n    opv_idx t = q, off = base;\n";
   for (size_t j = rshape.size(); j-- > 0;)
     s << "    off += (t % " << I(rshape[j]) << ") * " << I(rstride[j]) << "; t /= " << I(rshape[j]) << ";\n";
   const std::string e = load(X.dtype, "in0", "off");
@@ -327,12 +331,12 @@ std::string pool(const Ctx& x, std::string* why) {
   const int64_t H = X.shape[2], W = X.shape[3];
   std::ostringstream b;
   b << coords(os);
-  b << "  const long long xb = (o0 * " << I(X.shape[1]) << " + o1) * " << I(H * W) << ";\n";
+  b << "  const opv_idx xb = (o0 * " << I(X.shape[1]) << " + o1) * " << I(H * W) << ";\n";
   b << "  float acc = " << (mx ? "-OPV_INF" : "0.0f") << ";\n  int n = 0;\n";
   b << "  for (int kh = 0; kh < " << k[0] << "; ++kh) {\n"
-    << "    const long long ih = o2 * " << I(s[0]) << " - " << I(p[0]) << " + kh * " << I(d[0]) << ";\n"
+    << "    const opv_idx ih = o2 * " << I(s[0]) << " - " << I(p[0]) << " + kh * " << I(d[0]) << ";\n"
     << "    for (int kw = 0; kw < " << k[1] << "; ++kw) {\n"
-    << "      const long long iw = o3 * " << I(s[1]) << " - " << I(p[1]) << " + kw * " << I(d[1]) << ";\n"
+    << "      const opv_idx iw = o3 * " << I(s[1]) << " - " << I(p[1]) << " + kw * " << I(d[1]) << ";\n"
     << "      if (ih < 0 || ih >= " << I(H) << " || iw < 0 || iw >= " << I(W) << ") {";
   // AveragePool with count_include_pad counts padding inside the padded input, not beyond it.
   if (!mx && include_pad)
@@ -382,7 +386,7 @@ std::string transpose(const Ctx& x, std::string* why) {
     if (perm[dd] < 0 || perm[dd] >= int64_t(is.size())) return *why = "perm out of range", "";
     off += (off.empty() ? "" : " + ") + std::string("o") + std::to_string(dd) + " * " + I(st[size_t(perm[dd])]);
   }
-  if (off.empty()) off = "0LL";
+  if (off.empty()) off = "0";
   if (x.k.post_ops.empty() && x.in(0).dtype == x.out().dtype) return coords(os) + "  out0[i] = in0[" + off + "];\n";
   if (!is_float(x.out().dtype)) return *why = "post-ops on a non-float transpose", "";
   return coords(os) + "  float v = " + load(x.in(0).dtype, "in0", off) + ";\n";
@@ -400,12 +404,12 @@ std::string softmax(const Ctx& x, std::string* why, int64_t* rows) {
   *rows = numel(xs) / std::max<int64_t>(1, n);
   const DType it = x.in(0).dtype, ot = x.out().dtype;
   std::ostringstream s;
-  s << "  const long long base = (i / " << I(inner) << ") * " << I(n * inner) << " + i % " << I(inner) << ";\n";
-  s << "  float mx = -OPV_INF;\n  for (long long j = 0; j < " << I(n) << "; ++j) mx = fmaxf(mx, "
+  s << "  const opv_idx base = (i / " << I(inner) << ") * " << I(n * inner) << " + i % " << I(inner) << ";\n";
+  s << "  float mx = -OPV_INF;\n  for (opv_idx j = 0; j < " << I(n) << "; ++j) mx = fmaxf(mx, "
     << load(it, "in0", "base + j * " + I(inner)) << ");\n";
-  s << "  float sum = 0.0f;\n  for (long long j = 0; j < " << I(n) << "; ++j) sum += expf("
+  s << "  float sum = 0.0f;\n  for (opv_idx j = 0; j < " << I(n) << "; ++j) sum += expf("
     << load(it, "in0", "base + j * " + I(inner)) << " - mx);\n";
-  s << "  for (long long j = 0; j < " << I(n) << "; ++j) { const float v = expf("
+  s << "  for (opv_idx j = 0; j < " << I(n) << "; ++j) { const float v = expf("
     << load(it, "in0", "base + j * " + I(inner)) << " - mx) / sum; " << store(ot, "out0", "base + j * " + I(inner), "v")
     << " }\n";
   return s.str();
@@ -457,7 +461,7 @@ Generated generate(const Plan& p, const Call& c) {
   if (!writes_itself) {
     if (!is_float(y.dtype)) return g.why = std::string("output dtype ") + dtype_name(y.dtype), g;
     if (!post_ops_ok(x, &why)) return g.why = why, g;
-    if (body.find("const long long o0 ") == std::string::npos && !x.k.post_ops.empty()) body += coords(y.shape);
+    if (body.find("const opv_idx o0 ") == std::string::npos && !x.k.post_ops.empty()) body += coords(y.shape);
     body += post_ops(x) + "  " + store(y.dtype, "out0", "i", "v") + "\n";
   } else if (!k.post_ops.empty()) {
     return g.why = "post-ops on a copy", g;
@@ -475,11 +479,18 @@ Generated generate(const Plan& p, const Call& c) {
   g.entry = "opv_" + k.name;
   for (char& ch : g.entry)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+  // 32-bit index arithmetic (much cheaper on GPUs) unless some buffer is too large for it.
+  bool wide = count > INT32_MAX;
+  for (const std::vector<int>* ids : {&c.inputs, &c.outputs})
+    for (int b : *ids)
+      if (b >= 0) wide |= numel(p.buffers[size_t(b)].shape) > INT32_MAX / 2;
   std::ostringstream src;
   src << "// generated by opvision src/target/cuda/codegen.cpp (kernel " << k.name << ", op " << op_name(k.op)
       << ") -- do not edit\n"
-      << kPrelude << "extern \"C\" __global__ void " << g.entry << "(" << params << ") {\n"
-      << "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+      << kPrelude << "typedef " << (wide ? "long long" : "int") << " opv_idx;  // "
+      << (wide ? "a buffer of this kernel has 2^31 elements or more" : "every index of this kernel fits an int") << "\n"
+      << "extern \"C\" __global__ void " << g.entry << "(" << params << ") {\n"
+      << "  const opv_idx i = (opv_idx)blockIdx.x * (opv_idx)blockDim.x + (opv_idx)threadIdx.x;\n"
       << "  if (i >= " << I(count) << ") return;\n"
       << body << "}\n";
   g.source = src.str();
