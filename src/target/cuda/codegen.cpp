@@ -44,6 +44,10 @@ __device__ __forceinline__ float select(float a, float b, bool c) { return c ? b
 __device__ __forceinline__ float clamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }
 __device__ __forceinline__ float opv_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781186547524f)); }
 __device__ __forceinline__ float opv_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float opv_warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
 )";
 
 // An index literal: plain when it fits an int, else opv_idx.
@@ -109,10 +113,22 @@ bool broadcasts(const Shape& in, const Shape& out) {
   return true;
 }
 
+// Long reductions over few outputs (head GEMVs, 1x1 convs on the small late maps) run one warp
+// per output: the lanes split the reduction and add their partial sums with shuffles, so the
+// GPU has 32x the threads and each a 32x shorter serial chain.
+constexpr int kWarp = 32;
+constexpr int64_t kSplitMaxOutputs = 1 << 16;  // at most this many outputs ...
+constexpr int64_t kSplitMinSteps = 256;        // ... each summing at least this many products
+
 struct Ctx {
   const Plan& p;
   const Call& c;
   const Kernel& k;
+  bool split = false;  // one warp per output (`lane` in scope), see kSplitMaxOutputs
+  // The reduction loop's start and step, and the code that ends it (warp sum, lanes 1.. leave).
+  std::string first() const { return split ? "lane" : "0"; }
+  std::string step() const { return split ? "c += " + std::to_string(kWarp) : "++c"; }
+  std::string reduce_end() const { return split ? "  acc = opv_warp_sum(acc);\n  if (lane != 0) return;\n" : ""; }
   const Buffer& in(size_t j) const { return p.buffers.at(size_t(c.inputs.at(j))); }
   bool has(size_t j) const { return j < c.inputs.size() && c.inputs[j] >= 0; }
   const Buffer& out(size_t j = 0) const { return p.buffers.at(size_t(c.outputs.at(j))); }
@@ -212,7 +228,7 @@ std::string conv(const Ctx& x, std::string* why) {
   std::ostringstream b;
   b << coords(os);
   b << "  const opv_idx g = o1 / " << I(Mg) << ";\n  float acc = 0.0f;\n";
-  b << "  for (int c = 0; c < " << Cg << "; ++c) {\n"
+  b << "  for (int c = " << x.first() << "; c < " << Cg << "; " << x.step() << ") {\n"
     << "    const opv_idx xc = (o0 * " << I(C) << " + g * " << I(Cg) << " + c) * " << I(H * Wd) << ";\n"
     << "    const opv_idx wc = (o1 * " << I(Cg) << " + c) * " << I(KH * KW) << ";\n"
     << "#pragma unroll\n    for (int kh = 0; kh < " << KH << "; ++kh) {\n"
@@ -223,7 +239,8 @@ std::string conv(const Ctx& x, std::string* why) {
     << "        if (iw < 0 || iw >= " << I(Wd) << ") continue;\n"
     << "        acc = fmaf(" << load(X.dtype, "in0", "xc + ih * " + I(Wd) + " + iw") << ", "
     << load(W.dtype, "in1", "wc + kh * " + I(KW) + " + kw") << ", acc);\n"
-    << "      }\n    }\n  }\n";
+    << "      }\n    }\n  }\n"
+    << x.reduce_end();
   if (x.has(2)) b << "  acc += " << load(x.in(2).dtype, "in2", "o1") << ";\n";
   b << "  float v = acc;\n";
   return b.str();
@@ -253,9 +270,11 @@ std::string matmul(const Ctx& x, std::string* why) {
   s << "  const opv_idx m = o" << ro - 2 << ", n = o" << ro - 1 << ";\n";
   s << "  const opv_idx a0 = (" << bcast_offset(ob, ab) << ") * " << I(M * K) << ";\n";
   s << "  const opv_idx b0 = (" << bcast_offset(ob, bb) << ") * " << I(K * N) << ";\n";
-  s << "  float acc = 0.0f;\n  for (opv_idx kk = 0; kk < " << I(K) << "; ++kk)\n"
+  s << "  float acc = 0.0f;\n  for (opv_idx kk = " << x.first() << "; kk < " << I(K) << "; kk += "
+    << (x.split ? kWarp : 1) << ")\n"
     << "    acc = fmaf(" << load(A.dtype, "in0", "a0 + " + a_mk) << ", " << load(B.dtype, "in1", "b0 + " + b_kn)
-    << ", acc);\n";
+    << ", acc);\n"
+    << x.reduce_end();
   s << "  float v = acc;\n";
   if (gemm) {
     const double alpha = x.k.attrs.f("alpha", 1.0), beta = x.k.attrs.f("beta", 1.0);
@@ -420,7 +439,7 @@ std::string softmax(const Ctx& x, std::string* why, int64_t* rows) {
 Generated generate(const Plan& p, const Call& c) {
   Generated g;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
-  const Ctx x{p, c, k};
+  Ctx x{p, c, k};
   if (c.outputs.size() != 1) return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)
     if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
@@ -430,6 +449,17 @@ Generated generate(const Plan& p, const Call& c) {
     if (p.buffers.at(size_t(b)).layout != Layout::Linear) return g.why = "non-Linear output", g;
   const Buffer& y = x.out();
   int64_t count = numel(y.shape);
+  if (count <= kSplitMaxOutputs && count > 0) {
+    int64_t steps = 0;  // products summed per output
+    if (k.op == OpKind::Conv && x.in(1).shape.size() == 4) steps = x.in(1).shape[1] * x.in(1).shape[2] * x.in(1).shape[3];
+    if (k.op == OpKind::Gemm || k.op == OpKind::MatMul) {
+      const Shape& a = x.in(0).shape;
+      steps = a.empty() ? 0 : (k.attrs.i("transA", 0) ? a[0] : a.back());
+    }
+    // The conv splits its channel loop: only where the channels alone are long enough.
+    if (k.op == OpKind::Conv && x.in(1).shape.size() == 4 && x.in(1).shape[1] < kSplitMinSteps) steps = 0;
+    x.split = steps >= kSplitMinSteps;
+  }
   std::string body, why;
   bool writes_itself = false;  // the family stores (concat/copies/softmax) instead of the epilogue
   switch (k.op) {
@@ -490,11 +520,14 @@ Generated generate(const Plan& p, const Call& c) {
       << kPrelude << "typedef " << (wide ? "long long" : "int") << " opv_idx;  // "
       << (wide ? "a buffer of this kernel has 2^31 elements or more" : "every index of this kernel fits an int") << "\n"
       << "extern \"C\" __global__ void " << g.entry << "(" << params << ") {\n"
-      << "  const opv_idx i = (opv_idx)blockIdx.x * (opv_idx)blockDim.x + (opv_idx)threadIdx.x;\n"
+      << (x.split ? "  const opv_idx t_ = (opv_idx)blockIdx.x * (opv_idx)blockDim.x + (opv_idx)threadIdx.x;\n"
+                    "  const opv_idx i = t_ / " + std::to_string(kWarp) + ";  // one warp per output\n"
+                    "  const int lane = (int)(threadIdx.x % " + std::to_string(kWarp) + ");\n"
+                  : "  const opv_idx i = (opv_idx)blockIdx.x * (opv_idx)blockDim.x + (opv_idx)threadIdx.x;\n")
       << "  if (i >= " << I(count) << ") return;\n"
       << body << "}\n";
   g.source = src.str();
-  g.global = {std::max<int64_t>(count, 1), 0, 0};
+  g.global = {std::max<int64_t>(count, 1) * (x.split ? kWarp : 1), 0, 0};
   g.local = {kBlock, 0, 0};
   return g;
 }
