@@ -3,6 +3,9 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#if OPV_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "backend/opencl/opencl_backend.h"
 #include "backend/reference/reference_backend.h"
 #include "core/error.h"
@@ -18,6 +21,11 @@ const Entry kBackends[] = {
     {"reference", make_reference_backend},
     {"cpu", make_cpu_backend},
     {"opencl", make_opencl_backend},
+#if OPV_HAVE_CUDA
+    // Listed whenever built with CUDA support (compiling for target cuda needs no device);
+    // creating it throws without a CUDA driver or device.
+    {"cuda", make_cuda_backend},
+#endif
 };
 }  // namespace
 

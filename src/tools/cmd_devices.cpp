@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "backend/opencl/cl_runtime.h"
+#include "core/error.h"
 #include "tools/common.h"
 
 namespace opv::tools {
@@ -39,9 +40,16 @@ int cmd_devices(int argc, char** argv) {
     if (a.has("--extensions"))
       for (const std::string& e : d.extensions) std::printf("        %s\n", e.c_str());
   }
-  // What each backend offers (its caps query; opencl: on the default device).
+  // What each backend offers (its caps query; opencl and cuda: on the default device). A backend
+  // this build has but this machine cannot run (cuda without a driver) says why.
   for (const std::string& name : backend::available()) {
-    const backend::Caps c = backend::create(name)->caps();
+    backend::Caps c;
+    try {
+      c = backend::create(name)->caps();
+    } catch (const Error& e) {
+      std::printf("backend %s: unavailable: %s\n", name.c_str(), e.what());
+      continue;
+    }
     std::printf("backend %s: layouts %s; per-call times %s; runs on %s\n", name.c_str(),
                 backend::layout_list(c.layouts).c_str(), c.per_call_times ? "yes" : "no", c.device.c_str());
   }

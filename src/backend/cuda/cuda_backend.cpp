@@ -1,0 +1,482 @@
+// CUDA backend (see cuda_backend.h; the plan contract is src/target/cuda/cuda_abi.h, the driver
+// layer cuda_driver.h).
+// Creation: the driver (dlopen, cuInit) and the device Options.device selects (index, default 0);
+//   no context yet, so caps() and the supports queries cost no device memory.
+// supports_buffer/supports_call (the caps query): every buffer Linear; Intermediates at a
+//   kAlign-aligned arena offset inside Plan::arena_bytes, Constants at a kAlign-aligned offset
+//   inside Plan::weights; every call's kernel has PTX source (Kernel.options == kPtxFormat) and an
+//   entry, and a launch geometry within the device's block and grid limits.
+// load():
+//   1. require_support; drop the previous plan's objects;
+//   2. context: the device's primary context (retained once, kept across loads), pushed around
+//      every driver call (cu::ScopedContext) so the caller's current context is left alone; one
+//      non-blocking stream;
+//   3. allocate(): one device allocation each for the arena and the weights (uploaded once), one
+//      per Input/Output buffer (Buffer::bytes), all but the weights zero-filled; Intermediates
+//      point into the arena and Constants into the weights at Buffer::offset (cuMemAlloc aligns
+//      to 256 bytes, so every pointer keeps the contract's kAlign); one pinned staging block per
+//      plan input and output;
+//   4. build(): cuModuleLoadDataEx per kernel a call uses (the PTX is JIT-compiled for the device;
+//      a failure quotes the JIT log), cuModuleGetFunction(entry); per call the argument array
+//      (device pointers of the outputs, then the present inputs) checked against the kernel's
+//      parameters where the driver can tell (cuFuncGetParamInfo), and grid/block from
+//      Call.global/local (0 = 1; grid = ceil(global / local)) checked against the kernel's
+//      maximum block size;
+//   5. record(): stream capture of one inference (input copies staging -> device, every launch,
+//      output copies device -> staging), cuGraphInstantiate, cuGraphUpload.
+// run(): the caller's inputs into staging; cuGraphLaunch, or, while profiling, the same work
+//   enqueued call by call with an event before and after each launch; one cuStreamSynchronize
+//   (or cuStreamQuery polling with Options.spin_wait); outputs out of staging. The device never
+//   touches the caller's tensors, so an error leaves them and the backend consistent.
+// Invariants: run() allocates nothing (profiling events are created by set_profiling or load);
+// every driver call is checked and its error names the call and the buffer or plan call.
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "backend/cuda/cuda_driver.h"
+#include "core/error.h"
+#include "target/cuda/cuda_abi.h"
+
+namespace opv::backend {
+
+namespace {
+
+using plan::BufferKind;
+using plan::Layout;
+
+constexpr size_t kJitLogBytes = 8192;  // JIT error log kept for a failed module load
+constexpr int kMaxKernelParams = 4096; // bound of the parameter count probe (cuFuncGetParamInfo)
+
+std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
+
+// Dense bytes of a buffer's logical tensor (what crosses to and from the caller).
+int64_t dense_bytes(const plan::Buffer& b) { return numel(b.shape) * int64_t(dtype_size(b.dtype)); }
+// Bytes a buffer occupies on the device: its declared storage, at least the dense size.
+int64_t storage_of(const plan::Buffer& b) { return std::max(b.bytes, dense_bytes(b)); }
+
+// Launch dimensions of a call per cuda_abi.h: block = local, threads = global, 0 meaning 1.
+struct Launch {
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+};
+Launch launch_of(const plan::Call& c) {
+  Launch l;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t threads = c.global[size_t(d)] == 0 ? 1 : c.global[size_t(d)];
+    l.block[size_t(d)] = c.local[size_t(d)] == 0 ? 1 : c.local[size_t(d)];
+    l.grid[size_t(d)] = (threads + l.block[size_t(d)] - 1) / l.block[size_t(d)];
+  }
+  return l;
+}
+
+struct CallRt {
+  CUfunction fn = nullptr;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  std::vector<CUdeviceptr> args;  // outputs, then present inputs
+  std::vector<void*> params;      // &args[i], what cuLaunchKernel takes
+};
+
+// Pinned host memory one input or output crosses through.
+struct Staging {
+  void* host = nullptr;
+  CUdeviceptr dev = 0;  // the plan buffer's device allocation
+  size_t bytes = 0;     // dense bytes of the tensor
+};
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(const Options& o) : opts_(o), dev_(cu::select_device(o.device)) {}
+  ~CudaBackend() override {
+    if (!ctx_) return;
+    try {
+      cu::ScopedContext scope(ctx_);
+      release();
+    } catch (const Error&) {  // never throw from a destructor
+    }
+    cu::driver().cuDevicePrimaryCtxRelease(dev_.device);
+  }
+  std::string name() const override { return "cuda"; }
+  Tolerance tolerance() const override { return {1e-2, 1e-2}; }  // fp16 storage, as opencl
+  Caps caps() const override {
+    return {{Layout::Linear}, /*per_call_times=*/true, "CUDA: " + dev_.name + " (" + dev_.sm() + ")"};
+  }
+  Support supports_buffer(const plan::Plan& plan, int buffer) const override;
+  Support supports_call(const plan::Plan& plan, int call) const override;
+  void load(const plan::Plan& plan) override;
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
+  void set_profiling(bool on) override;
+  std::vector<double> call_times_ms() const override { return profiling_ ? times_ms_ : std::vector<double>{}; }
+  const CudaLoadInfo* info() const { return loaded_ ? &info_ : nullptr; }
+
+ private:
+  // load()'s phases, in order (see the file comment).
+  void allocate(const plan::Plan& plan);
+  void build();
+  void record();
+  CUdeviceptr device_alloc(size_t bytes, const std::string& what, bool zero = true);
+  void create_events();
+  // Enqueues one inference on the stream: input copies, launches (between events_ when timed),
+  // output copies.
+  void enqueue(bool timed);
+  void wait(const char* what);
+  void release();  // every object of the loaded plan; the context must be current
+
+  Options opts_;
+  cu::DeviceInfo dev_;
+  CUcontext ctx_ = nullptr;  // the primary context, retained by the first load()
+  CUstream stream_ = nullptr;
+  std::vector<plan::Buffer> buffers_;
+  std::vector<plan::Kernel> kernels_;
+  std::vector<plan::Call> calls_;
+  std::vector<int> inputs_, outputs_;
+  RunSignature sig_;
+  std::vector<CUdeviceptr> allocs_;  // every device allocation this backend owns
+  std::vector<void*> host_allocs_;   // every pinned host block
+  std::vector<CUdeviceptr> buf_ptr_; // per plan buffer
+  std::vector<CUmodule> modules_;
+  std::vector<CallRt> rt_;
+  std::vector<Staging> in_stage_, out_stage_;
+  CUgraphExec graph_ = nullptr;
+  std::vector<CUevent> events_;  // 2 per call (before, after) once profiling was on
+  bool loaded_ = false;
+  bool profiling_ = false;
+  std::vector<double> times_ms_;
+  CudaLoadInfo info_;
+};
+
+Support CudaBackend::supports_buffer(const plan::Plan& plan, int buffer) const {
+  if (Support s = Backend::supports_buffer(plan, buffer); !s) return s;  // Linear only
+  const plan::Buffer& b = plan.buffers[size_t(buffer)];
+  if (b.bytes < 0 || numel(b.shape) < 0)
+    return Support::no(detail::concat("buffer '", b.name, "' has a negative size"));
+  const int64_t need = storage_of(b);
+  if (b.kind == BufferKind::Intermediate) {
+    if (b.offset < 0 || b.offset % plan::kAlign != 0 || b.offset + need > plan.arena_bytes)
+      return Support::no(detail::concat("intermediate '", b.name, "' at arena offset ", b.offset, " (", need,
+                                        " bytes) is not a ", plan::kAlign, "-byte aligned range inside the arena (",
+                                        plan.arena_bytes, " bytes; is the plan memory-planned?)"));
+  } else if (b.kind == BufferKind::Constant) {
+    if (b.offset < 0 || b.offset % plan::kAlign != 0 || b.offset + dense_bytes(b) > int64_t(plan.weights.size()))
+      return Support::no(detail::concat("constant '", b.name, "' at weights offset ", b.offset, " (",
+                                        dense_bytes(b), " bytes) is not a ", plan::kAlign,
+                                        "-byte aligned range inside the weights (", plan.weights.size(), " bytes)"));
+  }
+  return Support::yes();
+}
+
+Support CudaBackend::supports_call(const plan::Plan& plan, int ci) const {
+  const plan::Call& c = plan.calls[size_t(ci)];
+  const plan::Kernel& k = plan.kernels[size_t(c.kernel)];
+  const std::string who = call_name(size_t(ci), c) + " kernel '" + k.name + "'";
+  if (k.source.empty())
+    return Support::no(who + " has no source; target cuda has no host fallback (cuda_abi.h)");
+  if (k.options != plan::cuda::kPtxFormat)
+    return Support::no(detail::concat(who, " has options '", k.options, "', not '", plan::cuda::kPtxFormat,
+                                      "': the cuda backend loads only PTX (run the plan pass nvrtc; cuda_abi.h)"));
+  if (k.entry.empty()) return Support::no(who + " has PTX but no entry");
+  for (int d = 0; d < 3; ++d)
+    if (c.global[size_t(d)] < 0 || c.local[size_t(d)] < 0)
+      return Support::no(detail::concat(who, " has a negative launch size in dimension ", d));
+  const Launch l = launch_of(c);
+  const int64_t threads = l.block[0] * l.block[1] * l.block[2];
+  if (threads > dev_.max_threads_per_block)
+    return Support::no(detail::concat(who, " has blocks of ", l.block[0], "x", l.block[1], "x", l.block[2], " = ",
+                                      threads, " threads; ", dev_.name, " allows ", dev_.max_threads_per_block));
+  for (int d = 0; d < 3; ++d) {
+    if (l.block[size_t(d)] > dev_.max_block[d])
+      return Support::no(detail::concat(who, " has block size ", l.block[size_t(d)], " in dimension ", d, "; ",
+                                        dev_.name, " allows ", dev_.max_block[d]));
+    if (l.grid[size_t(d)] > dev_.max_grid[d])
+      return Support::no(detail::concat(who, " needs ", l.grid[size_t(d)], " blocks in dimension ", d, "; ",
+                                        dev_.name, " allows ", dev_.max_grid[d]));
+  }
+  return Support::yes();
+}
+
+void CudaBackend::release() {
+  const cu::Driver& d = cu::driver();
+  if (stream_) d.cuStreamSynchronize(stream_);
+  if (graph_) d.cuGraphExecDestroy(graph_);
+  graph_ = nullptr;
+  for (CUevent e : events_) d.cuEventDestroy(e);
+  events_.clear();
+  for (CUmodule m : modules_) d.cuModuleUnload(m);
+  modules_.clear();
+  for (CUdeviceptr p : allocs_) d.cuMemFree(p);
+  allocs_.clear();
+  for (void* h : host_allocs_) d.cuMemFreeHost(h);
+  host_allocs_.clear();
+  if (stream_) d.cuStreamDestroy(stream_);
+  stream_ = nullptr;
+  rt_.clear();
+  buf_ptr_.clear();
+  in_stage_.clear();
+  out_stage_.clear();
+  loaded_ = false;
+}
+
+void CudaBackend::load(const plan::Plan& plan) {
+  require_support(*this, plan);
+  const cu::Driver& d = cu::driver();
+  if (!ctx_) cu::check(d.cuDevicePrimaryCtxRetain(&ctx_, dev_.device), "cuDevicePrimaryCtxRetain", dev_.name);
+  cu::ScopedContext scope(ctx_);
+  release();  // re-loading: drop everything of the previous plan first
+  info_ = {};
+  info_.device = dev_.name + " (" + dev_.sm() + ")";
+  info_.driver_version = d.version;
+  buffers_ = plan.buffers;
+  kernels_ = plan.kernels;
+  calls_ = plan.calls;
+  inputs_ = plan.inputs;
+  outputs_ = plan.outputs;
+  sig_ = RunSignature::of(plan);
+  try {
+    cu::check(d.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    allocate(plan);  // steps 3-5 of the file comment
+    build();
+    if (profiling_) create_events();
+    record();
+    wait("after load");
+  } catch (...) {
+    release();
+    throw;
+  }
+  times_ms_.assign(calls_.size(), 0.0);
+  loaded_ = true;
+}
+
+CUdeviceptr CudaBackend::device_alloc(size_t bytes, const std::string& what, bool zero) {
+  const cu::Driver& d = cu::driver();
+  CUdeviceptr p = 0;
+  bytes = std::max<size_t>(bytes, 1);
+  cu::check(d.cuMemAlloc(&p, bytes), "cuMemAlloc", detail::concat(what, " (", bytes, " bytes)"));
+  allocs_.push_back(p);
+  OPV_ASSERT(p % uint64_t(plan::kAlign) == 0);  // cuMemAlloc aligns to at least 256 bytes
+  if (zero) cu::check(d.cuMemsetD8Async(p, 0, bytes, stream_), "cuMemsetD8Async", what);
+  return p;
+}
+
+// load() step 3, allocate: device memory for the arena, the weights (uploaded) and each
+// input/output; pointers of every plan buffer; pinned staging for the plan's inputs and outputs.
+void CudaBackend::allocate(const plan::Plan& plan) {
+  const cu::Driver& d = cu::driver();
+  const CUdeviceptr arena = plan.arena_bytes > 0 ? device_alloc(size_t(plan.arena_bytes), "arena") : 0;
+  CUdeviceptr weights = 0;
+  if (!plan.weights.empty()) {
+    // Stream-ordered; from pageable memory the driver stages the bytes before returning.
+    weights = device_alloc(plan.weights.size(), "weights", /*zero=*/false);
+    cu::check(d.cuMemcpyHtoDAsync(weights, plan.weights.data(), plan.weights.size(), stream_), "cuMemcpyHtoDAsync",
+              detail::concat("weights (", plan.weights.size(), " bytes)"));
+  }
+  buf_ptr_.assign(buffers_.size(), 0);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const plan::Buffer& b = buffers_[i];
+    switch (b.kind) {
+      case BufferKind::Intermediate: buf_ptr_[i] = arena + CUdeviceptr(b.offset); break;
+      case BufferKind::Constant: buf_ptr_[i] = weights + CUdeviceptr(b.offset); break;
+      case BufferKind::Input:
+      case BufferKind::Output:
+        buf_ptr_[i] = device_alloc(size_t(storage_of(b)), "buffer '" + b.name + "'");
+        break;
+    }
+  }
+  auto stage = [&](int b) {
+    Staging s;
+    s.dev = buf_ptr_[size_t(b)];
+    s.bytes = size_t(dense_bytes(buffers_[size_t(b)]));
+    const size_t bytes = std::max<size_t>(s.bytes, 1);
+    cu::check(d.cuMemHostAlloc(&s.host, bytes, 0), "cuMemHostAlloc",
+              detail::concat("staging of '", buffers_[size_t(b)].name, "' (", bytes, " bytes)"));
+    host_allocs_.push_back(s.host);
+    return s;
+  };
+  for (int b : inputs_) in_stage_.push_back(stage(b));
+  for (int b : outputs_) out_stage_.push_back(stage(b));
+}
+
+// load() step 4, build: one module per kernel a call uses, one function each; per call the
+// argument array and the launch dimensions, checked against the kernel.
+void CudaBackend::build() {
+  const cu::Driver& d = cu::driver();
+  std::vector<CUfunction> fns(kernels_.size(), nullptr);
+  for (const plan::Call& c : calls_) {
+    const plan::Kernel& k = kernels_[size_t(c.kernel)];
+    CUfunction& fn = fns[size_t(c.kernel)];
+    if (fn) continue;
+    std::vector<char> log(kJitLogBytes, '\0');
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* vals[] = {log.data(), reinterpret_cast<void*>(uintptr_t(log.size() - 1))};
+    CUmodule m = nullptr;
+    const CUresult r = d.cuModuleLoadDataEx(&m, k.source.c_str(), 2, opts, vals);
+    if (r != CUDA_SUCCESS) {
+      std::string text(log.data());
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      cu::check(r, "cuModuleLoadDataEx",
+                detail::concat("kernel '", k.name, "' (entry '", k.entry, "')", text.empty() ? "" : "; JIT log:\n",
+                               text));
+    }
+    modules_.push_back(m);
+    ++info_.modules;
+    cu::check(d.cuModuleGetFunction(&fn, m, k.entry.c_str()), "cuModuleGetFunction",
+              detail::concat("kernel '", k.name, "' entry '", k.entry, "'"));
+  }
+  rt_.resize(calls_.size());
+  for (size_t ci = 0; ci < calls_.size(); ++ci) {
+    const plan::Call& c = calls_[ci];
+    const plan::Kernel& k = kernels_[size_t(c.kernel)];
+    CallRt& r = rt_[ci];
+    r.fn = fns[size_t(c.kernel)];
+    std::vector<int> args = c.outputs;
+    for (int b : c.inputs)
+      if (b >= 0) args.push_back(b);
+    for (int b : args) r.args.push_back(buf_ptr_[size_t(b)]);
+    for (CUdeviceptr& p : r.args) r.params.push_back(&p);
+    if (d.cuFuncGetParamInfo) {  // the parameter list, where the driver can tell (CUDA 12.4+)
+      size_t offset = 0, size = 0;
+      int n = 0;
+      CUresult pr = CUDA_SUCCESS;
+      while (n < kMaxKernelParams && (pr = d.cuFuncGetParamInfo(r.fn, size_t(n), &offset, &size)) == CUDA_SUCCESS) {
+        OPV_CHECK(size == sizeof(CUdeviceptr), "cuda backend: ", call_name(ci, c), ": kernel '", k.entry,
+                  "' parameter ", n, " is ", size, " bytes; every parameter is a device pointer (",
+                  sizeof(CUdeviceptr), " bytes, cuda_abi.h)");
+        ++n;
+      }
+      // CUDA_ERROR_INVALID_VALUE: index n is past the last parameter; anything else: no answer.
+      OPV_CHECK(pr != CUDA_ERROR_INVALID_VALUE || size_t(n) == args.size(), "cuda backend: ", call_name(ci, c),
+                ": kernel '", k.entry, "' takes ", n, " parameters, the call binds ", args.size(),
+                " (outputs then present inputs, cuda_abi.h)");
+    }
+    const Launch l = launch_of(c);
+    for (int dim = 0; dim < 3; ++dim) {
+      r.grid[dim] = unsigned(l.grid[size_t(dim)]);  // within the device limits (supports_call)
+      r.block[dim] = unsigned(l.block[size_t(dim)]);
+    }
+    int max_threads = 0;
+    cu::check(d.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, r.fn), "cuFuncGetAttribute",
+              call_name(ci, c));
+    const int64_t threads = l.block[0] * l.block[1] * l.block[2];
+    OPV_CHECK(threads <= max_threads, "cuda backend: ", call_name(ci, c), ": blocks of ", threads,
+              " threads, but kernel '", k.entry, "' allows at most ", max_threads, " on ", dev_.name,
+              " (registers or __launch_bounds__)");
+    ++info_.launches;
+  }
+}
+
+void CudaBackend::enqueue(bool timed) {
+  const cu::Driver& d = cu::driver();
+  for (size_t i = 0; i < in_stage_.size(); ++i)
+    if (in_stage_[i].bytes)
+      cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
+                "cuMemcpyHtoDAsync", "input '" + buffers_[size_t(inputs_[i])].name + "'");
+  for (size_t ci = 0; ci < rt_.size(); ++ci) {
+    CallRt& r = rt_[ci];
+    if (timed) cu::check(d.cuEventRecord(events_[2 * ci], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
+    cu::check(d.cuLaunchKernel(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], 0, stream_,
+                               r.params.empty() ? nullptr : r.params.data(), nullptr),
+              "cuLaunchKernel",
+              detail::concat(call_name(ci, calls_[ci]), " kernel '", kernels_[size_t(calls_[ci].kernel)].entry,
+                             "' grid ", r.grid[0], "x", r.grid[1], "x", r.grid[2], " block ", r.block[0], "x",
+                             r.block[1], "x", r.block[2]));
+    if (timed) cu::check(d.cuEventRecord(events_[2 * ci + 1], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
+  }
+  for (size_t i = 0; i < out_stage_.size(); ++i)
+    if (out_stage_[i].bytes)
+      cu::check(d.cuMemcpyDtoHAsync(out_stage_[i].host, out_stage_[i].dev, out_stage_[i].bytes, stream_),
+                "cuMemcpyDtoHAsync", "output '" + buffers_[size_t(outputs_[i])].name + "'");
+}
+
+// load() step 5, record: one inference captured from the stream into a graph, instantiated and
+// uploaded. Thread-local capture mode: other threads' CUDA work is not affected.
+void CudaBackend::record() {
+  const cu::Driver& d = cu::driver();
+  cu::check(d.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+  CUgraph g = nullptr;
+  try {
+    enqueue(false);
+  } catch (...) {
+    if (d.cuStreamEndCapture(stream_, &g) == CUDA_SUCCESS && g) d.cuGraphDestroy(g);
+    throw;
+  }
+  cu::check(d.cuStreamEndCapture(stream_, &g), "cuStreamEndCapture");
+  const CUresult r = d.cuGraphInstantiate(&graph_, g, 0);
+  d.cuGraphDestroy(g);
+  cu::check(r, "cuGraphInstantiate", detail::concat(calls_.size(), " launches"));
+  cu::check(d.cuGraphUpload(graph_, stream_), "cuGraphUpload");
+  info_.graph = true;
+}
+
+void CudaBackend::create_events() {
+  const cu::Driver& d = cu::driver();
+  while (events_.size() < 2 * calls_.size()) {
+    CUevent e = nullptr;
+    cu::check(d.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate", "profiling");
+    events_.push_back(e);
+  }
+}
+
+void CudaBackend::set_profiling(bool on) {
+  profiling_ = on;
+  if (on && loaded_) {
+    cu::ScopedContext scope(ctx_);
+    create_events();
+  }
+}
+
+void CudaBackend::wait(const char* what) {
+  const cu::Driver& d = cu::driver();
+  if (opts_.spin_wait) {  // Options.spin_wait: poll instead of blocking in the driver
+    CUresult r = CUDA_ERROR_NOT_READY;
+    while ((r = d.cuStreamQuery(stream_)) == CUDA_ERROR_NOT_READY) {
+    }
+    cu::check(r, "cuStreamQuery", what);
+    return;
+  }
+  cu::check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize", what);
+}
+
+void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+  OPV_CHECK(loaded_, "cuda backend: run() before load()");
+  sig_.check(inputs, outputs);  // Session checked them; this asserts the precondition
+  const cu::Driver& d = cu::driver();
+  cu::ScopedContext scope(ctx_);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (in_stage_[i].bytes) std::memcpy(in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes);
+  const bool timed = profiling_ && events_.size() == 2 * calls_.size();
+  try {
+    if (timed || !graph_) {
+      enqueue(timed);
+      ++info_.direct_runs;
+    } else {
+      cu::check(d.cuGraphLaunch(graph_, stream_), "cuGraphLaunch");
+      ++info_.graph_runs;
+    }
+    wait("end of inference");
+  } catch (...) {
+    d.cuStreamSynchronize(stream_);  // leave the stream idle; the staging is ours
+    throw;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (out_stage_[i].bytes) std::memcpy(outputs[i]->raw(), out_stage_[i].host, out_stage_[i].bytes);
+  if (timed) {
+    for (size_t ci = 0; ci < calls_.size(); ++ci) {
+      float ms = 0.f;
+      cu::check(d.cuEventElapsedTime(&ms, events_[2 * ci], events_[2 * ci + 1]), "cuEventElapsedTime",
+                call_name(ci, calls_[ci]));
+      times_ms_[ci] = double(ms);
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const Options& opts) { return std::make_unique<CudaBackend>(opts); }
+
+const CudaLoadInfo* cuda_load_info(const Backend& b) {
+  const auto* c = dynamic_cast<const CudaBackend*>(&b);
+  return c ? c->info() : nullptr;
+}
+
+}  // namespace opv::backend

@@ -1,0 +1,37 @@
+// The CUDA backend: runs plans lowered for target "cuda" (see src/target/cuda/cuda_abi.h, the
+// contract with the code generator) on an NVIDIA GPU through the CUDA driver API, loaded at run
+// time (cuda_driver.h): no CUDA library is linked, and a machine without a driver fails at
+// creation with "cuda backend: no CUDA driver (libcuda.so.1: ...)" or "... no CUDA device".
+// Buffers are Linear only; every call runs a PTX kernel (Kernel.options "ptx"). Tolerance is the
+// fp16-storage bound, as for opencl.
+// load(): the device's primary context and one stream, device memory for the arena, the weights
+// and each input/output, pinned staging for inputs/outputs, one module per kernel, per-call
+// argument arrays and grid/block, and the whole inference captured once as a CUDA graph.
+// run(): inputs into staging, replay the graph (or, while profiling, enqueue each call between
+// two events), one stream synchronize, outputs out of staging.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace opv::backend {
+
+// Throws opv::Error when there is no CUDA driver or device, or Options.device names none.
+std::unique_ptr<Backend> make_cuda_backend(const Options& opts);
+
+// What a loaded CUDA backend chose and did, for tests and `--verbose` tools. Null for other
+// backends and before load().
+struct CudaLoadInfo {
+  std::string device;       // "NVIDIA H200 (sm_90)"
+  int driver_version = 0;   // cuDriverGetVersion
+  int modules = 0;          // cuModuleLoadDataEx calls (one per kernel that a call uses)
+  int launches = 0;         // kernel launches per inference
+  bool graph = false;       // the inference was captured as a CUDA graph
+  int64_t graph_runs = 0;   // runs that replayed the graph
+  int64_t direct_runs = 0;  // runs that enqueued each call (profiling)
+};
+const CudaLoadInfo* cuda_load_info(const Backend& b);
+
+}  // namespace opv::backend

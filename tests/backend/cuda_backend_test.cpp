@@ -1,0 +1,417 @@
+// The cuda backend (src/backend/cuda; contract src/target/cuda/cuda_abi.h) on hand-written plans
+// whose kernels are small hand-written PTX:
+//   sub_f32_<n>        y = a - b over n floats, 1-D (a non-commutative op: argument order shows)
+//   copy_f32_<w>x<h>   y = x over an h x w matrix, 2-D grid (ctaid.y / ntid.y)
+// Without a CUDA driver or device (CI): "cuda" is listed when built with it, creating it throws a
+// clear opv::Error, and a bad device selector is refused before the driver is asked. With a GPU:
+// outputs equal the reference backend's, the CUDA graph replays with changing inputs, profiling
+// gives one time per call, and plans the backend cannot run are refused naming the call.
+// GPU tests skip cleanly without one; on the H200 they run through scripts/device_gtest.sh.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "test_util.h"
+
+#if OPV_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#include "target/cuda/cuda_abi.h"
+#endif
+
+namespace opv {
+namespace {
+
+bool listed(const std::string& name) {
+  const std::vector<std::string> a = backend::available();
+  return std::find(a.begin(), a.end(), name) != a.end();
+}
+
+#if !OPV_HAVE_CUDA
+
+TEST(CudaBackend, NotListedWithoutCudaSupport) { EXPECT_FALSE(listed("cuda")); }
+
+#else
+
+using opv::test::error_of;
+using plan::BufferKind;
+using plan::Layout;
+
+// The message of creating the backend, "" when a CUDA device is there.
+std::string creation_error(const backend::Options& o = {}) {
+  return error_of([&] { backend::create("cuda", o); });
+}
+
+#define SKIP_WITHOUT_CUDA()                                                   \
+  do {                                                                        \
+    const std::string why = creation_error();                                 \
+    if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why;              \
+  } while (0)
+
+TEST(CudaBackend, ListedWhenBuiltWithCuda) { EXPECT_TRUE(listed("cuda")); }
+
+TEST(CudaBackend, NoDriverOrDeviceIsAClearError) {
+  const std::string why = creation_error();
+  if (why.empty()) GTEST_SKIP() << "a CUDA device is present";
+  const bool no_driver = why.rfind("cuda backend: no CUDA driver (libcuda.so.1", 0) == 0;
+  const bool no_device = why.rfind("cuda backend: no CUDA device", 0) == 0;
+  EXPECT_TRUE(no_driver || no_device) << why;
+  // The same answer every time (the failed load is remembered, not retried into a crash).
+  EXPECT_EQ(creation_error(), why);
+}
+
+TEST(CudaBackend, DeviceSelectorIsAnIndex) {
+  backend::Options o;
+  o.device = "nvidia";
+  EXPECT_EQ(creation_error(o),
+            "cuda backend: device selector 'nvidia' is not a device index (the cuda backend selects devices by "
+            "index: 0, 1, ...)");
+}
+
+// ---- hand-written PTX -------------------------------------------------------------------------
+
+constexpr const char* kPtxHeader = ".version 7.0\n.target sm_52\n.address_size 64\n";
+
+// y[i] = a[i] - b[i] for i < n; one thread an element.
+std::string ptx_sub(int64_t n) {
+  return std::string(kPtxHeader) + ".visible .entry sub_f32_" + std::to_string(n) +
+         "(.param .u64 y, .param .u64 a, .param .u64 b)\n{\n"
+         "  .reg .pred %p;\n  .reg .b32 %r<5>;\n  .reg .f32 %f<4>;\n  .reg .b64 %rd<8>;\n"
+         "  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n  mov.u32 %r3, %tid.x;\n"
+         "  mad.lo.s32 %r4, %r1, %r2, %r3;\n"
+         "  setp.ge.u32 %p, %r4, " + std::to_string(n) + ";\n  @%p bra DONE;\n"
+         "  ld.param.u64 %rd1, [y];\n  ld.param.u64 %rd2, [a];\n  ld.param.u64 %rd3, [b];\n"
+         "  mul.wide.u32 %rd4, %r4, 4;\n"
+         "  add.s64 %rd5, %rd2, %rd4;\n  ld.global.f32 %f1, [%rd5];\n"
+         "  add.s64 %rd6, %rd3, %rd4;\n  ld.global.f32 %f2, [%rd6];\n"
+         "  sub.f32 %f3, %f1, %f2;\n"
+         "  add.s64 %rd7, %rd1, %rd4;\n  st.global.f32 [%rd7], %f3;\n"
+         "DONE:\n  ret;\n}\n";
+}
+
+// y[r][c] = x[r][c] for c < w, r < h; x from the grid's x dimension, r from y.
+std::string ptx_copy2d(int64_t w, int64_t h) {
+  return std::string(kPtxHeader) + ".visible .entry copy_f32_" + std::to_string(w) + "x" + std::to_string(h) +
+         "(.param .u64 y, .param .u64 x)\n{\n"
+         "  .reg .pred %p<3>;\n  .reg .b32 %r<7>;\n  .reg .f32 %f1;\n  .reg .b64 %rd<6>;\n"
+         "  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n  mov.u32 %r3, %tid.x;\n"
+         "  mad.lo.s32 %r4, %r1, %r2, %r3;\n"
+         "  mov.u32 %r1, %ctaid.y;\n  mov.u32 %r2, %ntid.y;\n  mov.u32 %r3, %tid.y;\n"
+         "  mad.lo.s32 %r5, %r1, %r2, %r3;\n"
+         "  setp.ge.u32 %p1, %r4, " + std::to_string(w) + ";\n  setp.ge.u32 %p2, %r5, " + std::to_string(h) +
+         ";\n  or.pred %p1, %p1, %p2;\n  @%p1 bra DONE;\n"
+         "  mad.lo.s32 %r6, %r5, " + std::to_string(w) + ", %r4;\n"
+         "  ld.param.u64 %rd1, [y];\n  ld.param.u64 %rd2, [x];\n"
+         "  mul.wide.u32 %rd3, %r6, 4;\n"
+         "  add.s64 %rd4, %rd2, %rd3;\n  ld.global.f32 %f1, [%rd4];\n"
+         "  add.s64 %rd5, %rd1, %rd3;\n  st.global.f32 [%rd5], %f1;\n"
+         "DONE:\n  ret;\n}\n";
+}
+
+constexpr int64_t kW = 40, kH = 25, kN = kW * kH;  // 1000: not a multiple of any block size used
+
+// a, b inputs; w a constant; t, u intermediates in the arena; y, z outputs; every buffer f32[25,40]:
+//   0: t = a - w      sub     global {1000}   local {128}    (partial last block)
+//   1: u = t          copy    global {40,25}  local {16,8}   (2-D; inputs {t, -1}: absent skipped)
+//   2: y = b - u      sub     global {1000}   local {0}      (local 0 = 1)
+//   3: z = t          copy    global {40,25}  local {8,8}
+plan::Plan chain_plan() {
+  plan::Plan p;
+  p.target = "cuda";
+  const Shape shape{kH, kW};
+  const int64_t bytes = kN * 4;
+  auto buffer = [&](const char* name, BufferKind kind, int64_t offset) {
+    plan::Buffer b;
+    b.name = name;
+    b.shape = shape;
+    b.kind = kind;
+    b.offset = offset;
+    b.bytes = bytes;
+    return p.add_buffer(b);
+  };
+  const int a = buffer("a", BufferKind::Input, -1);
+  const int b = buffer("b", BufferKind::Input, -1);
+  const Tensor wt = test::random_f32(shape, 99);
+  const int w = p.add_constant("w", DType::F32, shape, Layout::Linear, wt.raw(), wt.nbytes());
+  const int t = buffer("t", BufferKind::Intermediate, 0);
+  const int u = buffer("u", BufferKind::Intermediate, plan::align_up(bytes));
+  const int y = buffer("y", BufferKind::Output, -1);
+  const int z = buffer("z", BufferKind::Output, -1);
+  p.arena_bytes = 2 * plan::align_up(bytes);
+  p.inputs = {a, b};
+  p.outputs = {y, z};
+  auto kernel = [&](OpKind op, const std::string& ptx, const std::string& entry) {
+    plan::Kernel k;
+    k.name = entry;
+    k.op = op;
+    k.source = ptx;
+    k.entry = entry;
+    k.options = plan::cuda::kPtxFormat;
+    return p.add_kernel(k);
+  };
+  const int sub = kernel(OpKind::Sub, ptx_sub(kN), "sub_f32_" + std::to_string(kN));
+  const int copy = kernel(OpKind::Identity, ptx_copy2d(kW, kH), "copy_f32_40x25");
+  p.calls.push_back({sub, {a, w}, {t}, {kN, 0, 0}, {128, 0, 0}, "t"});
+  p.calls.push_back({copy, {t, -1}, {u}, {kW, kH, 0}, {16, 8, 0}, "u"});
+  p.calls.push_back({sub, {b, u}, {y}, {kN, 0, 0}, {0, 0, 0}, "y"});
+  p.calls.push_back({copy, {t}, {z}, {kW, kH, 0}, {8, 8, 0}, "z"});
+  plan::validate(p);
+  return p;
+}
+
+struct Io {
+  std::vector<Tensor> ins, outs;
+  std::vector<const Tensor*> in_ptrs() const {
+    std::vector<const Tensor*> r;
+    for (const Tensor& t : ins) r.push_back(&t);
+    return r;
+  }
+  std::vector<Tensor*> out_ptrs() {
+    std::vector<Tensor*> r;
+    for (Tensor& t : outs) r.push_back(&t);
+    return r;
+  }
+};
+
+// Random inputs (input i from seed + i, as test::run_on_reference) and outputs poisoned with NaN,
+// so an element the device never writes fails the comparison.
+Io make_io(const plan::Plan& p, uint64_t seed) {
+  Io io;
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    io.ins.push_back(test::random_f32(p.buffers[size_t(p.inputs[i])].shape, seed + i));
+  for (int o : p.outputs) {
+    Tensor t(p.buffers[size_t(o)].dtype, p.buffers[size_t(o)].shape);
+    std::fill(t.data<float>(), t.data<float>() + t.numel(), std::nanf(""));
+    io.outs.push_back(std::move(t));
+  }
+  return io;
+}
+
+std::vector<Tensor> reference_outputs(plan::Plan p, uint64_t seed) {
+  p.target = "reference";
+  return test::run_on_reference(p, seed);
+}
+
+// Largest |got - want| (infinity when a value is not finite or the sizes differ).
+double max_abs_diff(const Tensor& got, const Tensor& want) {
+  if (got.numel() != want.numel()) return INFINITY;
+  double m = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double d = std::fabs(double(got.data<float>()[i]) - double(want.data<float>()[i]));
+    if (!std::isfinite(d)) return INFINITY;
+    m = std::max(m, d);
+  }
+  return m;
+}
+
+// Runs `be` (loaded with p) on the inputs of `seed` and expects the reference outputs: sub and
+// copy are exact in f32, so they must match bit for bit.
+void expect_matches_reference(backend::Backend& be, const plan::Plan& p, uint64_t seed) {
+  Io io = make_io(p, seed);
+  be.run(io.in_ptrs(), io.out_ptrs());
+  const std::vector<Tensor> want = reference_outputs(p, seed);
+  ASSERT_EQ(want.size(), io.outs.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(max_abs_diff(io.outs[i], want[i]), 0.0) << "output " << i << " seed " << seed;
+}
+
+// The test plan itself is sound: valid, and the reference backend computes y = b - (a - w) and
+// z = a - w from it (the oracle of the GPU tests; runs without a GPU).
+TEST(CudaBackend, TestPlanRunsOnReference) {
+  const plan::Plan p = chain_plan();
+  const uint64_t seed = 3;
+  const std::vector<Tensor> out = reference_outputs(p, seed);
+  ASSERT_EQ(out.size(), 2u);
+  const Tensor a = test::random_f32({kH, kW}, seed), b = test::random_f32({kH, kW}, seed + 1);
+  const float* w = reinterpret_cast<const float*>(p.constant_data(2));
+  for (int64_t i = 0; i < kN; ++i) {
+    const float t = a.data<float>()[i] - w[i];
+    ASSERT_EQ(out[1].data<float>()[i], t) << i;
+    ASSERT_EQ(out[0].data<float>()[i], b.data<float>()[i] - t) << i;
+  }
+}
+
+// ---- with a GPU -------------------------------------------------------------------------------
+
+TEST(CudaBackendGpu, CapsNameTheDevice) {
+  SKIP_WITHOUT_CUDA();
+  auto be = backend::create("cuda");
+  const backend::Caps c = be->caps();
+  EXPECT_EQ(backend::layout_list(c.layouts), "linear");
+  EXPECT_TRUE(c.per_call_times);
+  EXPECT_EQ(c.device.rfind("CUDA: ", 0), 0u) << c.device;
+  EXPECT_NE(c.device.find("(sm_"), std::string::npos) << c.device;
+  EXPECT_EQ(be->tolerance().rel_l2, 1e-2);
+  std::printf("device: %s\n", c.device.c_str());
+}
+
+TEST(CudaBackendGpu, MatchesReferenceAndReplaysTheGraph) {
+  SKIP_WITHOUT_CUDA();
+  const plan::Plan p = chain_plan();
+  auto be = backend::create("cuda");
+  ASSERT_TRUE(backend::supports(*be, p)) << backend::supports(*be, p).why;
+  be->load(p);
+  const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
+  ASSERT_NE(info, nullptr);
+  EXPECT_TRUE(info->graph);
+  EXPECT_EQ(info->modules, 2);
+  EXPECT_EQ(info->launches, 4);
+  // Changing inputs on every replay: each run's outputs follow its own inputs.
+  for (uint64_t seed : {1u, 2u, 3u, 4u}) expect_matches_reference(*be, p, seed * 10);
+  EXPECT_EQ(info->graph_runs, 4);
+  EXPECT_EQ(info->direct_runs, 0);
+  EXPECT_TRUE(be->call_times_ms().empty());
+  std::printf("driver %d, %s\n", info->driver_version, info->device.c_str());
+}
+
+TEST(CudaBackendGpu, ProfilingGivesOneTimePerCall) {
+  SKIP_WITHOUT_CUDA();
+  const plan::Plan p = chain_plan();
+  auto be = backend::create("cuda");
+  be->load(p);
+  be->set_profiling(true);
+  expect_matches_reference(*be, p, 5);
+  const std::vector<double> ms = be->call_times_ms();
+  ASSERT_EQ(ms.size(), p.calls.size());
+  double total = 0;
+  for (double t : ms) {
+    EXPECT_GE(t, 0.0);
+    EXPECT_LT(t, 1000.0);
+    total += t;
+  }
+  EXPECT_GT(total, 0.0);
+  const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
+  EXPECT_EQ(info->direct_runs, 1);
+  EXPECT_EQ(info->graph_runs, 0);
+  // Off again: back to the graph, same outputs.
+  be->set_profiling(false);
+  expect_matches_reference(*be, p, 6);
+  EXPECT_TRUE(be->call_times_ms().empty());
+  EXPECT_EQ(info->graph_runs, 1);
+  // Profiling switched on before load.
+  auto be2 = backend::create("cuda");
+  be2->set_profiling(true);
+  be2->load(p);
+  expect_matches_reference(*be2, p, 7);
+  EXPECT_EQ(be2->call_times_ms().size(), p.calls.size());
+}
+
+TEST(CudaBackendGpu, SpinWaitReloadAndTwoBackends) {
+  SKIP_WITHOUT_CUDA();
+  const plan::Plan p = chain_plan();
+  backend::Options o;
+  o.spin_wait = true;
+  o.device = "0";
+  auto a = backend::create("cuda", o);
+  auto b = backend::create("cuda");
+  a->load(p);
+  b->load(p);
+  expect_matches_reference(*a, p, 11);
+  expect_matches_reference(*b, p, 12);
+  a->load(p);  // re-load drops the previous plan's objects
+  expect_matches_reference(*a, p, 13);
+  b.reset();  // one backend's teardown leaves the other (same primary context) working
+  expect_matches_reference(*a, p, 14);
+}
+
+TEST(CudaBackendGpu, RefusesWhatItCannotRun) {
+  SKIP_WITHOUT_CUDA();
+  auto be = backend::create("cuda");
+  {  // a kernel that is not PTX
+    plan::Plan p = chain_plan();
+    p.kernels[1].options = "cuda-c++";
+    const backend::Support s = be->supports_call(p, 1);
+    EXPECT_FALSE(s);
+    EXPECT_EQ(s.why,
+              "call 1 (u) kernel 'copy_f32_40x25' has options 'cuda-c++', not 'ptx': the cuda backend loads only PTX "
+              "(run the plan pass nvrtc; cuda_abi.h)");
+    EXPECT_TRUE(be->supports_call(p, 0));
+    EXPECT_EQ(error_of([&] { be->load(p); }), "cuda backend: " + s.why);
+  }
+  {  // no source: no host fallback on this target
+    plan::Plan p = chain_plan();
+    p.kernels[0].source.clear();
+    EXPECT_EQ(backend::supports(*be, p).why,
+              "call 0 (t) kernel 'sub_f32_1000' has no source; target cuda has no host fallback (cuda_abi.h)");
+  }
+  {  // a block larger than the device allows
+    plan::Plan p = chain_plan();
+    p.calls[2].local = {4096, 0, 0};
+    const backend::Support s = be->supports_call(p, 2);
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.why.find("has blocks of 4096x1x1 = 4096 threads"), std::string::npos) << s.why;
+  }
+  {  // a layout other than Linear
+    plan::Plan p = chain_plan();
+    p.buffers[size_t(p.calls[0].outputs[0])].layout = Layout::NHWC;
+    const backend::Support s = backend::supports(*be, p);
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.why.find("the cuda backend stores only linear"), std::string::npos) << s.why;
+  }
+  {  // an intermediate outside the arena
+    plan::Plan p = chain_plan();
+    p.arena_bytes = 64;
+    EXPECT_NE(backend::supports(*be, p).why.find("intermediate 't' at arena offset 0"), std::string::npos);
+  }
+  {  // another target's plan
+    plan::Plan p = chain_plan();
+    p.target = "opencl";
+    EXPECT_FALSE(backend::supports(*be, p));
+  }
+}
+
+TEST(CudaBackendGpu, LoadErrorsNameTheKernel) {
+  SKIP_WITHOUT_CUDA();
+  auto be = backend::create("cuda");
+  {  // PTX the JIT rejects: the message quotes its log
+    plan::Plan p = chain_plan();
+    p.kernels[1].source = std::string(kPtxHeader) + ".visible .entry copy_f32_40x25(.param .u64 y)\n{\n  bogus;\n}\n";
+    const std::string e = error_of([&] { be->load(p); });
+    EXPECT_EQ(e.rfind("cuda backend: cuModuleLoadDataEx failed: ", 0), 0u) << e;
+    EXPECT_NE(e.find("kernel 'copy_f32_40x25'"), std::string::npos) << e;
+    std::printf("bad PTX: %s\n", e.c_str());
+  }
+  {  // an entry the module does not have
+    plan::Plan p = chain_plan();
+    p.kernels[1].entry = "no_such_entry";
+    const std::string e = error_of([&] { be->load(p); });
+    EXPECT_EQ(e.rfind("cuda backend: cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND", 0), 0u) << e;
+    EXPECT_NE(e.find("entry 'no_such_entry'"), std::string::npos) << e;
+  }
+  {  // a call binding fewer pointers than the kernel takes (where the driver can tell)
+    plan::Plan p = chain_plan();
+    p.calls[2].inputs = {p.calls[2].inputs[0]};
+    const std::string e = error_of([&] { be->load(p); });
+    if (!e.empty())
+      EXPECT_EQ(e, "cuda backend: call 2 (y): kernel 'sub_f32_1000' takes 3 parameters, the call binds 2 (outputs "
+                   "then present inputs, cuda_abi.h)");
+    else
+      std::printf("the driver cannot list kernel parameters (no cuFuncGetParamInfo): not checked\n");
+  }
+  // After failed loads the backend loads and runs a good plan.
+  const plan::Plan p = chain_plan();
+  be->load(p);
+  expect_matches_reference(*be, p, 21);
+}
+
+TEST(CudaBackendGpu, RunChecksItsTensors) {
+  SKIP_WITHOUT_CUDA();
+  const plan::Plan p = chain_plan();
+  auto be = backend::create("cuda");
+  Io io = make_io(p, 1);
+  EXPECT_EQ(error_of([&] { be->run(io.in_ptrs(), io.out_ptrs()); }), "cuda backend: run() before load()");
+  be->load(p);
+  io.ins[1] = Tensor(DType::F32, {kH, kW + 1});
+  EXPECT_EQ(error_of([&] { be->run(io.in_ptrs(), io.out_ptrs()); }),
+            "input 'b' must be f32[25,40], got f32[25,41] (the shape differs)");
+  expect_matches_reference(*be, p, 31);  // still fine afterwards
+}
+
+#endif  // OPV_HAVE_CUDA
+
+}  // namespace
+}  // namespace opv
