@@ -284,6 +284,13 @@ TEST(CudaBackendGpu, ProfilingGivesOneTimePerCall) {
     total += t;
   }
   EXPECT_GT(total, 0.0);
+  // Starts from the run's start (before the input copies), in plan order on one stream.
+  const std::vector<double> starts = be->call_starts_ms();
+  ASSERT_EQ(starts.size(), p.calls.size());
+  EXPECT_GE(starts[0], 0.0);
+  constexpr double kEventResolutionMs = 0.002;  // cuEventElapsedTime: about 0.5 us
+  for (size_t i = 1; i < starts.size(); ++i)
+    EXPECT_GE(starts[i], starts[i - 1] + ms[i - 1] - kEventResolutionMs) << i;
   const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
   EXPECT_EQ(info->direct_runs, 1);
   EXPECT_EQ(info->graph_runs, 0);
@@ -291,6 +298,7 @@ TEST(CudaBackendGpu, ProfilingGivesOneTimePerCall) {
   be->set_profiling(false);
   expect_matches_reference(*be, p, 6);
   EXPECT_TRUE(be->call_times_ms().empty());
+  EXPECT_TRUE(be->call_starts_ms().empty());
   EXPECT_EQ(info->graph_runs, 1);
   // Profiling switched on before load.
   auto be2 = backend::create("cuda");

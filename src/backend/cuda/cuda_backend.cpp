@@ -25,7 +25,8 @@
 //   5. record(): stream capture of one inference (input copies staging -> device, every launch,
 //      output copies device -> staging), cuGraphInstantiate, cuGraphUpload.
 // run(): the caller's inputs into staging; cuGraphLaunch, or, while profiling, the same work
-//   enqueued call by call with an event before and after each launch; one cuStreamSynchronize
+//   enqueued call by call with an event before and after each launch and one before the input
+//   copies (call_times_ms, call_starts_ms from the run's start); one cuStreamSynchronize
 //   (or cuStreamQuery polling with Options.spin_wait); outputs out of staging. The device never
 //   touches the caller's tensors, so an error leaves them and the backend consistent.
 // Invariants: run() allocates nothing (profiling events are created by set_profiling or load);
@@ -50,6 +51,7 @@ using plan::Layout;
 
 constexpr size_t kJitLogBytes = 8192;  // JIT error log kept for a failed module load
 constexpr int kMaxKernelParams = 4096; // bound of the parameter count probe (cuFuncGetParamInfo)
+constexpr int kUnknownParams = -1;      // the driver cannot list a kernel's parameters
 
 std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
 
@@ -109,6 +111,7 @@ class CudaBackend : public Backend {
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   void set_profiling(bool on) override;
   std::vector<double> call_times_ms() const override { return profiling_ ? times_ms_ : std::vector<double>{}; }
+  std::vector<double> call_starts_ms() const override { return profiling_ ? starts_ms_ : std::vector<double>{}; }
   const CudaLoadInfo* info() const { return loaded_ ? &info_ : nullptr; }
 
  private:
@@ -140,10 +143,12 @@ class CudaBackend : public Backend {
   std::vector<CallRt> rt_;
   std::vector<Staging> in_stage_, out_stage_;
   CUgraphExec graph_ = nullptr;
-  std::vector<CUevent> events_;  // 2 per call (before, after) once profiling was on
+  // Once profiling was on: the run's start (before the input copies), then per call i the events
+  // before and after its launch at 1 + 2i and 2 + 2i.
+  std::vector<CUevent> events_;
   bool loaded_ = false;
   bool profiling_ = false;
-  std::vector<double> times_ms_;
+  std::vector<double> times_ms_, starts_ms_;
   CudaLoadInfo info_;
 };
 
@@ -245,6 +250,7 @@ void CudaBackend::load(const plan::Plan& plan) {
     throw;
   }
   times_ms_.assign(calls_.size(), 0.0);
+  starts_ms_.assign(calls_.size(), 0.0);
   loaded_ = true;
 }
 
@@ -297,6 +303,24 @@ void CudaBackend::allocate(const plan::Plan& plan) {
   for (int b : outputs_) out_stage_.push_back(stage(b));
 }
 
+// The number of parameters of `fn`, each checked to be a device pointer, where the driver can tell
+// (cuFuncGetParamInfo, CUDA 12.4+), else kUnknownParams. The probe asks for the index past the
+// last parameter, which answers CUDA_ERROR_INVALID_VALUE: compute-sanitizer lists that one
+// expected API error per kernel.
+int pointer_params(CUfunction fn, const plan::Kernel& k, const std::string& who) {
+  const cu::Driver& d = cu::driver();
+  if (!d.cuFuncGetParamInfo) return kUnknownParams;
+  size_t offset = 0, size = 0;
+  int n = 0;
+  CUresult r = CUDA_SUCCESS;
+  while (n < kMaxKernelParams && (r = d.cuFuncGetParamInfo(fn, size_t(n), &offset, &size)) == CUDA_SUCCESS) {
+    OPV_CHECK(size == sizeof(CUdeviceptr), "cuda backend: ", who, ": kernel '", k.entry, "' parameter ", n, " is ",
+              size, " bytes; every parameter is a device pointer (", sizeof(CUdeviceptr), " bytes, cuda_abi.h)");
+    ++n;
+  }
+  return r == CUDA_ERROR_INVALID_VALUE ? n : kUnknownParams;  // anything else: no answer
+}
+
 // load() step 4, build: one module per kernel a call uses, one function each; per call the
 // argument array and the launch dimensions, checked against the kernel.
 void CudaBackend::build() {
@@ -323,6 +347,7 @@ void CudaBackend::build() {
     cu::check(d.cuModuleGetFunction(&fn, m, k.entry.c_str()), "cuModuleGetFunction",
               detail::concat("kernel '", k.name, "' entry '", k.entry, "'"));
   }
+  std::vector<int> params(kernels_.size(), kUnknownParams);  // per kernel, counted once
   rt_.resize(calls_.size());
   for (size_t ci = 0; ci < calls_.size(); ++ci) {
     const plan::Call& c = calls_[ci];
@@ -334,21 +359,11 @@ void CudaBackend::build() {
       if (b >= 0) args.push_back(b);
     for (int b : args) r.args.push_back(buf_ptr_[size_t(b)]);
     for (CUdeviceptr& p : r.args) r.params.push_back(&p);
-    if (d.cuFuncGetParamInfo) {  // the parameter list, where the driver can tell (CUDA 12.4+)
-      size_t offset = 0, size = 0;
-      int n = 0;
-      CUresult pr = CUDA_SUCCESS;
-      while (n < kMaxKernelParams && (pr = d.cuFuncGetParamInfo(r.fn, size_t(n), &offset, &size)) == CUDA_SUCCESS) {
-        OPV_CHECK(size == sizeof(CUdeviceptr), "cuda backend: ", call_name(ci, c), ": kernel '", k.entry,
-                  "' parameter ", n, " is ", size, " bytes; every parameter is a device pointer (",
-                  sizeof(CUdeviceptr), " bytes, cuda_abi.h)");
-        ++n;
-      }
-      // CUDA_ERROR_INVALID_VALUE: index n is past the last parameter; anything else: no answer.
-      OPV_CHECK(pr != CUDA_ERROR_INVALID_VALUE || size_t(n) == args.size(), "cuda backend: ", call_name(ci, c),
-                ": kernel '", k.entry, "' takes ", n, " parameters, the call binds ", args.size(),
-                " (outputs then present inputs, cuda_abi.h)");
-    }
+    int& n = params[size_t(c.kernel)];
+    if (n == kUnknownParams) n = pointer_params(r.fn, k, call_name(ci, c));
+    OPV_CHECK(n == kUnknownParams || size_t(n) == args.size(), "cuda backend: ", call_name(ci, c), ": kernel '",
+              k.entry, "' takes ", n, " parameters, the call binds ", args.size(),
+              " (outputs then present inputs, cuda_abi.h)");
     const Launch l = launch_of(c);
     for (int dim = 0; dim < 3; ++dim) {
       r.grid[dim] = unsigned(l.grid[size_t(dim)]);  // within the device limits (supports_call)
@@ -367,20 +382,21 @@ void CudaBackend::build() {
 
 void CudaBackend::enqueue(bool timed) {
   const cu::Driver& d = cu::driver();
+  if (timed) cu::check(d.cuEventRecord(events_[0], stream_), "cuEventRecord", "start of inference");
   for (size_t i = 0; i < in_stage_.size(); ++i)
     if (in_stage_[i].bytes)
       cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
                 "cuMemcpyHtoDAsync", "input '" + buffers_[size_t(inputs_[i])].name + "'");
   for (size_t ci = 0; ci < rt_.size(); ++ci) {
     CallRt& r = rt_[ci];
-    if (timed) cu::check(d.cuEventRecord(events_[2 * ci], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
+    if (timed) cu::check(d.cuEventRecord(events_[1 + 2 * ci], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
     cu::check(d.cuLaunchKernel(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], 0, stream_,
                                r.params.empty() ? nullptr : r.params.data(), nullptr),
               "cuLaunchKernel",
               detail::concat(call_name(ci, calls_[ci]), " kernel '", kernels_[size_t(calls_[ci].kernel)].entry,
                              "' grid ", r.grid[0], "x", r.grid[1], "x", r.grid[2], " block ", r.block[0], "x",
                              r.block[1], "x", r.block[2]));
-    if (timed) cu::check(d.cuEventRecord(events_[2 * ci + 1], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
+    if (timed) cu::check(d.cuEventRecord(events_[2 + 2 * ci], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
   }
   for (size_t i = 0; i < out_stage_.size(); ++i)
     if (out_stage_[i].bytes)
@@ -410,7 +426,7 @@ void CudaBackend::record() {
 
 void CudaBackend::create_events() {
   const cu::Driver& d = cu::driver();
-  while (events_.size() < 2 * calls_.size()) {
+  while (events_.size() < 1 + 2 * calls_.size()) {
     CUevent e = nullptr;
     cu::check(d.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate", "profiling");
     events_.push_back(e);
@@ -444,7 +460,7 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
   cu::ScopedContext scope(ctx_);
   for (size_t i = 0; i < inputs.size(); ++i)
     if (in_stage_[i].bytes) std::memcpy(in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes);
-  const bool timed = profiling_ && events_.size() == 2 * calls_.size();
+  const bool timed = profiling_ && events_.size() == 1 + 2 * calls_.size();
   try {
     if (timed || !graph_) {
       enqueue(timed);
@@ -462,10 +478,13 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
     if (out_stage_[i].bytes) std::memcpy(outputs[i]->raw(), out_stage_[i].host, out_stage_[i].bytes);
   if (timed) {
     for (size_t ci = 0; ci < calls_.size(); ++ci) {
-      float ms = 0.f;
-      cu::check(d.cuEventElapsedTime(&ms, events_[2 * ci], events_[2 * ci + 1]), "cuEventElapsedTime",
+      float ms = 0.f, start = 0.f;
+      cu::check(d.cuEventElapsedTime(&ms, events_[1 + 2 * ci], events_[2 + 2 * ci]), "cuEventElapsedTime",
+                call_name(ci, calls_[ci]));
+      cu::check(d.cuEventElapsedTime(&start, events_[0], events_[1 + 2 * ci]), "cuEventElapsedTime",
                 call_name(ci, calls_[ci]));
       times_ms_[ci] = double(ms);
+      starts_ms_[ci] = double(start);
     }
   }
 }
