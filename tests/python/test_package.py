@@ -430,3 +430,21 @@ def test_session_profile(opvision, models, tmp_path):
     with pytest.raises(opvision.InvalidArgument, match="missing input 'big_img'"):
         s.profile({"img": feed["img"]})
     assert n > 10
+
+
+def test_opencl_backend(opvision, cli, models, tmp_path):
+    """The same API on the opencl backend (PoCL here; skipped without an OpenCL device): .onnx
+    compiled for it in memory and a compiled artifact agree with onnxruntime at the fp16 bound
+    (half-precision images), and profile() gives a trace (calls laid back to back from the
+    queue's per-call times)."""
+    if not cli.has_opencl():
+        pytest.skip("no OpenCL device")
+    opv = tmp_path / "m_cl.opv"
+    opvision.compile(models["fp32"], opv, target="opencl")
+    for path in (models["fp32"], opv):
+        s = opvision.InferenceSession(path, backend="opencl")
+        feed = uint8_feed(s, 4)
+        assert_close(s.run(None, feed)[0], ort_run(str(models["fp32"]), feed)["outputs"], F16_BOUND)
+    trace = s.profile(feed, runs=2)
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert sum(e["cat"] == "run" for e in spans) == 2 and len(spans) > 2
