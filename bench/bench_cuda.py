@@ -13,8 +13,8 @@ round and overall (< 1: opvision faster), launches per inference and the slowest
 Not yet here: torch.compile (mode max-autotune) and the throughput figure with N inferences in
 flight (issue 15 lists both).
 
-Usage: bench/bench_cuda.py [--model M.onnx] [--iters 200] [--rounds 5] [--no-torch] [--opvision PATH]
-       [--arch compute_90] [--json OUT.json]
+Usage: bench/bench_cuda.py [--model M.onnx | --art M.opv] [--iters 200] [--rounds 5] [--no-torch]
+       [--opvision PATH] [--arch compute_90] [--json OUT.json]
 """
 import argparse
 import json
@@ -43,6 +43,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--arch", default="compute_75", help="compile --cuda-arch")
+    ap.add_argument("--art", default=None, help="a .opv compiled for cuda already (skips the compile)")
     ap.add_argument("--trunk", default="fastvit_t12")
     ap.add_argument("--hw", default="128,256")
     ap.add_argument("--seed", type=int, default=1)
@@ -52,17 +53,18 @@ def main():
     ap.add_argument("--json", default=None, help="write all numbers to this file")
     args = ap.parse_args()
     opv = find_opvision(args.opvision)
-    if not pathlib.Path(args.model).is_file():
+    if not args.art and not pathlib.Path(args.model).is_file():
         sys.exit(f"bench_cuda: model not found: {args.model}")
     results = {"machine": platform.node(), "model": args.model, "arch": args.arch}
     with tempfile.TemporaryDirectory() as tmp:
-        art = pathlib.Path(tmp) / "m.opv"
-        t = time.perf_counter()
-        out = subprocess.run([opv, "compile", args.model, "-o", str(art), "--target", "cuda", "--cuda-arch", args.arch],
-                             capture_output=True, text=True, timeout=args.timeout)
-        if out.returncode != 0:
-            sys.exit(f"bench_cuda: compile failed:\n{out.stderr[-3000:]}")
-        print(f"[bench] compiled for cuda in {time.perf_counter() - t:.1f} s: {out.stderr.strip()}", file=sys.stderr)
+        art = pathlib.Path(args.art) if args.art else pathlib.Path(tmp) / "m.opv"
+        if not args.art:
+            t = time.perf_counter()
+            out = subprocess.run([opv, "compile", args.model, "-o", str(art), "--target", "cuda", "--cuda-arch",
+                                  args.arch], capture_output=True, text=True, timeout=args.timeout)
+            if out.returncode != 0:
+                sys.exit(f"bench_cuda: compile failed:\n{out.stderr[-3000:]}")
+            print(f"[bench] compiled for cuda in {time.perf_counter() - t:.1f} s: {out.stderr.strip()}", file=sys.stderr)
         opv_rounds, torch_rounds = [], []
         for r in range(args.rounds):
             opv_rounds.append(bench_opv(opv, art, args))

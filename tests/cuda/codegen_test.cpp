@@ -1,6 +1,6 @@
 // The CUDA code generator (src/target/cuda) on small graphs, one per kernel family and variant:
 // conv (grouped, strided, dilated, asymmetric pads, bias, GELU + residual post-ops; depthwise
-// 7x7; a 1x1 over 260 channels with one warp per output), Gemm (transposes, alpha/beta,
+// 7x7; tiled 1x1s over 260 channels and of ragged sizes), Gemm (transposes, alpha/beta,
 // broadcast C, ReLU; a long-K GEMV with one warp per output), batch-broadcast MatMul, reductions
 // (keepdims and not), max/average pools (count_include_pad both ways), Concat, Transpose,
 // Softmax, broadcast Add + Sigmoid, uint8 Cast with Sub/Div post-ops.
@@ -93,7 +93,16 @@ std::vector<Case> cases() {
                  return b.node(OpKind::Gemm, a, {x, b.constant({10, 300}, 8), b.constant({10}, 9)}, {1, 10},
                                {PostOp{OpKind::Relu}});
                }});
-  c.push_back({"conv1x1_long_c_warp_split", [] {
+  c.push_back({"conv1x1_tiled_ragged", [] {  // shared-memory tiles; no size a multiple of a tile
+                 G b;
+                 int x = b.input({2, 20, 9, 11});
+                 int r = b.input({2, 70, 9, 11});
+                 Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
+                 a.set("group", int64_t(1));
+                 return b.node(OpKind::Conv, a, {x, b.constant({70, 20, 1, 1}, 12), b.constant({70}, 13), r},
+                               {2, 70, 9, 11}, {PostOp{OpKind::Add, 0, 0, 3}, PostOp{OpKind::Gelu}});
+               }});
+  c.push_back({"conv1x1_long_c_tiled", [] {
                  G b;
                  int x = b.input({1, 260, 3, 5});
                  Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
@@ -184,6 +193,8 @@ TEST(CudaCodegen, EveryFamilyGeneratesAKernel) {
     EXPECT_GT(gen.local[0], 0);
     EXPECT_EQ(gen.source.find("opv_warp_sum(acc)") != std::string::npos, c.name.find("warp_split") != std::string::npos)
         << "one warp per output exactly for the long reductions";
+    EXPECT_EQ(gen.source.find("__shared__") != std::string::npos, c.name.find("tiled") != std::string::npos)
+        << "shared-memory tiles exactly for the dense 1x1 convs";
   }
 }
 

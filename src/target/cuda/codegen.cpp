@@ -113,7 +113,7 @@ bool broadcasts(const Shape& in, const Shape& out) {
   return true;
 }
 
-// Long reductions over few outputs (head GEMVs, 1x1 convs on the small late maps) run one warp
+// Long reductions over few outputs (the head GEMVs: Gemm/MatMul) run one warp
 // per output: the lanes split the reduction and add their partial sums with shuffles, so the
 // GPU has 32x the threads and each a 32x shorter serial chain.
 constexpr int kWarp = 32;
@@ -411,6 +411,69 @@ std::string transpose(const Ctx& x, std::string* why) {
   return coords(os) + "  float v = " + load(x.in(0).dtype, "in0", off) + ";\n";
 }
 
+// Dense 1x1 convolutions (stride 1, no padding): per image a GEMM Y[m, p] = sum_c W[m, c] X[c, p]
+// over the P = H*W pixels, tiled through shared memory. A block of 256 threads computes a
+// 64 (channels) x 64 (pixels) tile, each thread 4 x 4 of it, stepping through the channels 16 at a
+// time (W and X tiles staged in shared memory, X read coalesced along the pixels).
+constexpr int kTile = 64, kTileK = 16, kTileThreads = 256, kMicro = 4;
+bool conv1x1_tiled_ok(const Ctx& x) {
+  if (x.k.op != OpKind::Conv || x.split) return false;
+  const Buffer& W = x.in(1);
+  const Shape& xs = x.in(0).shape;
+  if (W.shape.size() != 4 || xs.size() != 4 || W.shape[2] != 1 || W.shape[3] != 1) return false;
+  const Attrs& a = x.k.attrs;
+  if (a.i("group", 1) != 1 || a.ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      a.ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0})
+    return false;
+  const Shape& os = x.out().shape;
+  return os.size() == 4 && os[2] == xs[2] && os[3] == xs[3] && W.shape[1] == xs[1];
+}
+// The whole kernel body (after `i`); *threads: the launch's thread count.
+std::string conv1x1_tiled(const Ctx& x, int64_t* threads) {
+  const Buffer& X = x.in(0);
+  const Buffer& W = x.in(1);
+  const Shape& os = x.out().shape;
+  const int64_t N = os[0], M = os[1], C = X.shape[1], OW = os[3], P = os[2] * os[3];
+  const int64_t MT = (M + kTile - 1) / kTile, PT = (P + kTile - 1) / kTile;
+  *threads = N * MT * PT * kTileThreads;
+  const std::string t = std::to_string(kTile), tk = std::to_string(kTileK), mu = std::to_string(kMicro);
+  std::ostringstream b;
+  b << "  __shared__ float ws[" << tk << "][" << t << "];\n"
+    << "  __shared__ float xs[" << tk << "][" << t << "];\n"
+    << "  opv_idx blk = blockIdx.x;\n"
+    << "  const opv_idx p0 = (blk % " << PT << ") * " << t << "; blk /= " << PT << ";\n"
+    << "  const opv_idx m0 = (blk % " << MT << ") * " << t << ";\n  const opv_idx n = blk / " << MT << ";\n"
+    << "  const int tid = threadIdx.x, tm = (tid / 16) * " << mu << ", tp = (tid % 16) * " << mu << ";\n"
+    << "  float acc[" << mu << "][" << mu << "] = {};\n"
+    << "  for (opv_idx k0 = 0; k0 < " << I(C) << "; k0 += " << tk << ") {\n"
+    << "    for (int e = tid; e < " << kTile * kTileK << "; e += " << kTileThreads << ") {\n"
+    << "      const int mm = e / " << tk << ", kk = e % " << tk << ";\n"
+    << "      const opv_idx m = m0 + mm, c = k0 + kk;\n"
+    << "      ws[kk][mm] = (m < " << I(M) << " && c < " << I(C) << ") ? " << load(W.dtype, "in1", "m * " + I(C) + " + c")
+    << " : 0.0f;\n"
+    << "      const int kx = e / " << t << ", pp = e % " << t << ";\n"
+    << "      const opv_idx cx = k0 + kx, p = p0 + pp;\n"
+    << "      xs[kx][pp] = (cx < " << I(C) << " && p < " << I(P) << ") ? "
+    << load(X.dtype, "in0", "(n * " + I(C) + " + cx) * " + I(P) + " + p") << " : 0.0f;\n"
+    << "    }\n    __syncthreads();\n"
+    << "#pragma unroll\n    for (int kk = 0; kk < " << tk << "; ++kk) {\n"
+    << "      float a[" << mu << "], bv[" << mu << "];\n"
+    << "#pragma unroll\n      for (int q = 0; q < " << mu << "; ++q) { a[q] = ws[kk][tm + q]; bv[q] = xs[kk][tp + q]; }\n"
+    << "#pragma unroll\n      for (int r = 0; r < " << mu << "; ++r)\n"
+    << "#pragma unroll\n        for (int q = 0; q < " << mu << "; ++q) acc[r][q] = fmaf(a[r], bv[q], acc[r][q]);\n"
+    << "    }\n    __syncthreads();\n  }\n"
+    << "#pragma unroll\n  for (int r = 0; r < " << mu << "; ++r) {\n"
+    << "    const opv_idx m = m0 + tm + r;\n    if (m >= " << I(M) << ") break;\n"
+    << "#pragma unroll\n    for (int q = 0; q < " << mu << "; ++q) {\n"
+    << "      const opv_idx p = p0 + tp + q;\n      if (p >= " << I(P) << ") break;\n"
+    << "      const opv_idx o0 = n, o1 = m, o2 = p / " << I(OW) << ", o3 = p % " << I(OW) << ";\n"
+    << "      (void)o0; (void)o1; (void)o2; (void)o3;\n"
+    << "      float v = acc[r][q]" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "m") : "") << ";\n";
+  b << post_ops(x) << "      " << store(x.out().dtype, "out0", "(n * " + I(M) + " + m) * " + I(P) + " + p", "v") << "\n"
+    << "    }\n  }\n";
+  return b.str();
+}
+
 // Softmax over one axis: one thread per (outer, inner) row; writes every element of its row.
 std::string softmax(const Ctx& x, std::string* why, int64_t* rows) {
   const Shape& xs = x.in(0).shape;
@@ -450,20 +513,29 @@ Generated generate(const Plan& p, const Call& c) {
   const Buffer& y = x.out();
   int64_t count = numel(y.shape);
   if (count <= kSplitMaxOutputs && count > 0) {
+    // Gemm/MatMul only: a conv's lanes would read one pixel of 32 channels each, 32 scattered
+    // cache lines per load (measured on the H200: 3x slower than a thread per output); dense 1x1
+    // convs take the shared-memory tiles instead.
     int64_t steps = 0;  // products summed per output
-    if (k.op == OpKind::Conv && x.in(1).shape.size() == 4) steps = x.in(1).shape[1] * x.in(1).shape[2] * x.in(1).shape[3];
     if (k.op == OpKind::Gemm || k.op == OpKind::MatMul) {
       const Shape& a = x.in(0).shape;
       steps = a.empty() ? 0 : (k.attrs.i("transA", 0) ? a[0] : a.back());
     }
-    // The conv splits its channel loop: only where the channels alone are long enough.
-    if (k.op == OpKind::Conv && x.in(1).shape.size() == 4 && x.in(1).shape[1] < kSplitMinSteps) steps = 0;
     x.split = steps >= kSplitMinSteps;
   }
   std::string body, why;
   bool writes_itself = false;  // the family stores (concat/copies/softmax) instead of the epilogue
+  bool own_post_ops = false;   // ... and applies the post-ops itself (tiled 1x1 conv)
   switch (k.op) {
-    case OpKind::Conv: body = conv(x, &why); break;
+    case OpKind::Conv:
+      if (conv1x1_tiled_ok(x)) {
+        if (!post_ops_ok(x, &why)) break;
+        body = conv1x1_tiled(x, &count);
+        writes_itself = own_post_ops = true;
+      } else {
+        body = conv(x, &why);
+      }
+      break;
     case OpKind::Gemm:
     case OpKind::MatMul: body = matmul(x, &why); break;
     case OpKind::ReduceMean:
@@ -493,7 +565,7 @@ Generated generate(const Plan& p, const Call& c) {
     if (!post_ops_ok(x, &why)) return g.why = why, g;
     if (body.find("const opv_idx o0 ") == std::string::npos && !x.k.post_ops.empty()) body += coords(y.shape);
     body += post_ops(x) + "  " + store(y.dtype, "out0", "i", "v") + "\n";
-  } else if (!k.post_ops.empty()) {
+  } else if (!k.post_ops.empty() && !own_post_ops) {
     return g.why = "post-ops on a copy", g;
   }
 
@@ -529,6 +601,7 @@ Generated generate(const Plan& p, const Call& c) {
   g.source = src.str();
   g.global = {std::max<int64_t>(count, 1) * (x.split ? kWarp : 1), 0, 0};
   g.local = {kBlock, 0, 0};
+  static_assert(kBlock == kTileThreads, "the tiled 1x1 conv assumes the common block size");
   return g;
 }
 
