@@ -76,6 +76,7 @@ def compile(onnx_path: PathLike, opv_path: PathLike, target: str = "cpu",
 
     Raises:
         InvalidArgument: unknown target or pass name.
+        LoadError: the model file is missing or not a regular file.
         InvalidGraph: the model cannot be imported or compiled (the message names node and op).
         Error: the artifact cannot be written.
     """
@@ -119,7 +120,8 @@ class InferenceSession:
 
     Raises:
         InvalidArgument: unknown backend, threads out of range.
-        LoadError: the artifact is missing, truncated, corrupted or for another backend.
+        LoadError: the file is missing or not a regular file; the artifact is truncated,
+            corrupted or for another backend.
         InvalidGraph: the .onnx model cannot be compiled.
         BackendError: the backend cannot run the model or has no device.
 

@@ -5,8 +5,8 @@ these (never a crash); the message names what is wrong (the input, the node, the
     ├── InvalidArgument   the caller's argument: an input's name, dtype, shape or memory layout,
     │                     an unknown backend, target or pass name (also a ValueError)
     ├── InvalidGraph      the ONNX model cannot be imported or compiled (names the node and op)
-    ├── LoadError         the .opv artifact cannot be read: missing, truncated, corrupted, or
-    │                     compiled for another backend
+    ├── LoadError         a model file cannot be read (missing, not a regular file), or the .opv
+    │                     artifact is truncated, corrupted or compiled for another backend
     └── BackendError      the backend cannot run the model (unsupported on it, no device) or
                           failed while running it
 """
@@ -28,7 +28,7 @@ class InvalidGraph(Error):
 
 
 class LoadError(Error):
-    """A .opv artifact could not be loaded."""
+    """A model file could not be read, or a .opv artifact could not be loaded."""
 
 
 class BackendError(Error):

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -186,6 +187,13 @@ nb::tuple describe_spec(const std::string& name, const plan::Buffer& b) {
 }
 
 // ---- compile ------------------------------------------------------------------------------------
+// The kind of an ONNX model's import/compile failure: LoadError when there is no file to read
+// (the importer's message says why), else InvalidGraph.
+ErrorKind model_error_kind(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) ? ErrorKind::InvalidGraph : ErrorKind::LoadError;
+}
+
 bool listed(const std::vector<std::string>& names, const std::string& n) {
   return std::find(names.begin(), names.end(), n) != names.end();
 }
@@ -234,7 +242,7 @@ void compile(const std::string& onnx_path, const std::string& out_path, const st
              const std::optional<std::vector<std::string>>& passes, const std::vector<std::string>& disable) {
   CompileOptions opts = compile_options(target, passes, disable);
   nb::gil_scoped_release unlocked;
-  plan::Plan plan = in_phase(ErrorKind::InvalidGraph, [&] { return compile_onnx(onnx_path, opts); });
+  plan::Plan plan = in_phase(model_error_kind(onnx_path), [&] { return compile_onnx(onnx_path, opts); });
   in_phase(ErrorKind::Error, [&] { plan::save_artifact(plan, out_path); });
 }
 
@@ -253,7 +261,7 @@ class PySession {
     threads_ = int(threads);
     nb::gil_scoped_release unlocked;
     const bool artifact = in_phase(ErrorKind::LoadError, [&] { return tools::is_artifact_path(path); });
-    plan::Plan plan = in_phase(artifact ? ErrorKind::LoadError : ErrorKind::InvalidGraph,
+    plan::Plan plan = in_phase(artifact ? ErrorKind::LoadError : model_error_kind(path),
                                [&] { return tools::load_model(path, backend_name); });
     session_ = in_phase(ErrorKind::BackendError,
                         [&] { return std::make_unique<runtime::Session>(std::move(plan), opts); });

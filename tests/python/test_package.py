@@ -280,8 +280,13 @@ def test_feed_and_argument_errors(opvision, small_session, models):
 
 
 def test_load_and_compile_errors(opvision, models, tmp_path):
-    with pytest.raises(opvision.LoadError, match="nothing.opv"):
-        opvision.InferenceSession(tmp_path / "nothing.opv")
+    for missing in ("nothing.opv", "nothing.onnx"):
+        with pytest.raises(opvision.LoadError, match=missing):
+            opvision.InferenceSession(tmp_path / missing)
+    with pytest.raises(opvision.LoadError, match="nothing.onnx"):
+        opvision.compile(tmp_path / "nothing.onnx", tmp_path / "x.opv")
+    with pytest.raises(opvision.LoadError):
+        opvision.InferenceSession(tmp_path)  # a directory
     good = tmp_path / "good.opv"
     opvision.compile(models["fp32"], good, target="cpu")
     data = bytearray(good.read_bytes())
