@@ -22,8 +22,11 @@ the runtime loads a .opv) and the .opv is benchmarked, so opvision's RSS is the 
 compile's own peak RSS is printed apart. --from-onnx benchmarks the .onnx directly instead
 (compiled on the fly inside the timed process, whose RSS then includes the compiler's peak).
 
+--plot OUT.png draws each round's median latency of both peers, per model and thread count
+(matplotlib, imported only then and after every measurement, so it never inflates the RSS floor).
+
 Usage: bench/bench_cpu.py [MODEL ...] [--iters 50] [--warmup 10] [--threads 1,2] [--rounds 3]
-       [--opvision PATH] [--json OUT.json] [--from-onnx]
+       [--opvision PATH] [--json OUT.json] [--plot OUT.png] [--from-onnx]
 """
 import argparse
 import json
@@ -187,6 +190,35 @@ def combine_rounds(results):
     return out
 
 
+def plot_rounds(rows, args, ort_version, out):
+    """One panel per model: each round's median latency, opvision (solid) and onnxruntime (dashed)
+    per thread count, so drift between rounds and the per-round ratio are both visible."""
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        for i, r in enumerate(x for x in rows if x["model"] == m):
+            color = f"C{i}"
+            for peer, style in (("opvision", "-o"), ("onnxruntime", "--s")):
+                ys = r[peer]["round_medians_ms"]
+                ax.plot(range(1, len(ys) + 1), ys, style, color=color, label=f"{peer} T={r['threads']}")
+        ax.set_title(pathlib.Path(m).name)
+        ax.set_xlabel("round")
+        ax.set_ylabel(f"median latency of {args.iters} runs (ms)")
+        ax.set_xticks(range(1, args.rounds + 1))
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"opvision cpu vs onnxruntime {ort_version} CPU on {platform.node()} "
+                 f"({os.cpu_count()} CPUs), alternating rounds", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    print(f"wrote {out}", file=sys.stderr)
+
+
 def fmt(v, scale=1.0, prec=2):
     return "-" if v is None else f"{v / scale:.{prec}f}"
 
@@ -204,6 +236,7 @@ def main():
     ap.add_argument("--workdir", default=None, help="where a generated model goes")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per child process")
     ap.add_argument("--json", default=None, help="also write the results as JSON here")
+    ap.add_argument("--plot", default=None, help="also draw the latency of every round as a PNG here")
     ap.add_argument("--from-onnx", action="store_true",
                     help="bench the .onnx (compiled in the timed process) instead of a .opv compiled once")
     ap.add_argument("--ort-child", action="store_true", help=argparse.SUPPRESS)
@@ -297,6 +330,8 @@ def main():
             json.dump({"machine": platform.node(), "cpus": os.cpu_count(), "iters": args.iters,
                        "onnxruntime": ort_version, "rss_floor_mib": floor,
                        "warmup": args.warmup, "rows": rows}, f, indent=1)
+    if args.plot:
+        plot_rounds(rows, args, ort_version, args.plot)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ APT_PACKAGES=(
 )
 # nanobind + scikit-build-core: the Python package (python/opvision, src/python): the CMake build
 # compiles its module when nanobind is importable; `pip install .` builds it with both.
-PIP_PACKAGES=(numpy onnx onnxruntime pytest nanobind scikit-build-core)
+# matplotlib: bench/bench_cpu.py --plot.
+PIP_PACKAGES=(numpy onnx onnxruntime pytest nanobind scikit-build-core matplotlib)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -31,7 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c "import numpy, onnx, onnxruntime, pytest, nanobind, scikit_build_core" 2>/dev/null; then
+if ! python3 -c "import numpy, onnx, onnxruntime, pytest, nanobind, scikit_build_core, matplotlib" 2>/dev/null; then
   echo "setup: installing Python packages ${PIP_PACKAGES[*]}"
   python3 -m pip install -q "${PIP_PACKAGES[@]}"
 fi

@@ -263,16 +263,17 @@ def test_demo_default_model(cli, tmp_path):
 
 
 def test_bench_cpu_script(cli, generated, tmp_path):
-    """bench/bench_cpu.py runs both sides and writes one row per thread count."""
+    """bench/bench_cpu.py runs both sides, writes one row per thread count and plots the rounds."""
     import json
     import subprocess
     import sys
     from conftest import REPO
     path, _ = generated["small_fp32"]
-    out = tmp_path / "bench.json"
+    out, png = tmp_path / "bench.json", tmp_path / "bench.png"
     p = subprocess.run([sys.executable, str(REPO / "bench" / "bench_cpu.py"), str(path),
                         "--opvision", cli.path, "--iters", "2", "--warmup", "1", "--threads", "1,2",
-                        "--json", str(out)], capture_output=True, text=True, timeout=300)
+                        "--rounds", "2", "--json", str(out), "--plot", str(png)],
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     rows = json.loads(out.read_text())["rows"]
     assert [r["threads"] for r in rows] == [1, 2]
@@ -280,3 +281,4 @@ def test_bench_cpu_script(cli, generated, tmp_path):
         assert r["opvision"]["median_ms"] > 0 and r["onnxruntime"]["median_ms"] > 0
         assert r["opvision"]["peak_rss"] > 0 and r["onnxruntime"]["peak_rss"] > 0
     assert "opv/ort" in p.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000  # the round plot
