@@ -57,5 +57,8 @@ for art in "$V"/*.opv; do
   printf '%-14s ' "$n"
   "$OPV" verify "$art" --ref "$ref" --backend cuda || echo "  ^ FAILED ($n)"
 done
+if [[ -n "${OUT:-}" ]]; then  # the run tool's output folder: a Chrome trace of profiled runs
+  "$OPV" bench "$V/fixture_fp16.opv" --backend cuda --iters 20 --trace "$OUT/cuda_trace.json" >/dev/null
+fi
 echo "== bench"
 python3 "$ROOT/bench/bench_cuda.py" --opvision "$OPV" --art "$V/fixture_fp16.opv" "$@"

@@ -1,6 +1,7 @@
 // The CUDA code generator (src/target/cuda) on small graphs, one per kernel family and variant:
 // conv (grouped, strided, dilated, asymmetric pads, bias, GELU + residual post-ops; depthwise
-// 7x7; tiled 1x1s over 260 channels and of ragged sizes), Gemm (transposes, alpha/beta,
+// 7x7; tiled 1x1s (ragged sizes, 64x64 and 32x32 tiles); a 1x1 over 260 channels of a small map
+// with one warp per output), Gemm (transposes, alpha/beta,
 // broadcast C, ReLU; a long-K GEMV with one warp per output), batch-broadcast MatMul, reductions
 // (keepdims and not), max/average pools (count_include_pad both ways), Concat, Transpose,
 // Softmax, broadcast Add + Sigmoid, uint8 Cast with Sub/Div post-ops.
@@ -102,7 +103,14 @@ std::vector<Case> cases() {
                  return b.node(OpKind::Conv, a, {x, b.constant({70, 20, 1, 1}, 12), b.constant({70}, 13), r},
                                {2, 70, 9, 11}, {PostOp{OpKind::Add, 0, 0, 3}, PostOp{OpKind::Gelu}});
                }});
-  c.push_back({"conv1x1_long_c_tiled", [] {
+  c.push_back({"conv1x1_tiled_64", [] {  // enough 64 x 64 tiles for the large-tile form
+                 G b;
+                 int x = b.input({1, 24, 64, 66});
+                 Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
+                 a.set("group", int64_t(1));
+                 return b.node(OpKind::Conv, a, {x, b.constant({130, 24, 1, 1}, 14)}, {1, 130, 64, 66});
+               }});
+  c.push_back({"conv1x1_long_c_small_map_warp_split", [] {
                  G b;
                  int x = b.input({1, 260, 3, 5});
                  Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
@@ -195,6 +203,9 @@ TEST(CudaCodegen, EveryFamilyGeneratesAKernel) {
         << "one warp per output exactly for the long reductions";
     EXPECT_EQ(gen.source.find("__shared__") != std::string::npos, c.name.find("tiled") != std::string::npos)
         << "shared-memory tiles exactly for the dense 1x1 convs";
+    if (c.name.find("tiled") != std::string::npos)
+      EXPECT_EQ(gen.source.find("ws[16][64]") != std::string::npos, c.name == "conv1x1_tiled_64")
+          << "64 x 64 tiles where the layer gives enough of them, else 32 x 32";
   }
 }
 

@@ -113,12 +113,13 @@ bool broadcasts(const Shape& in, const Shape& out) {
   return true;
 }
 
-// Long reductions over few outputs (the head GEMVs: Gemm/MatMul) run one warp
+// Long reductions over few outputs (the head GEMVs, convs over many channels on small maps) run one warp
 // per output: the lanes split the reduction and add their partial sums with shuffles, so the
 // GPU has 32x the threads and each a 32x shorter serial chain.
 constexpr int kWarp = 32;
 constexpr int64_t kSplitMaxOutputs = 1 << 16;  // at most this many outputs ...
 constexpr int64_t kSplitMinSteps = 256;        // ... each summing at least this many products
+constexpr int64_t kSplitMaxPixels = 128;       // convs: only on maps this small (see generate())
 
 struct Ctx {
   const Plan& p;
@@ -413,9 +414,12 @@ std::string transpose(const Ctx& x, std::string* why) {
 
 // Dense 1x1 convolutions (stride 1, no padding): per image a GEMM Y[m, p] = sum_c W[m, c] X[c, p]
 // over the P = H*W pixels, tiled through shared memory. A block of 256 threads computes a
-// 64 (channels) x 64 (pixels) tile, each thread 4 x 4 of it, stepping through the channels 16 at a
-// time (W and X tiles staged in shared memory, X read coalesced along the pixels).
-constexpr int kTile = 64, kTileK = 16, kTileThreads = 256, kMicro = 4;
+// 64 (channels) x 64 (pixels) tile, each thread 4 x 4 of it (32 x 32 and 2 x 2 on small layers),
+// stepping through the channels 16 at a time (W and X tiles staged in shared memory, X read
+// coalesced along the pixels).
+// Layers too small to give the GPU kTileMinBlocks tiles of 64 x 64 (the late stages' 4x8 and 8x16
+// maps) take 32 x 32 tiles, 2 x 2 per thread: four times the blocks.
+constexpr int kTileK = 16, kTileThreads = 256, kTileMinBlocks = 128;
 bool conv1x1_tiled_ok(const Ctx& x) {
   if (x.k.op != OpKind::Conv || x.split) return false;
   const Buffer& W = x.in(1);
@@ -434,6 +438,9 @@ std::string conv1x1_tiled(const Ctx& x, int64_t* threads) {
   const Buffer& W = x.in(1);
   const Shape& os = x.out().shape;
   const int64_t N = os[0], M = os[1], C = X.shape[1], OW = os[3], P = os[2] * os[3];
+  auto blocks = [&](int64_t tile) { return N * ((M + tile - 1) / tile) * ((P + tile - 1) / tile); };
+  const int64_t kTile = blocks(64) >= kTileMinBlocks ? 64 : 32;
+  const int64_t kMicro = kTile / 16;  // 16 x 16 threads, each kMicro x kMicro outputs
   const int64_t MT = (M + kTile - 1) / kTile, PT = (P + kTile - 1) / kTile;
   *threads = N * MT * PT * kTileThreads;
   const std::string t = std::to_string(kTile), tk = std::to_string(kTileK), mu = std::to_string(kMicro);
@@ -513,14 +520,17 @@ Generated generate(const Plan& p, const Call& c) {
   const Buffer& y = x.out();
   int64_t count = numel(y.shape);
   if (count <= kSplitMaxOutputs && count > 0) {
-    // Gemm/MatMul only: a conv's lanes would read one pixel of 32 channels each, 32 scattered
-    // cache lines per load (measured on the H200: 3x slower than a thread per output); dense 1x1
-    // convs take the shared-memory tiles instead.
+    // Convs only on small maps: a conv's lanes read one pixel of 32 channels each, 32 cache lines
+    // per load, which only the small maps keep in L1 (on large maps this was 3x slower than a
+    // thread per output on the H200); larger dense 1x1 convs take the shared-memory tiles.
     int64_t steps = 0;  // products summed per output
     if (k.op == OpKind::Gemm || k.op == OpKind::MatMul) {
       const Shape& a = x.in(0).shape;
       steps = a.empty() ? 0 : (k.attrs.i("transA", 0) ? a[0] : a.back());
     }
+    if (k.op == OpKind::Conv && x.in(1).shape.size() == 4 && y.shape.size() == 4 &&
+        y.shape[2] * y.shape[3] <= kSplitMaxPixels)
+      steps = x.in(1).shape[1] < kSplitMinSteps ? 0 : x.in(1).shape[1] * x.in(1).shape[2] * x.in(1).shape[3];
     x.split = steps >= kSplitMinSteps;
   }
   std::string body, why;
