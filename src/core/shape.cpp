@@ -54,6 +54,14 @@ std::vector<int64_t> row_major_strides(const Shape& s) {
   return st;
 }
 
+bool broadcasts_to(const Shape& s, const Shape& target) {
+  if (s.size() > target.size()) return false;
+  const size_t off = target.size() - s.size();
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] != 1 && s[i] != target[off + i]) return false;
+  return true;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   size_t r = std::max(a.size(), b.size());
   Shape out(r);

@@ -23,6 +23,8 @@ std::string shape_str(const Shape& s);  // "[1,24,128,256]"
 std::vector<int64_t> row_major_strides(const Shape& s);
 // Numpy-style broadcast of two shapes; throws opv::Error naming both shapes when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
+// Whether `s` broadcasts (numpy rules, right-aligned) to exactly `target`.
+bool broadcasts_to(const Shape& s, const Shape& target);
 // Normalises a possibly negative axis against rank; throws opv::Error when out of range.
 int64_t normalize_axis(int64_t axis, int64_t rank);
 

@@ -54,15 +54,6 @@ void need_outputs(const std::vector<ValueInfo>& outs, size_t n) {
 // Absent optional inputs arrive with an empty shape and F32; callers mark them via `present`.
 bool present(const std::vector<ValueInfo>& ins, size_t i) { return i < ins.size(); }
 
-// Whether `s` broadcasts (numpy rules) to exactly `target`.
-bool broadcasts_to(const Shape& s, const Shape& target) {
-  if (s.size() > target.size()) return false;
-  size_t off = target.size() - s.size();
-  for (size_t i = 0; i < s.size(); ++i)
-    if (s[i] != 1 && s[i] != target[off + i]) return false;
-  return true;
-}
-
 bool is_compare(OpKind k) {
   return k == OpKind::Equal || k == OpKind::Less || k == OpKind::Greater || k == OpKind::LessOrEqual ||
          k == OpKind::GreaterOrEqual;

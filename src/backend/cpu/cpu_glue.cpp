@@ -30,13 +30,6 @@ std::vector<int64_t> bcast_strides(const BufView& b, const Shape& out_shape) {
   return st;
 }
 
-bool broadcasts_to(const Shape& s, const Shape& out) {
-  if (s.size() > out.size()) return false;
-  const size_t pad = out.size() - s.size();
-  for (size_t d = 0; d < s.size(); ++d)
-    if (s[d] != 1 && s[d] != out[pad + d]) return false;
-  return true;
-}
 
 int64_t esize(const BufView& b) { return int64_t(dtype_size(b.dtype)); }
 bool is_linear(const BufView& b) { return b.layout == plan::Layout::Linear || plan::channels_trivial(b.shape); }

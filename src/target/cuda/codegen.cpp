@@ -105,13 +105,6 @@ std::string bcast_offset(const Shape& out, const Shape& in) {
   }
   return e.empty() ? "0" : e;
 }
-bool broadcasts(const Shape& in, const Shape& out) {
-  if (in.size() > out.size()) return false;
-  const size_t lead = out.size() - in.size();
-  for (size_t d = 0; d < in.size(); ++d)
-    if (in[d] != 1 && in[d] != out[d + lead]) return false;
-  return true;
-}
 
 // Long reductions over few outputs (the head GEMVs, convs over many channels on small maps) run one warp
 // per output: the lanes split the reduction and add their partial sums with shuffles, so the
@@ -148,7 +141,7 @@ bool post_ops_ok(const Ctx& x, std::string* why) {
       return *why = std::string("post-op ") + op_name(po.op) + " has no expression", false;
     if (!x.has(size_t(po.input))) return *why = "post-op operand is absent", false;
     const Buffer& b = x.in(size_t(po.input));
-    if (!is_float(b.dtype) || !broadcasts(b.shape, x.out().shape))
+    if (!is_float(b.dtype) || !broadcasts_to(b.shape, x.out().shape))
       return *why = "post-op operand " + b.name + " does not broadcast to the output", false;
   }
   return true;
@@ -179,7 +172,7 @@ std::string elementwise(const Ctx& x, std::string* why) {
       k.post_ops.empty()) {
     if (x.in(0).dtype != y.dtype) return *why = "copy between dtypes", "";
     if (reshape || k.op == OpKind::Cast) return "  out0[i] = in0[i];\n";
-    if (!broadcasts(x.in(0).shape, os)) return *why = "Expand operand does not broadcast", "";
+    if (!broadcasts_to(x.in(0).shape, os)) return *why = "Expand operand does not broadcast", "";
     return coords(os) + "  out0[i] = in0[" + bcast_offset(os, x.in(0).shape) + "];\n";
   }
   if (!is_float(y.dtype)) return *why = std::string("output dtype ") + dtype_name(y.dtype) + " (float outputs only)", "";
@@ -197,12 +190,12 @@ std::string elementwise(const Ctx& x, std::string* why) {
       s += "  v = opv_h2f(opv_f2h(v));\n";
     }
   } else if (std::string u = unary_expr(unary_post_op(k.op, k.attrs), "a0"); !u.empty()) {
-    if (!broadcasts(x.in(0).shape, os)) return *why = "operand shape", "";
+    if (!broadcasts_to(x.in(0).shape, os)) return *why = "operand shape", "";
     s += "  const float a0 = " + operand(0) + ";\n  float v = " + u + ";\n";
   } else if (std::string b = binary_expr(k.op, "a0", "a1"); !b.empty()) {
     if (x.c.inputs.size() < 2) return *why = "binary op with one input", "";
     for (size_t j = 0; j < 2; ++j)
-      if (!x.has(j) || !broadcasts(x.in(j).shape, os)) return *why = "operand does not broadcast", "";
+      if (!x.has(j) || !broadcasts_to(x.in(j).shape, os)) return *why = "operand does not broadcast", "";
     s += "  const float a0 = " + operand(0) + ", a1 = " + operand(1) + ";\n  float v = " + b + ";\n";
   } else {
     return *why = std::string("no element-wise form for ") + op_name(k.op), "";
@@ -265,7 +258,7 @@ std::string matmul(const Ctx& x, std::string* why) {
   const std::string b_kn = tb ? "n * " + I(K) + " + kk" : "kk * " + I(N) + " + n";
   // Batch offsets: the leading dims of A and B broadcast to the output's.
   Shape ob(os.begin(), os.end() - 2), ab(A.shape.begin(), A.shape.end() - 2), bb(B.shape.begin(), B.shape.end() - 2);
-  if (!broadcasts(ab, ob) || !broadcasts(bb, ob)) return *why = "batch dimensions do not broadcast", "";
+  if (!broadcasts_to(ab, ob) || !broadcasts_to(bb, ob)) return *why = "batch dimensions do not broadcast", "";
   std::ostringstream s;
   s << coords(os);
   s << "  const opv_idx m = o" << ro - 2 << ", n = o" << ro - 1 << ";\n";
@@ -281,7 +274,7 @@ std::string matmul(const Ctx& x, std::string* why) {
     const double alpha = x.k.attrs.f("alpha", 1.0), beta = x.k.attrs.f("beta", 1.0);
     if (alpha != 1.0) s << "  v *= " << float_literal(alpha) << ";\n";
     if (x.has(2)) {
-      if (!broadcasts(x.in(2).shape, os)) return *why = "C does not broadcast", "";
+      if (!broadcasts_to(x.in(2).shape, os)) return *why = "C does not broadcast", "";
       s << "  v += " << float_literal(beta) << " * " << load(x.in(2).dtype, "in2", bcast_offset(os, x.in(2).shape))
         << ";\n";
     }

@@ -171,14 +171,6 @@ int post_ops_image_reads(const Plan& p, const Call& c, const Kernel& k) {
 // ---- post-ops on linear outputs --------------------------------------------------------------
 
 namespace {
-bool broadcasts_to(const Shape& s, const Shape& out) {
-  if (s.size() > out.size()) return false;
-  size_t off = out.size() - s.size();
-  for (size_t d = 0; d < s.size(); ++d)
-    if (s[d] != 1 && s[d] != out[off + d]) return false;
-  return true;
-}
-
 // Index expression into a row-major operand of shape `s` broadcast to `out`, from flat index i.
 std::string broadcast_index(const Shape& s, const Shape& out) {
   if (numel(s) == 1) return "0";

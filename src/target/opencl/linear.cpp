@@ -24,16 +24,9 @@ std::vector<int64_t> strides_of(const Shape& s) {
   return st;
 }
 
-bool broadcastable(const Shape& s, const Shape& out) {
-  if (s.size() > out.size()) return false;
-  const size_t off = out.size() - s.size();
-  for (size_t d = 0; d < s.size(); ++d)
-    if (s[d] != 1 && s[d] != out[off + d]) return false;
-  return true;
-}
 
 std::vector<int64_t> broadcast_strides(const Shape& s, const Shape& out) {
-  OPV_CHECK(broadcastable(s, out), "linear codegen: ", shape_str(s), " does not broadcast to ", shape_str(out));
+  OPV_CHECK(broadcasts_to(s, out), "linear codegen: ", shape_str(s), " does not broadcast to ", shape_str(out));
   std::vector<int64_t> r(out.size(), 0);
   const std::vector<int64_t> st = strides_of(s);
   const size_t off = out.size() - s.size();

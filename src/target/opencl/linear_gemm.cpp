@@ -96,7 +96,7 @@ bool describe(const Plan& p, const Call& c, const Kernel& k, GemmDesc& d) {
         if (!is_packed_bias(C, d.N)) return false;
         d.packed_bias = true;
       } else {
-        if (!linear_float(C) || !broadcastable(C.shape, y.shape)) return false;
+        if (!linear_float(C) || !broadcasts_to(C.shape, y.shape)) return false;
         std::vector<int64_t> cs = broadcast_strides(C.shape, y.shape);
         d.csm = cs[0];
         d.csn = cs[1];
@@ -131,7 +131,7 @@ bool describe(const Plan& p, const Call& c, const Kernel& k, GemmDesc& d) {
         const size_t out_tail = y.shape.size() >= nbatch ? y.shape.size() - nbatch : 0;
         if (out_tail > 2) return false;
         d.batch.assign(y.shape.begin(), y.shape.begin() + int64_t(nbatch));
-        if (!broadcastable(ba, d.batch) || !broadcastable(bb, d.batch)) return false;
+        if (!broadcasts_to(ba, d.batch) || !broadcasts_to(bb, d.batch)) return false;
         d.a_bstr = broadcast_strides(ba, d.batch);
         d.b_bstr = broadcast_strides(bb, d.batch);
         for (int64_t& s : d.a_bstr) s *= d.M * d.K;

@@ -39,7 +39,6 @@ std::string offset_expr(const Addressing& a, size_t j, const std::string& var);
 std::vector<int64_t> strides_of(const Shape& s);
 // Strides of `s` broadcast to `out` (numpy rules, right-aligned; broadcast axes get 0).
 std::vector<int64_t> broadcast_strides(const Shape& s, const Shape& out);
-bool broadcastable(const Shape& s, const Shape& out);
 
 // ---- small helpers ---------------------------------------------------------------------------
 

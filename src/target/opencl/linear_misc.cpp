@@ -129,7 +129,7 @@ bool supports_impl(const Plan& p, const Call& c, const Kernel& k) {
         }
         return true;
       }
-      case OpKind::Expand: return broadcastable(xs, y.shape);
+      case OpKind::Expand: return broadcasts_to(xs, y.shape);
       case OpKind::Concat: {
         const int64_t r = int64_t(y.shape.size());
         int64_t axis = k.attrs.i("axis", 0);
@@ -188,11 +188,11 @@ bool supports_impl(const Plan& p, const Call& c, const Kernel& k) {
   if (k.op == OpKind::Where) {
     const Buffer &cd = in_buf(p, c, 0), &a = in_buf(p, c, 1), &b = in_buf(p, c, 2);
     return k.post_ops.empty() && cd.dtype == DType::Bool && a.dtype == y.dtype && b.dtype == y.dtype &&
-           broadcastable(cd.shape, y.shape) && broadcastable(a.shape, y.shape) && broadcastable(b.shape, y.shape);
+           broadcasts_to(cd.shape, y.shape) && broadcasts_to(a.shape, y.shape) && broadcasts_to(b.shape, y.shape);
   }
   if (is_binary(k.op)) {
     const Buffer &a = in_buf(p, c, 0), &b = in_buf(p, c, 1);
-    if (!broadcastable(a.shape, y.shape) || !broadcastable(b.shape, y.shape)) return false;
+    if (!broadcasts_to(a.shape, y.shape) || !broadcasts_to(b.shape, y.shape)) return false;
     if (is_comparison(k.op)) {
       if (y.dtype != DType::Bool || !k.post_ops.empty()) return false;
       return (is_float_dt(a.dtype) && is_float_dt(b.dtype)) || (int_like(a.dtype) && int_like(b.dtype));
