@@ -1,7 +1,6 @@
 // The CUDA code generator (src/target/cuda) on small graphs, one per kernel family and variant:
 // conv (grouped, strided, dilated, asymmetric pads, bias, GELU + residual post-ops; depthwise
-// 7x7; tiled 1x1s (ragged sizes, 64x64 and 32x32 tiles); a 1x1 over 260 channels of a small map
-// with one warp per output), Gemm (transposes, alpha/beta,
+// 7x7; tiled 1x1s: ragged sizes, 64x64 and 32x32 tiles, 260 channels split over 4 thread groups), Gemm (transposes, alpha/beta,
 // broadcast C, ReLU; a long-K GEMV with one warp per output), batch-broadcast MatMul, reductions
 // (keepdims and not), max/average pools (count_include_pad both ways), Concat, Transpose,
 // Softmax, broadcast Add + Sigmoid, uint8 Cast with Sub/Div post-ops.
@@ -110,7 +109,7 @@ std::vector<Case> cases() {
                  a.set("group", int64_t(1));
                  return b.node(OpKind::Conv, a, {x, b.constant({130, 24, 1, 1}, 14)}, {1, 130, 64, 66});
                }});
-  c.push_back({"conv1x1_long_c_small_map_warp_split", [] {
+  c.push_back({"conv1x1_long_c_tiled_groups", [] {
                  G b;
                  int x = b.input({1, 260, 3, 5});
                  Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
@@ -204,8 +203,11 @@ TEST(CudaCodegen, EveryFamilyGeneratesAKernel) {
     EXPECT_EQ(gen.source.find("__shared__") != std::string::npos, c.name.find("tiled") != std::string::npos)
         << "shared-memory tiles exactly for the dense 1x1 convs";
     if (c.name.find("tiled") != std::string::npos)
-      EXPECT_EQ(gen.source.find("ws[16][64]") != std::string::npos, c.name == "conv1x1_tiled_64")
+      EXPECT_EQ(gen.source.find("ws[1][16][64]") != std::string::npos, c.name == "conv1x1_tiled_64")
           << "64 x 64 tiles where the layer gives enough of them, else 32 x 32";
+    if (c.name.find("tiled") != std::string::npos)
+      EXPECT_EQ(gen.source.find("ws[4][16][32]") != std::string::npos, c.name == "conv1x1_long_c_tiled_groups")
+          << "channel groups for the small layers over many channels";
   }
 }
 

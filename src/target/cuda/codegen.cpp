@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <sstream>
@@ -106,13 +107,12 @@ std::string bcast_offset(const Shape& out, const Shape& in) {
   return e.empty() ? "0" : e;
 }
 
-// Long reductions over few outputs (the head GEMVs, convs over many channels on small maps) run one warp
+// Long reductions over few outputs (the head GEMVs: Gemm/MatMul) run one warp
 // per output: the lanes split the reduction and add their partial sums with shuffles, so the
 // GPU has 32x the threads and each a 32x shorter serial chain.
 constexpr int kWarp = 32;
 constexpr int64_t kSplitMaxOutputs = 1 << 16;  // at most this many outputs ...
 constexpr int64_t kSplitMinSteps = 256;        // ... each summing at least this many products
-constexpr int64_t kSplitMaxPixels = 128;       // convs: only on maps this small (see generate())
 
 struct Ctx {
   const Plan& p;
@@ -411,8 +411,10 @@ std::string transpose(const Ctx& x, std::string* why) {
 // stepping through the channels 16 at a time (W and X tiles staged in shared memory, X read
 // coalesced along the pixels).
 // Layers too small to give the GPU kTileMinBlocks tiles of 64 x 64 (the late stages' 4x8 and 8x16
-// maps) take 32 x 32 tiles, 2 x 2 per thread: four times the blocks.
-constexpr int kTileK = 16, kTileThreads = 256, kTileMinBlocks = 128;
+// maps) take 32 x 32 tiles; where they also sum over many channels (>= kTileSplitMinC), the block's
+// threads form kTileGroups groups that take every kTileGroups-th channel chunk (four times fewer
+// serial steps, each waiting on memory) and add their partial tiles in shared memory at the end.
+constexpr int kTileK = 16, kTileThreads = 256, kTileMinBlocks = 128, kTileGroups = 4, kTileSplitMinC = 256;
 bool conv1x1_tiled_ok(const Ctx& x) {
   if (x.k.op != OpKind::Conv || x.split) return false;
   const Buffer& W = x.in(1);
@@ -432,45 +434,59 @@ std::string conv1x1_tiled(const Ctx& x, int64_t* threads) {
   const Shape& os = x.out().shape;
   const int64_t N = os[0], M = os[1], C = X.shape[1], OW = os[3], P = os[2] * os[3];
   auto blocks = [&](int64_t tile) { return N * ((M + tile - 1) / tile) * ((P + tile - 1) / tile); };
-  const int64_t kTile = blocks(64) >= kTileMinBlocks ? 64 : 32;
-  const int64_t kMicro = kTile / 16;  // 16 x 16 threads, each kMicro x kMicro outputs
-  const int64_t MT = (M + kTile - 1) / kTile, PT = (P + kTile - 1) / kTile;
+  const bool large = blocks(64) >= kTileMinBlocks;
+  const int64_t T = large ? 64 : 32;                          // tile: T channels x T pixels
+  const int64_t G = !large && C >= kTileSplitMinC ? kTileGroups : 1;  // channel groups
+  const int64_t GT = kTileThreads / G;                          // threads per group
+  const int64_t MU = T / int64_t(std::lround(std::sqrt(double(GT))));  // outputs per thread, per side
+  const int64_t SIDE = T / MU;                                  // threads per side of the tile
+  const int64_t MT = (M + T - 1) / T, PT = (P + T - 1) / T;
   *threads = N * MT * PT * kTileThreads;
-  const std::string t = std::to_string(kTile), tk = std::to_string(kTileK), mu = std::to_string(kMicro);
+  const std::string t = std::to_string(T), tk = std::to_string(kTileK), mu = std::to_string(MU),
+                    g = std::to_string(G), gt = std::to_string(GT);
   std::ostringstream b;
-  b << "  __shared__ float ws[" << tk << "][" << t << "];\n"
-    << "  __shared__ float xs[" << tk << "][" << t << "];\n"
+  b << "  __shared__ float ws[" << g << "][" << tk << "][" << t << "];\n"
+    << "  __shared__ float xs[" << g << "][" << tk << "][" << t << "];\n"
+    << "  __shared__ float red[" << g << "][" << T * T << "];\n"
     << "  opv_idx blk = blockIdx.x;\n"
     << "  const opv_idx p0 = (blk % " << PT << ") * " << t << "; blk /= " << PT << ";\n"
     << "  const opv_idx m0 = (blk % " << MT << ") * " << t << ";\n  const opv_idx n = blk / " << MT << ";\n"
-    << "  const int tid = threadIdx.x, tm = (tid / 16) * " << mu << ", tp = (tid % 16) * " << mu << ";\n"
+    << "  const int tid = threadIdx.x, grp = tid / " << gt << ", lt = tid % " << gt << ";\n"
+    << "  const int tm = (lt / " << SIDE << ") * " << mu << ", tp = (lt % " << SIDE << ") * " << mu << ";\n"
     << "  float acc[" << mu << "][" << mu << "] = {};\n"
-    << "  for (opv_idx k0 = 0; k0 < " << I(C) << "; k0 += " << tk << ") {\n"
-    << "    for (int e = tid; e < " << kTile * kTileK << "; e += " << kTileThreads << ") {\n"
+    << "  for (opv_idx kb = 0; kb < " << I(C) << "; kb += " << G * kTileK << ") {\n"
+    << "    const opv_idx k0 = kb + grp * " << tk << ";\n"
+    << "    for (int e = lt; e < " << T * kTileK << "; e += " << gt << ") {\n"
     << "      const int mm = e / " << tk << ", kk = e % " << tk << ";\n"
     << "      const opv_idx m = m0 + mm, c = k0 + kk;\n"
-    << "      ws[kk][mm] = (m < " << I(M) << " && c < " << I(C) << ") ? " << load(W.dtype, "in1", "m * " + I(C) + " + c")
-    << " : 0.0f;\n"
+    << "      ws[grp][kk][mm] = (m < " << I(M) << " && c < " << I(C) << ") ? "
+    << load(W.dtype, "in1", "m * " + I(C) + " + c") << " : 0.0f;\n"
     << "      const int kx = e / " << t << ", pp = e % " << t << ";\n"
     << "      const opv_idx cx = k0 + kx, p = p0 + pp;\n"
-    << "      xs[kx][pp] = (cx < " << I(C) << " && p < " << I(P) << ") ? "
+    << "      xs[grp][kx][pp] = (cx < " << I(C) << " && p < " << I(P) << ") ? "
     << load(X.dtype, "in0", "(n * " + I(C) + " + cx) * " + I(P) + " + p") << " : 0.0f;\n"
     << "    }\n    __syncthreads();\n"
     << "#pragma unroll\n    for (int kk = 0; kk < " << tk << "; ++kk) {\n"
     << "      float a[" << mu << "], bv[" << mu << "];\n"
-    << "#pragma unroll\n      for (int q = 0; q < " << mu << "; ++q) { a[q] = ws[kk][tm + q]; bv[q] = xs[kk][tp + q]; }\n"
+    << "#pragma unroll\n      for (int q = 0; q < " << mu << "; ++q) { a[q] = ws[grp][kk][tm + q]; bv[q] = xs[grp][kk][tp + q]; }\n"
     << "#pragma unroll\n      for (int r = 0; r < " << mu << "; ++r)\n"
     << "#pragma unroll\n        for (int q = 0; q < " << mu << "; ++q) acc[r][q] = fmaf(a[r], bv[q], acc[r][q]);\n"
     << "    }\n    __syncthreads();\n  }\n"
-    << "#pragma unroll\n  for (int r = 0; r < " << mu << "; ++r) {\n"
-    << "    const opv_idx m = m0 + tm + r;\n    if (m >= " << I(M) << ") break;\n"
-    << "#pragma unroll\n    for (int q = 0; q < " << mu << "; ++q) {\n"
-    << "      const opv_idx p = p0 + tp + q;\n      if (p >= " << I(P) << ") break;\n"
-    << "      const opv_idx o0 = n, o1 = m, o2 = p / " << I(OW) << ", o3 = p % " << I(OW) << ";\n"
-    << "      (void)o0; (void)o1; (void)o2; (void)o3;\n"
-    << "      float v = acc[r][q]" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "m") : "") << ";\n";
-  b << post_ops(x) << "      " << store(x.out().dtype, "out0", "(n * " + I(M) + " + m) * " + I(P) + " + p", "v") << "\n"
-    << "    }\n  }\n";
+    // The groups' partial tiles, added in a fixed order; then one output per thread and step,
+    // adjacent threads on adjacent pixels (coalesced stores).
+    << "#pragma unroll\n  for (int r = 0; r < " << mu << "; ++r)\n"
+    << "#pragma unroll\n    for (int q = 0; q < " << mu << "; ++q) red[grp][(tm + r) * " << t << " + tp + q] = acc[r][q];\n"
+    << "  __syncthreads();\n"
+    << "  for (int o = tid; o < " << T * T << "; o += " << kTileThreads << ") {\n"
+    << "    const opv_idx m = m0 + o / " << t << ", p = p0 + o % " << t << ";\n"
+    << "    if (m >= " << I(M) << " || p >= " << I(P) << ") continue;\n"
+    << "    float s = 0.0f;\n"
+    << "#pragma unroll\n    for (int q = 0; q < " << g << "; ++q) s += red[q][o];\n"
+    << "    const opv_idx o0 = n, o1 = m, o2 = p / " << I(OW) << ", o3 = p % " << I(OW) << ";\n"
+    << "    (void)o0; (void)o1; (void)o2; (void)o3;\n"
+    << "    float v = s" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "m") : "") << ";\n";
+  b << post_ops(x) << "    " << store(x.out().dtype, "out0", "(n * " + I(M) + " + m) * " + I(P) + " + p", "v") << "\n"
+    << "  }\n";
   return b.str();
 }
 
@@ -513,17 +529,15 @@ Generated generate(const Plan& p, const Call& c) {
   const Buffer& y = x.out();
   int64_t count = numel(y.shape);
   if (count <= kSplitMaxOutputs && count > 0) {
-    // Convs only on small maps: a conv's lanes read one pixel of 32 channels each, 32 cache lines
-    // per load, which only the small maps keep in L1 (on large maps this was 3x slower than a
-    // thread per output on the H200); larger dense 1x1 convs take the shared-memory tiles.
+    // Gemm/MatMul only: a conv's lanes read one pixel of 32 channels each, 32 cache lines per
+    // load (on the H200 3x slower than a thread per output on large maps, and 2-7x slower than the
+    // tiles below on the 4x8 and 8x16 maps); dense 1x1 convs take the shared-memory tiles.
     int64_t steps = 0;  // products summed per output
     if (k.op == OpKind::Gemm || k.op == OpKind::MatMul) {
       const Shape& a = x.in(0).shape;
       steps = a.empty() ? 0 : (k.attrs.i("transA", 0) ? a[0] : a.back());
     }
-    if (k.op == OpKind::Conv && x.in(1).shape.size() == 4 && y.shape.size() == 4 &&
-        y.shape[2] * y.shape[3] <= kSplitMaxPixels)
-      steps = x.in(1).shape[1] < kSplitMinSteps ? 0 : x.in(1).shape[1] * x.in(1).shape[2] * x.in(1).shape[3];
+
     x.split = steps >= kSplitMinSteps;
   }
   std::string body, why;
