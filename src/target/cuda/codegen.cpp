@@ -118,10 +118,8 @@ struct Ctx {
   const Plan& p;
   const Call& c;
   const Kernel& k;
-  bool split = false;  // one warp per output (`lane` in scope), see kSplitMaxOutputs
-  // The reduction loop's start and step, and the code that ends it (warp sum, lanes 1.. leave).
-  std::string first() const { return split ? "lane" : "0"; }
-  std::string step() const { return split ? "c += " + std::to_string(kWarp) : "++c"; }
+  bool split = false;  // one warp per output (`lane` in scope; Gemm/MatMul), see kSplitMaxOutputs
+  // The code that ends a split reduction (warp sum, lanes 1.. leave).
   std::string reduce_end() const { return split ? "  acc = opv_warp_sum(acc);\n  if (lane != 0) return;\n" : ""; }
   const Buffer& in(size_t j) const { return p.buffers.at(size_t(c.inputs.at(j))); }
   bool has(size_t j) const { return j < c.inputs.size() && c.inputs[j] >= 0; }
@@ -222,7 +220,7 @@ std::string conv(const Ctx& x, std::string* why) {
   std::ostringstream b;
   b << coords(os);
   b << "  const opv_idx g = o1 / " << I(Mg) << ";\n  float acc = 0.0f;\n";
-  b << "  for (int c = " << x.first() << "; c < " << Cg << "; " << x.step() << ") {\n"
+  b << "  for (int c = 0; c < " << Cg << "; ++c) {\n"
     << "    const opv_idx xc = (o0 * " << I(C) << " + g * " << I(Cg) << " + c) * " << I(H * Wd) << ";\n"
     << "    const opv_idx wc = (o1 * " << I(Cg) << " + c) * " << I(KH * KW) << ";\n"
     << "#pragma unroll\n    for (int kh = 0; kh < " << KH << "; ++kh) {\n"
@@ -233,8 +231,7 @@ std::string conv(const Ctx& x, std::string* why) {
     << "        if (iw < 0 || iw >= " << I(Wd) << ") continue;\n"
     << "        acc = fmaf(" << load(X.dtype, "in0", "xc + ih * " + I(Wd) + " + iw") << ", "
     << load(W.dtype, "in1", "wc + kh * " + I(KW) + " + kw") << ", acc);\n"
-    << "      }\n    }\n  }\n"
-    << x.reduce_end();
+    << "      }\n    }\n  }\n";
   if (x.has(2)) b << "  acc += " << load(x.in(2).dtype, "in2", "o1") << ";\n";
   b << "  float v = acc;\n";
   return b.str();
@@ -264,7 +261,7 @@ std::string matmul(const Ctx& x, std::string* why) {
   s << "  const opv_idx m = o" << ro - 2 << ", n = o" << ro - 1 << ";\n";
   s << "  const opv_idx a0 = (" << bcast_offset(ob, ab) << ") * " << I(M * K) << ";\n";
   s << "  const opv_idx b0 = (" << bcast_offset(ob, bb) << ") * " << I(K * N) << ";\n";
-  s << "  float acc = 0.0f;\n  for (opv_idx kk = " << x.first() << "; kk < " << I(K) << "; kk += "
+  s << "  float acc = 0.0f;\n  for (opv_idx kk = " << (x.split ? "lane" : "0") << "; kk < " << I(K) << "; kk += "
     << (x.split ? kWarp : 1) << ")\n"
     << "    acc = fmaf(" << load(A.dtype, "in0", "a0 + " + a_mk) << ", " << load(B.dtype, "in1", "b0 + " + b_kn)
     << ", acc);\n"
@@ -416,7 +413,7 @@ std::string transpose(const Ctx& x, std::string* why) {
 // serial steps, each waiting on memory) and add their partial tiles in shared memory at the end.
 constexpr int kTileK = 16, kTileThreads = 256, kTileMinBlocks = 128, kTileGroups = 4, kTileSplitMinC = 256;
 bool conv1x1_tiled_ok(const Ctx& x) {
-  if (x.k.op != OpKind::Conv || x.split) return false;
+  if (x.k.op != OpKind::Conv) return false;
   const Buffer& W = x.in(1);
   const Shape& xs = x.in(0).shape;
   if (W.shape.size() != 4 || xs.size() != 4 || W.shape[2] != 1 || W.shape[3] != 1) return false;
@@ -537,7 +534,6 @@ Generated generate(const Plan& p, const Call& c) {
       const Shape& a = x.in(0).shape;
       steps = a.empty() ? 0 : (k.attrs.i("transA", 0) ? a[0] : a.back());
     }
-
     x.split = steps >= kSplitMinSteps;
   }
   std::string body, why;
