@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "backend/reference/reference_backend.h"
@@ -33,11 +34,12 @@ std::string shared_models_dir() {
 }
 
 std::string temp_dir() {
+  // mkdtemp gives a new, empty directory every time: a name built from the pid alone could meet a
+  // directory left by an earlier test process that had the same pid (CI runs thousands of them).
   namespace fs = std::filesystem;
-  static int counter = 0;
-  fs::path p = fs::temp_directory_path() / ("opv_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  fs::create_directories(p);
-  return p.string();
+  std::string tmpl = (fs::temp_directory_path() / ("opv_test_" + std::to_string(::getpid()) + "_XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw Error("temp_dir: mkdtemp failed for " + tmpl);
+  return tmpl;
 }
 
 std::vector<Tensor> run_on_reference(const plan::Plan& p, uint64_t seed) {
