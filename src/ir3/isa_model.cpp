@@ -11,6 +11,7 @@
 #include "ir3/isa_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstring>
 #include <mutex>
@@ -544,6 +545,40 @@ const std::vector<const Leaf*>& Isa::candidates(const std::string& bitset) const
   return it == leaves_of.end() ? none : it->second;
 }
 
+void Isa::build_index() {
+  for (const auto& [name, leaves] : leaves_of) {
+    LeafIndex& ix = index_of[name];
+    if (leaves.size() >= 8) {
+      std::array<size_t, 64> fixed_by{};
+      for (const Leaf* l : leaves)
+        for (int b = 0; b < 64; ++b)
+          if ((l->mask >> b) & 1) ++fixed_by[size_t(b)];
+      std::vector<int> order(64);
+      for (int b = 0; b < 64; ++b) order[size_t(b)] = b;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return fixed_by[size_t(a)] > fixed_by[size_t(b)]; });
+      for (int b : order)
+        if (ix.pos.size() < 8 && fixed_by[size_t(b)] * 2 > leaves.size()) ix.pos.push_back(b);
+    }
+    ix.buckets.resize(size_t(1) << ix.pos.size());
+    for (size_t key = 0; key < ix.buckets.size(); ++key)
+      for (const Leaf* l : leaves) {
+        bool agrees = true;
+        for (size_t j = 0; j < ix.pos.size() && agrees; ++j) {
+          const int b = ix.pos[j];
+          agrees = !((l->mask >> b) & 1) || ((l->match >> b) & 1) == ((key >> j) & 1);
+        }
+        if (agrees) ix.buckets[key].push_back(l);
+      }
+  }
+}
+
+const std::vector<const Leaf*>& Isa::LeafIndex::bucket(uint64_t bits) const {
+  size_t key = 0;
+  for (size_t j = 0; j < pos.size(); ++j) key |= size_t((bits >> pos[j]) & 1) << j;
+  return buckets[key];
+}
+
 const Isa& isa() {
   static std::once_flag once;
   static std::unique_ptr<Isa> the;
@@ -554,6 +589,7 @@ const Isa& isa() {
     ld.defs.reserve(1024);
     ld.load(isa_table_text());
     ld.flatten();
+    i->build_index();
     // Leaves point into defs: keep them alive with the Isa.
     defs = std::make_unique<std::vector<BitsetDef>>(std::move(ld.defs));
     the = std::move(i);
@@ -618,7 +654,9 @@ const Node* Node::child(const std::string& name) const {
 const Leaf* match_leaf(const std::string& bitset, uint64_t bits, int gen) {
   const Leaf* best = nullptr;
   int best_bits = -1;
-  for (const Leaf* l : isa().candidates(bitset)) {
+  const auto ix = isa().index_of.find(bitset);
+  if (ix == isa().index_of.end()) return nullptr;
+  for (const Leaf* l : ix->second.bucket(bits)) {
     if (gen < l->gen_min || gen > l->gen_max) continue;
     if ((bits & l->mask) != l->match) continue;
     int nb = __builtin_popcountll(l->mask);

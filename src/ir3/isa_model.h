@@ -84,6 +84,17 @@ struct Isa {
   std::vector<std::unique_ptr<Leaf>> all_leaves;
   std::map<std::string, std::vector<const Leaf*>> leaves_of;  // abstract name -> concrete leaves
   const std::vector<const Leaf*>& candidates(const std::string& bitset) const;
+
+  // The leaves of one abstract bitset bucketed by up to 8 bit positions that most of their
+  // patterns fix: a bucket holds, in table order, every leaf whose pattern agrees with the
+  // bucket's key on those bits, so matching a word scans one bucket instead of every leaf.
+  struct LeafIndex {
+    std::vector<int> pos;
+    std::vector<std::vector<const Leaf*>> buckets;  // 1 << pos.size() of them
+    const std::vector<const Leaf*>& bucket(uint64_t bits) const;
+  };
+  std::map<std::string, LeafIndex> index_of;
+  void build_index();
 };
 
 // The one table (parsed and flattened on first use; throws opv::Error on a malformed table).
@@ -146,9 +157,11 @@ const std::string& display_of(const Leaf& l, int variant);
 struct Cap {
   std::string key;
   int64_t value;
-  bool operator==(const Cap& o) const { return key == o.key && value == o.value; }
+  bool operator==(const Cap& o) const { return value == o.value && key == o.key; }
 };
-// Renders `n` through its display template; returns false if something cannot be shown.
-bool render(const Node& n, std::string& out, std::vector<Cap>& caps, const std::string& path);
+// Renders `n` through its display template; returns false if something cannot be shown, or, given
+// `expect`, as soon as a capture differs from the expected list.
+bool render(const Node& n, std::string& out, std::vector<Cap>& caps, const std::string& path,
+            const std::vector<Cap>* expect = nullptr);
 
 }  // namespace opv::ir3::detail

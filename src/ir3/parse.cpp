@@ -345,7 +345,7 @@ struct Matcher {
     if (n.variant != top_variant) return false;
     std::string text;
     std::vector<Cap> dc;
-    if (!render(n, text, dc, "")) return false;
+    if (!render(n, text, dc, "", &caps)) return false;
     return dc == caps;
   }
 };

@@ -42,7 +42,14 @@ std::string format_float(uint32_t bits, int width) {
   return buf;
 }
 
-bool render(const Node& n, std::string& out, std::vector<Cap>& caps, const std::string& path) {
+bool render(const Node& n, std::string& out, std::vector<Cap>& caps, const std::string& path,
+            const std::vector<Cap>* expect) {
+  // With `expect`, every capture must equal the expected one at its position: a walk that has
+  // already diverged stops at once (the assembler checks thousands of candidate words this way).
+  auto push = [&](std::string key, int64_t v) {
+    caps.push_back({std::move(key), v});
+    return !expect || (caps.size() <= expect->size() && caps.back() == (*expect)[caps.size() - 1]);
+  };
   const std::string& t = display_of(n);
   for (size_t i = 0; i < t.size();) {
     if (t[i] != '{') {
@@ -71,34 +78,34 @@ bool render(const Node& n, std::string& out, std::vector<Cap>& caps, const std::
     char buf[64];
     switch (d->type) {
       case FType::Bool:
-        caps.push_back({key, v != 0});
+        if (!push(key, v != 0)) return false;
         if (v && d->has_display) out += d->display;
         break;
       case FType::BoolInv:
-        caps.push_back({key, v != 0});
+        if (!push(key, v != 0)) return false;
         if (!v && d->has_display) out += d->display;
         break;
       case FType::Uint:
-        caps.push_back({key, v});
+        if (!push(key, v)) return false;
         std::snprintf(buf, sizeof buf, "%" PRIu64, static_cast<uint64_t>(v));
         out += buf;
         break;
       case FType::Int:
       case FType::Branch: {
         int64_t s = d->derived() && d->width == 0 ? v : sign_extend(static_cast<uint64_t>(v), width);
-        caps.push_back({key, s});
+        if (!push(key, s)) return false;
         std::snprintf(buf, sizeof buf, "%" PRId64, s);
         out += buf;
         break;
       }
       case FType::Hex:
-        caps.push_back({key, v});
+        if (!push(key, v)) return false;
         std::snprintf(buf, sizeof buf, "%" PRIx64, static_cast<uint64_t>(v));
         out += buf;
         break;
       case FType::Offset: {
         int64_t s = d->derived() && d->width == 0 ? v : sign_extend(static_cast<uint64_t>(v), width);
-        caps.push_back({key, s});
+        if (!push(key, s)) return false;
         if (s != 0) {
           std::snprintf(buf, sizeof buf, "%+" PRId64, s);
           out += buf;
@@ -106,20 +113,20 @@ bool render(const Node& n, std::string& out, std::vector<Cap>& caps, const std::
         break;
       }
       case FType::UOffset:
-        caps.push_back({key, v});
+        if (!push(key, v)) return false;
         if (v != 0) {
           std::snprintf(buf, sizeof buf, "+%" PRIu64, static_cast<uint64_t>(v));
           out += buf;
         }
         break;
       case FType::Float:
-        caps.push_back({key, v});
+        if (!push(key, v)) return false;
         out += format_float(static_cast<uint32_t>(v), width);
         break;
       case FType::Enum: {
         const std::string* s = enum_text(d->tname, v);
         if (!s) return false;
-        caps.push_back({key, v});
+        if (!push(key, v)) return false;
         out += *s;
         break;
       }
@@ -127,8 +134,8 @@ bool render(const Node& n, std::string& out, std::vector<Cap>& caps, const std::
         if (d->derived()) return false;
         const Node* c = w->child(d->name);
         if (!c) return false;
-        caps.push_back({key + "#", c->leaf->index * 64 + c->variant + 1});
-        if (!render(*c, out, caps, key + "/")) return false;
+        if (!push(key + "#", c->leaf->index * 64 + c->variant + 1)) return false;
+        if (!render(*c, out, caps, key + "/", expect)) return false;
         break;
       }
     }
