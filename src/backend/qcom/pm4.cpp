@@ -40,19 +40,44 @@ uint32_t type7_header(uint32_t opcode, uint32_t count) {
          put(f::PM4_TYPE7_HEADER__CNT_PARITY, parity(count));
 }
 
-const char* reg_name(uint32_t reg) {
-  for (const a6xx::RegInfo& r : a6xx::kRegs) {
-    if (r.addr == reg) return r.name;
+namespace {
+
+// The a6xx tables looked up by address, opcode and register name, built once (the decoder and
+// printer look up every payload dword; a linear scan per dword made long streams slow).
+struct Tables {
+  std::unordered_map<uint32_t, const a6xx::RegInfo*> reg_by_addr, reg64_by_hi_addr;
+  std::unordered_map<uint32_t, const char*> op_name;
+  std::unordered_map<std::string_view, std::vector<const a6xx::Field*>> fields_of_reg;
+
+  Tables() {
+    for (const a6xx::RegInfo& r : a6xx::kRegs) {
+      reg_by_addr.emplace(r.addr, &r);  // first entry wins, as the former scan
+      if (r.is64) reg64_by_hi_addr.emplace(r.addr + 1, &r);
+    }
+    for (const a6xx::OpInfo& o : a6xx::kOps) op_name.emplace(o.op, o.name);
+    for (const a6xx::Field& fl : a6xx::kFields) fields_of_reg[fl.reg].push_back(&fl);
   }
-  return nullptr;
+};
+
+const Tables& tables() {
+  static const Tables t;
+  return t;
+}
+
+}  // namespace
+
+const char* reg_name(uint32_t reg) {
+  const auto& m = tables().reg_by_addr;
+  const auto it = m.find(reg);
+  return it == m.end() ? nullptr : it->second->name;
 }
 
 // Names the high dword of a 64-bit register pair ("SP_CS_BASE_HI"), for the decoder.
 static std::string reg_label(uint32_t reg, bool* known) {
   *known = true;
   if (const char* n = reg_name(reg)) return n;
-  for (const a6xx::RegInfo& r : a6xx::kRegs)
-    if (r.is64 && r.addr + 1 == reg) return std::string(r.name) + "_HI";
+  const auto& hi = tables().reg64_by_hi_addr;
+  if (const auto it = hi.find(reg); it != hi.end()) return std::string(it->second->name) + "_HI";
   *known = false;
   char b[32];
   std::snprintf(b, sizeof b, "REG_0x%x", reg);
@@ -60,9 +85,9 @@ static std::string reg_label(uint32_t reg, bool* known) {
 }
 
 const char* opcode_name(uint32_t opcode) {
-  for (const a6xx::OpInfo& o : a6xx::kOps)
-    if (o.op == opcode) return o.name;
-  return nullptr;
+  const auto& m = tables().op_name;
+  const auto it = m.find(opcode);
+  return it == m.end() ? nullptr : it->second;
 }
 
 // ---------------------------------------------------------------- writer
@@ -172,15 +197,17 @@ static std::string hex(uint64_t v) {
 }
 
 static std::string fields_of(std::string_view reg, uint32_t v) {
+  const auto& m = tables().fields_of_reg;
+  const auto it = m.find(reg);
+  if (it == m.end()) return "";
   std::string s;
-  for (const a6xx::Field& fl : a6xx::kFields) {
-    if (reg != fl.reg) continue;
+  for (const a6xx::Field* fl : it->second) {
     s += s.empty() ? " {" : " ";
-    s += fl.name;
+    s += fl->name;
     s += "=";
-    s += hex(get(fl, v));
+    s += hex(get(*fl, v));
   }
-  return s.empty() ? s : s + "}";
+  return s + "}";
 }
 
 // registers.tsv names payload words CP_<OP>_<N> (CP_LOAD_STATE6_<N> for all three LOAD_STATE6
@@ -212,8 +239,7 @@ std::string format(const std::vector<Packet>& packets) {
     std::string pre = payload_prefix(p.opcode);
     for (size_t k = 0; k < p.payload.size(); ++k) {
       std::string name = pre + std::to_string(k);
-      bool named = false;
-      for (const a6xx::Field& fl : a6xx::kFields) named |= name == fl.reg;
+      const bool named = tables().fields_of_reg.count(name) != 0;
       out += "          [" + std::to_string(k) + "] " + hex(p.payload[k]);
       if (named) out += "  " + name + fields_of(name, p.payload[k]);
       out += "\n";
