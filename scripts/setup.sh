@@ -19,7 +19,10 @@ APT_PACKAGES=(
 # nanobind + scikit-build-core: the Python package (python/opvision, src/python): the CMake build
 # compiles its module when nanobind is importable; `pip install .` builds it with both.
 # matplotlib: bench/bench_cpu.py --plot.
-PIP_PACKAGES=(numpy onnx onnxruntime pytest nanobind scikit-build-core matplotlib)
+# ray[data]: opvision.replay only (pinned: it passes actor retry options through map_batches'
+# **ray_remote_args, which Ray deprecates in 2.60 for removal in 2.64); with pyarrow and pandas it
+# adds ~150 MB of wheels, ~500 MB installed.
+PIP_PACKAGES=(numpy onnx onnxruntime pytest nanobind scikit-build-core matplotlib "ray[data]==2.60.0")
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -32,7 +35,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c "import numpy, onnx, onnxruntime, pytest, nanobind, scikit_build_core, matplotlib" 2>/dev/null; then
+if ! python3 -c "import numpy, onnx, onnxruntime, pytest, nanobind, scikit_build_core, matplotlib, ray.data" 2>/dev/null; then
   echo "setup: installing Python packages ${PIP_PACKAGES[*]}"
   python3 -m pip install -q "${PIP_PACKAGES[@]}"
 fi
