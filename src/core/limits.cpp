@@ -29,6 +29,12 @@ void check_tensor_limits(DType dt, const Shape& s, const std::string& what, cons
            " elements (the per-tensor limit)");
     }
   }
+  // Each dim on its own, too: an empty tensor (a dim 0 before the others) has no elements, but
+  // kernels still build per-axis tables of its dims (a fuzzed Slice to [0, 2^28] asked for 2 GiB).
+  for (int64_t d : s)
+    if (d > lim.max_tensor_elems)
+      fail(what, ": tensor ", dtype_name(dt), shape_str(s), " has a dim of ", d, ", more than the per-tensor limit of ",
+           lim.max_tensor_elems, " elements");
   int64_t bytes = 0;
   if (__builtin_mul_overflow(n, int64_t(dtype_size(dt)), &bytes) || bytes > lim.max_tensor_bytes)
     fail(what, ": tensor ", dtype_name(dt), shape_str(s), " needs ", n, " elements x ", dtype_size(dt),

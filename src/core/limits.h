@@ -28,7 +28,8 @@ const Limits& default_limits();
 void set_default_limits(const Limits& lim);
 
 // Throws opv::Error "<what>: tensor <dtype><shape> has N elements, more than the limit M" (or
-// bytes) when a tensor of this type and shape breaks `lim`; also on negative dims / overflow.
+// bytes) when a tensor of this type and shape breaks `lim`; also on negative dims / overflow, and
+// on any single dim above the element limit (even when another dim is 0).
 void check_tensor_limits(DType dt, const Shape& s, const std::string& what, const Limits& lim = default_limits());
 
 }  // namespace opv

@@ -54,6 +54,11 @@ TEST(Limits, DefaultsRefuseABillionElements) {
   Limits small;
   small.max_tensor_elems = 10;
   EXPECT_HAS(error_of([&] { check_tensor_limits(DType::U8, {11}, "w", small); }), "more than 10 elements");
+  // An empty tensor is still refused for a dim above the element limit (kernels tabulate dims).
+  EXPECT_EQ(error_of([&] { check_tensor_limits(DType::U8, {0, 10}, "e", small); }), "<no error>");
+  EXPECT_HAS(error_of([&] { check_tensor_limits(DType::U8, {0, 11}, "e", small); }),
+             "e: tensor u8[0,11] has a dim of 11, more than the per-tensor limit of 10 elements");
+  EXPECT_HAS(error_of([] { check_tensor_limits(DType::F32, {0, int64_t(1) << 40}, "e"); }), "has a dim of");
 }
 
 TEST(FileIo, ReadsOnlyRegularFilesWithoutBlocking) {
