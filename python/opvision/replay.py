@@ -38,8 +38,10 @@ partial or a second copy of a segment. A worker process that dies is restarted b
 segment retried (``max_restarts=-1``, ``max_task_retries`` = --retries). Ray Data draws the
 progress bar.
 
-Ray: ``ray.init()`` on this machine with ``num_cpus = workers * threads`` unless Ray is already
-initialised (then that cluster is used as is), or ``ray.init(address=ADDR)`` with --address. On a
+Ray: a new Ray instance on this machine (``ray.init(address="local")``) with
+``num_cpus = workers * threads`` unless Ray is already initialised in this process (then that
+cluster is used as is), or ``ray.init(address=ADDR)`` with --address (``auto``: the cluster that
+``ray start`` started here, or RAY_ADDRESS). On a
 cluster, opvision (and Ray) must be installed on every node and DATASET_DIR, OUT_DIR and the model
 must be at the same path on every node (a shared file system). Ray is imported only here, so
 ``import opvision`` works without it; ``pip install "ray[data]"`` adds it (scripts/setup.sh does).
@@ -64,7 +66,7 @@ from . import InferenceSession, NodeArg
 from .errors import Error
 
 __all__ = ["DatasetError", "Segment", "SegmentReplayer", "ReplayResult", "replay", "list_segments",
-           "check_shard", "read_segment", "output_path", "main"]
+           "check_shard", "load_shard", "read_segment", "output_path", "write_atomic", "main"]
 
 SHARD_SUFFIXES = (".npz", ".npy")
 FORMATS = ("npz", "parquet")
@@ -450,7 +452,8 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
         if address:
             ray.init(address=address, logging_level="WARNING")
         else:
-            ray.init(num_cpus=workers * threads, include_dashboard=False, logging_level="WARNING",
+            # "local": a new instance even where RAY_ADDRESS or a `ray start` cluster is found
+            ray.init(address="local", num_cpus=workers * threads, include_dashboard=False, logging_level="WARNING",
                      runtime_env={"env_vars": _package_path_env()})
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = progress
