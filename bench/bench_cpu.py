@@ -103,7 +103,8 @@ def parse_json(text):
 
 def bench_opvision(opv, model, threads, args):
     cmd = [opv, "bench", model, "--backend", "cpu", "--threads", str(threads), "--warmup",
-           str(args.warmup), "--iters", str(args.iters), "--seed", str(args.seed), "--json"]
+           str(args.warmup), "--iters", str(args.iters), "--seed", str(args.seed), "--json",
+           "--cpu-precision", args.precision]
     rc, out, err, rss, _ = run_child(cmd, args.timeout)
     if rc != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {rc}:\n{err[-2000:]}")
@@ -239,6 +240,9 @@ def main():
     ap.add_argument("--plot", default=None, help="also draw the latency of every round as a PNG here")
     ap.add_argument("--from-onnx", action="store_true",
                     help="bench the .onnx (compiled in the timed process) instead of a .opv compiled once")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="opvision's --cpu-precision (bf16: convolutions in bf16 with fp32 accumulation, opt-in; "
+                         "onnxruntime stays at its default)")
     ap.add_argument("--ort-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.ort_child:
@@ -270,7 +274,8 @@ def main():
             sys.exit(f"bench_cpu: model {m} not found")
 
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs; "
-          f"opvision {opv}; warmup {args.warmup}, iters {args.iters}", file=sys.stderr)
+          f"opvision {opv} (--cpu-precision {args.precision}); warmup {args.warmup}, iters {args.iters}",
+          file=sys.stderr)
     rows = []
     aot_dir = None
     for m in models:
@@ -328,6 +333,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": platform.node(), "cpus": os.cpu_count(), "iters": args.iters,
+                       "precision": args.precision,
                        "onnxruntime": ort_version, "rss_floor_mib": floor,
                        "warmup": args.warmup, "rows": rows}, f, indent=1)
     if args.plot:

@@ -16,6 +16,11 @@ struct Options {
   int threads = 0;         // CPU threads (0 = backend default)
   std::string device;      // device selector for GPU backends
   bool spin_wait = false;  // GPU backends: wait for an inference's end by polling (one busy core)
+  // cpu (CLI: --cpu-precision bf16): dense convolutions read a bf16 copy of their input and bf16
+  // weights and accumulate in fp32, where oneDNN has a native bf16 kernel for them (AMX or
+  // AVX512-BF16); elsewhere, and for everything else, fp32. Opt-in: bf16 keeps 8 mantissa bits, so
+  // the error against the reference grows (the backend's tolerance says by how much).
+  bool cpu_bf16 = false;
   // OpenCL (CLI: --cl-command-buffer, --cl-qcom-recording, --cl-cache; formerly the environment
   // switches OPV_CL_COMMAND_BUFFER, OPV_CL_QCOM_RECORDING, OPV_CL_CACHE, which are no longer read).
   bool cl_command_buffer = true;  // replay plans: record into a cl_khr_command_buffer where usable

@@ -73,6 +73,8 @@ int cmd_inspect(int argc, char** argv) {
       .flag("--dump", "also print the whole plan")
       .flag("--calls", "cpu plans: list how every call runs (oneDNN, own loop or reference kernel), not only "
             "the reference fallbacks")
+      .option("--cpu-precision", "fp32|bf16", "cpu plans: the paths the backend takes at this --cpu-precision "
+              "(bf16 marks the convolutions it runs in bf16)", "fp32")
       .option("--source", "NAME", "print the generated source and build options of the GPU kernels whose name "
               "contains NAME, and nothing else (cuda: the CUDA C++ the stored PTX was compiled from)", "");
   Args a;
@@ -133,11 +135,19 @@ int cmd_inspect(int argc, char** argv) {
   if (plan.target == "cpu") {
     // How the cpu backend runs each call: native (oneDNN primitive or own loop) or through the
     // reference kernel; the fallbacks are listed with the reason, every call with --calls.
-    const std::vector<backend::CallPath> paths = backend::cpu_call_paths(plan);
+    backend::Options bo;
+    const std::string prec = a.get("--cpu-precision", "fp32");
+    if (prec != "fp32" && prec != "bf16") throw UsageError("--cpu-precision must be fp32 or bf16, not '" + prec + "'");
+    bo.cpu_bf16 = prec == "bf16";
+    const std::vector<backend::CallPath> paths = backend::cpu_call_paths(plan, bo);
     int64_t n[3] = {0, 0, 0};
     for (const backend::CallPath& c : paths) ++n[size_t(c.impl)];
-    std::printf("\ncpu execution: %lld calls native (oneDNN %lld, own loops %lld), %lld via the reference kernel\n",
+    int64_t in_bf16 = 0;
+    for (const backend::CallPath& c : paths) in_bf16 += c.why.rfind("bf16", 0) == 0;
+    std::printf("\ncpu execution: %lld calls native (oneDNN %lld, own loops %lld), %lld via the reference kernel",
                 (long long)(n[0] + n[1]), (long long)n[0], (long long)n[1], (long long)n[2]);
+    if (bo.cpu_bf16) std::printf("; %lld convolutions in bf16", (long long)in_bf16);
+    std::printf("\n");
     const bool all = a.has("--calls");
     for (size_t i = 0; i < paths.size(); ++i) {
       const backend::CallPath& c = paths[i];

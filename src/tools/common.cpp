@@ -75,7 +75,12 @@ ArgParser& opencl_options(ArgParser& p) {
       .option("--cl-cache", "on|off",
               "opencl: keep built kernel binaries in the disk cache ($OPV_CACHE_DIR, else "
               "$XDG_CACHE_HOME/opvision/cl, else ~/.cache/opvision/cl; replaces OPV_CL_CACHE=0, no longer read)",
-              "on");
+              "on")
+      .option("--cpu-precision", "fp32|bf16",
+              "cpu: bf16 runs the dense convolutions over >= 128 products per output with bf16 inputs and weights "
+              "and fp32 accumulation where oneDNN has a native bf16 kernel (AMX, AVX512-BF16), everything else in "
+              "fp32; faster there, with more error (verify reports it; tolerance rel_l2 1e-2)",
+              "fp32");
 }
 
 namespace {
@@ -94,6 +99,10 @@ backend::Options backend_options(const Args& a) {
   o.cl_command_buffer = on_off(a, "--cl-command-buffer");
   o.cl_qcom_recording = on_off(a, "--cl-qcom-recording");
   o.cl_disk_cache = on_off(a, "--cl-cache");
+  const std::string prec = a.get("--cpu-precision", "fp32");
+  if (prec != "fp32" && prec != "bf16")
+    throw UsageError("--cpu-precision must be fp32 or bf16, not '" + prec + "'");
+  o.cpu_bf16 = prec == "bf16";
   return o;
 }
 

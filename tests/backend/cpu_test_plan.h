@@ -50,12 +50,13 @@ inline std::vector<ValueInfo> infer_outs(OpKind op, const Attrs& a, const std::v
 
 struct OneCallResult {
   std::vector<Tensor> cpu, ref;
+  std::vector<backend::CallPath> paths;  // how the cpu backend ran each plan call
 };
 
 // Builds the plan, runs it on the cpu backend (twice: runs must be bit-identical) and ref::run.
 inline OneCallResult run_one_call(OpKind op, const Attrs& a, const std::vector<PostOp>& post,
                                   const std::vector<Arg>& args, std::vector<ValueInfo> outs, int threads,
-                                  bool nhwc = false) {
+                                  bool nhwc = false, bool bf16 = false) {
   plan::Plan p;
   p.target = "cpu";
   plan::Kernel k;
@@ -135,8 +136,10 @@ inline OneCallResult run_one_call(OpKind op, const Attrs& a, const std::vector<P
 
   backend::Options o;
   o.threads = threads;
+  o.cpu_bf16 = bf16;
   auto be = backend::make_cpu_backend(o);
   be->load(p);
+  r.paths = backend::cpu_call_paths(p, o);
   std::vector<Tensor*> outp;
   for (auto& t : r.cpu) outp.push_back(&t);
   be->run(feeds, outp);

@@ -146,6 +146,16 @@ def test_fixture_stored_reference_cpu(cli, fixture_paths):
     assert_verify_ok(cli, *fixture_paths, "cpu")
 
 
+def test_fixture_cpu_bf16(cli, fixture_paths):
+    """--cpu-precision bf16 (opt-in): verify against onnxruntime within the bf16 tolerance; inspect
+    says which convolutions run in bf16 (none where the CPU has no native bf16 kernel)."""
+    assert_verify_ok(cli, *fixture_paths, "cpu", "--cpu-precision", "bf16")
+    p = cli.run("inspect", fixture_paths[0], "--cpu-precision", "bf16")
+    assert p.returncode == 0, describe(p)
+    assert "convolutions in bf16" in p.stdout, p.stdout
+    assert_error(cli.run("run", fixture_paths[0], "--cpu-precision", "fp8"), "--cpu-precision must be fp32 or bf16")
+
+
 def test_fixture_live_onnxruntime_cpu(cli, fixture_paths, tmp_path):
     ref = tmp_path / "live_ref.npz"
     make_reference(fixture_paths[0], 11, ref)

@@ -79,11 +79,14 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const Options& o)
       : threads_(o.threads > 0 ? o.threads : omp_get_num_procs()),
+        bf16_(o.cpu_bf16),
         eng_(dnnl::engine::kind::cpu, 0),
         strm_(eng_) {}
 
   std::string name() const override { return "cpu"; }
-  Tolerance tolerance() const override { return {1e-4, 1e-4}; }
+  // bf16 inputs/weights with fp32 accumulation get DESIGN.md's reduced-precision bound (that of
+  // fp16 storage with fp32 accumulation); the fp16 fixture measures rel_l2 7.5e-4 (BENCHMARKS.md).
+  Tolerance tolerance() const override { return bf16_ ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-4}; }
   Caps caps() const override {
     return {{plan::Layout::Linear, plan::Layout::NHWC}, /*per_call_times=*/true, "host"};
   }
@@ -104,6 +107,7 @@ class CpuBackend final : public Backend {
     labels_.clear();
     paths_.clear();
     owned_.clear();
+    bf16_scratch_.reset();
     views_.assign(p.buffers.size(), BufView{});
     in_ids_ = p.inputs;
     out_ids_ = p.outputs;
@@ -145,6 +149,7 @@ class CpuBackend final : public Backend {
           break;
       }
     }
+    auto bf16_scratch = bf16_ ? std::make_shared<CallCtx::Bf16Scratch>() : nullptr;
     const FuseInfo fuse(p);
     for (size_t ci = 0; ci < p.calls.size(); ++ci) {
       const plan::Call& call = p.calls[ci];
@@ -167,6 +172,7 @@ class CpuBackend final : public Backend {
         continue;
       }
       CallCtx c{p, call, p.kernels[size_t(call.kernel)], {}, {}, eng_, strm_, threads_};
+      c.bf16 = bf16_scratch;
       for (int id : call.inputs) {
         if (id < 0) {
           c.ins.push_back(BufView{});
@@ -221,6 +227,7 @@ class CpuBackend final : public Backend {
         path.impl = CallImpl::Reference;
         path.why = why.empty() ? "no native step for these dtypes/layouts/operands" : why;
       }
+      if (c.used_bf16 && path.impl == CallImpl::OneDnn) path.why = "bf16 input and weights, fp32 accumulation";
       if (post)
         steps_.push_back([main = std::move(main), post = std::move(post)] {
           main();
@@ -231,6 +238,10 @@ class CpuBackend final : public Backend {
       paths_.push_back(std::move(path));
       labels_.push_back(call.label);
       step_call_.push_back(ci);
+    }
+    if (bf16_scratch && bf16_scratch->bytes > 0) {
+      bf16_scratch_ = alloc_aligned(int64_t(bf16_scratch->bytes));
+      bf16_scratch->ptr = std::shared_ptr<void>(bf16_scratch_.get(), [](void*) {});
     }
     times_.assign(p.calls.size(), 0.0);
   }
@@ -275,6 +286,8 @@ class CpuBackend final : public Backend {
 
  private:
   int threads_;
+  bool bf16_;
+  AlignedBytes bf16_scratch_;  // the bf16 input copies of the convolutions (Options::cpu_bf16)
   dnnl::engine eng_;
   dnnl::stream strm_;
   AlignedBytes arena_, weights_;
@@ -305,8 +318,8 @@ const char* call_impl_name(CallImpl i) {
   return "?";
 }
 
-std::vector<CallPath> cpu_call_paths(const plan::Plan& p) {
-  Options o;
+std::vector<CallPath> cpu_call_paths(const plan::Plan& p, const Options& base) {
+  Options o = base;
   o.threads = 1;
   cpu::CpuBackend b(o);
   b.load(p);

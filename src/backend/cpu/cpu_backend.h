@@ -28,8 +28,8 @@ struct CallPath {
   std::string why;  // for Reference: why the native steps declined
 };
 
-// Loads `plan` into a cpu backend (one thread) and reports, per plan call in order, the path
-// load() chose for it. For `opvision inspect`.
-std::vector<CallPath> cpu_call_paths(const plan::Plan& plan);
+// Loads `plan` into a cpu backend (one thread, else `opts`) and reports, per plan call in order,
+// the path load() chose for it. For `opvision inspect`.
+std::vector<CallPath> cpu_call_paths(const plan::Plan& plan, const Options& opts = {});
 
 }  // namespace opv::backend

@@ -30,24 +30,25 @@ using dt = memory::data_type;
 
 memory::dims to_dims(const Shape& s) { return memory::dims(s.begin(), s.end()); }
 
-// Descriptor of an F32 buffer over its logical shape (optionally padded with leading 1s).
-memory::desc md_of(const BufView& b, const Shape& logical) {
+// Descriptor of an F32 buffer over its logical shape (optionally padded with leading 1s); with
+// `type`, of a copy in that type with the same element strides.
+memory::desc md_of(const BufView& b, const Shape& logical, dt type = dt::f32) {
   std::vector<int64_t> st;
   if (logical == b.shape) {
     st = logical_strides(b.shape, b.layout);
   } else {
     st = row_major_strides(logical);  // padded/reshaped views are row-major
   }
-  return memory::desc(to_dims(logical), dt::f32, memory::dims(st.begin(), st.end()));
+  return memory::desc(to_dims(logical), type, memory::dims(st.begin(), st.end()));
 }
-memory::desc md_of(const BufView& b) { return md_of(b, b.shape); }
+memory::desc md_of(const BufView& b, dt type = dt::f32) { return md_of(b, b.shape, type); }
 // A 4-D buffer whose NHWC and Linear bytes coincide is described in the layout of the
 // primitive's other activation, so oneDNN sees one format (mixed formats fall to `ref`).
-memory::desc md_like(const BufView& b, const BufView& other) {
-  if (!plan::channels_trivial(b.shape) || b.shape.size() != 4 || other.shape.size() != 4) return md_of(b);
+memory::desc md_like(const BufView& b, const BufView& other, dt type = dt::f32) {
+  if (!plan::channels_trivial(b.shape) || b.shape.size() != 4 || other.shape.size() != 4) return md_of(b, type);
   BufView v = b;
   v.layout = plan::channels_trivial(other.shape) ? plan::Layout::Linear : other.layout;
-  return md_of(v);
+  return md_of(v, type);
 }
 
 std::optional<std::pair<algorithm, std::pair<float, float>>> eltwise_of(OpKind op, float a, float b) {
@@ -270,6 +271,59 @@ ConvGeom conv_geom(const CallCtx& c) {
   return q;
 }
 
+// Options::cpu_bf16: a dense convolution over at least this many products per output reads a bf16
+// copy of its input (one reorder per run into the shared scratch) and bf16 weights (packed once)
+// and accumulates in fp32 into its fp32 output with all its post-ops. Smaller reductions stay
+// fp32: the input copy costs more than the bf16 kernel saves (a 64-channel 1x1 conv measured
+// slower in bf16 on AMX).
+constexpr int64_t kBf16MinReduction = 128;
+
+// The bf16 form of conv_primitive (see kBf16MinReduction), or an empty step where oneDNN has no
+// native bf16 kernel for it (its implementation name must say bf16; no reference kernels).
+StepFn conv_primitive_bf16(CallCtx& c, size_t& done, const BufView& x, const BufView& y, const ConvGeom& q) {
+  const BufView& w = c.ins[1];
+  if (!c.bf16 || q.g != 1 || q.Cg * q.kh * q.kw < kBf16MinReduction) return {};
+  const memory::desc src_f32 = md_like(x, y), src = md_like(x, y, dt::bf16), dst = md_like(y, x);
+  const memory::dims wdims{q.M, q.Cg, q.kh, q.kw};
+  const memory::desc w_user(wdims, dt::f32, tag::oihw), w_any(wdims, dt::bf16, tag::any);
+  const bool has_bias = c.ins.size() > 2 && c.ins[2].present();
+  const memory::desc bias_md = has_bias ? memory::desc({q.M}, dt::f32, tag::a) : memory::desc();
+  using CF = dnnl::convolution_forward;
+  CF::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct, src, w_any, bias_md, dst,
+             {q.strides[0], q.strides[1]}, {q.dil[0] - 1, q.dil[1] - 1}, {q.pads[0], q.pads[1]},
+             {q.pads[2], q.pads[3]});
+  MappedPostOps m = map_post_ops(c, c.kernel.post_ops, y, y.shape);
+  const bool nhwc_dst = y.layout == plan::Layout::NHWC && !plan::channels_trivial(y.shape);
+  size_t got = 0;
+  std::optional<CF::primitive_desc> pd;
+  try {
+    pd = make_pd<CF::primitive_desc>(c, d, 1.f, m, got, nhwc_dst);
+  } catch (const Error&) {
+    return {};
+  }
+  const std::string impl = pd->impl_info_str();
+  if (impl.find("bf16") == std::string::npos || impl.rfind("ref", 0) == 0) return {};
+  if (pd->src_desc() != src || pd->dst_desc() != dst) return {};
+  done = got;
+  c.used_bf16 = true;
+
+  StepFn pre;
+  Args args = std::move(m.args);
+  memory x_f32(src_f32, c.eng, x.ptr);
+  memory x_b16(src, c.eng, DNNL_MEMORY_NONE);  // bound to the shared scratch at run
+  c.bf16->bytes = std::max(c.bf16->bytes, src.get_size());
+  args[DNNL_ARG_SRC] = x_b16;
+  args[DNNL_ARG_WEIGHTS] = prepare_weights(c, w_user, w.ptr, w.is_const(), pd->weights_desc(), pre);
+  if (has_bias) args[DNNL_ARG_BIAS] = memory(bias_md, c.eng, c.ins[2].ptr);
+  args[DNNL_ARG_DST] = memory(pd->dst_desc(), c.eng, y.ptr);
+  auto strm = c.strm;
+  StepFn to_bf16 = [r = dnnl::reorder(x_f32, x_b16), x_f32, x_b16, scratch = c.bf16, strm]() mutable {
+    x_b16.set_data_handle(scratch->ptr.get());
+    r.execute(strm, x_f32, x_b16);
+  };
+  return with_copies(std::move(m.pre), chain(std::move(to_bf16), chain(std::move(pre), finish(c, CF(*pd), std::move(args), pd->scratchpad_desc()))));
+}
+
 // The convolution primitive from `x` to `y` (the call's buffers, or the channel-multiplier
 // scratch) with `g` groups of the call's weights. With `want_dw`, returns an empty step unless
 // oneDNN picks a depthwise implementation.
@@ -410,6 +464,7 @@ StepFn build_conv(CallCtx& c, size_t& done) {
   if (q.g > 1 && q.Cg == 1 && q.M > q.g) {
     if (StepFn s = build_conv_channel_multiplier(c, done, q)) return s;
   }
+  if (StepFn s = conv_primitive_bf16(c, done, x, y, q)) return s;
   return conv_primitive(c, done, x, y, q, q.g, false);
 }
 

@@ -42,6 +42,14 @@ struct CallCtx {
   dnnl::engine& eng;
   dnnl::stream& strm;
   int threads = 1;
+  // Options::cpu_bf16: the bf16 input copies of all convolutions share one scratch buffer (steps
+  // run one at a time), sized by the largest at load and bound at run. Null: fp32 only.
+  struct Bf16Scratch {
+    size_t bytes = 0;
+    std::shared_ptr<void> ptr;
+  };
+  std::shared_ptr<Bf16Scratch> bf16;
+  bool used_bf16 = false;  // set by a step that runs in bf16 (for inspect)
   // "call 'label' (Op)" for error messages.
   std::string where() const;
 };
