@@ -117,9 +117,12 @@ class InferenceSession:
             (available_backends()).
         threads: CPU threads of the cpu backend (0: the backend's default).
         device: OpenCL device selector (index N, P:D or a name substring; "" = the first GPU).
+        cpu_precision: "fp32" (default) or "bf16": the cpu backend runs its dense convolutions
+            with bf16 inputs and weights and fp32 accumulation where the CPU has a native bf16
+            kernel (AMX, AVX512-BF16); faster there, with more error (CLI --cpu-precision).
 
     Raises:
-        InvalidArgument: unknown backend, threads out of range.
+        InvalidArgument: unknown backend, threads out of range, unknown cpu_precision.
         LoadError: the file is missing or not a regular file; the artifact is truncated,
             corrupted or for another backend.
         InvalidGraph: the .onnx model cannot be compiled.
@@ -130,15 +133,17 @@ class InferenceSession:
     """
 
     def __init__(self, path: PathLike, backend: str = "cpu", threads: int = 0,
-                 device: str = "") -> None:
+                 device: str = "", cpu_precision: str = "fp32") -> None:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend must be a str, got {type(backend).__name__}")
         if isinstance(threads, bool) or not isinstance(threads, int):
             raise InvalidArgument(f"threads must be an int, got {type(threads).__name__}")
         if not isinstance(device, str):
             raise InvalidArgument(f"device must be a str, got {type(device).__name__}")
+        if not isinstance(cpu_precision, str):
+            raise InvalidArgument(f"cpu_precision must be a str, got {type(cpu_precision).__name__}")
         self._path = _path(path, "path")
-        self._s = _opvision._Session(self._path, backend, threads, device)
+        self._s = _opvision._Session(self._path, backend, threads, device, cpu_precision)
         self._inputs = [NodeArg(*spec) for spec in self._s.inputs()]
         self._outputs = [NodeArg(*spec) for spec in self._s.outputs()]
 

@@ -249,14 +249,18 @@ void compile(const std::string& onnx_path, const std::string& out_path, const st
 // ---- the session ---------------------------------------------------------------------------------
 class PySession {
  public:
-  PySession(const std::string& path, const std::string& backend_name, int64_t threads, const std::string& device) {
+  PySession(const std::string& path, const std::string& backend_name, int64_t threads, const std::string& device,
+            const std::string& cpu_precision) {
     check_target(backend_name, "backend");
+    if (cpu_precision != "fp32" && cpu_precision != "bf16")
+      raise(ErrorKind::InvalidArgument, "cpu_precision must be 'fp32' or 'bf16', got '", cpu_precision, "'");
     if (threads < 0 || threads > tools::kMaxThreads)
       raise(ErrorKind::InvalidArgument, "threads must be in 0..", tools::kMaxThreads, " (0: the backend's default), got ",
             threads);
     backend::Options opts;
     opts.threads = int(threads);
     opts.device = device;
+    opts.cpu_bf16 = cpu_precision == "bf16";
     path_ = path;
     threads_ = int(threads);
     nb::gil_scoped_release unlocked;
@@ -402,8 +406,8 @@ NB_MODULE(_opvision, m) {
   m.def("compile", &compile, nb::arg("onnx_path"), nb::arg("out_path"), nb::arg("target"), nb::arg("passes").none(),
         nb::arg("disable_passes"), "Compiles an ONNX model for `target` and writes the .opv artifact.");
   nb::class_<PySession>(m, "_Session", "A loaded model on one backend (see opvision.InferenceSession).")
-      .def(nb::init<const std::string&, const std::string&, int64_t, const std::string&>(), nb::arg("path"),
-           nb::arg("backend"), nb::arg("threads"), nb::arg("device"))
+      .def(nb::init<const std::string&, const std::string&, int64_t, const std::string&, const std::string&>(),
+           nb::arg("path"), nb::arg("backend"), nb::arg("threads"), nb::arg("device"), nb::arg("cpu_precision"))
       .def_prop_ro("backend", &PySession::backend_name)
       .def("inputs", &PySession::inputs, "[(name, numpy dtype name, shape)] in model order")
       .def("outputs", &PySession::outputs, "[(name, numpy dtype name, shape)] in model order")

@@ -105,6 +105,10 @@ def test_fixture_matches_onnxruntime(opvision, fixture_paths):
     feed = {i.name: ref[i.name] for i in s.get_inputs()}
     (out,) = s.run(["outputs"], feed)
     assert_close(out, ref["outputs"], F16_BOUND)  # fp16 model
+    # The opt-in bf16 convolutions stay within the same reduced-precision bound.
+    b = opvision.InferenceSession(model, backend="cpu", threads=2, cpu_precision="bf16")
+    (out_b,) = b.run(["outputs"], feed)
+    assert_close(out_b, ref["outputs"], F16_BOUND)
 
 
 def test_compile_passes_option(opvision, cli, models, tmp_path):
@@ -277,6 +281,8 @@ def test_feed_and_argument_errors(opvision, small_session, models):
         opvision.InferenceSession(models["fp32"], threads="2")
     with pytest.raises(opvision.InvalidArgument, match="path must be a path"):
         opvision.InferenceSession(None)
+    with pytest.raises(opvision.InvalidArgument, match="cpu_precision must be 'fp32' or 'bf16', got 'fp8'"):
+        opvision.InferenceSession(models["fp32"], cpu_precision="fp8")
 
 
 def test_load_and_compile_errors(opvision, models, tmp_path):
