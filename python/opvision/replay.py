@@ -65,7 +65,7 @@ import numpy as np
 from . import InferenceSession, NodeArg
 from .errors import Error
 
-__all__ = ["DatasetError", "Segment", "SegmentReplayer", "ReplayResult", "replay", "list_segments",
+__all__ = ["DatasetError", "SegmentsFailed", "Segment", "SegmentReplayer", "ReplayResult", "replay", "list_segments",
            "check_shard", "load_shard", "read_segment", "output_path", "write_atomic", "main"]
 
 SHARD_SUFFIXES = (".npz", ".npy")
@@ -76,6 +76,19 @@ SHAPES_KEY = b"opvision.shapes"  # parquet schema metadata: {output name: per-fr
 class DatasetError(Error):
     """The dataset does not fit the model (missing directory, no shards, a shard without a model
     input, a wrong shape or dtype, an unreadable file): the message names the shard."""
+
+
+class SegmentsFailed(Error):
+    """Some segments failed in the workers (e.g. a shard unreadable past its headers); the others
+    were written. `failures` maps each failed segment to its message, `result` is the run's
+    ReplayResult (failed rows included); a re-run retries only what is missing."""
+
+    def __init__(self, failures: Dict[str, str], result: "ReplayResult") -> None:
+        n = len(failures)
+        lines = "; ".join(f"{msg}" for msg in list(failures.values())[:5]) + ("; ..." if n > 5 else "")
+        super().__init__(f"{n} of {len(result.segments)} segments failed (the others are written; "
+                         f"a re-run retries the rest): {lines}")
+        self.failures, self.result = failures, result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,11 +299,11 @@ def output_complete(path: str, outputs: Sequence[NodeArg], frames: int) -> bool:
 # ------------------------------------------------------------------------------------ the actor
 class SegmentReplayer:
     """The stateful callable of map_batches: one per Ray actor. The constructor opens one
-    InferenceSession; each call replays a batch of segments (rows "segment", "shard", "frames")
-    through it and writes each segment's output atomically; it returns one row per segment:
-    segment, frames, status ("written", or "present" when a complete output was already there,
-    e.g. written by an earlier attempt of this task that died after its rename), seconds (model
-    time) and pid.
+    InferenceSession; each call replays a batch of segments (rows "segment", "shard") through it
+    and writes each segment's output atomically; it returns one row per segment: segment, frames,
+    status ("written"; "present" when a complete output was already there, e.g. written by an
+    earlier attempt of this task that died after its rename; "failed" when the segment raised an
+    opvision.Error or OSError, whose message is then in "error"), seconds (model time) and pid.
 
     crash_once: test-only fault injection, never set in production: (segment, marker path). The
     first time this segment is replayed (while the marker file does not exist) the actor creates
@@ -307,16 +320,23 @@ class SegmentReplayer:
         self.out_dir, self.fmt, self.crash_once = out_dir, fmt, crash_once
 
     def __call__(self, batch: Mapping[str, Any]) -> Dict[str, np.ndarray]:
-        rows: Dict[str, list] = {"segment": [], "frames": [], "status": [], "seconds": [], "pid": []}
+        rows: Dict[str, list] = {k: [] for k in ("segment", "frames", "status", "seconds", "pid", "error")}
         for name, shard in zip(batch["segment"], batch["shard"]):
             name, shard = str(name), str(shard)
-            frames, status, seconds = self.replay_segment(name, shard)
+            error = ""
+            try:
+                frames, status, seconds = self.replay_segment(name, shard)
+            except (Error, OSError) as e:
+                # the segment's failure is a result row, not a task failure: the other segments
+                # go on, and the driver reports this message without Ray's stack traces
+                frames, status, seconds = 0, "failed", 0.0
+                error = str(e) if isinstance(e, Error) else f"segment {name}: {e}"
             for k, v in (("segment", name), ("frames", frames), ("status", status),
-                         ("seconds", seconds), ("pid", os.getpid())):
+                         ("seconds", seconds), ("pid", os.getpid()), ("error", error)):
                 rows[k].append(v)
         return {"segment": np.array(rows["segment"]), "frames": np.array(rows["frames"], np.int64),
                 "status": np.array(rows["status"]), "seconds": np.array(rows["seconds"], np.float64),
-                "pid": np.array(rows["pid"], np.int64)}
+                "pid": np.array(rows["pid"], np.int64), "error": np.array(rows["error"])}
 
     def replay_segment(self, name: str, shard: str) -> Tuple[int, str, float]:
         feeds, frames = load_shard(shard, self.inputs)
@@ -362,7 +382,7 @@ class SegmentReplayer:
 # ------------------------------------------------------------------------------------ driver
 @dataclasses.dataclass
 class ReplayResult:
-    segments: List[Dict[str, Any]]   # one row per segment: segment, frames, status, seconds, pid
+    segments: List[Dict[str, Any]]   # one row per segment: segment, frames, status, seconds, pid, error
     skipped: List[str]               # segments complete before this run (not given to Ray)
     frames: int                      # frames replayed by this run
     wall_seconds: float              # Ray Data execution, actor start included, ray.init not
@@ -380,16 +400,11 @@ def _package_path_env() -> Dict[str, str]:
     return {"PYTHONPATH": root + (os.pathsep + rest if rest else "")}
 
 
-def _root_error(e: BaseException) -> Optional[Error]:
-    """The opvision.Error inside a Ray task failure, if any (Ray wraps the user's exception)."""
-    seen = set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, Error):
-            return e
-        cause = getattr(e, "cause", None)
-        e = cause if isinstance(cause, BaseException) else (e.__cause__ or e.__context__)
-    return None
+def _last_line(e: BaseException) -> str:
+    """The last line of a Ray task failure's text: the worker's own `Type: message` line (Ray
+    carries the worker's traceback as text, not the exception object)."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[-1] if lines else type(e).__name__
 
 
 def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend: str = "cpu",
@@ -410,7 +425,9 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
         crash_once: test-only fault injection, see SegmentReplayer.
 
     Raises:
-        DatasetError: the dataset does not fit the model (names the shard).
+        DatasetError: the dataset does not fit the model (names the shard), found before Ray
+            starts.
+        SegmentsFailed: segments failed in the workers (the others are written).
         InvalidArgument, LoadError, ...: the model or the options (opvision.Error subclasses).
         Error: Ray is missing, or a segment failed.
     """
@@ -476,15 +493,17 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
     t0 = time.perf_counter()
     try:
         rows = ds.take_all()
-    except Exception as e:  # a segment failed in a worker: surface our message, not Ray's stack
-        root = _root_error(e)
-        if root is not None:
-            raise type(root)(str(root)) from None
-        raise Error(f"replay failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+    except Exception as e:  # not a segment's opvision.Error/OSError (those are rows): a bug
+        raise Error(f"replay failed in a worker: {_last_line(e)} (Ray's log above has the "
+                    "traceback)") from e
     wall = time.perf_counter() - t0
     rows = sorted(({k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in rows),
                   key=lambda r: r["segment"])
-    return ReplayResult(rows, skipped, sum(r["frames"] for r in rows), wall)
+    result = ReplayResult(rows, skipped, sum(r["frames"] for r in rows), wall)
+    failures = {r["segment"]: r["error"] for r in rows if r["status"] == "failed"}
+    if failures:
+        raise SegmentsFailed(failures, result)
+    return result
 
 
 # ------------------------------------------------------------------------------------ CLI
@@ -528,6 +547,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Error as e:
         print(f"opvision.replay: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        if "ray" in sys.modules and sys.modules["ray"] is not None and sys.modules["ray"].is_initialized():
+            sys.modules["ray"].shutdown()  # stop the local instance (or leave the cluster) before exit
     if not r.segments:
         print(f"nothing to replay: all {len(r.skipped)} segments are complete in {a.out_dir} "
               "(--no-skip replays them again)")

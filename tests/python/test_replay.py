@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pytest
@@ -150,6 +151,27 @@ def test_killed_worker_is_retried(replay, ray_cluster, model, dataset, tmp_path)
     seg2 = next(row for row in r.segments if row["segment"] == "seg2")
     assert seg2["pid"] != dead_pid, "seg2's row came from the process that died"
     check_outputs(replay, out, expected)
+
+
+def test_segment_failing_in_a_worker(replay, ray_cluster, model, dataset, tmp_path):
+    """A shard whose headers pass the driver's check but whose data is cut short fails in its
+    worker: SegmentsFailed names it, the other segments are written (and equal), nothing of the
+    failed one is left in the output directory."""
+    ds, expected = dataset
+    bad = tmp_path / "ds"
+    bad.mkdir()
+    for seg in ("seg0", "seg1"):
+        shutil.copy(ds / f"{seg}.npz", bad)
+    with zipfile.ZipFile(ds / "seg2.npz") as src, zipfile.ZipFile(bad / "seg2.npz", "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            dst.writestr(info.filename, data[:1000] if info.filename == "big_img.npy" else data)
+    with pytest.raises(replay.SegmentsFailed) as e:
+        replay.replay(model, bad, tmp_path / "out", workers=1, progress=False)
+    assert list(e.value.failures) == ["seg2"]
+    assert "1 of 3 segments failed" in str(e.value) and "seg2.npz" in str(e.value), str(e.value)
+    assert "Traceback" not in str(e.value)
+    check_outputs(replay, tmp_path / "out", {k: expected[k] for k in ("seg0", "seg1")})
 
 
 # ------------------------------------------------------------------ bad input (no Ray needed)
