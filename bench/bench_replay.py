@@ -86,7 +86,7 @@ def main():
             rp.write_atomic(rp.output_path(str(out), seg.name, "npz"), outs, "npz")
         return time.perf_counter() - t0, model_s
 
-    ray.init(num_cpus=max(workers) * a.threads, include_dashboard=False, logging_level="WARNING",
+    ray.init(address="local", num_cpus=max(workers) * a.threads, include_dashboard=False, logging_level="WARNING",
              runtime_env={"env_vars": {"PYTHONPATH": str(pathlib.Path(opvision.__file__).parents[1])}})
     fps, model_fps, load = {}, {}, {}
 
