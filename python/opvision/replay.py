@@ -312,12 +312,13 @@ class SegmentReplayer:
     """
 
     def __init__(self, model: str, out_dir: str, fmt: str = "npz", backend: str = "cpu",
-                 threads: int = 1, device: str = "",
+                 threads: int = 1, device: str = "", skip_existing: bool = True,
                  crash_once: Optional[Tuple[str, str]] = None) -> None:
         self.session = InferenceSession(model, backend=backend, threads=threads, device=device)
         self.inputs = self.session.get_inputs()
         self.outputs = self.session.get_outputs()
         self.out_dir, self.fmt, self.crash_once = out_dir, fmt, crash_once
+        self.skip_existing = skip_existing
 
     def __call__(self, batch: Mapping[str, Any]) -> Dict[str, np.ndarray]:
         rows: Dict[str, list] = {k: [] for k in ("segment", "frames", "status", "seconds", "pid", "error")}
@@ -341,7 +342,7 @@ class SegmentReplayer:
     def replay_segment(self, name: str, shard: str) -> Tuple[int, str, float]:
         feeds, frames = load_shard(shard, self.inputs)
         path = output_path(self.out_dir, name, self.fmt)
-        if output_complete(path, self.outputs, frames):
+        if self.skip_existing and output_complete(path, self.outputs, frames):
             return frames, "present", 0.0
         self._remove_stale_temps(name)
         outs = {o.name: np.empty([frames] + o.shape, o.dtype) for o in self.outputs}
@@ -420,7 +421,8 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
         fmt: "npz" or "parquet".
         address: a Ray cluster to join; None starts Ray here unless it is already initialised.
         retries: times a segment whose worker died is retried (the worker is restarted).
-        skip_existing: leave segments whose output is complete (False replays them all again).
+        skip_existing: leave segments whose output is complete (False replays them all again,
+            replacing each output when its new one is written).
         progress: Ray Data's progress bars.
         crash_once: test-only fault injection, see SegmentReplayer.
 
@@ -429,7 +431,8 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
             starts.
         SegmentsFailed: segments failed in the workers (the others are written).
         InvalidArgument, LoadError, ...: the model or the options (opvision.Error subclasses).
-        Error: Ray is missing, or a segment failed.
+        Error: Ray is missing, or a worker failed other than by a segment's error (a bug, or a
+            segment that killed its worker more than `retries` times).
     """
     from .errors import InvalidArgument
     if fmt not in FORMATS:
@@ -455,12 +458,6 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
     skipped = [s.name for s in segments
                if skip_existing and output_complete(output_path(out_dir, s.name, fmt), outputs, s.frames)]
     todo = [s for s in segments if s.name not in set(skipped)]
-    if not skip_existing:
-        for s in todo:  # replayed again: the actors must not find them "present"
-            try:
-                os.unlink(output_path(out_dir, s.name, fmt))
-            except FileNotFoundError:
-                pass
     if not todo:
         return ReplayResult([], skipped, 0, 0.0)
 
@@ -488,7 +485,7 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
             compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=threads,
             fn_constructor_kwargs=dict(model=os.path.abspath(model), out_dir=os.path.abspath(out_dir),
                                        fmt=fmt, backend=backend, threads=threads, device=device,
-                                       crash_once=crash_once),
+                                       skip_existing=skip_existing, crash_once=crash_once),
             max_restarts=-1, max_task_retries=retries)
     t0 = time.perf_counter()
     try:

@@ -134,6 +134,11 @@ def test_rerun_skips_complete_segments(replay, ray_cluster, model, dataset, tmp_
     assert [row["segment"] for row in r.segments] == ["seg1", "seg2"]
     assert r.skipped == ["seg0", "seg3"]
     check_outputs(replay, tmp_path, expected)
+    # skip_existing=False (--no-skip): every segment replayed again, each output replaced whole
+    r = replay.replay(model, ds, tmp_path, workers=2, progress=False, skip_existing=False)
+    assert [row["segment"] for row in r.segments] == sorted(FRAMES) and r.skipped == []
+    assert all(row["status"] == "written" for row in r.segments)
+    check_outputs(replay, tmp_path, expected)
 
 
 def test_killed_worker_is_retried(replay, ray_cluster, model, dataset, tmp_path):
