@@ -30,6 +30,7 @@ struct KernelOpt {
   bool changed = false;         // the kept code differs from the original
   bool validated = false;       // simulator + hazard checker accepted the rewrite
   std::string failed_pass, reason;
+  std::string note;  // how the kept code was chosen, when not the whole pipeline's output
   int launches_per_inference = 0;
 };
 

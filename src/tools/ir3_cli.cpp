@@ -393,6 +393,8 @@ int cmd_opt(int argc, char** argv) {
         "  Captures: each kernel's rewrite is kept only if the simulator gives bit-identical results\n"
         "  on N random input sets of its launch (--validate, default 3) and the hazard checker is\n"
         "  clean; otherwise the kernel keeps its code and the report says which pass failed, why.\n"
+        "  When rpt runs before hoist, each kernel also tries rpt after hoist and no rpt, and keeps\n"
+        "  the validated result with the fewest static cycles, or its own code if none is faster.\n"
         "  Single programs: only the hazard check applies (no launch to validate against).\n"
         "  End a pass list with legalize: the other passes move instructions without fixing delays,\n"
         "  so without it the hazard check refuses their output.\n"
@@ -451,10 +453,10 @@ int cmd_opt(int argc, char** argv) {
       std::printf("{\"kernels\":[");
       for (size_t i = 0; i < r.size(); ++i)
         std::printf("%s{\"name\":%s,\"launches_per_inference\":%d,\"changed\":%s,\"validated\":%s,\"failed_pass\":%s,"
-                    "\"reason\":%s,\"before\":%s,\"after\":%s}",
+                    "\"reason\":%s,\"note\":%s,\"before\":%s,\"after\":%s}",
                     i ? "," : "", json_str(r[i].name).c_str(), r[i].launches_per_inference, r[i].changed ? "true" : "false",
                     r[i].validated ? "true" : "false", json_str(r[i].failed_pass).c_str(), json_str(r[i].reason).c_str(),
-                    json_stats(r[i].before).c_str(), json_stats(r[i].after).c_str());
+                    json_str(r[i].note).c_str(), json_stats(r[i].before).c_str(), json_stats(r[i].after).c_str());
       std::printf("],\"per_inference\":{\"kernels\":%zu,\"validated\":%zu,\"changed\":%zu,\"before\":%s,\"after\":%s}}\n",
                   per_inf, validated, changed, json_stats(tb).c_str(), json_stats(ta).c_str());
       return 0;
@@ -464,8 +466,9 @@ int cmd_opt(int argc, char** argv) {
       for (const KernelOpt& k : r) {
         print_stats_row("before", k.name, k.before);
         print_stats_row("after", k.name, k.after);
-        std::printf("         %s%s%s%s\n", k.failed_pass.empty() ? (k.changed ? "rewritten, validated" : "unchanged") : "kept original: ",
-                    k.failed_pass.c_str(), k.failed_pass.empty() ? "" : ": ", k.reason.c_str());
+        std::printf("         %s%s%s%s%s%s\n", k.failed_pass.empty() ? (k.changed ? "rewritten, validated" : "unchanged") : "kept original: ",
+                    k.failed_pass.c_str(), k.failed_pass.empty() ? "" : ": ", k.reason.c_str(), k.note.empty() ? "" : "; ",
+                    k.note.c_str());
       }
       std::printf("per inference (kernels weighted by their launches):\n");
       print_stats_row("before", "total", tb);

@@ -424,6 +424,9 @@ TEST(Ir3Passes, RealKernelsValidateAndWrongRewritesAreCaught) {
   int changed = 0, packed_before = 0, packed_after = 0;
   for (const KernelOpt& k : r) {
     EXPECT_TRUE(k.failed_pass.empty()) << k.name << ": " << k.failed_pass << ": " << k.reason;
+    // The kept code is never slower than Mesa's by the cost model (else the original is kept).
+    EXPECT_LE(k.after.cycles(), k.before.cycles()) << k.name << " " << k.note;
+    if (!k.changed) EXPECT_EQ(k.after.instructions, k.before.instructions) << k.name;
     changed += k.changed;
     packed_before += k.before.mad_f32_packed;
     packed_after += k.after.mad_f32_packed;
