@@ -77,7 +77,7 @@ ArgParser& opencl_options(ArgParser& p) {
               "$XDG_CACHE_HOME/opvision/cl, else ~/.cache/opvision/cl; replaces OPV_CL_CACHE=0, no longer read)",
               "on")
       .option("--cpu-precision", "fp32|bf16",
-              "cpu: bf16 runs the dense convolutions over >= 128 products per output with bf16 inputs and weights "
+              "cpu: bf16 runs the dense convolutions over >= 128 input channels with bf16 inputs and weights "
               "and fp32 accumulation where oneDNN has a native bf16 kernel (AMX, AVX512-BF16), everything else in "
               "fp32; faster there, with more error (verify reports it; tolerance rel_l2 1e-2)",
               "fp32");
