@@ -128,3 +128,15 @@ def save_case(tmp_path, model, feeds, name="model"):
 def load_npz(path):
     with np.load(path) as z:
         return {k: z[k] for k in z.files}
+
+
+def readme_python_block(section):
+    """The one ```python block of the README section titled `section` (its '## ' heading)."""
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    parts = text.split("## " + section, 1)
+    assert len(parts) == 2, f"README.md has no '## {section}' section"
+    blocks = re.findall(r"```python\n(.*?)```", parts[1].split("\n## ", 1)[0], re.S)
+    assert len(blocks) == 1, f"the README section '{section}' should hold one ```python block"
+    return blocks[0]

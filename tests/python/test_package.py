@@ -6,7 +6,6 @@ Python quick start run as written, and the timelines of `opvision bench --trace`
 InferenceSession.profile()."""
 import json
 import os
-import pathlib
 import re
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import onnx
 import pytest
 from onnx import helper
 
-from opv_util import describe, load_npz, make_model, ort_run
+from opv_util import describe, load_npz, make_model, ort_run, readme_python_block
 
 SMALL = ["--height", "64", "--width", "128", "--widths", "16,32,48,64", "--depths", "1,1,2,1",
          "--hidden", "64"]
@@ -366,22 +365,13 @@ def test_two_sessions_in_two_threads(opvision, models):
 
 
 # --------------------------------------------------------------------------------------- README
-def readme_python_block():
-    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text.split("## Python quick start", 1)
-    assert len(section) == 2, "README.md has no '## Python quick start' section"
-    blocks = re.findall(r"```python\n(.*?)```", section[1].split("\n## ", 1)[0], re.S)
-    assert len(blocks) == 1, "the Python quick start should hold one ```python block"
-    return blocks[0]
-
-
 def test_readme_python_quick_start(opvision, package_dir, cli, tmp_path):
     """The README's Python block, run as written in a fresh interpreter, in a directory where the
     README's `opvision make-model model.onnx` step has been done (at the small test size)."""
     p = cli.run("make-model", tmp_path / "model.onnx", *SMALL)
     assert p.returncode == 0, describe(p)
     script = tmp_path / "quick_start.py"
-    script.write_text(readme_python_block())
+    script.write_text(readme_python_block("Python quick start"))
     env = dict(os.environ, PYTHONPATH=str(package_dir) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                        env=env)

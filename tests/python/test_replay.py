@@ -6,8 +6,6 @@ need it skip when Ray Data is not installed. The dataset checks and the CLI's er
 driver before Ray is touched, so those tests run without Ray, as does the check that
 `import opvision` does not need it."""
 import os
-import pathlib
-import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +14,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from opv_util import describe
+from opv_util import describe, readme_python_block
 
 SMALL = ["--height", "64", "--width", "128", "--widths", "16,32,48,64", "--depths", "1,1,2,1",
          "--hidden", "64"]
@@ -67,15 +65,6 @@ def dataset(opvision, model, tmp_path_factory):
     return d, expected
 
 
-def readme_replay_block():
-    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text.split("## Replay over many drives (Ray)", 1)
-    assert len(section) == 2, "README.md has no '## Replay over many drives (Ray)' section"
-    blocks = re.findall(r"```python\n(.*?)```", section[1].split("\n## ", 1)[0], re.S)
-    assert len(blocks) == 1, "the replay section should hold one ```python block"
-    return blocks[0]
-
-
 def test_readme_replay(package_dir, model, tmp_path):
     """The README's replay block, run as written in a fresh interpreter (which starts its own
     local Ray) where the quick start's model.opv exists. First in this file, so it runs before
@@ -83,7 +72,7 @@ def test_readme_replay(package_dir, model, tmp_path):
     pytest.importorskip("ray.data", reason="Ray Data is not installed (pip install 'ray[data]')")
     shutil.copy(model, tmp_path / "model.opv")
     script = tmp_path / "readme_replay.py"
-    script.write_text(readme_replay_block())
+    script.write_text(readme_python_block("Replay over many drives (Ray)"))
     env = dict(os.environ, PYTHONPATH=str(package_dir) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
                        timeout=300, env=env)

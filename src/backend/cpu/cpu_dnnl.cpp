@@ -271,6 +271,14 @@ ConvGeom conv_geom(const CallCtx& c) {
   return q;
 }
 
+// The oneDNN descriptor of a convolution with geometry `q` over the given memory descriptors.
+dnnl::convolution_forward::desc conv_desc(const ConvGeom& q, const memory::desc& src, const memory::desc& w,
+                                          const memory::desc& bias, const memory::desc& dst) {
+  return {dnnl::prop_kind::forward_inference, algorithm::convolution_direct, src, w, bias, dst,
+          {q.strides[0], q.strides[1]}, {q.dil[0] - 1, q.dil[1] - 1}, {q.pads[0], q.pads[1]},
+          {q.pads[2], q.pads[3]}};
+}
+
 // Options::cpu_bf16: a dense convolution over at least this many input channels reads a bf16 copy
 // of its input (one reorder per run into the shared scratch) and bf16 weights (packed once) and
 // accumulates in fp32 into its fp32 output with all its post-ops. Fewer channels stay fp32: the
@@ -289,9 +297,7 @@ StepFn conv_primitive_bf16(CallCtx& c, size_t& done, const BufView& x, const Buf
   const bool has_bias = c.ins.size() > 2 && c.ins[2].present();
   const memory::desc bias_md = has_bias ? memory::desc({q.M}, dt::f32, tag::a) : memory::desc();
   using CF = dnnl::convolution_forward;
-  CF::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct, src, w_any, bias_md, dst,
-             {q.strides[0], q.strides[1]}, {q.dil[0] - 1, q.dil[1] - 1}, {q.pads[0], q.pads[1]},
-             {q.pads[2], q.pads[3]});
+  const CF::desc d = conv_desc(q, src, w_any, bias_md, dst);
   MappedPostOps m = map_post_ops(c, c.kernel.post_ops, y, y.shape);
   const bool nhwc_dst = y.layout == plan::Layout::NHWC && !plan::channels_trivial(y.shape);
   size_t got = 0;
@@ -338,9 +344,7 @@ StepFn conv_primitive(CallCtx& c, size_t& done, const BufView& x, const BufView&
   const bool has_bias = c.ins.size() > 2 && c.ins[2].present();
   memory::desc bias_md = has_bias ? memory::desc({M}, dt::f32, tag::a) : memory::desc();
   using CF = dnnl::convolution_forward;
-  CF::desc d(dnnl::prop_kind::forward_inference, algorithm::convolution_direct, src, w_any, bias_md, dst,
-             {q.strides[0], q.strides[1]}, {q.dil[0] - 1, q.dil[1] - 1}, {q.pads[0], q.pads[1]},
-             {q.pads[2], q.pads[3]});
+  const CF::desc d = conv_desc(q, src, w_any, bias_md, dst);
   MappedPostOps m = map_post_ops(c, c.kernel.post_ops, y, y.shape);
   const bool nhwc_dst = y.layout == plan::Layout::NHWC && !plan::channels_trivial(y.shape);
   size_t got = 0;
