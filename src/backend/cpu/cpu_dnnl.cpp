@@ -327,7 +327,8 @@ StepFn conv_primitive_bf16(CallCtx& c, size_t& done, const BufView& x, const Buf
     x_b16.set_data_handle(scratch->ptr.get());
     r.execute(strm, x_f32, x_b16);
   };
-  return with_copies(std::move(m.pre), chain(std::move(to_bf16), chain(std::move(pre), finish(c, CF(*pd), std::move(args), pd->scratchpad_desc()))));
+  StepFn conv = finish(c, CF(*pd), std::move(args), pd->scratchpad_desc());
+  return with_copies(std::move(m.pre), chain(std::move(to_bf16), chain(std::move(pre), std::move(conv))));
 }
 
 // The convolution primitive from `x` to `y` (the call's buffers, or the channel-multiplier
