@@ -53,7 +53,7 @@ int cmd_bench(int argc, char** argv) {
       .flag("--json", "print one JSON object instead of text")
       .option("--trace", "OUT.json", "write the profiled runs (up to 10) as a Chrome trace: one span per inference "
               "and per call (kernel, op, node, bytes, FLOPs); open it in ui.perfetto.dev or chrome://tracing");
-  opencl_options(p);
+  backend_flag_options(p);
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   const int64_t warmup = a.get_int("--warmup", 10, 0, kMaxIters), iters = a.get_int("--iters", 50, 1, kMaxIters);

@@ -72,7 +72,7 @@ int cmd_demo(int argc, char** argv) {
       .option("--iters", "N", "timed benchmark runs", "20")
       .option("--seed", "S", "seed of the random inputs", "0")
       .option("--workdir", "DIR", "where model.onnx, model.opv and ref.npz go", "a fresh temporary directory");
-  opencl_options(p);
+  backend_flag_options(p);
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   const std::string backend_name = a.get("--backend", kDefaultBackend);

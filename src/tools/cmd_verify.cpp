@@ -24,7 +24,7 @@ int cmd_verify(int argc, char** argv) {
       .option("--threads", "N", "CPU threads (0 = backend default)", "0")
       .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices'); --backend qcom: sim or kgsl (default: kgsl when /dev/kgsl-3d0 exists, else the simulated a630)")
       .option("--model", "MODEL.onnx", "--backend qcom: the ONNX model holding the capture's weights (default: found by name next to the capture)");
-  opencl_options(p);
+  backend_flag_options(p);
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   if (!a.has("--ref")) throw UsageError("opvision verify: missing --ref REF.npz (see 'opvision verify --help')");

@@ -64,7 +64,7 @@ plan::Plan load_model(const std::string& path, const std::string& backend) {
   return compile_onnx(path, opts);
 }
 
-ArgParser& opencl_options(ArgParser& p) {
+ArgParser& backend_flag_options(ArgParser& p) {
   return p
       .option("--cl-command-buffer", "on|off",
               "opencl, replay plans: record the calls once into a cl_khr_command_buffer where the device has a "

@@ -46,11 +46,13 @@ bool is_artifact_path(const std::string& path);
 // target must equal `backend` when that is given.
 plan::Plan load_model(const std::string& path, const std::string& backend);
 
-// Declares the OpenCL backend options (--cl-command-buffer, --cl-qcom-recording, --cl-cache) that
-// backend_options() reads; for the commands that run a model.
-ArgParser& opencl_options(ArgParser& p);
-// Backend options from --threads, --device, --spin and the --cl-* options (absent: backend
-// default). A --cl-* value other than on/off is a UsageError.
+// Declares the backend options that backend_options() reads besides --threads/--device/--spin: the
+// OpenCL ones (--cl-command-buffer, --cl-qcom-recording, --cl-cache) and the cpu backend's
+// --cpu-precision; for the commands that run a model.
+ArgParser& backend_flag_options(ArgParser& p);
+// Backend options from --threads, --device, --spin, the --cl-* options and --cpu-precision
+// (absent: backend default). A --cl-* value other than on/off, or a precision other than fp32 or
+// bf16, is a UsageError.
 backend::Options backend_options(const Args& a);
 
 // Model inputs for `session` from --inputs NPZ (keys = input names; other keys are ignored),
