@@ -2,6 +2,7 @@
 
     python3 -m opvision.replay MODEL DATASET_DIR OUT_DIR [--workers N] [--address ADDR]
                                [--backend cpu] [--threads T] [--format npz|parquet]
+                               [--cpu-precision fp32|bf16]
 
 or, from Python, ``opvision.replay.replay(model, dataset_dir, out_dir, workers=2)``.
 
@@ -313,8 +314,9 @@ class SegmentReplayer:
 
     def __init__(self, model: str, out_dir: str, fmt: str = "npz", backend: str = "cpu",
                  threads: int = 1, device: str = "", skip_existing: bool = True,
-                 crash_once: Optional[Tuple[str, str]] = None) -> None:
-        self.session = InferenceSession(model, backend=backend, threads=threads, device=device)
+                 crash_once: Optional[Tuple[str, str]] = None, cpu_precision: str = "fp32") -> None:
+        self.session = InferenceSession(model, backend=backend, threads=threads, device=device,
+                                        cpu_precision=cpu_precision)
         self.inputs = self.session.get_inputs()
         self.outputs = self.session.get_outputs()
         self.out_dir, self.fmt, self.crash_once = out_dir, fmt, crash_once
@@ -411,7 +413,7 @@ def _last_line(e: BaseException) -> str:
 def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend: str = "cpu",
            threads: int = 1, fmt: str = "npz", address: Optional[str] = None, device: str = "",
            retries: int = 3, skip_existing: bool = True, progress: bool = True,
-           crash_once: Optional[Tuple[str, str]] = None) -> ReplayResult:
+           crash_once: Optional[Tuple[str, str]] = None, cpu_precision: str = "fp32") -> ReplayResult:
     """Replays `model` over every segment of `dataset_dir` into `out_dir` with a pool of
     `workers` Ray actors (see the module docstring for the layout and the guarantees).
 
@@ -425,6 +427,8 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
             replacing each output when its new one is written).
         progress: Ray Data's progress bars.
         crash_once: test-only fault injection, see SegmentReplayer.
+        cpu_precision: the cpu backend's "fp32" (default) or opt-in "bf16" convolutions
+            (InferenceSession's argument of that name).
 
     Raises:
         DatasetError: the dataset does not fit the model (names the shard), found before Ray
@@ -446,7 +450,8 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
         except ImportError:
             raise Error("--format parquet needs pyarrow (it comes with 'ray[data]')") from None
     model = os.fspath(model)
-    probe = InferenceSession(model, backend=backend, threads=1, device=device)  # fail early, read specs
+    probe = InferenceSession(model, backend=backend, threads=1, device=device,
+                             cpu_precision=cpu_precision)  # fail early, read specs
     inputs, outputs = probe.get_inputs(), probe.get_outputs()
     del probe
     segments = list_segments(os.fspath(dataset_dir), inputs)
@@ -485,7 +490,8 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
             compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=threads,
             fn_constructor_kwargs=dict(model=os.path.abspath(model), out_dir=os.path.abspath(out_dir),
                                        fmt=fmt, backend=backend, threads=threads, device=device,
-                                       skip_existing=skip_existing, crash_once=crash_once),
+                                       skip_existing=skip_existing, crash_once=crash_once,
+                                       cpu_precision=cpu_precision),
             max_restarts=-1, max_task_retries=retries)
     t0 = time.perf_counter()
     try:
@@ -530,6 +536,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--backend", default="cpu", help="the session backend (default cpu)")
     ap.add_argument("--threads", type=int, default=1, help="threads per worker session (default 1)")
     ap.add_argument("--device", default="", help="OpenCL device selector (opencl backend)")
+    ap.add_argument("--cpu-precision", dest="cpu_precision", choices=["fp32", "bf16"], default="fp32",
+                    help="cpu backend: bf16 runs the dense convolutions in bf16 with fp32 accumulation "
+                         "where the CPU has native bf16 (opt-in; more error), default fp32")
     ap.add_argument("--format", dest="fmt", choices=FORMATS, default="npz", help="output format (default npz)")
     ap.add_argument("--retries", type=int, default=3,
                     help="retries of a segment whose worker died (default 3)")
@@ -540,7 +549,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         r = replay(a.model, a.dataset_dir, a.out_dir, workers=a.workers, backend=a.backend,
                    threads=a.threads, fmt=a.fmt, address=a.address, device=a.device,
-                   retries=a.retries, skip_existing=a.skip, progress=a.progress)
+                   retries=a.retries, skip_existing=a.skip, progress=a.progress,
+                   cpu_precision=a.cpu_precision)
     except Error as e:
         print(f"opvision.replay: error: {e}", file=sys.stderr)
         return 2

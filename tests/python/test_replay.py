@@ -106,6 +106,20 @@ def test_replay_equals_single_process(replay, ray_cluster, model, dataset, tmp_p
     check_outputs(replay, tmp_path, expected, fmt)
 
 
+def test_replay_cpu_precision_bf16(opvision, replay, ray_cluster, model, dataset, tmp_path):
+    """cpu_precision reaches the workers' sessions: outputs equal a bf16 session's, frame by frame."""
+    ds, expected = dataset
+    s = opvision.InferenceSession(model, backend="cpu", threads=1, cpu_precision="bf16")
+    want = {}
+    for seg in FRAMES:
+        shard = dict(np.load(ds / f"{seg}.npz"))
+        runs = [s.run(None, {k: v[f] for k, v in shard.items()}) for f in range(FRAMES[seg])]
+        want[seg] = {o.name: np.stack([r[j] for r in runs]) for j, o in enumerate(s.get_outputs())}
+    r = replay.replay(model, ds, tmp_path, workers=1, progress=False, cpu_precision="bf16")
+    assert all(row["status"] == "written" for row in r.segments)
+    check_outputs(replay, tmp_path, want, "npz")
+
+
 def test_rerun_skips_complete_segments(replay, ray_cluster, model, dataset, tmp_path):
     ds, expected = dataset
     for seg, outs in expected.items():   # as a complete earlier run leaves them
