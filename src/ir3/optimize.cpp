@@ -144,6 +144,7 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
       passes::Stats st;
     };
     std::vector<Candidate> cands;
+    const std::vector<uint64_t> orig_emitted = passes::Code(orig, kGenA6xx, kern.mergedregs).emit();
     for (size_t pi = 0; pi < plans.size(); ++pi) {
       Candidate c{pi, {}, {}};
       try {
@@ -160,8 +161,7 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
         continue;
       }
       const std::vector<uint64_t>& fin = c.stage.empty() ? orig : c.stage.back();
-      if (passes::Code(orig, kGenA6xx, kern.mergedregs).emit() == passes::Code(fin, kGenA6xx, kern.mergedregs).emit())
-        continue;  // nothing to keep
+      if (passes::Code(fin, kGenA6xx, kern.mergedregs).emit() == orig_emitted) continue;  // nothing to keep
       c.st = passes::stats(fin);
       cands.push_back(std::move(c));
     }
@@ -171,7 +171,7 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
     bool kept = false;
     for (const Candidate& c : cands) {
       if (c.st.cycles() > r.before.cycles()) {
-        if (r.failed_pass.empty() && !kept) r.note = "kept the original: no rewrite is faster by the cost model";
+        if (r.failed_pass.empty()) r.note = "kept the original: no rewrite is faster by the cost model";
         break;
       }
       const std::vector<std::string>& ns = plans[c.plan];

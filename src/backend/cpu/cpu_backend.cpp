@@ -107,7 +107,6 @@ class CpuBackend final : public Backend {
     labels_.clear();
     paths_.clear();
     owned_.clear();
-    bf16_scratch_.reset();
     views_.assign(p.buffers.size(), BufView{});
     in_ids_ = p.inputs;
     out_ids_ = p.outputs;
@@ -171,8 +170,7 @@ class CpuBackend final : public Backend {
         ci += fs.calls - 1;
         continue;
       }
-      CallCtx c{p, call, p.kernels[size_t(call.kernel)], {}, {}, eng_, strm_, threads_};
-      c.bf16 = bf16_scratch;
+      CallCtx c{p, call, p.kernels[size_t(call.kernel)], {}, {}, eng_, strm_, threads_, bf16_scratch, false};
       for (int id : call.inputs) {
         if (id < 0) {
           c.ins.push_back(BufView{});
@@ -240,8 +238,8 @@ class CpuBackend final : public Backend {
       step_call_.push_back(ci);
     }
     if (bf16_scratch && bf16_scratch->bytes > 0) {
-      bf16_scratch_ = alloc_aligned(int64_t(bf16_scratch->bytes));
-      bf16_scratch->ptr = std::shared_ptr<void>(bf16_scratch_.get(), [](void*) {});
+      // Owned by the steps that use it (through CallCtx::bf16), freed with them.
+      bf16_scratch->ptr = std::shared_ptr<void>(alloc_aligned(int64_t(bf16_scratch->bytes)).release(), FreeDeleter{});
     }
     times_.assign(p.calls.size(), 0.0);
   }
@@ -287,7 +285,6 @@ class CpuBackend final : public Backend {
  private:
   int threads_;
   bool bf16_;
-  AlignedBytes bf16_scratch_;  // the bf16 input copies of the convolutions (Options::cpu_bf16)
   dnnl::engine eng_;
   dnnl::stream strm_;
   AlignedBytes arena_, weights_;
