@@ -42,7 +42,7 @@ def main():
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--arch", default="compute_75", help="compile --cuda-arch")
+    ap.add_argument("--arch", default="compute_80", help="compile --cuda-arch (compute_80+: tensor-core 1x1 convs)")
     ap.add_argument("--art", default=None, help="a .opv compiled for cuda already (skips the compile)")
     ap.add_argument("--trunk", default="fastvit_t12")
     ap.add_argument("--hw", default="128,256")

@@ -10,6 +10,7 @@
 //      backend within the fp32 tolerance on random inputs. Skipped cleanly without one.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <memory>
 
@@ -275,6 +276,157 @@ TEST(CudaCodegen, MatchesReferenceOnTheDevice) {
       const ErrorMetrics e = compare(outs[i], want[i]);
       EXPECT_LT(e.rel_l2, 1e-5) << "output " << i;
       EXPECT_LT(e.max_abs_rel, 1e-4) << "output " << i;
+    }
+    ++seed;
+  }
+}
+
+// ---- fp16 storage: tensor-core 1x1 convs (plan arch compute_80) and the vectorised GEMV ----------
+// Every case is built twice from the same fp16-rounded values: with fp16 storage for the cuda
+// plan and in fp32 for the reference backend, so the comparison sees only the kernel's rounding
+// (fp32 accumulation of exact fp16 products, one fp16 rounding of the output).
+struct F16Case {
+  std::string name;
+  int64_t N, C, M, H, W;  // 1x1 conv: N x C x H x W -> N x M x H x W; GEMV: [1, C] x [M, C]^T
+  int post;               // 0 none, 1 bias + ReLU, 2 bias + residual Add + GELU
+  bool gemv = false;
+};
+std::vector<F16Case> f16_cases() {
+  return {
+      // K % 8 == 0 and P % 8 == 0 (16-byte cp.async); 3 tiles of 32 x 32, split-K over 9 blocks;
+      // a partial channel tile (70 of 96).
+      {"mma_split_k_residual_gelu", 1, 520, 70, 4, 6, 2},
+      // Neither K nor P a multiple of 8 (element loads), partial tiles both ways, two images.
+      {"mma_odd_sizes_relu", 2, 37, 45, 5, 7, 1},
+      // More channels than one stage holds: two double-buffered stages of 128 per block,
+      // split-K 2 (384 + 216 channels: the last stage partial).
+      {"mma_multistage_split", 1, 600, 200, 16, 20, 0},
+      // 64 x 64 tiles, 2 x 2 warps (the fixture's stage-0 fc1 shape).
+      {"mma_tile64x64", 1, 64, 192, 32, 64, 1},
+      // 64 x 32 tiles, 2 x 1 warps x 2 channel groups (the stage-1 fc1 shape).
+      {"mma_tile64x32", 1, 128, 384, 16, 32, 2},
+      // A 1 x 1 map (the SE gate's convs): one real pixel column per tile.
+      {"mma_one_pixel", 1, 1024, 64, 1, 1, 1},
+      // GEMV with 16-byte loads (K % 8 == 0, K >= 256: a warp per output).
+      {"gemv_f16_vec", 1, 520, 33, 1, 1, 1, true},
+  };
+}
+ir::Graph f16_graph(const F16Case& t, DType dt) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
+    return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
+  };
+  const Shape xs = t.gemv ? Shape{1, t.C} : Shape{t.N, t.C, t.H, t.W};
+  const Shape ys = t.gemv ? Shape{1, t.M} : Shape{t.N, t.M, t.H, t.W};
+  const int x = g.add_value({"x0", dt, xs, nullptr});
+  g.inputs.push_back(x);
+  const float ws = 1.0f / std::sqrt(float(t.C));
+  std::vector<int> ins{x, g.add_const("w", rounded(t.gemv ? Shape{t.M, t.C} : Shape{t.M, t.C, 1, 1}, 21, -ws, ws))};
+  if (t.post) ins.push_back(g.add_const("b", rounded({t.M}, 22, -0.5f, 0.5f)));
+  std::vector<PostOp> po;
+  if (t.post == 1) po.push_back(PostOp{OpKind::Relu});
+  if (t.post == 2) {
+    const int r = g.add_value({"x1", dt, ys, nullptr});
+    g.inputs.push_back(r);
+    po.push_back(PostOp{OpKind::Add, 0, 0, int(ins.size())});
+    ins.push_back(r);
+    po.push_back(PostOp{OpKind::Gelu});
+  }
+  Attrs a;
+  if (t.gemv) {
+    a.set("transB", int64_t(1));
+  } else {
+    a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
+    a.set("group", int64_t(1));
+  }
+  const int y = g.add_value({"y", dt, ys, nullptr});
+  g.add_node({"n", t.gemv ? OpKind::Gemm : OpKind::Conv, a, ins, {y}, po});
+  g.outputs.push_back(y);
+  g.validate();
+  return g;
+}
+plan::Plan lower_cuda_arch(const ir::Graph& g, const std::string& arch) {
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = arch;
+  return lower(g, o);
+}
+
+TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
+  for (const F16Case& t : f16_cases()) {
+    SCOPED_TRACE(t.name);
+    CompileOptions o;
+    o.target = "cuda";
+    plan::Plan p = lower_graph(f16_graph(t, DType::F16), o);
+    ASSERT_EQ(p.calls.size(), 1u);
+    for (const char* arch : {"compute_75", "compute_80"}) {
+      if (std::string(arch) != "compute_75") p.meta.set("cuda_arch", std::string(arch));
+      const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
+      ASSERT_FALSE(gen.source.empty()) << gen.why;
+      const bool mma = !t.gemv && std::string(arch) == "compute_80";
+      EXPECT_EQ(gen.source.find("mma.sync.aligned.m16n8k16") != std::string::npos, mma) << arch;
+      if (mma) {
+        EXPECT_EQ(gen.local[0], 128);
+        EXPECT_NE(gen.source.find("__launch_bounds__(128)"), std::string::npos);
+        EXPECT_EQ(gen.source.find("opv_cnt") != std::string::npos,
+                  t.name.find("split") != std::string::npos || t.name == "mma_one_pixel")
+            << "a split-K workspace exactly where the tiles alone are too few";
+        EXPECT_EQ(gen.source.find("opv_cp16(a + ") != std::string::npos, t.name != "mma_odd_sizes_relu")
+            << "16-byte copies exactly where the rows are 16-byte aligned";
+      }
+      if (t.gemv) EXPECT_NE(gen.source.find("opv_dot8"), std::string::npos);
+    }
+  }
+  std::string why;
+  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  for (const F16Case& t : f16_cases()) {
+    SCOPED_TRACE(t.name);
+    const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80");
+    for (const plan::Kernel& k : p.kernels) EXPECT_NE(k.source.find(".target sm_80"), std::string::npos);
+  }
+}
+
+TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
+  std::unique_ptr<backend::Backend> cu;
+  try {
+    cu = backend::create("cuda");
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no CUDA device: " << e.what();
+  }
+  std::string why;
+  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  uint64_t seed = 40;
+  for (const F16Case& t : f16_cases()) {
+    SCOPED_TRACE(t.name);
+    CompileOptions ro;
+    ro.target = "reference";
+    const plan::Plan rp = lower(f16_graph(t, DType::F32), ro);
+    const plan::Plan cp = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80");
+    std::vector<Tensor> r_in, c_in, want, got;
+    for (size_t i = 0; i < cp.inputs.size(); ++i) {
+      const Tensor v = test::random_f32(cp.buffers[size_t(cp.inputs[i])].shape, seed + i).cast(DType::F16);
+      c_in.push_back(v);
+      r_in.push_back(v.cast(DType::F32));
+    }
+    want.emplace_back(DType::F32, rp.buffers[size_t(rp.outputs[0])].shape);
+    got.emplace_back(DType::F16, cp.buffers[size_t(cp.outputs[0])].shape);
+    auto ptrs = [](std::vector<Tensor>& v) {
+      std::vector<const Tensor*> r;
+      for (auto& t : v) r.push_back(&t);
+      return r;
+    };
+    auto ref = backend::create("reference");
+    ref->load(rp);
+    std::vector<Tensor*> wo{&want[0]}, go{&got[0]};
+    ref->run(ptrs(r_in), wo);
+    cu->load(cp);
+    for (int rep = 0; rep < 3; ++rep) {  // replays reuse the split-K counters: they must reset
+      got[0] = Tensor(DType::F16, got[0].shape());
+      cu->run(ptrs(c_in), go);
+      const ErrorMetrics e = compare(got[0].cast(DType::F32), want[0]);
+      EXPECT_LT(e.rel_l2, 2e-3) << "replay " << rep;
+      EXPECT_LT(e.max_abs_rel, 1e-2) << "replay " << rep;
     }
     ++seed;
   }

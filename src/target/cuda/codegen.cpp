@@ -15,12 +15,14 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
 #include "core/error.h"
 #include "target/c_expr.h"
 #include "target/cuda/cuda_abi.h"
+#include "target/cuda/options.h"
 
 namespace opv::plan::cuda {
 
@@ -118,7 +120,9 @@ struct Ctx {
   const Plan& p;
   const Call& c;
   const Kernel& k;
+  int sm = 75;         // the virtual architecture's number (plan meta cuda_arch): >= 80 enables mma.sync
   bool split = false;  // one warp per output (`lane` in scope; Gemm/MatMul), see kSplitMaxOutputs
+  mutable std::string globals;  // module-scope declarations a family needs (helpers, workspaces)
   // The code that ends a split reduction (warp sum, lanes 1.. leave).
   std::string reduce_end() const { return split ? "  acc = opv_warp_sum(acc);\n  if (lane != 0) return;\n" : ""; }
   const Buffer& in(size_t j) const { return p.buffers.at(size_t(c.inputs.at(j))); }
@@ -237,6 +241,16 @@ std::string conv(const Ctx& x, std::string* why) {
   return b.str();
 }
 
+// 8 fp16 products of two 16-byte vectors added to acc in fp32 (the vectorised GEMV rows).
+const char* kDot8 = R"(struct __align__(16) opv_u4 { unsigned x, y, z, w; };
+__device__ __forceinline__ float opv_dot2(unsigned a, unsigned b, float acc) {
+  acc = fmaf(opv_h2f((unsigned short)(a & 0xffffu)), opv_h2f((unsigned short)(b & 0xffffu)), acc);
+  return fmaf(opv_h2f((unsigned short)(a >> 16)), opv_h2f((unsigned short)(b >> 16)), acc);
+}
+__device__ __forceinline__ float opv_dot8(opv_u4 a, opv_u4 b, float acc) {
+  return opv_dot2(a.w, b.w, opv_dot2(a.z, b.z, opv_dot2(a.y, b.y, opv_dot2(a.x, b.x, acc))));
+}
+)";
 // Gemm (2-D, transA/transB, alpha, beta, C broadcast) and MatMul (rank >= 2, batch broadcast).
 std::string matmul(const Ctx& x, std::string* why) {
   const Buffer& A = x.in(0);
@@ -261,11 +275,22 @@ std::string matmul(const Ctx& x, std::string* why) {
   s << "  const opv_idx m = o" << ro - 2 << ", n = o" << ro - 1 << ";\n";
   s << "  const opv_idx a0 = (" << bcast_offset(ob, ab) << ") * " << I(M * K) << ";\n";
   s << "  const opv_idx b0 = (" << bcast_offset(ob, bb) << ") * " << I(K * N) << ";\n";
-  s << "  float acc = 0.0f;\n  for (opv_idx kk = " << (x.split ? "lane" : "0") << "; kk < " << I(K) << "; kk += "
-    << (x.split ? kWarp : 1) << ")\n"
-    << "    acc = fmaf(" << load(A.dtype, "in0", "a0 + " + a_mk) << ", " << load(B.dtype, "in1", "b0 + " + b_kn)
-    << ", acc);\n"
-    << x.reduce_end();
+  // fp16 GEMV rows (B transposed: both operands contiguous along K): every lane reads 16 bytes
+  // (8 halves) of A and of B per step, a warp 512 bytes of each.
+  const bool vec = x.split && gemm && tb && !ta && A.dtype == DType::F16 && B.dtype == DType::F16 && K % 8 == 0;
+  if (vec) {
+    x.globals += kDot8;
+    s << "  float acc = 0.0f;\n  for (opv_idx kk = lane * 8; kk < " << I(K) << "; kk += " << 8 * kWarp << ")\n"
+      << "    acc = opv_dot8(*(const opv_u4*)(in0 + a0 + m * " << I(K) << " + kk), *(const opv_u4*)(in1 + b0 + n * "
+      << I(K) << " + kk), acc);\n"
+      << x.reduce_end();
+  } else {
+    s << "  float acc = 0.0f;\n  for (opv_idx kk = " << (x.split ? "lane" : "0") << "; kk < " << I(K) << "; kk += "
+      << (x.split ? kWarp : 1) << ")\n"
+      << "    acc = fmaf(" << load(A.dtype, "in0", "a0 + " + a_mk) << ", " << load(B.dtype, "in1", "b0 + " + b_kn)
+      << ", acc);\n"
+      << x.reduce_end();
+  }
   s << "  float v = acc;\n";
   if (gemm) {
     const double alpha = x.k.attrs.f("alpha", 1.0), beta = x.k.attrs.f("beta", 1.0);
@@ -487,6 +512,220 @@ std::string conv1x1_tiled(const Ctx& x, int64_t* threads) {
   return b.str();
 }
 
+// Tensor-core 1x1 convolutions (fp16 activations and weights, plan arch compute_80 or newer): the
+// same per-image GEMM Y[m, p] = sum_c W[m, c] X[c, p] with mma.sync m16n8k16 (fp16 inputs, fp32
+// accumulators). A block of 4 warps computes a BM x BN tile (64x64, 64x32 or 32x32); every warp
+// holds a 32 (channels) x 32 (pixels) accumulator tile, and the warps a tile has beyond
+// (BM/32) x (BN/32) split each stage's channels between them (WK groups, added in shared memory
+// at the end). Stages of KC channels go global -> shared memory with 16-byte cp.async where the
+// rows are 16-byte aligned (K % 8, P % 8; element loads otherwise), double-buffered when a block
+// has more than one stage; fragments come from shared memory with ldmatrix (.trans for X, which
+// is pixel-major). Rows of both tiles are padded by 8 halves, so the 8 addresses of an ldmatrix
+// phase fall in distinct bank groups.
+// Layers too small for kMmaMinBlocks tiles split the channels over S blocks as well (split-K):
+// every block writes its fp32 partial tile to a workspace in the module (__device__ arrays, so no
+// ABI change), and the block that finishes a tile last (a per-tile counter, atomicAdd after
+// __threadfence) adds the S partials in split order (deterministic), runs the epilogue and resets
+// the counter for the next launch. Calls sharing such a kernel share its workspace, so they must
+// not run concurrently (they don't: calls run in plan order on one stream, cuda_abi.h).
+constexpr int kMmaThreads = 128;                   // 4 warps
+constexpr int64_t kMmaMinBlocks = 96;              // tiles enough to fill the GPU without split-K
+constexpr int64_t kMmaTargetBlocks = 128;          // split-K aims at this many blocks ...
+constexpr int64_t kMmaMaxSplit = 16;               // ... with at most this many splits
+constexpr int64_t kMmaSingleStageBytes = 40 << 10; // one stage of the whole block's channels, up to this
+constexpr int64_t kMmaDoubleStageBytes = 46 << 10; // two stages of KC channels, up to this
+struct MmaShape {
+  int64_t BM = 32, BN = 32, WM = 1, WN = 1, WK = 4, S = 1, KB = 0, KC = 0, tiles = 0;
+  int64_t stage_bytes(int64_t kc) const { return (BM * (kc + 8) + kc * (BN + 8)) * 2; }
+};
+MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K) {
+  MmaShape s;
+  const std::pair<int64_t, int64_t> cands[] = {{64, 64}, {64, 32}, {32, 32}};
+  bool chosen = false;
+  for (const auto& [bm, bn] : cands) {
+    if ((bn == 64 && P <= 32) || (bm == 64 && M <= 32)) continue;  // half a tile of padding
+    s.BM = bm, s.BN = bn;
+    s.tiles = N * ((M + bm - 1) / bm) * ((P + bn - 1) / bn);
+    if (s.tiles >= kMmaMinBlocks) { chosen = true; break; }
+  }
+  s.WM = s.BM / 32, s.WN = s.BN / 32, s.WK = 4 / (s.WM * s.WN);
+  const int64_t gran = 16 * s.WK;                         // one k16 step per warp
+  const int64_t kmax = (K + gran - 1) / gran * gran;
+  s.S = chosen ? 1 : std::min<int64_t>({(kMmaTargetBlocks + s.tiles - 1) / s.tiles, kMmaMaxSplit, kmax / gran});
+  s.S = std::max<int64_t>(s.S, 1);
+  s.KB = ((K + s.S - 1) / s.S + gran - 1) / gran * gran;  // channels per block
+  if (s.stage_bytes(s.KB) <= kMmaSingleStageBytes) {
+    s.KC = s.KB;
+  } else {
+    s.KC = gran;
+    while (2 * s.stage_bytes(s.KC + gran) <= kMmaDoubleStageBytes && s.KC + gran <= s.KB) s.KC += gran;
+    s.KB = (s.KB + s.KC - 1) / s.KC * s.KC;
+  }
+  s.S = (K + s.KB - 1) / s.KB;
+  return s;
+}
+bool conv1x1_mma_ok(const Ctx& x) {
+  return x.sm >= 80 && conv1x1_tiled_ok(x) && x.in(0).dtype == DType::F16 && x.in(1).dtype == DType::F16;
+}
+// Module-scope helpers of the mma kernels (PTX: ldmatrix, mma.sync, cp.async; no headers).
+const char* kMmaHelpers = R"(__device__ __forceinline__ unsigned opv_smem(const void* p) {
+  unsigned a; asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p)); return a;
+}
+__device__ __forceinline__ void opv_cp16(void* dst, const void* src, bool ok) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(opv_smem(dst)), "l"(src), "r"(ok ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void opv_ldsm4(unsigned* r, const unsigned short* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(opv_smem(p)) : "memory");
+}
+__device__ __forceinline__ void opv_ldsm4t(unsigned* r, const unsigned short* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(opv_smem(p)) : "memory");
+}
+__device__ __forceinline__ void opv_mma(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ float opv_ldcg(const float* p) { float v; asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p)); return v; }
+)";
+// The whole kernel body (after `i`); *blocks: the launch's block count; *globals: module-scope
+// declarations (helpers, split-K workspace).
+std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
+  const Buffer& X = x.in(0);
+  const Shape& os = x.out().shape;
+  const int64_t N = os[0], M = os[1], K = X.shape[1], OW = os[3], P = os[2] * os[3];
+  const MmaShape sh = mma_shape(N, M, P, K);
+  const int64_t MT = (M + sh.BM - 1) / sh.BM, PT = (P + sh.BN - 1) / sh.BN, TILE = sh.BM * sh.BN;
+  const int64_t nbuf = sh.KB > sh.KC ? 2 : 1;
+  const int64_t stage_halves = sh.BM * (sh.KC + 8) + sh.KC * (sh.BN + 8);
+  const int64_t smem = std::max(nbuf * stage_halves * 2, sh.WK * TILE * 4);
+  *blocks = sh.tiles * sh.S;
+  *globals = kMmaHelpers;
+  if (sh.S > 1)
+    *globals += "__device__ float opv_ws[" + I(sh.tiles * sh.S * TILE) + "];  // split-K partial tiles\n" +
+                "__device__ unsigned int opv_cnt[" + I(sh.tiles) + "];  // partials written per tile (0 between launches)\n";
+  const bool vec_a = K % 8 == 0, vec_b = P % 8 == 0;
+  std::ostringstream b;
+  b << "  // tile " << sh.BM << "x" << sh.BN << ", warps " << sh.WM << "x" << sh.WN << "x" << sh.WK << " (K groups), split-K "
+    << sh.S << " x " << sh.KB << " channels, stages of " << sh.KC << "\n"
+    << "  constexpr int BM = " << sh.BM << ", BN = " << sh.BN << ", WM = " << sh.WM << ", WN = " << sh.WN
+    << ", WK = " << sh.WK << ", KC = " << sh.KC << ", KB = " << sh.KB << ", S = " << sh.S << ", NBUF = " << nbuf << ";\n"
+    << "  constexpr int LDA = KC + 8, LDB = BN + 8, A_ST = BM * LDA, B_ST = KC * LDB, TILE = BM * BN;\n"
+    << "  constexpr opv_idx M = " << I(M) << ", K = " << I(K) << ", P = " << I(P) << ";\n"
+    << "  __shared__ __align__(16) unsigned char smem_[" << smem << "];\n"
+    << "  __shared__ int last_;\n"
+    << "  unsigned short* As = (unsigned short*)smem_;\n"
+    << "  unsigned short* Bs = As + NBUF * A_ST;\n"
+    << "  float* red = (float*)smem_;\n"
+    << "  (void)last_; (void)Bs;\n"
+    << "  const opv_idx tile = blockIdx.x / S;\n"
+    << "  const int sp = (int)(blockIdx.x % S);\n"
+    << "  const opv_idx p0 = (tile % " << PT << ") * BN, m0 = ((tile / " << PT << ") % " << MT << ") * BM, n = tile / "
+    << PT * MT << ";\n"
+    << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;\n"
+    << "  const int wk = warp / (WM * WN), wm = (warp % (WM * WN)) / WN, wn = warp % WN;\n"
+    << "  const opv_idx kbeg = (opv_idx)sp * KB;\n"
+    << "  const int nst = (int)(((K - kbeg < KB ? K - kbeg : KB) + KC - 1) / KC);\n"
+    << "  const unsigned short* Wg = in1;\n"
+    << "  const unsigned short* Xg = in0 + n * (K * P);\n"
+    << "  float acc[2][4][4];\n"
+    << "#pragma unroll\n  for (int a = 0; a < 2; ++a)\n#pragma unroll\n    for (int c = 0; c < 4; ++c)\n#pragma unroll\n"
+    << "      for (int r = 0; r < 4; ++r) acc[a][c][r] = 0.0f;\n"
+    << "  auto load_stage = [&](int buf, opv_idx kb) {\n"
+    << "    unsigned short* a = As + buf * A_ST;\n"
+    << "    unsigned short* bb = Bs + buf * B_ST;\n";
+  if (vec_a)
+    b << "    for (int e = tid; e < BM * KC / 8; e += " << kMmaThreads << ") {\n"
+      << "      const int r = e / (KC / 8), cc = (e % (KC / 8)) * 8;\n"
+      << "      const opv_idx m = m0 + r, c = kb + cc;\n"
+      << "      const bool ok = m < M && c < K;\n"
+      << "      opv_cp16(a + r * LDA + cc, ok ? Wg + m * K + c : Wg, ok);\n    }\n";
+  else
+    b << "    for (int e = tid; e < BM * KC; e += " << kMmaThreads << ") {\n"
+      << "      const int r = e / KC, cc = e % KC;\n"
+      << "      const opv_idx m = m0 + r, c = kb + cc;\n"
+      << "      a[r * LDA + cc] = (m < M && c < K) ? Wg[m * K + c] : (unsigned short)0;\n    }\n";
+  if (vec_b)
+    b << "    for (int e = tid; e < KC * BN / 8; e += " << kMmaThreads << ") {\n"
+      << "      const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
+      << "      const opv_idx c = kb + r, p = p0 + pp;\n"
+      << "      const bool ok = c < K && p < P;\n"
+      << "      opv_cp16(bb + r * LDB + pp, ok ? Xg + c * P + p : Xg, ok);\n    }\n";
+  else
+    b << "    for (int e = tid; e < KC * BN; e += " << kMmaThreads << ") {\n"
+      << "      const int r = e / BN, pp = e % BN;\n"
+      << "      const opv_idx c = kb + r, p = p0 + pp;\n"
+      << "      bb[r * LDB + pp] = (c < K && p < P) ? Xg[c * P + p] : (unsigned short)0;\n    }\n";
+  b << "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  };\n"
+    << "  load_stage(0, kbeg);\n"
+    << "  for (int st = 0; st < nst; ++st) {\n"
+    << "    if (st + 1 < nst) {\n"
+    << "      load_stage((st + 1) % NBUF, kbeg + (opv_idx)(st + 1) * KC);\n"
+    << "      asm volatile(\"cp.async.wait_group 1;\" ::: \"memory\");\n"
+    << "    } else {\n"
+    << "      asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
+    << "    }\n"
+    << "    __syncthreads();\n"
+    << "    const unsigned short* a = As + (st % NBUF) * A_ST;\n"
+    << "    const unsigned short* bb = Bs + (st % NBUF) * B_ST;\n"
+    << "#pragma unroll\n    for (int ks = 0; ks < KC / WK / 16; ++ks) {\n"
+    << "      const int kk = wk * (KC / WK) + ks * 16;\n"
+    << "      unsigned af[2][4], bf[4][2];\n"
+    << "#pragma unroll\n      for (int mi = 0; mi < 2; ++mi)\n"
+    << "        opv_ldsm4(af[mi], a + (wm * 32 + mi * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDA + kk + (lane >> 4) * 8);\n"
+    << "#pragma unroll\n      for (int nj = 0; nj < 2; ++nj) {\n"
+    << "        unsigned r[4];\n"
+    << "        opv_ldsm4t(r, bb + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn * 32 + nj * 16 + (lane >> 4) * 8);\n"
+    << "        bf[2 * nj][0] = r[0]; bf[2 * nj][1] = r[1]; bf[2 * nj + 1][0] = r[2]; bf[2 * nj + 1][1] = r[3];\n"
+    << "      }\n"
+    << "#pragma unroll\n      for (int mi = 0; mi < 2; ++mi)\n"
+    << "#pragma unroll\n        for (int ni = 0; ni < 4; ++ni) opv_mma(acc[mi][ni], af[mi], bf[ni]);\n"
+    << "    }\n"
+    << "    __syncthreads();\n"
+    << "  }\n"
+    // Accumulators -> shared memory (per K group), then one output per thread and step, adjacent
+    // threads on adjacent pixels.
+    << "  {\n    const int g = lane >> 2, t = lane & 3;\n"
+    << "#pragma unroll\n    for (int mi = 0; mi < 2; ++mi)\n"
+    << "#pragma unroll\n      for (int ni = 0; ni < 4; ++ni)\n"
+    << "#pragma unroll\n        for (int r = 0; r < 4; ++r)\n"
+    << "          red[wk * TILE + (wm * 32 + mi * 16 + g + (r >> 1) * 8) * BN + wn * 32 + ni * 8 + 2 * t + (r & 1)] = acc[mi][ni][r];\n"
+    << "  }\n  __syncthreads();\n";
+  // The epilogue on `sum` for output (m, p).
+  std::ostringstream epi;
+  epi << "      const opv_idx o0 = n, o1 = m, o2 = p / " << I(OW) << ", o3 = p % " << I(OW) << ";\n"
+      << "      (void)o0; (void)o1; (void)o2; (void)o3;\n"
+      << "      float v = sum" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "m") : "") << ";\n";
+  epi << post_ops(x) << "      " << store(x.out().dtype, "out0", "(n * M + m) * P + p", "v") << "\n";
+  if (sh.S == 1) {
+    b << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {\n"
+      << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
+      << "    if (m < M && p < P) {\n"
+      << "      float sum = red[o];\n"
+      << "#pragma unroll\n      for (int q = 1; q < WK; ++q) sum += red[q * TILE + o];\n"
+      << epi.str() << "    }\n  }\n";
+  } else {
+    b << "  float* wsp = opv_ws + (tile * S + sp) * TILE;\n"
+      << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {\n"
+      << "    float sum = red[o];\n"
+      << "#pragma unroll\n    for (int q = 1; q < WK; ++q) sum += red[q * TILE + o];\n"
+      << "    wsp[o] = sum;\n  }\n"
+      << "  __threadfence();\n  __syncthreads();\n"
+      << "  if (tid == 0) last_ = atomicAdd(&opv_cnt[tile], 1u) == (unsigned)(S - 1);\n"
+      << "  __syncthreads();\n  if (!last_) return;\n  __threadfence();\n"
+      << "  const float* wst = opv_ws + tile * S * TILE;\n"
+      << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {\n"
+      << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
+      << "    if (m < M && p < P) {\n"
+      << "      float sum = 0.0f;\n"
+      << "      for (int q = 0; q < S; ++q) sum += opv_ldcg(wst + q * TILE + o);\n"
+      << epi.str() << "    }\n  }\n"
+      << "  if (tid == 0) opv_cnt[tile] = 0u;\n";
+  }
+  return b.str();
+}
+
 // Softmax over one axis: one thread per (outer, inner) row; writes every element of its row.
 std::string softmax(const Ctx& x, std::string* why, int64_t* rows) {
   const Shape& xs = x.in(0).shape;
@@ -516,6 +755,10 @@ Generated generate(const Plan& p, const Call& c) {
   Generated g;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   Ctx x{p, c, k};
+  {
+    const std::string arch = Options::from_meta(p.meta).arch;  // "compute_<NN>", checked
+    x.sm = std::atoi(arch.c_str() + std::string("compute_").size());
+  }
   if (c.outputs.size() != 1) return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)
     if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
@@ -539,9 +782,18 @@ Generated generate(const Plan& p, const Call& c) {
   std::string body, why;
   bool writes_itself = false;  // the family stores (concat/copies/softmax) instead of the epilogue
   bool own_post_ops = false;   // ... and applies the post-ops itself (tiled 1x1 conv)
+  int64_t block = kBlock;      // threads per block
+  std::string globals;         // module-scope declarations of the family
   switch (k.op) {
     case OpKind::Conv:
-      if (conv1x1_tiled_ok(x)) {
+      if (conv1x1_mma_ok(x)) {
+        if (!post_ops_ok(x, &why)) break;
+        int64_t blocks = 0;
+        body = conv1x1_mma(x, &blocks, &globals);
+        block = kMmaThreads;
+        count = blocks * block;
+        writes_itself = own_post_ops = true;
+      } else if (conv1x1_tiled_ok(x)) {
         if (!post_ops_ok(x, &why)) break;
         body = conv1x1_tiled(x, &count);
         writes_itself = own_post_ops = true;
@@ -604,7 +856,9 @@ Generated generate(const Plan& p, const Call& c) {
       << ") -- do not edit\n"
       << kPrelude << "typedef " << (wide ? "long long" : "int") << " opv_idx;  // "
       << (wide ? "a buffer of this kernel has 2^31 elements or more" : "every index of this kernel fits an int") << "\n"
-      << "extern \"C\" __global__ void " << g.entry << "(" << params << ") {\n"
+      << globals << x.globals << "extern \"C\" __global__ void "
+      << (block != kBlock ? "__launch_bounds__(" + std::to_string(block) + ") " : std::string()) << g.entry << "("
+      << params << ") {\n"
       << (x.split ? "  const opv_idx t_ = (opv_idx)blockIdx.x * (opv_idx)blockDim.x + (opv_idx)threadIdx.x;\n"
                     "  const opv_idx i = t_ / " + std::to_string(kWarp) + ";  // one warp per output\n"
                     "  const int lane = (int)(threadIdx.x % " + std::to_string(kWarp) + ");\n"
@@ -613,7 +867,7 @@ Generated generate(const Plan& p, const Call& c) {
       << body << "}\n";
   g.source = src.str();
   g.global = {std::max<int64_t>(count, 1) * (x.split ? kWarp : 1), 0, 0};
-  g.local = {kBlock, 0, 0};
+  g.local = {block, 0, 0};
   static_assert(kBlock == kTileThreads, "the tiled 1x1 conv assumes the common block size");
   return g;
 }
