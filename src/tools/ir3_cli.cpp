@@ -378,9 +378,15 @@ int cmd_opt(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed"});
   if (a.help || a.pos.size() != 1) {
     std::printf(
-        "usage: opvision ir3 opt IN -o OUT [--pass relocate,rpt,hoist,legalize] [--validate N] [--seed S]\n"
-        "                        [--report] [--json]\n"
+        "usage: opvision ir3 opt IN -o OUT [--pass cp,coalesce,dce,relocate,rpt,hoist,legalize]\n"
+        "                        [--validate N] [--seed S] [--report] [--json]\n"
         "  Rewrites real a630 code with the binary passes, in the order given (default: all):\n"
+        "    cp        ALU sources read the register that already holds the same constant or copy;\n"
+        "              texture/memory operands of known constants (isam.s2en index pairs) an older\n"
+        "              register group holding the same constants\n"
+        "    coalesce  compute a texture coordinate into a dead register whose pair half already\n"
+        "              holds the constant its y needs (the fresh pair's move loses its reader)\n"
+        "    dce       remove ALU instructions whose results nothing reads\n"
         "    relocate  swap scalar-only registers so accumulators and their operands form runs\n"
         "    rpt       pack runs of same-opcode instructions into (rptN) with (r) sources\n"
         "    hoist     list-schedule straight-line code and guarded loads (br over a then-block) as\n"
@@ -408,7 +414,7 @@ int cmd_opt(int argc, char** argv) {
   for (const std::string& n : names) {
     bool known = false;
     for (const std::string& k : passes::pass_names()) known |= k == n;
-    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: relocate, rpt, hoist, legalize)");
+    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, dce, relocate, rpt, hoist, legalize)");
   }
   int gen = gen_of(a);
   bool report = a.flag("--report"), json = a.flag("--json");

@@ -1,10 +1,13 @@
 // Code: decode/emit with id-based branch targets, regions, and the assembler-text helpers.
 #include "ir3/passes/code.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <map>
 
 #include "core/error.h"
+#include "ir3/semantics.h"
 
 namespace opv::ir3::passes {
 
@@ -114,6 +117,217 @@ std::vector<std::pair<size_t, size_t>> Code::regions() const {
 
 // ------------------------------------------------------------------ text helpers
 
+bool is_control(const Ins& x) {
+  int cat = static_cast<int>(x.in.bits >> 61);
+  const std::string& n = x.in.name();
+  if (cat == 0) return n != "nop";
+  if (cat == 7) return true;
+  return n.rfind("atomic", 0) == 0;
+}
+
+// A write of a shared register r48-r55 (or hr48-hr55: units 512 + regid in a separate half file).
+bool shared_write(const Ins& x) {
+  for (int u : x.fx.writes)
+    if ((u >= 2 * 48 * 4 && u < 2 * 56 * 4) || (u >= 512 + 48 * 4 && u < 512 + 56 * 4)) return true;
+  return false;
+}
+
+bool is_pred_marker(const Ins& x) {
+  const std::string& n = x.in.name();
+  return n == "predt" || n == "predf" || n == "prede";
+}
+
+// Per index: inside a predicated construct (between predt/predf and prede), where a write
+// happens only in some lanes.
+std::vector<bool> predicated(const Code& c) {
+  std::vector<bool> in(c.ins.size(), false);
+  bool on = false;
+  for (size_t i = 0; i < c.ins.size(); ++i) {
+    const std::string& n = c.ins[i].in.name();
+    if (n == "prede") on = false;
+    in[i] = on && !is_pred_marker(c.ins[i]);
+    if (n == "predt" || n == "predf") on = true;
+  }
+  return in;
+}
+
+// live-in set of every instruction (index order); a write inside a predicated construct does
+// not kill (other lanes keep the old value); control flow we do not model keeps all live
+std::vector<int64_t> positions(const Code& c) {
+  int max_id = 0;
+  for (const Ins& x : c.ins) max_id = std::max(max_id, x.id);
+  std::vector<int64_t> pos(static_cast<size_t>(max_id) + 1, -1);
+  for (size_t i = 0; i < c.ins.size(); ++i) pos[static_cast<size_t>(c.ins[i].id)] = static_cast<int64_t>(i);
+  return pos;
+}
+
+std::vector<Live> liveness(const Code& c) {
+  size_t n = c.ins.size();
+  std::vector<int64_t> pos = positions(c);
+  std::vector<bool> pred = predicated(c);
+  // What a write kills. A half write in the merged file (the default when the kernel's
+  // mergedregs is not known) kills nothing: were the files in fact separate, the full register
+  // that the half register would alias keeps its value, and keeping it live is safe either way.
+  std::vector<std::vector<int>> kills(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Ins& x = c.ins[i];
+    kills[i] = x.fx.writes;
+    if (!c.merged_regs || x.fx.half_regs.empty()) continue;
+    std::vector<int> half, full;
+    for (const RegUse& w : semantics(x.in).writes)
+      for (int e = 0; e < w.elements; ++e)
+        for (int k = 0; k < w.count; ++k) {
+          int r = w.regid + k + (w.advancing ? e : 0);
+          if (r >= kFullRegs) continue;
+          if (w.half) half.push_back(r);
+          else full.push_back(2 * r), full.push_back(2 * r + 1);
+        }
+    std::vector<int> keep;
+    for (int u : x.fx.writes)
+      if (std::find(half.begin(), half.end(), u) == half.end() || std::find(full.begin(), full.end(), u) != full.end()) keep.push_back(u);
+    kills[i] = keep;
+  }
+  std::vector<Live> in(n);
+  Live all;
+  all.set();
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t i = n; i-- > 0;) {
+      const Ins& x = c.ins[i];
+      Live live;
+      bool known = !is_control(x) || x.fx.is_branch || x.fx.is_jump || x.fx.is_end || is_pred_marker(x) ||
+                   static_cast<int>(x.in.bits >> 61) == 7;
+      if (!known) {
+        live = all;
+      } else if (!x.fx.is_end) {
+        if (!x.fx.is_jump && i + 1 < n) live |= in[i + 1];
+        if (x.target_id >= 0) {
+          int64_t t = pos[static_cast<size_t>(x.target_id)];
+          if (t >= 0) live |= in[static_cast<size_t>(t)];
+        }
+        if (!pred[i])
+          for (int u : kills[i])
+            if (u < kUnitsMax) live.reset(static_cast<size_t>(u));
+        for (int u : x.fx.reads)
+          if (u < kUnitsMax) live.set(static_cast<size_t>(u));
+      }
+      if (live != in[i]) in[i] = live, changed = true;
+    }
+  }
+  return in;
+}
+
+std::string reg_name(int r, bool half) { return std::string(half ? "hr" : "r") + std::to_string(r / 4) + "." + "xyzw"[r % 4]; }
+
+int plain_move(const Ins& x, int* src, std::string* imm) {
+  if (x.fx.cat != 1 || x.in.name().rfind("mov-", 0) != 0 || x.in.get_or("REPEAT", 1) != 0) return -1;
+  Parts p = split(print(x.in));
+  bool half = p.mnemonic == "mov.u16u16";
+  if ((!half && p.mnemonic != "mov.u32u32") || p.operands.size() != 2) return -1;
+  if (p.operands[0].find('(') != std::string::npos) return -1;
+  int d = half ? half_reg(p.operands[0]) : full_reg(p.operands[0]);
+  if (d < 0 || d >= kFullRegs) return -1;
+  const std::string& s = p.operands[1];
+  *src = -1;
+  imm->clear();
+  if (!s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-')) {
+    *imm = (half ? "h:" : "") + s;
+  } else {
+    if (half || s.find('(') != std::string::npos) return -1;
+    *src = full_reg(s);
+    if (*src < 0 || *src >= kFullRegs || *src == d) return -1;
+  }
+  return half ? kFullRegs + d : d;
+}
+
+std::vector<KnownRegs> known_values(const Code& c) {
+  size_t n = c.ins.size();
+  std::vector<KnownRegs> in(n, KnownRegs(kSlots));
+  if (n == 0) return in;
+  std::vector<bool> pred = predicated(c);
+  std::vector<int64_t> pos = positions(c);
+  std::vector<std::vector<size_t>> preds(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Ins& x = c.ins[i];
+    if (!x.fx.is_jump && !x.fx.is_end && i + 1 < n) preds[i + 1].push_back(i);
+    if (x.target_id >= 0 && pos[static_cast<size_t>(x.target_id)] >= 0)
+      preds[static_cast<size_t>(pos[static_cast<size_t>(x.target_id)])].push_back(i);
+  }
+  // each instruction's own effect, once: forgotten registers, and the move it makes
+  std::map<std::string, int> imm_ids;
+  struct Effect {
+    bool all = false;          // control flow we do not model
+    std::vector<int> forget;   // registers written
+    int def = -1;              // move destination
+    Known fact;
+  };
+  std::vector<Effect> eff(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Ins& x = c.ins[i];
+    Effect& e = eff[i];
+    e.all = is_control(x) && !(x.fx.is_branch || x.fx.is_jump || x.fx.is_end || is_pred_marker(x) || x.fx.cat == 7);
+    for (int u : x.fx.writes) {
+      // units (legalize.h): full regid n is units 2n, 2n+1; a merged half regid m is unit m; a
+      // separate half regid m is unit 512 + m
+      if (u < 2 * kFullRegs) {
+        e.forget.push_back(u / 2);
+        if (c.merged_regs && u < kFullRegs) e.forget.push_back(kFullRegs + u);
+      } else if (!c.merged_regs && u >= 512 && u < 512 + kFullRegs) {
+        e.forget.push_back(kFullRegs + (u - 512));
+      }
+    }
+    std::sort(e.forget.begin(), e.forget.end());
+    e.forget.erase(std::unique(e.forget.begin(), e.forget.end()), e.forget.end());
+    int src;
+    std::string imm;
+    if (!pred[i] && (e.def = plain_move(x, &src, &imm)) >= 0) {
+      e.fact.kind = src >= 0 ? Known::Copy : Known::Imm;
+      e.fact.value = src >= 0 ? src : imm_ids.emplace(imm, static_cast<int>(imm_ids.size())).first->second;
+      e.fact.tag = static_cast<int>(i);
+    }
+  }
+  const KnownRegs unknown(kSlots, Known{Known::Unknown});
+  std::vector<KnownRegs> out(n, KnownRegs(kSlots));
+  auto equal = [](const KnownRegs& a, const KnownRegs& b) {
+    for (size_t r = 0; r < a.size(); ++r)
+      if (!a[r].same(b[r]) || a[r].tag != b[r].tag) return false;
+    return true;
+  };
+  bool changed = true;
+  for (int sweep = 0; changed; ++sweep) {
+    OPV_CHECK(sweep < 1000, "ir3 passes: the known-value dataflow does not converge");
+    changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      KnownRegs s = (i == 0 || preds[i].empty()) ? unknown : KnownRegs(kSlots);
+      if (i > 0)
+        for (size_t p : preds[i]) {
+          const KnownRegs& o = out[p];
+          for (size_t r = 0; r < s.size(); ++r) {
+            const Known& a = o[r];
+            Known& m = s[r];
+            if (a.kind == Known::Top) continue;
+            if (m.kind == Known::Top) m = a;
+            else if (!m.same(a)) m = Known{Known::Unknown};
+            else m.tag = std::max(m.tag, a.tag);
+          }
+        }
+      KnownRegs o = eff[i].all ? unknown : s;
+      if (!eff[i].all) {
+        for (int r : eff[i].forget) {
+          o[static_cast<size_t>(r)] = Known{Known::Unknown};
+          for (Known& k : o)
+            if (k.kind == Known::Copy && k.value == r) k = Known{Known::Unknown};
+        }
+        if (eff[i].def >= 0) o[static_cast<size_t>(eff[i].def)] = eff[i].fact;
+      }
+      if (!equal(s, in[i])) in[i] = std::move(s), changed = true;
+      if (!equal(o, out[i])) out[i] = std::move(o), changed = true;
+    }
+  }
+  return in;
+}
+
 Parts split(const std::string& text) {
   Parts p;
   size_t i = 0;
@@ -188,6 +402,14 @@ bool is_gpr(const std::string& op) {
   char kind;
   int n, c;
   return parse_reg(op, prefix, kind, n, c) && kind != 'c' && n < 48;
+}
+
+int half_reg(const std::string& op) {
+  std::string prefix;
+  char kind;
+  int n, comp;
+  if (!parse_reg(op, prefix, kind, n, comp) || kind != 'h' || n >= 48) return -1;
+  return n * 4 + comp;
 }
 
 int full_reg(const std::string& op) {

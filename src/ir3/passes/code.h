@@ -3,6 +3,7 @@
 // instructions freely; emit() recomputes every branch offset. Each instruction carries its
 // register/memory effects from the one description the hazard checker also uses (legalize.h).
 #pragma once
+#include <bitset>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -56,6 +57,58 @@ class Code {
  private:
   int next_id_ = 0;
 };
+
+// ---- analyses shared by the passes
+
+// Register units (legalize.h's Effects: full regid n is units 2n and 2n+1, half registers one
+// unit each, kept apart at 512 + regid when the kernel's files are separate).
+constexpr int kUnitsMax = 768;
+using Live = std::bitset<kUnitsMax>;
+
+// Control flow other than a plain nop: branches, jumps, end, predication markers, cat7
+// barriers/fences, atomics.
+bool is_control(const Ins& x);
+// A write of a shared register r48-r55 (or hr48-hr55 in a separate half file).
+bool shared_write(const Ins& x);
+// predt / predf / prede.
+bool is_pred_marker(const Ins& x);
+// Per index: inside a predicated construct (between predt/predf and prede), where a write
+// happens only in some lanes.
+std::vector<bool> predicated(const Code& c);
+// Live-in register units of every instruction (index order), a backward dataflow over the
+// control-flow graph: a write inside a predicated construct does not kill (other lanes keep the
+// old value); control flow that is not modelled keeps everything live.
+std::vector<Live> liveness(const Code& c);
+// Index of every instruction id (-1 for ids no longer in the program).
+std::vector<int64_t> positions(const Code& c);
+
+// What each register is known to hold where an instruction starts (a forward dataflow over the
+// control-flow graph): the immediate of an unrepeated, unpredicated `mov.u32u32 R, imm` (full)
+// or `mov.u16u16 hR, imm` (half), or a copy of full register S made by `mov.u32u32 R, S` (S a
+// plain r0-r47 component) while S is unchanged. A write of any unit of a register forgets it and
+// every copy of it (in the merged file a half write forgets the full register it is half of, and
+// a full write both halves); control flow that is not modelled forgets everything; a write
+// inside a predicated construct forgets (some lanes keep the old value). At a join a fact
+// survives only if every predecessor has it. Slots: full regid n (r0.x-r47.w) is slot n, half
+// regid m (hr0.x-hr47.w) is slot kFullRegs + m.
+constexpr int kFullRegs = 48 * 4;
+constexpr int kSlots = 2 * kFullRegs;
+struct Known {
+  enum Kind : uint8_t { Top, Imm, Copy, Unknown } kind = Top;  // Top: not reached (yet)
+  int value = -1;  // Imm: an id per distinct immediate (equal ids, equal bits); Copy: the source
+  int tag = -1;    // index of the move that made it (after a join, the latest of them)
+  bool same(const Known& o) const { return kind == o.kind && value == o.value; }
+};
+using KnownRegs = std::vector<Known>;  // kSlots entries
+std::vector<KnownRegs> known_values(const Code& c);
+// The move `mov.u32u32 R, x` / `mov.u16u16 hR, imm` (unrepeated, plain operands): R's slot,
+// with *src the source register (r0-r47, full moves only) or -1 and *imm the immediate's text;
+// -1 when the instruction is not such a move.
+int plain_move(const Ins& x, int* src, std::string* imm);
+// "r12.w" for full regid 51; "hr12.w" with half.
+std::string reg_name(int regid, bool half = false);
+// The half register an operand names ("(neg)hr2.w" -> regid 11), or -1.
+int half_reg(const std::string& operand);
 
 // ---- assembler-text helpers (Mesa syntax, as print() writes it)
 

@@ -4,8 +4,10 @@
 // is kept is decided elsewhere (ir3/optimize.h): the simulator must give bit-identical results
 // and the hazard checker must be clean.
 //
-// Order: relocate (rename registers so accumulators form runs) -> rpt (pack runs into (rptN))
-// -> hoist (list-schedule each region: loads first, ALU work under their latency) -> legalize
+// Order: cp (ALU sources read the register that already holds a copied value or constant) ->
+// coalesce (a texture coordinate goes into a pair whose second half already holds its constant) ->
+// dce (remove ALU instructions nothing reads: the moves cp left without readers) -> relocate
+// (rename registers so accumulators form runs) -> rpt (pack runs into (rptN)) -> hoist (list-schedule each region: loads first, ALU work under their latency) -> legalize
 // (drop every delay nop and sync flag, then re-insert exactly what the hazard checker needs).
 #pragma once
 #include <cstdint>
@@ -16,12 +18,15 @@
 
 namespace opv::ir3::passes {
 
+bool cp(Code& c);
+bool coalesce(Code& c);
+bool dce(Code& c);
 bool relocate(Code& c);
 bool rpt(Code& c);
 bool hoist(Code& c);
 bool legalize(Code& c);
 
-// Names in pipeline order, and a lookup ("relocate", "rpt", "hoist", "legalize").
+// Names in pipeline order, and a lookup ("cp", "coalesce", "dce", "relocate", "rpt", "hoist", "legalize").
 const std::vector<std::string>& pass_names();
 bool run_pass(const std::string& name, Code& c);
 

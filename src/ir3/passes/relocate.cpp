@@ -29,8 +29,6 @@ namespace {
 constexpr int kRegs = 48 * 4;  // r0.x .. r47.w
 constexpr size_t kWindow = 48;
 
-std::string reg_name(int r) { return "r" + std::to_string(r / 4) + "." + "xyzw"[r % 4]; }
-
 std::string rename_operand(const std::string& op, int from, int to) {
   if (full_reg(op) != from) return op;
   size_t at = op.rfind('r');

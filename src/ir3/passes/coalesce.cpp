@@ -1,0 +1,179 @@
+// coalesce: let a texture coordinate (or another register pair a memory instruction reads) be
+// computed into a pair whose second half already holds the constant it needs, so the move that
+// set up a fresh second half loses its reader (the dce pass then removes it).
+//
+// Mesa's a630 code reads a 2-D texel with `isam` from a pair (x, y); tinygrad's images are
+// addressed with y = 0 for most reads, and Mesa gives every coordinate a fresh pair with its own
+// `mov.u32u32 rN.y, 0` -- 7 % of the fixture's instructions.
+//
+// For each cat5/cat6 instruction I that reads a pair (X, X+1) of full registers where X+1 is
+// known to hold an immediate (known_values, code.h), and X is written by an unrepeated scalar
+// ALU instruction D before I:
+//   (1) the range (D, I] is entered only through D (no branch from outside targets it), nothing
+//       in it writes X, and every other reader of X in it is a scalar ALU source (renamable);
+//   (2) X is dead wherever control leaves the range (after I, and at the targets of branches
+//       inside it that lead out of it);
+//   (3) a register P is looked for: P+1 holds the same immediate at I, made by an earlier move
+//       than X+1's (so two pairs never trade holders) and never overwritten by this pass, and P
+//       is untouched by every instruction in [D, I] and dead throughout (D, I] and at its exits;
+//   (4) X is renamed P in D, in the readers, and in I (re-assembled from Mesa syntax; I must
+//       then read P and P+1). Liveness is updated for the next pair: P is live in (D, I].
+// Nothing else moves; the kept move of P+1's constant now serves both pairs.
+// Progress: true when a pair was coalesced.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ir3/passes/passes.h"
+#include "ir3/semantics.h"
+
+namespace opv::ir3::passes {
+
+namespace {
+
+bool touches(const Effects& f, int reg) {
+  for (int u : f.reads)
+    if (u / 2 == reg && u < 2 * kFullRegs) return true;
+  for (int u : f.writes)
+    if (u / 2 == reg && u < 2 * kFullRegs) return true;
+  return false;
+}
+
+bool writes(const Effects& f, int reg) {
+  for (int u : f.writes)
+    if (u / 2 == reg && u < 2 * kFullRegs) return true;
+  return false;
+}
+
+bool reads(const Effects& f, int reg) {
+  for (int u : f.reads)
+    if (u / 2 == reg && u < 2 * kFullRegs) return true;
+  return false;
+}
+
+bool live_at(const Live& l, int reg) { return l.test(static_cast<size_t>(2 * reg)) || l.test(static_cast<size_t>(2 * reg + 1)); }
+
+bool scalar_alu(const Ins& x) {
+  if (x.fx.cat < 1 || x.fx.cat > 3 || x.in.get_or("REPEAT", 1) != 0) return false;
+  return x.fx.cat != 1 || x.in.name().rfind("mov-", 0) == 0;
+}
+
+// x with every operand in [first, last) naming full register `from` (plainly: prefixes kept,
+// no (r) or relative form) renamed `to`; false if one names it otherwise or none does.
+bool rename(const Ins& x, int from, int to, size_t first, size_t last, int gen, Instr* out) {
+  Parts p = split(print(x.in));
+  bool any = false;
+  for (size_t k = first; k < p.operands.size() && k < last; ++k) {
+    std::string& op = p.operands[k];
+    if (full_reg(op) != from) continue;
+    if (op.find("(r)") != std::string::npos || op.find('<') != std::string::npos) return false;
+    op = op.substr(0, op.rfind('r')) + reg_name(to);
+    any = true;
+  }
+  if (!any) return false;
+  std::string text = p.flags + p.mnemonic;
+  for (size_t k = 0; k < p.operands.size(); ++k) text += (k ? ", " : " ") + p.operands[k];
+  Instr re = parse(text, gen);
+  if (!re.valid() || re.name() != x.in.name()) return false;
+  *out = re;
+  return true;
+}
+
+}  // namespace
+
+bool coalesce(Code& c) {
+  size_t n = c.ins.size();
+  std::vector<KnownRegs> known = known_values(c);
+  std::vector<Live> live = liveness(c);
+  std::vector<bool> pred = predicated(c);
+  std::vector<int64_t> pos = positions(c);
+  // branch sources per target index
+  std::vector<std::vector<size_t>> from(n);
+  for (size_t k = 0; k < n; ++k)
+    if (c.ins[k].target_id >= 0 && pos[static_cast<size_t>(c.ins[k].target_id)] >= 0)
+      from[static_cast<size_t>(pos[static_cast<size_t>(c.ins[k].target_id)])].push_back(k);
+  std::set<int> clobbered;  // registers this pass wrote somewhere: their known values no longer hold
+  bool progress = false;
+  for (size_t i = 0; i < n; ++i) {
+    const Ins& xi = c.ins[i];
+    if (xi.fx.cat != 5 && xi.fx.cat != 6) continue;
+    Semantics sem = semantics(xi.in);
+    for (const RegUse& u : sem.reads) {
+      if (u.half || u.count != 2 || u.regid + 1 >= kFullRegs) continue;
+      int x = u.regid;
+      const Known& hi = known[i][static_cast<size_t>(x + 1)];
+      if (getenv("OPV_DEBUG_COALESCE")) fprintf(stderr, "coalesce: %zu %s: hi=%d\n", i, print(xi.in).c_str(), int(hi.kind));
+      if (hi.kind != Known::Imm || clobbered.count(x + 1) || writes(xi.fx, x)) continue;
+      // D: the last writer of X before I, in index order
+      size_t d = i;
+      while (d-- > 0)
+        if (writes(c.ins[d].fx, x)) break;
+      if (d >= i) continue;
+      const Ins& xd = c.ins[d];
+      if (!scalar_alu(xd) || pred[d]) continue;
+      Parts pd = split(print(xd.in));
+      if (pd.operands.empty() || pd.operands[0] != reg_name(x)) continue;
+      bool ok = true;
+      std::vector<size_t> exits{i + 1};
+      std::vector<size_t> readers;
+      for (size_t k = d + 1; k <= i && ok; ++k) {
+        const Ins& xk = c.ins[k];
+        for (size_t s : from[k]) ok = ok && s >= d && s <= i;  // entered only through D
+        if (is_control(xk) && !(xk.fx.is_branch || xk.fx.is_jump || is_pred_marker(xk))) ok = false;
+        if (xk.target_id >= 0) {
+          size_t t = static_cast<size_t>(pos[static_cast<size_t>(xk.target_id)]);
+          if (t <= d || t > i) exits.push_back(t);
+        }
+        if (k < i && reads(xk.fx, x)) {
+          if (!scalar_alu(xk)) ok = false;
+          readers.push_back(k);
+        }
+      }
+      if (getenv("OPV_DEBUG_COALESCE")) fprintf(stderr, "coalesce: %zu %s: d=%zu ok=%d\n", i, print(xi.in).c_str(), d, ok);
+      if (!ok || i + 1 >= n) continue;
+      for (size_t e : exits) ok = ok && !live_at(live[e], x);
+      if (!ok) continue;
+      int best = -1;
+      for (int p = 0; p + 1 < kFullRegs; ++p) {
+        if (p == x || p == x + 1 || p + 1 == x || clobbered.count(p + 1)) continue;
+        const Known& h = known[i][static_cast<size_t>(p + 1)];
+        if (!h.same(hi) || h.tag >= hi.tag) continue;
+        bool free = true;
+        for (size_t k = d; k <= i && free; ++k) free = !touches(c.ins[k].fx, p) && (k == d || !live_at(live[k], p));
+        for (size_t e : exits) free = free && !live_at(live[e], p);
+        if (free && (best < 0 || h.tag < known[i][static_cast<size_t>(best + 1)].tag)) best = p;
+      }
+      if (getenv("OPV_DEBUG_COALESCE")) fprintf(stderr, "coalesce: %zu %s: d=%zu best=%d\n", i, print(xi.in).c_str(), d, best);
+      if (best < 0) continue;
+      // (4) rename, all or nothing
+      std::vector<std::pair<size_t, Instr>> edits;
+      Instr re;
+      if (!rename(xd, x, best, 0, 1, c.gen, &re)) continue;
+      edits.emplace_back(d, re);
+      for (size_t k : readers) {
+        if (!rename(c.ins[k], x, best, 1, SIZE_MAX, c.gen, &re)) {
+          ok = false;
+          break;
+        }
+        edits.emplace_back(k, re);
+      }
+      if (!ok || !rename(xi, x, best, 1, SIZE_MAX, c.gen, &re)) continue;
+      Effects fi = effects(re, c.merged_regs);
+      if (reads(fi, x) || !reads(fi, best) || !reads(fi, best + 1)) continue;
+      edits.emplace_back(i, re);
+      for (auto& [k, in] : edits) c.set(k, in);
+      for (size_t k = d + 1; k <= i; ++k) live[k].set(static_cast<size_t>(2 * best)).set(static_cast<size_t>(2 * best + 1));
+      clobbered.insert(best);
+      progress = true;
+      break;  // I's effects changed: one pair per instruction
+    }
+  }
+  return progress;
+}
+
+}  // namespace opv::ir3::passes
