@@ -13,15 +13,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 D="$ROOT/.devrun"
 V="$D/cuda_variants"
-ARCH=compute_80  # the bundled artifacts' PTX (compile --cuda-arch)
+ARCH=compute_80  # the bundled artifacts' PTX (compile --cuda-arch): compute_80+ has the tensor-core 1x1s
 if [[ "${1:-}" == "--bundle" ]]; then
   bash "$ROOT/bench/device_opencl.sh" --bundle
   bash "$ROOT/scripts/device_gtest.sh" --bundle "$ROOT/build/test_cuda" "$ROOT/build/test_backend"
   strip "$D/opvision"  # the run tool carries at most 64 MiB
   mkdir -p "$V"
   OPV="$ROOT/build/opvision"
-  # compute_80 (Ampere and newer): the tensor-core (mma.sync) 1x1 convs. (A compute_75 build of the
-  # fixture for a before/after in one run does not fit the run tool's 64 MiB next to this one.)
+  # (A second build of the fixture, for a before/after in one run, does not fit the run tool's
+  # 64 MiB next to this one.)
   "$OPV" compile "$ROOT/../shared/models/opvision_t12_fp16.onnx" -o "$V/fixture_fp16.opv" --target cuda \
     --cuda-arch "$ARCH"
   # The fixture's ONNX stays behind (the carry limit): the artifacts are compiled, the PyTorch peer

@@ -53,6 +53,9 @@ __device__ __forceinline__ float opv_warp_sum(float v) {
 }
 )";
 
+// The virtual architecture's number of a plan (meta cuda_arch, "compute_<NN>"): 75, 80, 90, ...
+int plan_sm(const Plan& p) { return arch_number(Options::from_meta(p.meta).arch); }  // checked: compute_<digits>
+
 // An index literal: plain when it fits an int, else opv_idx.
 std::string I(int64_t v) {
   return std::to_string(v) + (v > INT32_MAX || v < INT32_MIN ? "LL" : "");
@@ -122,7 +125,7 @@ struct Ctx {
   const Kernel& k;
   int sm = 75;         // the virtual architecture's number (plan meta cuda_arch): >= 80 enables mma.sync
   bool split = false;  // one warp per output (`lane` in scope; Gemm/MatMul), see kSplitMaxOutputs
-  mutable std::string globals;  // module-scope declarations a family needs (helpers, workspaces)
+  mutable std::string globals{};  // module-scope declarations a family needs (helpers, workspaces)
   // The code that ends a split reduction (warp sum, lanes 1.. leave).
   std::string reduce_end() const { return split ? "  acc = opv_warp_sum(acc);\n  if (lane != 0) return;\n" : ""; }
   const Buffer& in(size_t j) const { return p.buffers.at(size_t(c.inputs.at(j))); }
@@ -251,6 +254,71 @@ __device__ __forceinline__ float opv_dot8(opv_u4 a, opv_u4 b, float acc) {
   return opv_dot2(a.w, b.w, opv_dot2(a.z, b.z, opv_dot2(a.y, b.y, opv_dot2(a.x, b.x, acc))));
 }
 )";
+// Dense (group 1) convolutions other than the tiled 1x1s (the 3x3 stride-2 stem): a thread
+// computes CO output channels of one output pixel, so each input element it loads serves CO
+// products; the block's CO x C x KH x KW weights sit in shared memory as fp32, [tap][CO] (16-byte
+// broadcast reads: every thread of a block uses the same channels). A block is 128 consecutive
+// pixels of one channel group.
+constexpr int kMultiThreads = 128;
+constexpr int64_t kMultiSmemBytes = 32 << 10;
+int64_t conv_multi_co(const Ctx& x) {
+  if (x.k.op != OpKind::Conv || x.k.attrs.i("group", 1) != 1) return 0;
+  const Shape& ws = x.in(1).shape;
+  if (ws.size() != 4 || x.in(0).shape.size() != 4 || x.out().shape.size() != 4) return 0;
+  const int64_t M = ws[0], taps = ws[1] * ws[2] * ws[3];
+  if (taps < 9) return 0;  // little reuse to gain
+  // 8 channels per thread: the stem's 64 x 64 x 128 outputs are 512 blocks (16 per thread:
+  // 256 blocks, 19 us on the H200, from 53 us at one channel per thread).
+  for (int64_t co : {8, 4})
+    if (M % co == 0 && taps * co * 4 <= kMultiSmemBytes) return co;
+  return 0;
+}
+std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks) {
+  const Buffer& X = x.in(0);
+  const Buffer& W = x.in(1);
+  const Shape& os = x.out().shape;
+  const Attrs& a = x.k.attrs;
+  const auto s = a.ints("strides", {1, 1}), d = a.ints("dilations", {1, 1}), pd = a.ints("pads", {0, 0, 0, 0});
+  const int64_t N = os[0], M = os[1], OH = os[2], OW = os[3], C = X.shape[1], H = X.shape[2], Wd = X.shape[3];
+  const int64_t KH = W.shape[2], KW = W.shape[3], taps = C * KH * KW, PIX = OH * OW;
+  const int64_t PB = (PIX + kMultiThreads - 1) / kMultiThreads, G = M / co;
+  *blocks = N * G * PB;
+  std::ostringstream b;
+  b << "  // " << co << " output channels per thread, weights in shared memory\n"
+    << "  __shared__ __align__(16) float wsm[" << taps * co << "];\n"
+    << "  const opv_idx pb = blockIdx.x % " << PB << ", cg = (blockIdx.x / " << PB << ") % " << G
+    << ", o0 = blockIdx.x / " << PB * G << ";\n"
+    << "  for (int e = threadIdx.x; e < " << taps * co << "; e += " << kMultiThreads << ") {\n"
+    << "    const int j = e / " << taps << ", q = e % " << taps << ";\n"
+    << "    wsm[q * " << co << " + j] = " << load(W.dtype, "in1", "(cg * " + I(co) + " + j) * " + I(taps) + " + q") << ";\n"
+    << "  }\n  __syncthreads();\n"
+    << "  const opv_idx pix = pb * " << kMultiThreads << " + threadIdx.x;\n"
+    << "  if (pix >= " << I(PIX) << ") return;\n"
+    << "  const opv_idx o2 = pix / " << I(OW) << ", o3 = pix % " << I(OW) << ";\n"
+    << "  float acc[" << co << "];\n"
+    << "#pragma unroll\n  for (int j = 0; j < " << co << "; ++j) acc[j] = 0.0f;\n"
+    << "  for (int c = 0; c < " << C << "; ++c) {\n"
+    << "    const opv_idx xc = (o0 * " << I(C) << " + c) * " << I(H * Wd) << ";\n"
+    << "#pragma unroll\n    for (int kh = 0; kh < " << KH << "; ++kh) {\n"
+    << "      const opv_idx ih = o2 * " << I(s[0]) << " - " << I(pd[0]) << " + kh * " << I(d[0]) << ";\n"
+    << "#pragma unroll\n      for (int kw = 0; kw < " << KW << "; ++kw) {\n"
+    << "        const opv_idx iw = o3 * " << I(s[1]) << " - " << I(pd[1]) << " + kw * " << I(d[1]) << ";\n"
+    << "        const float xv = (ih >= 0 && ih < " << I(H) << " && iw >= 0 && iw < " << I(Wd) << ") ? "
+    << load(X.dtype, "in0", "xc + ih * " + I(Wd) + " + iw") << " : 0.0f;\n"
+    << "        const float4* wq = (const float4*)(wsm + ((c * " << KH << " + kh) * " << KW << " + kw) * " << co << ");\n"
+    << "#pragma unroll\n        for (int j = 0; j < " << co / 4 << "; ++j) {\n"
+    << "          const float4 w4 = wq[j];\n"
+    << "          acc[4 * j] = fmaf(xv, w4.x, acc[4 * j]); acc[4 * j + 1] = fmaf(xv, w4.y, acc[4 * j + 1]);\n"
+    << "          acc[4 * j + 2] = fmaf(xv, w4.z, acc[4 * j + 2]); acc[4 * j + 3] = fmaf(xv, w4.w, acc[4 * j + 3]);\n"
+    << "        }\n      }\n    }\n  }\n"
+    << "#pragma unroll\n  for (int j = 0; j < " << co << "; ++j) {\n"
+    << "    const opv_idx o1 = cg * " << I(co) << " + j;\n"
+    << "    float v = acc[j]" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "o1") : "") << ";\n"
+    << post_ops(x) << "    " << store(x.out().dtype, "out0", "((o0 * " + I(M) + " + o1) * " + I(PIX) + ") + pix", "v")
+    << "\n  }\n";
+  return b.str();
+}
+
 // Gemm (2-D, transA/transB, alpha, beta, C broadcast) and MatMul (rank >= 2, batch broadcast).
 std::string matmul(const Ctx& x, std::string* why) {
   const Buffer& A = x.in(0);
@@ -726,6 +794,26 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   return b.str();
 }
 
+// fp16 1x1 convs on a 1 x 1 map (the SE gate's squeeze) are GEMVs: a warp per output channel,
+// 16-byte loads (as the Gemm rows), instead of mma tiles that would be 1/32 full.
+bool conv1x1_gemv_ok(const Ctx& x) {
+  if (!conv1x1_tiled_ok(x)) return false;
+  const Shape& xs = x.in(0).shape;
+  return xs[2] * xs[3] == 1 && x.in(0).dtype == DType::F16 && x.in(1).dtype == DType::F16 && xs[1] % 8 == 0 &&
+         xs[1] >= kSplitMinSteps;
+}
+std::string conv1x1_gemv(const Ctx& x) {
+  const int64_t K = x.in(0).shape[1];
+  x.globals += kDot8;
+  std::ostringstream s;
+  s << coords(x.out().shape) << "  float acc = 0.0f;\n"
+    << "  for (opv_idx kk = lane * 8; kk < " << I(K) << "; kk += " << 8 * kWarp << ")\n"
+    << "    acc = opv_dot8(*(const opv_u4*)(in0 + o0 * " << I(K) << " + kk), *(const opv_u4*)(in1 + o1 * " << I(K)
+    << " + kk), acc);\n"
+    << x.reduce_end() << "  float v = acc" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "o1") : "") << ";\n";
+  return s.str();
+}
+
 // Softmax over one axis: one thread per (outer, inner) row; writes every element of its row.
 std::string softmax(const Ctx& x, std::string* why, int64_t* rows) {
   const Shape& xs = x.in(0).shape;
@@ -749,16 +837,156 @@ std::string softmax(const Ctx& x, std::string* why, int64_t* rows) {
   return s.str();
 }
 
+// ---- batched GEMVs (the heads) -----------------------------------------------------------------
+// Independent fp16 GEMV calls (Gemm, A [1, K], B [N, K] transposed, optional bias, unary post-ops,
+// K % 8 == 0) become one launch: a warp per output row of any member, 16-byte loads (opv_dot8).
+// Plan form, as the opencl target's batched calls (validate.cpp skips their shape check by the
+// "cl_batch" attribute, plan_stats counts the member calls): outputs = [member 0's, member 1's,
+// ...], inputs = [member 0's A, B, C, member 1's ...] (an absent C stays -1); the kernel's
+// post-ops are the members' in order, "cuda_batch_post_ops" = how many each member has.
+constexpr int kBatchMax = 64;  // members per batched launch (kernel parameters: 4 KB)
+bool gemv_batchable(const Plan& p, const Call& c) {
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  if (k.op != OpKind::Gemm || !k.source.empty() || c.outputs.size() != 1 || c.inputs.size() < 2 ||
+      c.inputs[0] < 0 || c.inputs[1] < 0 || k.attrs.i("cl_batch", 0) > 0)
+    return false;
+  if (k.attrs.i("transA", 0) || !k.attrs.i("transB", 0) || k.attrs.f("alpha", 1.0) != 1.0 || k.attrs.f("beta", 1.0) != 1.0)
+    return false;
+  for (const PostOp& po : k.post_ops)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return false;
+  const Buffer& A = p.buffers.at(size_t(c.inputs[0]));
+  const Buffer& B = p.buffers.at(size_t(c.inputs[1]));
+  const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
+  if (A.dtype != DType::F16 || B.dtype != DType::F16 || !is_float(Y.dtype) || A.shape.size() != 2 ||
+      B.shape.size() != 2 || Y.layout != Layout::Linear || A.shape[0] != 1 || A.shape[1] % 8 != 0 ||
+      B.shape[1] != A.shape[1] || Y.shape != Shape{1, B.shape[0]})
+    return false;
+  if (c.inputs.size() > 2 && c.inputs[2] >= 0) {
+    const Buffer& C = p.buffers.at(size_t(c.inputs[2]));
+    if (!is_float(C.dtype) || numel(C.shape) != B.shape[0] || C.shape.back() != B.shape[0]) return false;
+  }
+  return true;
+}
+// The batched call's source (generate() on a call whose kernel has "cl_batch"): member g is
+// outputs[g], inputs[3g .. 3g+2], and the next "cuda_batch_post_ops"[g] of the kernel's post-ops.
+Generated gemv_batch(const Plan& p, const Call& c) {
+  Generated gen;
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
+  const size_t n = c.outputs.size();
+  if (n == 0 || npo.size() != n || c.inputs.size() != 3 * n) return gen.why = "batched GEMV call out of shape", gen;
+  std::string params;
+  std::ostringstream body;
+  int64_t rows = 0;
+  size_t po_at = 0;
+  for (size_t g = 0; g < n; ++g) {
+    if (c.inputs[3 * g] < 0 || c.inputs[3 * g + 1] < 0) return gen.why = "batched GEMV without A or B", gen;
+    const Buffer& A = p.buffers.at(size_t(c.inputs[3 * g]));
+    const Buffer& B = p.buffers.at(size_t(c.inputs[3 * g + 1]));
+    const Buffer& Y = p.buffers.at(size_t(c.outputs[g]));
+    const int64_t N = B.shape.at(0), K = B.shape.at(1);
+    if (A.dtype != DType::F16 || B.dtype != DType::F16 || !is_float(Y.dtype) || K % 8 || numel(A.shape) != K ||
+        numel(Y.shape) != N)
+      return gen.why = "batched GEMV member " + std::to_string(g) + " is not an fp16 GEMV", gen;
+    const std::string o = "out" + std::to_string(g), a = "in" + std::to_string(3 * g),
+                      w = "in" + std::to_string(3 * g + 1), bias = "in" + std::to_string(3 * g + 2);
+    body << "  if (r < " << I(rows + N) << ") {  // member " << g << ": " << Y.name << "\n"
+         << "    const opv_idx row = r - " << I(rows) << ";\n"
+         << "    float acc = 0.0f;\n"
+         << "    for (opv_idx kk = lane * 8; kk < " << I(K) << "; kk += " << 8 * kWarp << ")\n"
+         << "      acc = opv_dot8(*(const opv_u4*)(" << a << " + kk), *(const opv_u4*)(" << w << " + row * " << I(K)
+         << " + kk), acc);\n"
+         << "    acc = opv_warp_sum(acc);\n    if (lane != 0) return;\n"
+         << "    float v = acc"
+         << (c.inputs[3 * g + 2] >= 0 ? " + " + load(p.buffers.at(size_t(c.inputs[3 * g + 2])).dtype, bias, "row")
+                                       : std::string())
+         << ";\n";
+    for (int64_t q = 0; q < npo[g]; ++q, ++po_at) {
+      if (po_at >= k.post_ops.size() || k.post_ops[po_at].input >= 0) return gen.why = "batched GEMV post-ops", gen;
+      body << "    v = " << unary_expr(k.post_ops[po_at], "v") << ";\n";
+    }
+    body << "    " << store(Y.dtype, o, "row", "v") << "\n    return;\n  }\n";
+    rows += N;
+    params += std::string(params.empty() ? "" : ", ") + c_type(Y.dtype) + "* __restrict__ " + o;
+  }
+  for (size_t j = 0; j < c.inputs.size(); ++j)
+    if (c.inputs[j] >= 0)
+      params += std::string(", const ") + c_type(p.buffers[size_t(c.inputs[j])].dtype) + "* __restrict__ in" +
+                std::to_string(j);
+  gen.entry = "opv_" + k.name;
+  std::ostringstream src;
+  src << "// generated by opvision src/target/cuda/codegen.cpp (kernel " << k.name << ", " << n
+      << " batched GEMVs) -- do not edit\n"
+      << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
+      << kDot8 << "extern \"C\" __global__ void " << gen.entry << "(" << params << ") {\n"
+      << "  const opv_idx r = ((opv_idx)blockIdx.x * (opv_idx)blockDim.x + (opv_idx)threadIdx.x) / " << kWarp
+      << ";  // one warp per output row\n"
+      << "  const int lane = (int)(threadIdx.x % " << kWarp << ");\n"
+      << body.str() << "}\n";
+  gen.source = src.str();
+  gen.global = {rows * kWarp, 0, 0};
+  gen.local = {kBlock, 0, 0};
+  return gen;
+}
+// Groups each batchable call with the later batchable calls whose inputs are all ready before it
+// (plan inputs, constants, outputs of earlier calls): those move up into one launch. Before
+// memory planning every buffer has one writer, so moving a call earlier past calls that neither
+// write its inputs nor read its outputs changes no value.
+void batch_gemvs(Plan& p) {
+  for (const Buffer& b : p.buffers)
+    if (b.kind == BufferKind::Intermediate && b.offset >= 0) return;  // planned: arena ranges are shared
+  const size_t nc = p.calls.size();
+  std::vector<char> ok(nc), moved(nc, 0), ready(p.buffers.size(), 0);
+  for (size_t i = 0; i < nc; ++i) ok[i] = gemv_batchable(p, p.calls[i]);
+  for (size_t b = 0; b < p.buffers.size(); ++b)
+    ready[b] = p.buffers[b].kind == BufferKind::Input || p.buffers[b].kind == BufferKind::Constant;
+  auto inputs_ready = [&](const Call& c) {
+    for (int b : c.inputs)
+      if (b >= 0 && !ready[size_t(b)]) return false;
+    return true;
+  };
+  std::vector<Call> calls;
+  for (size_t i = 0; i < nc; ++i) {
+    if (moved[i]) continue;
+    std::vector<const Call*> group{&p.calls[i]};
+    if (ok[i])
+      for (size_t j = i + 1; j < nc && group.size() < size_t(kBatchMax); ++j)
+        if (ok[j] && !moved[j] && inputs_ready(p.calls[j])) group.push_back(&p.calls[j]), moved[j] = 1;
+    if (group.size() == 1) {
+      calls.push_back(p.calls[i]);
+    } else {
+      Call fused;
+      Kernel k = p.kernels.at(size_t(group[0]->kernel));
+      k.name = "gemv_f16_x" + std::to_string(group.size());
+      k.post_ops.clear();
+      std::vector<int64_t> npo;
+      for (const Call* c : group) {
+        fused.label += (fused.label.empty() ? "" : "+") + c->label;
+        fused.outputs.push_back(c->outputs[0]);
+        for (size_t j = 0; j < 3; ++j) fused.inputs.push_back(j < c->inputs.size() ? c->inputs[j] : -1);
+        const Kernel& mk = p.kernels.at(size_t(c->kernel));
+        k.post_ops.insert(k.post_ops.end(), mk.post_ops.begin(), mk.post_ops.end());
+        npo.push_back(int64_t(mk.post_ops.size()));
+      }
+      k.attrs.set("cl_batch", int64_t(group.size()));
+      k.attrs.set("cuda_batch_post_ops", npo);
+      fused.kernel = int(p.kernels.size());
+      p.kernels.push_back(std::move(k));
+      calls.push_back(std::move(fused));
+    }
+    for (int b : calls.back().outputs) ready[size_t(b)] = 1;
+  }
+  p.calls = std::move(calls);
+}
+
 }  // namespace
 
 Generated generate(const Plan& p, const Call& c) {
   Generated g;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   Ctx x{p, c, k};
-  {
-    const std::string arch = Options::from_meta(p.meta).arch;  // "compute_<NN>", checked
-    x.sm = std::atoi(arch.c_str() + std::string("compute_").size());
-  }
+  x.sm = plan_sm(p);
+  if (k.op == OpKind::Gemm && k.attrs.i("cl_batch", 0) > 0) return gemv_batch(p, c);
   if (c.outputs.size() != 1) return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)
     if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
@@ -777,7 +1005,7 @@ Generated generate(const Plan& p, const Call& c) {
       const Shape& a = x.in(0).shape;
       steps = a.empty() ? 0 : (k.attrs.i("transA", 0) ? a[0] : a.back());
     }
-    x.split = steps >= kSplitMinSteps;
+    x.split = steps >= kSplitMinSteps || conv1x1_gemv_ok(x);
   }
   std::string body, why;
   bool writes_itself = false;  // the family stores (concat/copies/softmax) instead of the epilogue
@@ -786,7 +1014,9 @@ Generated generate(const Plan& p, const Call& c) {
   std::string globals;         // module-scope declarations of the family
   switch (k.op) {
     case OpKind::Conv:
-      if (conv1x1_mma_ok(x)) {
+      if (x.split) {
+        body = conv1x1_gemv(x);
+      } else if (conv1x1_mma_ok(x)) {
         if (!post_ops_ok(x, &why)) break;
         int64_t blocks = 0;
         body = conv1x1_mma(x, &blocks, &globals);
@@ -796,6 +1026,13 @@ Generated generate(const Plan& p, const Call& c) {
       } else if (conv1x1_tiled_ok(x)) {
         if (!post_ops_ok(x, &why)) break;
         body = conv1x1_tiled(x, &count);
+        writes_itself = own_post_ops = true;
+      } else if (const int64_t co = conv_multi_co(x); co > 0) {
+        if (!post_ops_ok(x, &why)) break;
+        int64_t blocks = 0;
+        body = conv_multi(x, co, &blocks);
+        block = kMultiThreads;
+        count = blocks * block;
         writes_itself = own_post_ops = true;
       } else {
         body = conv(x, &why);
@@ -874,6 +1111,7 @@ Generated generate(const Plan& p, const Call& c) {
 
 bool codegen(Plan& p, const PassCtx& /*ctx*/) {
   OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");
+  batch_gemvs(p);
   std::vector<Kernel> kernels;
   std::map<std::pair<std::string, std::string>, int> interned;  // (source, entry) -> kernel
   std::string refused;

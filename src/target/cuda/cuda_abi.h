@@ -27,11 +27,25 @@
 //                      so a partial last block is safe. Dynamic shared memory: none.
 //   Order              calls run in plan order on one stream; nothing between them needs the host.
 //                      The backend may record the whole inference (input copies, launches, output
-//                      copies) once as a CUDA graph and replay it.
+//                      copies) once as a CUDA graph and replay it. Calls that share a kernel may
+//                      share its module's __device__ workspace (split-K 1x1 convs), so they never
+//                      run concurrently.
+//   Batched calls      kernel attr "cl_batch" = n (batched fp16 GEMVs): outputs = the members'
+//                      outputs in order, inputs = 3 per member (A, B, C; an absent C is -1).
 #pragma once
+
+#include <cstdlib>
+#include <string>
 
 namespace opv::plan::cuda {
 
 constexpr const char* kPtxFormat = "ptx";  // Kernel.options of a loadable kernel
+
+// The number of a "compute_<NN>" architecture (plan meta "cuda_arch"; "" = the default, 75).
+inline int arch_number(const std::string& arch) {
+  const std::string prefix = "compute_";
+  if (arch.compare(0, prefix.size(), prefix) != 0) return 75;
+  return std::atoi(arch.c_str() + prefix.size());
+}
 
 }  // namespace opv::plan::cuda
