@@ -303,6 +303,7 @@ struct F16Case {
   int post;               // 0 none, 1 bias + ReLU, 2 bias + residual Add + GELU
   bool gemv = false;
   bool heads = false;     // three GEMV heads of [1, C] (M, M + 24 and 16 rows), then a second layer each
+  bool dw_pair = false;   // depthwise 3x3 (bias) -> depthwise 7x7 (bias, GELU), both outputs kept
 };
 std::vector<F16Case> f16_cases() {
   return {
@@ -327,7 +328,33 @@ std::vector<F16Case> f16_cases() {
       // Independent GEMVs batched into one launch per layer (cuda-codegen moves the second
       // layer's calls together): 6 Gemm calls -> 2 launches.
       {"gemv_heads_batched", 1, 264, 40, 1, 1, 1, true, true},
+      // The RepMixer -> ConvFFN depthwise pair in one launch (a block per channel plane).
+      {"dw_pair_3x3_7x7", 2, 6, 6, 5, 9, 0, false, false, true},
   };
+}
+ir::Graph dw_pair_graph(const F16Case& t, DType dt) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
+    return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
+  };
+  const Shape xs{t.N, t.C, t.H, t.W};
+  const int x = g.add_value({"x0", dt, xs, nullptr});
+  g.inputs.push_back(x);
+  auto dw = [&](int in, int64_t k, uint64_t seed, const std::string& name, std::vector<PostOp> po) {
+    Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {(k - 1) / 2, (k - 1) / 2, (k - 1) / 2, (k - 1) / 2}}});
+    a.set("group", t.C);
+    const int y = g.add_value({name, dt, xs, nullptr});
+    g.add_node({name, OpKind::Conv, a,
+                {in, g.add_const(name + "_w", rounded({t.C, 1, k, k}, seed, -0.3f, 0.3f)),
+                 g.add_const(name + "_b", rounded({t.C}, seed + 1, -0.5f, 0.5f))},
+                {y}, std::move(po)});
+    g.outputs.push_back(y);
+    return y;
+  };
+  dw(dw(x, 3, 70, "mixer", {}), 7, 72, "ffn_conv", {PostOp{OpKind::Gelu}});
+  g.validate();
+  return g;
 }
 // The heads case: x [1, C]; head h: y_h = W2_h relu(W1_h x + b1_h) (+ b2_h for h != 1).
 ir::Graph heads_graph(const F16Case& t, DType dt) {
@@ -360,6 +387,7 @@ ir::Graph heads_graph(const F16Case& t, DType dt) {
 }
 ir::Graph f16_graph(const F16Case& t, DType dt) {
   if (t.heads) return heads_graph(t, dt);
+  if (t.dw_pair) return dw_pair_graph(t, dt);
   ir::Graph g;
   g.source = "cuda_codegen_test";
   auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
@@ -413,6 +441,14 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
         EXPECT_EQ(p.kernels[size_t(c.kernel)].attrs.i("cl_batch", 0), 3);
       }
       EXPECT_EQ(p.calls[1].inputs[5], -1) << "head 1's second layer has no bias";
+      continue;
+    }
+    if (t.dw_pair) {
+      const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_75");
+      ASSERT_EQ(p.calls.size(), 1u) << "the two depthwise convs in one launch";
+      EXPECT_EQ(p.calls[0].outputs.size(), 2u);
+      EXPECT_EQ(p.calls[0].inputs.size(), 5u);
+      EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].attrs.i("cl_batch", 0), 2);
       continue;
     }
     CompileOptions o;

@@ -979,6 +979,149 @@ void batch_gemvs(Plan& p) {
   p.calls = std::move(calls);
 }
 
+// ---- depthwise pairs (RepMixer token mixer -> ConvFFN conv) ----------------------------------
+// A stride-1 'same' depthwise conv immediately followed by another on its output (FastViT: the
+// reparameterised 3x3 token mixer, then the ConvFFN's 7x7) runs as one launch: a block per
+// (image, channel) plane stages the input plane with a zero border in shared memory, computes the
+// first conv (written out: later calls read it too, the residual) into a second bordered plane,
+// rounded to the storage type as a separate call would store it, then the second conv from that.
+// Plan form: one call, outputs [first's, second's], inputs [X, W1, B1, W2, B2] (absent bias -1);
+// kernel = the first's with "cl_batch" = 2 (two calls in one launch: validate.cpp checks the
+// form's shapes no further), "cuda_dw_pair" = 1, post-ops = first's then second's (unary only),
+// "cuda_batch_post_ops" = their counts.
+constexpr int64_t kDwPairSmemBytes = 40 << 10;
+constexpr int kDwPairThreads = 256;
+// The kernel size of a stride-1, dilation-1, 'same'-padded depthwise conv call with unary
+// post-ops, else 0.
+int64_t dw_same_size(const Plan& p, const Call& c) {
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  if (k.op != OpKind::Conv || !k.source.empty() || c.outputs.size() != 1 || c.inputs.size() < 2 || c.inputs[0] < 0 ||
+      c.inputs[1] < 0 || k.attrs.i("cl_batch", 0) > 0)
+    return 0;
+  for (const PostOp& po : k.post_ops)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return 0;
+  const Buffer& X = p.buffers.at(size_t(c.inputs[0]));
+  const Buffer& W = p.buffers.at(size_t(c.inputs[1]));
+  const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
+  if (X.shape.size() != 4 || W.shape.size() != 4 || Y.shape != X.shape || !is_float(X.dtype) || !is_float(W.dtype) ||
+      !is_float(Y.dtype) || Y.layout != Layout::Linear || X.layout != Layout::Linear)
+    return 0;
+  const int64_t C = X.shape[1], K = W.shape[2];
+  if (k.attrs.i("group", 1) != C || W.shape[0] != C || W.shape[1] != 1 || W.shape[3] != K || K % 2 == 0) return 0;
+  const int64_t h = (K - 1) / 2;
+  if (k.attrs.ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      k.attrs.ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      k.attrs.ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{h, h, h, h})
+    return 0;
+  if (c.inputs.size() > 2 && c.inputs[2] >= 0 && numel(p.buffers.at(size_t(c.inputs[2])).shape) != C) return 0;
+  return K;
+}
+void fuse_dw_pairs(Plan& p) {
+  std::vector<Call> calls;
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    const Call& a = p.calls[i];
+    const int64_t ka = dw_same_size(p, a);
+    const int64_t kb = ka && i + 1 < p.calls.size() ? dw_same_size(p, p.calls[i + 1]) : 0;
+    if (kb) {
+      const Call& b = p.calls[i + 1];
+      const Shape& xs = p.buffers.at(size_t(a.inputs[0])).shape;
+      const int64_t H = xs[2], W = xs[3];
+      const int64_t bytes = ((H + ka - 1) * (W + ka - 1) + (H + kb - 1) * (W + kb - 1) + ka * ka + kb * kb) * 4;
+      if (b.inputs[0] == a.outputs[0] && bytes <= kDwPairSmemBytes) {
+        const Kernel& akern = p.kernels.at(size_t(a.kernel));
+        const Kernel& bkern = p.kernels.at(size_t(b.kernel));
+        Kernel k = akern;
+        k.name = "dwpair_" + std::to_string(ka) + "x" + std::to_string(ka) + "_" + std::to_string(kb) + "x" +
+                 std::to_string(kb) + "_" + dtype_name(p.buffers.at(size_t(b.outputs[0])).dtype);
+        k.post_ops.insert(k.post_ops.end(), bkern.post_ops.begin(), bkern.post_ops.end());
+        k.attrs.set("cl_batch", int64_t(2));
+        k.attrs.set("cuda_dw_pair", int64_t(1));
+        k.attrs.set("cuda_batch_post_ops", std::vector<int64_t>{int64_t(akern.post_ops.size()), int64_t(bkern.post_ops.size())});
+        Call f;
+        f.label = a.label + "+" + b.label;
+        f.outputs = {a.outputs[0], b.outputs[0]};
+        auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
+        f.inputs = {a.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
+        f.kernel = int(p.kernels.size());
+        p.kernels.push_back(std::move(k));
+        calls.push_back(std::move(f));
+        ++i;
+        continue;
+      }
+    }
+    calls.push_back(a);
+  }
+  p.calls = std::move(calls);
+}
+Generated dw_pair(const Plan& p, const Call& c) {
+  Generated gen;
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
+  if (c.outputs.size() != 2 || c.inputs.size() != 5 || npo.size() != 2 || c.inputs[0] < 0 || c.inputs[1] < 0 ||
+      c.inputs[3] < 0 || size_t(npo[0] + npo[1]) != k.post_ops.size())
+    return gen.why = "depthwise pair call out of shape", gen;
+  const Buffer& X = p.buffers.at(size_t(c.inputs[0]));
+  const Buffer& T = p.buffers.at(size_t(c.outputs[0]));
+  const Buffer& U = p.buffers.at(size_t(c.outputs[1]));
+  const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3], HW = H * W;
+  const int64_t ka = p.buffers.at(size_t(c.inputs[1])).shape[2], kb = p.buffers.at(size_t(c.inputs[3])).shape[2];
+  const int64_t ha = (ka - 1) / 2, hb = (kb - 1) / 2, XW = W + 2 * ha, XH = H + 2 * ha, TW = W + 2 * hb, TH = H + 2 * hb;
+  auto dtype_of = [&](size_t j) { return p.buffers.at(size_t(c.inputs[j])).dtype; };
+  std::ostringstream b;
+  b << "  __shared__ float xs[" << XH * XW << "], ts[" << TH * TW << "], wa[" << ka * ka << "], wb[" << kb * kb << "];\n"
+    << "  const opv_idx plane = blockIdx.x, c = plane % " << I(C) << ";\n"
+    << "  const int tid = threadIdx.x;\n"
+    << "  for (int e = tid; e < " << XH * XW << "; e += " << kDwPairThreads << ") {\n"
+    << "    const int r = e / " << XW << " - " << ha << ", q = e % " << XW << " - " << ha << ";\n"
+    << "    xs[e] = (r >= 0 && r < " << H << " && q >= 0 && q < " << W << ") ? "
+    << load(X.dtype, "in0", "plane * " + I(HW) + " + r * " + I(W) + " + q") << " : 0.0f;\n  }\n"
+    << "  for (int e = tid; e < " << TH * TW << "; e += " << kDwPairThreads << ") {\n"
+    << "    const int r = e / " << TW << " - " << hb << ", q = e % " << TW << " - " << hb << ";\n"
+    << "    if (r < 0 || r >= " << H << " || q < 0 || q >= " << W << ") ts[e] = 0.0f;\n  }\n"
+    << "  for (int e = tid; e < " << ka * ka << "; e += " << kDwPairThreads << ") wa[e] = "
+    << load(dtype_of(1), "in1", "c * " + I(ka * ka) + " + e") << ";\n"
+    << "  for (int e = tid; e < " << kb * kb << "; e += " << kDwPairThreads << ") wb[e] = "
+    << load(dtype_of(3), "in3", "c * " + I(kb * kb) + " + e") << ";\n"
+    << "  __syncthreads();\n";
+  auto conv_loop = [&](const std::string& src, int64_t kk, int64_t sw, const std::string& w, int bias_slot,
+                       int64_t po_from, int64_t po_n, const Buffer& out, const std::string& oname, bool to_ts) {
+    b << "  for (int pix = tid; pix < " << HW << "; pix += " << kDwPairThreads << ") {\n"
+      << "    const int r = pix / " << W << ", q = pix % " << W << ";\n"
+      << "    float acc = 0.0f;\n"
+      << "#pragma unroll\n    for (int kh = 0; kh < " << kk << "; ++kh)\n"
+      << "#pragma unroll\n      for (int kw = 0; kw < " << kk << "; ++kw)\n"
+      << "        acc = fmaf(" << src << "[(r + kh) * " << sw << " + q + kw], " << w << "[kh * " << kk << " + kw], acc);\n";
+    if (c.inputs[size_t(bias_slot)] >= 0)
+      b << "    acc += " << load(dtype_of(size_t(bias_slot)), "in" + std::to_string(bias_slot), "c") << ";\n";
+    b << "    float v = acc;\n";
+    for (int64_t q = po_from; q < po_from + po_n; ++q) b << "    v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
+    b << "    " << store(out.dtype, oname, "plane * " + I(HW) + " + pix", "v") << "\n";
+    if (to_ts)  // what the second conv reads: the stored value
+      b << "    ts[(r + " << hb << ") * " << TW << " + q + " << hb << "] = "
+        << (out.dtype == DType::F16 ? "opv_h2f(opv_f2h(v))" : "v") << ";\n";
+    b << "  }\n";
+  };
+  conv_loop("xs", ka, XW, "wa", 2, 0, npo[0], T, "out0", true);
+  b << "  __syncthreads();\n";
+  conv_loop("ts", kb, TW, "wb", 4, npo[0], npo[1], U, "out1", false);
+  std::string params = std::string(c_type(T.dtype)) + "* __restrict__ out0, " + c_type(U.dtype) + "* __restrict__ out1";
+  for (size_t j = 0; j < c.inputs.size(); ++j)
+    if (c.inputs[j] >= 0)
+      params += std::string(", const ") + c_type(dtype_of(j)) + "* __restrict__ in" + std::to_string(j);
+  gen.entry = "opv_" + k.name;
+  std::ostringstream src;
+  src << "// generated by opvision src/target/cuda/codegen.cpp (kernel " << k.name
+      << ", two depthwise convs in one launch) -- do not edit\n"
+      << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
+      << "extern \"C\" __global__ void __launch_bounds__(" << kDwPairThreads << ") " << gen.entry << "(" << params
+      << ") {\n"
+      << b.str() << "}\n";
+  gen.source = src.str();
+  gen.global = {N * C * kDwPairThreads, 0, 0};
+  gen.local = {kDwPairThreads, 0, 0};
+  return gen;
+}
+
 }  // namespace
 
 Generated generate(const Plan& p, const Call& c) {
@@ -987,6 +1130,7 @@ Generated generate(const Plan& p, const Call& c) {
   Ctx x{p, c, k};
   x.sm = plan_sm(p);
   if (k.op == OpKind::Gemm && k.attrs.i("cl_batch", 0) > 0) return gemv_batch(p, c);
+  if (k.op == OpKind::Conv && k.attrs.i("cuda_dw_pair", 0) > 0) return dw_pair(p, c);
   if (c.outputs.size() != 1) return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)
     if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
@@ -1112,6 +1256,7 @@ Generated generate(const Plan& p, const Call& c) {
 bool codegen(Plan& p, const PassCtx& /*ctx*/) {
   OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");
   batch_gemvs(p);
+  fuse_dw_pairs(p);
   std::vector<Kernel> kernels;
   std::map<std::pair<std::string, std::string>, int> interned;  // (source, entry) -> kernel
   std::string refused;
