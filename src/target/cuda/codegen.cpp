@@ -1,4 +1,6 @@
 /* Plan pass "cuda-codegen": one specialised CUDA C++ kernel per call (see codegen.h).
+ *   0. Launch merging (batch_gemvs, fuse_dw_pairs): independent fp16 GEMVs become one call, a
+ *      depthwise conv and the depthwise conv reading it become one call (cuda_abi.h).
  *   1. Parameters: the call's outputs then its present inputs (cuda_abi.h), named out<j> / in<j>
  *      by slot, typed by dtype (F16 as raw `unsigned short`, converted with PTX cvt).
  *   2. A family writes the body that computes `float v` (or copies a typed element) for the

@@ -1,15 +1,18 @@
 // CUDA code generation for target "cuda" (plans as cuda_abi.h describes them): one CUDA C++
 // kernel per call, specialised at compile time (shapes, strides, broadcasting and post-ops are
-// compiled in), one thread per output element (per row for Softmax), fp32 arithmetic.
+// compiled in), fp32 arithmetic on the stored types.
 //
 // Families (codegen.cpp): element-wise (unary, binary with broadcasting, Cast to float types,
-// Reshape-like copies, Expand), Conv (2-D, any group/stride/pad/dilation), Gemm and MatMul,
+// Reshape-like copies, Expand), Conv (2-D, any group/stride/pad/dilation; dense non-1x1 convs
+// with several output channels per thread), dense 1x1 convs as GEMMs (fp16 storage at
+// compute_80+: mma.sync m16n8k16 tensor-core tiles with split-K; otherwise fp32 shared-memory
+// tiles; on a 1x1 map, GEMV rows), Gemm and MatMul (long reductions: a warp per output),
 // reductions (ReduceMean/Sum/Max/Min, global pools), MaxPool/AveragePool, Concat, Transpose,
 // Softmax. Every float-output family ends in the shared post-op epilogue (post_ops of the kernel:
 // unary ops and broadcast binary operands, target/c_expr.h).
-//
-// This first generation favours coverage and exactness over speed: direct loops, no shared-memory
-// tiling or tensor cores yet (issue 15 lists what comes next).
+// Launch-merging rewrites of the plan, before generation (pass "cuda-codegen"): independent fp16
+// GEMVs batched into one launch (the heads), and a depthwise conv followed by another on its
+// output as one launch (RepMixer -> ConvFFN); cuda_abi.h gives their argument order.
 #pragma once
 #include <string>
 
@@ -27,8 +30,9 @@ struct Generated {
 };
 Generated generate(const Plan& p, const Call& c);
 
-// Plan pass "cuda-codegen" (always on): every call gets its own kernel with the CUDA source in
-// Kernel.source (Kernel.options "cuda") and its launch geometry; identical kernels are merged.
+// Plan pass "cuda-codegen" (always on): first the launch-merging rewrites (above; before memory
+// planning only), then every call gets its own kernel with the CUDA source in Kernel.source
+// (Kernel.options "cuda") and its launch geometry; identical kernels are merged.
 // Throws opv::Error naming every call no family handles (this target has no host fallback).
 bool codegen(Plan& p, const PassCtx& ctx);
 

@@ -30,8 +30,13 @@
 //                      copies) once as a CUDA graph and replay it. Calls that share a kernel may
 //                      share its module's __device__ workspace (split-K 1x1 convs), so they never
 //                      run concurrently.
-//   Batched calls      kernel attr "cl_batch" = n (batched fp16 GEMVs): outputs = the members'
-//                      outputs in order, inputs = 3 per member (A, B, C; an absent C is -1).
+//   Merged calls       kernel attr "cl_batch" = n original calls in one launch (validate.cpp skips
+//                      its shape check for these, as for opencl's batches):
+//                      batched fp16 GEMVs (Gemm): outputs = the members' outputs in order, inputs
+//                      = 3 per member (A, B, C; an absent C is -1);
+//                      depthwise pairs (Conv, "cuda_dw_pair"): outputs = [first conv's, second
+//                      conv's], inputs = [X, W1, B1, W2, B2] (an absent bias is -1).
+//                      Their post-ops are the members' in order, "cuda_batch_post_ops" = counts.
 #pragma once
 
 #include <cstdlib>
