@@ -378,7 +378,7 @@ int cmd_opt(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed"});
   if (a.help || a.pos.size() != 1) {
     std::printf(
-        "usage: opvision ir3 opt IN -o OUT [--pass cp,coalesce,dce,relocate,rpt,hoist,legalize]\n"
+        "usage: opvision ir3 opt IN -o OUT [--pass cp,coalesce,dce,relocate,rpt,rename,hoist,legalize]\n"
         "                        [--validate N] [--seed S] [--report] [--json]\n"
         "  Rewrites real a630 code with the binary passes, in the order given (default: all):\n"
         "    cp        ALU sources read the register that already holds the same constant or copy;\n"
@@ -389,6 +389,8 @@ int cmd_opt(int argc, char** argv) {
         "    dce       remove ALU instructions whose results nothing reads\n"
         "    relocate  swap scalar-only registers so accumulators and their operands form runs\n"
         "    rpt       pack runs of same-opcode instructions into (rptN) with (r) sources\n"
+        "    rename    give a value whose register other code just used a free register of its own\n"
+        "              (no footprint growth), so hoist can interleave independent chains\n"
         "    hoist     list-schedule straight-line code and guarded loads (br over a then-block) as\n"
         "              units: loads and their addresses early, ALU under them; moves address\n"
         "              set-up dead on the other path out of then-blocks and predicated stores\n"
@@ -399,8 +401,9 @@ int cmd_opt(int argc, char** argv) {
         "  Captures: each kernel's rewrite is kept only if the simulator gives bit-identical results\n"
         "  on N random input sets of its launch (--validate, default 3) and the hazard checker is\n"
         "  clean; otherwise the kernel keeps its code and the report says which pass failed, why.\n"
-        "  When rpt runs before hoist, each kernel also tries rpt after hoist and no rpt, and keeps\n"
-        "  the validated result with the fewest static cycles, or its own code if none is faster.\n"
+        "  When rpt runs before hoist, each kernel also tries rpt after hoist and no rpt, and each\n"
+        "  order also without rename; it keeps the validated result with the fewest static cycles,\n"
+        "  or its own code if none is faster.\n"
         "  Single programs: only the hazard check applies (no launch to validate against).\n"
         "  End a pass list with legalize: the other passes move instructions without fixing delays,\n"
         "  so without it the hazard check refuses their output.\n"
@@ -414,7 +417,7 @@ int cmd_opt(int argc, char** argv) {
   for (const std::string& n : names) {
     bool known = false;
     for (const std::string& k : passes::pass_names()) known |= k == n;
-    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, dce, relocate, rpt, hoist, legalize)");
+    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, dce, relocate, rpt, rename, hoist, legalize)");
   }
   int gen = gen_of(a);
   bool report = a.flag("--report"), json = a.flag("--json");

@@ -614,3 +614,38 @@ TEST(Ir3Passes, CoalescePutsACoordinateNextToAnExistingZero) {
   EXPECT_EQ(count(kept, "mov.u32u32 r2.y, 0"), 1) << disassemble(kept);
   EXPECT_EQ(run_with_images(busy), run_with_images(kept));
 }
+
+// Three reciprocals of products, all through r0.w: each product must wait until the previous
+// rcp has read r0.w. rename gives the later products registers of their own, after which hoist
+// overlaps the SFU latencies; the results are the same.
+TEST(Ir3Passes, RenameFreesReusedTemporariesForHoist) {
+  std::vector<uint64_t> orig = assemble(R"(
+    cov.u32f32 r1.x, r0.x
+    mov.f32f32 r2.w, c1.w
+    (rpt5)nop
+    mul.f r0.w, r1.x, c1.x
+    (rpt2)nop
+    rcp r2.x, r0.w
+    mul.f r0.w, r1.x, c1.y
+    (rpt2)nop
+    rcp r2.y, r0.w
+    mul.f r0.w, r1.x, c1.z
+    (rpt2)nop
+    rcp r2.z, r0.w
+    shl.b r3.x, r0.x, 4
+    (rpt2)nop
+    add.u r4.x, c0.x, r3.x
+    mov.u32u32 r4.y, c0.y
+    (rpt5)nop
+    (ss)nop
+    stg.u32 g[r4.x], r2.x, 4
+    end
+  )");
+  std::vector<uint64_t> renamed = run_passes(orig, {"rename", "hoist", "legalize"});
+  std::vector<uint64_t> plain = run_passes(orig, {"hoist", "legalize"});
+  EXPECT_EQ(count(renamed, "mul.f r0.w"), 1) << disassemble(renamed);
+  EXPECT_LT(passes::stats(renamed).cycles(), passes::stats(plain).cycles()) << disassemble(renamed) << disassemble(plain);
+  EXPECT_LE(passes::stats(renamed).max_reg, passes::stats(orig).max_reg);
+  EXPECT_TRUE(check_hazards(renamed).empty()) << disassemble(renamed);
+  EXPECT_EQ(run(orig), run(renamed));
+}

@@ -21,8 +21,6 @@
 // Nothing else moves; the kept move of P+1's constant now serves both pairs.
 // Progress: true when a pair was coalesced.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -33,58 +31,6 @@
 #include "ir3/semantics.h"
 
 namespace opv::ir3::passes {
-
-namespace {
-
-bool touches(const Effects& f, int reg) {
-  for (int u : f.reads)
-    if (u / 2 == reg && u < 2 * kFullRegs) return true;
-  for (int u : f.writes)
-    if (u / 2 == reg && u < 2 * kFullRegs) return true;
-  return false;
-}
-
-bool writes(const Effects& f, int reg) {
-  for (int u : f.writes)
-    if (u / 2 == reg && u < 2 * kFullRegs) return true;
-  return false;
-}
-
-bool reads(const Effects& f, int reg) {
-  for (int u : f.reads)
-    if (u / 2 == reg && u < 2 * kFullRegs) return true;
-  return false;
-}
-
-bool live_at(const Live& l, int reg) { return l.test(static_cast<size_t>(2 * reg)) || l.test(static_cast<size_t>(2 * reg + 1)); }
-
-bool scalar_alu(const Ins& x) {
-  if (x.fx.cat < 1 || x.fx.cat > 3 || x.in.get_or("REPEAT", 1) != 0) return false;
-  return x.fx.cat != 1 || x.in.name().rfind("mov-", 0) == 0;
-}
-
-// x with every operand in [first, last) naming full register `from` (plainly: prefixes kept,
-// no (r) or relative form) renamed `to`; false if one names it otherwise or none does.
-bool rename(const Ins& x, int from, int to, size_t first, size_t last, int gen, Instr* out) {
-  Parts p = split(print(x.in));
-  bool any = false;
-  for (size_t k = first; k < p.operands.size() && k < last; ++k) {
-    std::string& op = p.operands[k];
-    if (full_reg(op) != from) continue;
-    if (op.find("(r)") != std::string::npos || op.find('<') != std::string::npos) return false;
-    op = op.substr(0, op.rfind('r')) + reg_name(to);
-    any = true;
-  }
-  if (!any) return false;
-  std::string text = p.flags + p.mnemonic;
-  for (size_t k = 0; k < p.operands.size(); ++k) text += (k ? ", " : " ") + p.operands[k];
-  Instr re = parse(text, gen);
-  if (!re.valid() || re.name() != x.in.name()) return false;
-  *out = re;
-  return true;
-}
-
-}  // namespace
 
 bool coalesce(Code& c) {
   size_t n = c.ins.size();
@@ -107,12 +53,11 @@ bool coalesce(Code& c) {
       if (u.half || u.count != 2 || u.regid + 1 >= kFullRegs) continue;
       int x = u.regid;
       const Known& hi = known[i][static_cast<size_t>(x + 1)];
-      if (getenv("OPV_DEBUG_COALESCE")) fprintf(stderr, "coalesce: %zu %s: hi=%d\n", i, print(xi.in).c_str(), int(hi.kind));
-      if (hi.kind != Known::Imm || clobbered.count(x + 1) || writes(xi.fx, x)) continue;
+      if (hi.kind != Known::Imm || clobbered.count(x + 1) || reg_written(xi.fx, x)) continue;
       // D: the last writer of X before I, in index order
       size_t d = i;
       while (d-- > 0)
-        if (writes(c.ins[d].fx, x)) break;
+        if (reg_written(c.ins[d].fx, x)) break;
       if (d >= i) continue;
       const Ins& xd = c.ins[d];
       if (!scalar_alu(xd) || pred[d]) continue;
@@ -129,14 +74,13 @@ bool coalesce(Code& c) {
           size_t t = static_cast<size_t>(pos[static_cast<size_t>(xk.target_id)]);
           if (t <= d || t > i) exits.push_back(t);
         }
-        if (k < i && reads(xk.fx, x)) {
+        if (k < i && reg_read(xk.fx, x)) {
           if (!scalar_alu(xk)) ok = false;
           readers.push_back(k);
         }
       }
-      if (getenv("OPV_DEBUG_COALESCE")) fprintf(stderr, "coalesce: %zu %s: d=%zu ok=%d\n", i, print(xi.in).c_str(), d, ok);
       if (!ok || i + 1 >= n) continue;
-      for (size_t e : exits) ok = ok && !live_at(live[e], x);
+      for (size_t e : exits) ok = ok && !reg_live(live[e], x);
       if (!ok) continue;
       int best = -1;
       for (int p = 0; p + 1 < kFullRegs; ++p) {
@@ -144,27 +88,26 @@ bool coalesce(Code& c) {
         const Known& h = known[i][static_cast<size_t>(p + 1)];
         if (!h.same(hi) || h.tag >= hi.tag) continue;
         bool free = true;
-        for (size_t k = d; k <= i && free; ++k) free = !touches(c.ins[k].fx, p) && (k == d || !live_at(live[k], p));
-        for (size_t e : exits) free = free && !live_at(live[e], p);
+        for (size_t k = d; k <= i && free; ++k) free = !reg_touched(c.ins[k].fx, p) && (k == d || !reg_live(live[k], p));
+        for (size_t e : exits) free = free && !reg_live(live[e], p);
         if (free && (best < 0 || h.tag < known[i][static_cast<size_t>(best + 1)].tag)) best = p;
       }
-      if (getenv("OPV_DEBUG_COALESCE")) fprintf(stderr, "coalesce: %zu %s: d=%zu best=%d\n", i, print(xi.in).c_str(), d, best);
       if (best < 0) continue;
       // (4) rename, all or nothing
       std::vector<std::pair<size_t, Instr>> edits;
       Instr re;
-      if (!rename(xd, x, best, 0, 1, c.gen, &re)) continue;
+      if (!rename_operands(xd, x, best, 0, 1, c.gen, &re)) continue;
       edits.emplace_back(d, re);
       for (size_t k : readers) {
-        if (!rename(c.ins[k], x, best, 1, SIZE_MAX, c.gen, &re)) {
+        if (!rename_operands(c.ins[k], x, best, 1, SIZE_MAX, c.gen, &re)) {
           ok = false;
           break;
         }
         edits.emplace_back(k, re);
       }
-      if (!ok || !rename(xi, x, best, 1, SIZE_MAX, c.gen, &re)) continue;
+      if (!ok || !rename_operands(xi, x, best, 1, SIZE_MAX, c.gen, &re)) continue;
       Effects fi = effects(re, c.merged_regs);
-      if (reads(fi, x) || !reads(fi, best) || !reads(fi, best + 1)) continue;
+      if (reg_read(fi, x) || !reg_read(fi, best) || !reg_read(fi, best + 1)) continue;
       edits.emplace_back(i, re);
       for (auto& [k, in] : edits) c.set(k, in);
       for (size_t k = d + 1; k <= i; ++k) live[k].set(static_cast<size_t>(2 * best)).set(static_cast<size_t>(2 * best + 1));

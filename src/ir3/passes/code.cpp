@@ -328,6 +328,45 @@ std::vector<KnownRegs> known_values(const Code& c) {
   return in;
 }
 
+namespace {
+
+bool unit_of(const std::vector<int>& units, int reg) {
+  for (int u : units)
+    if (u < 2 * kFullRegs && u / 2 == reg) return true;
+  return false;
+}
+
+}  // namespace
+
+bool reg_touched(const Effects& f, int reg) { return unit_of(f.reads, reg) || unit_of(f.writes, reg); }
+bool reg_written(const Effects& f, int reg) { return unit_of(f.writes, reg); }
+bool reg_read(const Effects& f, int reg) { return unit_of(f.reads, reg); }
+bool reg_live(const Live& l, int reg) { return l.test(static_cast<size_t>(2 * reg)) || l.test(static_cast<size_t>(2 * reg + 1)); }
+
+bool scalar_alu(const Ins& x) {
+  if (x.fx.cat < 1 || x.fx.cat > 3 || x.in.get_or("REPEAT", 1) != 0) return false;
+  return x.fx.cat != 1 || x.in.name().rfind("mov-", 0) == 0;
+}
+
+bool rename_operands(const Ins& x, int from, int to, size_t first, size_t last, int gen, Instr* out) {
+  Parts p = split(print(x.in));
+  bool any = false;
+  for (size_t k = first; k < p.operands.size() && k < last; ++k) {
+    std::string& op = p.operands[k];
+    if (full_reg(op) != from) continue;
+    if (op.find("(r)") != std::string::npos || op.find('<') != std::string::npos) return false;
+    op = op.substr(0, op.rfind('r')) + reg_name(to);
+    any = true;
+  }
+  if (!any) return false;
+  std::string text = p.flags + p.mnemonic;
+  for (size_t k = 0; k < p.operands.size(); ++k) text += (k ? ", " : " ") + p.operands[k];
+  Instr re = parse(text, gen);
+  if (!re.valid() || re.name() != x.in.name()) return false;
+  *out = re;
+  return true;
+}
+
 Parts split(const std::string& text) {
   Parts p;
   size_t i = 0;

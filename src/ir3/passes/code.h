@@ -110,6 +110,21 @@ std::string reg_name(int regid, bool half = false);
 // The half register an operand names ("(neg)hr2.w" -> regid 11), or -1.
 int half_reg(const std::string& operand);
 
+// Whether an instruction's effects touch / write / read full register `reg` (r0.x-r47.w; in a
+// merged file a half register's unit counts for the full register it is half of), and whether
+// `reg` is live in a liveness set.
+bool reg_touched(const Effects& f, int reg);
+bool reg_written(const Effects& f, int reg);
+bool reg_read(const Effects& f, int reg);
+bool reg_live(const Live& l, int reg);
+// An unrepeated cat1 move/conversion, cat2 or cat3 instruction: one scalar destination and
+// scalar sources, each operand renamable on its own.
+bool scalar_alu(const Ins& x);
+// x with every operand in [first, last) that names full register `from` (plainly: prefixes kept,
+// no (r) or relative form) renamed `to`, re-assembled; false if one names it otherwise, none
+// does, or the text does not assemble back to the same instruction.
+bool rename_operands(const Ins& x, int from, int to, size_t first, size_t last, int gen, Instr* out);
+
 // ---- assembler-text helpers (Mesa syntax, as print() writes it)
 
 // Splits "(sy)(nop2) mad.f32 r1.x, r2.x, (r)c3.y, r4.x" into prefix flags ("(sy)(nop2)"), the

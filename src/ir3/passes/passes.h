@@ -7,7 +7,8 @@
 // Order: cp (ALU sources read the register that already holds a copied value or constant) ->
 // coalesce (a texture coordinate goes into a pair whose second half already holds its constant) ->
 // dce (remove ALU instructions nothing reads: the moves cp left without readers) -> relocate
-// (rename registers so accumulators form runs) -> rpt (pack runs into (rptN)) -> hoist (list-schedule each region: loads first, ALU work under their latency) -> legalize
+// (rename registers so accumulators form runs) -> rpt (pack runs into (rptN)) -> rename (a value
+// whose register was just used by other code gets a free register of its own) -> hoist (list-schedule each region: loads first, ALU work under their latency) -> legalize
 // (drop every delay nop and sync flag, then re-insert exactly what the hazard checker needs).
 #pragma once
 #include <cstdint>
@@ -23,10 +24,11 @@ bool coalesce(Code& c);
 bool dce(Code& c);
 bool relocate(Code& c);
 bool rpt(Code& c);
+bool rename(Code& c);
 bool hoist(Code& c);
 bool legalize(Code& c);
 
-// Names in pipeline order, and a lookup ("cp", "coalesce", "dce", "relocate", "rpt", "hoist", "legalize").
+// Names in pipeline order, and a lookup ("cp", "coalesce", "dce", "relocate", "rpt", "rename", "hoist", "legalize").
 const std::vector<std::string>& pass_names();
 bool run_pass(const std::string& name, Code& c);
 

@@ -35,12 +35,6 @@ std::string rename_operand(const std::string& op, int from, int to) {
   return op.substr(0, at) + reg_name(to);
 }
 
-bool scalar_alu(const Ins& x) {
-  int cat = x.fx.cat;
-  if (x.in.get_or("REPEAT", 1) != 0) return false;
-  if (cat == 1) return x.in.name().rfind("mov-", 0) == 0;
-  return cat == 2 || cat == 3;
-}
 
 }  // namespace
 
