@@ -304,6 +304,7 @@ struct F16Case {
   bool gemv = false;
   bool heads = false;     // three GEMV heads of [1, C] (M, M + 24 and 16 rows), then a second layer each
   bool dw_pair = false;   // depthwise 3x3 (bias) -> depthwise 7x7 (bias, GELU), both outputs kept
+  bool pack = false;      // uint8 [N, C, H, W] x 2 -> Concat -> Cast (Sub mean, Div std): the input pack
 };
 std::vector<F16Case> f16_cases() {
   return {
@@ -330,7 +331,31 @@ std::vector<F16Case> f16_cases() {
       {"gemv_heads_batched", 1, 264, 40, 1, 1, 1, true, true},
       // The RepMixer -> ConvFFN depthwise pair in one launch (a block per channel plane).
       {"dw_pair_3x3_7x7", 2, 6, 6, 5, 9, 0, false, false, true},
+      // The input pack's Concat and Cast in one launch (uint8 in, fp16 out, broadcast operands).
+      {"concat_cast_pack", 2, 3, 6, 4, 6, 0, false, false, false, true},
   };
+}
+ir::Graph pack_graph(const F16Case& t, DType dt) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  const Shape xs{t.N, t.C, t.H, t.W}, ys{t.N, 2 * t.C, t.H, t.W};
+  const int x0 = g.add_value({"x0", DType::U8, xs, nullptr});
+  const int x1 = g.add_value({"x1", DType::U8, xs, nullptr});
+  g.inputs = {x0, x1};
+  Attrs axis;
+  axis.set("axis", int64_t(1));
+  const int cat = g.add_value({"cat", DType::U8, ys, nullptr});
+  g.add_node({"cat", OpKind::Concat, axis, {x0, x1}, {cat}, {}});
+  Attrs to;
+  to.set("to", int64_t(dt));
+  const int y = g.add_value({"y", dt, ys, nullptr});
+  g.add_node({"cast", OpKind::Cast, to,
+              {cat, g.add_const("mean", test::random_f32({1, 2 * t.C, 1, 1}, 80, 100.f, 150.f).cast(DType::F16).cast(dt)),
+               g.add_const("std", test::random_f32({1, 2 * t.C, 1, 1}, 81, 40.f, 80.f).cast(DType::F16).cast(dt))},
+              {y}, {PostOp{OpKind::Sub, 0, 0, 1}, PostOp{OpKind::Div, 0, 0, 2}}});
+  g.outputs.push_back(y);
+  g.validate();
+  return g;
 }
 ir::Graph dw_pair_graph(const F16Case& t, DType dt) {
   ir::Graph g;
@@ -388,6 +413,7 @@ ir::Graph heads_graph(const F16Case& t, DType dt) {
 ir::Graph f16_graph(const F16Case& t, DType dt) {
   if (t.heads) return heads_graph(t, dt);
   if (t.dw_pair) return dw_pair_graph(t, dt);
+  if (t.pack) return pack_graph(t, dt);
   ir::Graph g;
   g.source = "cuda_codegen_test";
   auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
@@ -441,6 +467,13 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
         EXPECT_EQ(p.kernels[size_t(c.kernel)].attrs.i("cl_batch", 0), 3);
       }
       EXPECT_EQ(p.calls[1].inputs[5], -1) << "head 1's second layer has no bias";
+      continue;
+    }
+    if (t.pack) {
+      const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_75");
+      ASSERT_EQ(p.calls.size(), 1u) << "Concat and Cast in one launch";
+      EXPECT_EQ(p.calls[0].inputs.size(), 4u);
+      EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].name, "concat_cast_f16");
       continue;
     }
     if (t.dw_pair) {
@@ -501,7 +534,13 @@ TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
     const plan::Plan cp = lower_cuda_arch(f16_graph(t, DType::F16), arch);
     std::vector<Tensor> r_in, c_in, want, got;
     for (size_t i = 0; i < cp.inputs.size(); ++i) {
-      const Tensor v = test::random_f32(cp.buffers[size_t(cp.inputs[i])].shape, seed + i).cast(DType::F16);
+      const plan::Buffer& b = cp.buffers[size_t(cp.inputs[i])];
+      if (b.dtype == DType::U8) {  // the same bytes for both
+        c_in.push_back(test::random_f32(b.shape, seed + i, 0.f, 255.f).cast(DType::U8));
+        r_in.push_back(c_in.back());
+        continue;
+      }
+      const Tensor v = test::random_f32(b.shape, seed + i).cast(DType::F16);
       c_in.push_back(v);
       r_in.push_back(v.cast(DType::F32));
     }

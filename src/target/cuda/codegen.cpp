@@ -1,6 +1,7 @@
 /* Plan pass "cuda-codegen": one specialised CUDA C++ kernel per call (see codegen.h).
- *   0. Launch merging (batch_gemvs, fuse_dw_pairs): independent fp16 GEMVs become one call, a
- *      depthwise conv and the depthwise conv reading it become one call (cuda_abi.h).
+ *   0. Launch merging (batch_gemvs, fuse_dw_pairs, fuse_concat_cast): independent fp16 GEMVs
+ *      become one call, a depthwise conv and the depthwise conv reading it become one call, a
+ *      Concat and the Cast of its output become one call (cuda_abi.h).
  *   1. Parameters: the call's outputs then its present inputs (cuda_abi.h), named out<j> / in<j>
  *      by slot, typed by dtype (F16 as raw `unsigned short`, converted with PTX cvt).
  *   2. A family writes the body that computes `float v` (or copies a typed element) for the
@@ -453,19 +454,28 @@ std::string pool(const Ctx& x, std::string* why) {
   return b.str();
 }
 
+// Concat: a typed copy per element; or, where the output type differs from the inputs' or the
+// kernel has post-ops (a Concat fused with the Cast after it, fuse_concat_cast), the element as
+// float for the shared epilogue. Post-op operands follow the concatenated inputs.
 std::string concat(const Ctx& x, std::string* why) {
   const Shape& os = x.out().shape;
   const int64_t axis = x.k.attrs.i("axis", 0);
   if (axis < 0 || axis >= int64_t(os.size())) return *why = "axis out of range", "";
   const DType dt = x.out().dtype;
-  if (!x.k.post_ops.empty()) return *why = "post-ops on Concat", "";
+  size_t n_cat = x.c.inputs.size();  // the concatenated inputs: those before any post-op operand
+  for (const PostOp& po : x.k.post_ops)
+    if (po.input >= 0) n_cat = std::min(n_cat, size_t(po.input));
+  bool convert = !x.k.post_ops.empty();
+  for (size_t j = 0; j < n_cat; ++j) convert |= x.has(j) && x.in(j).dtype != dt;
+  if (convert && !is_float(dt)) return *why = "a converting Concat to a non-float type", "";
   std::ostringstream s;
   s << coords(os);
+  if (convert) s << "  float v = 0.0f;\n";
   int64_t start = 0;
-  for (size_t j = 0; j < x.c.inputs.size(); ++j) {
+  for (size_t j = 0; j < n_cat; ++j) {
     if (!x.has(j)) continue;
     const Buffer& b = x.in(j);
-    if (b.dtype != dt || b.shape.size() != os.size()) return *why = "inputs differ in dtype or rank", "";
+    if (b.shape.size() != os.size() || (!convert && b.dtype != dt)) return *why = "inputs differ in dtype or rank", "";
     const std::vector<int64_t> st = row_major_strides(b.shape);
     std::string off;
     for (size_t dd = 0; dd < os.size(); ++dd) {
@@ -473,7 +483,11 @@ std::string concat(const Ctx& x, std::string* why) {
       off += (off.empty() ? "(" : " + (") + cd + ") * " + I(st[dd]);
     }
     const int64_t end = start + b.shape[size_t(axis)];
-    s << "  if (o" << axis << " < " << I(end) << ") { out0[i] = " << x.in_name(j) << "[" << off << "]; return; }\n";
+    if (convert)
+      s << "  " << (start ? "else if" : "if") << " (o" << axis << " < " << I(end) << ") v = "
+        << load(b.dtype, x.in_name(j), off) << ";\n";
+    else
+      s << "  if (o" << axis << " < " << I(end) << ") { out0[i] = " << x.in_name(j) << "[" << off << "]; return; }\n";
     start = end;
   }
   if (start != os[size_t(axis)]) return *why = "input sizes do not add up to the output", "";
@@ -634,6 +648,8 @@ MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K) {
   s.S = (K + s.KB - 1) / s.KB;
   return s;
 }
+// (Dense non-1x1 convs as implicit GEMMs on these tiles, X gathered im2col with element loads,
+// were tried for the stem on 2026-12-03: 30 us on the H200 against 17 us for conv_multi. Not kept.)
 bool conv1x1_mma_ok(const Ctx& x) {
   return x.sm >= 80 && conv1x1_tiled_ok(x) && x.in(0).dtype == DType::F16 && x.in(1).dtype == DType::F16;
 }
@@ -716,17 +732,18 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "      const int r = e / KC, cc = e % KC;\n"
       << "      const opv_idx m = m0 + r, c = kb + cc;\n"
       << "      a[r * LDA + cc] = (m < M && c < K) ? Wg[m * K + c] : (unsigned short)0;\n    }\n";
-  if (vec_b)
+  if (vec_b) {
     b << "    for (int e = tid; e < KC * BN / 8; e += " << kMmaThreads << ") {\n"
       << "      const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
       << "      const opv_idx c = kb + r, p = p0 + pp;\n"
       << "      const bool ok = c < K && p < P;\n"
       << "      opv_cp16(bb + r * LDB + pp, ok ? Xg + c * P + p : Xg, ok);\n    }\n";
-  else
+  } else {
     b << "    for (int e = tid; e < KC * BN; e += " << kMmaThreads << ") {\n"
       << "      const int r = e / BN, pp = e % BN;\n"
       << "      const opv_idx c = kb + r, p = p0 + pp;\n"
       << "      bb[r * LDB + pp] = (c < K && p < P) ? Xg[c * P + p] : (unsigned short)0;\n    }\n";
+  }
   b << "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  };\n"
     << "  load_stage(0, kbeg);\n"
     << "  for (int st = 0; st < nst; ++st) {\n"
@@ -1055,6 +1072,50 @@ void fuse_dw_pairs(Plan& p) {
   }
   p.calls = std::move(calls);
 }
+// A Concat whose output only the next call reads, a Cast to a float type (with its post-ops), runs
+// as one call: the Concat's inputs, then the Cast's post-op operands; the Cast's output; the
+// Concat's kernel with the Cast's post-ops (operand slots moved past the Concat's inputs). The
+// input pack (two uint8 frames -> fp16, normalised) and the output's concat -> fp32.
+void fuse_concat_cast(Plan& p) {
+  std::vector<int> readers(p.buffers.size(), 0);
+  for (const Call& c : p.calls)
+    for (int b : c.inputs)
+      if (b >= 0) ++readers[size_t(b)];
+  std::vector<Call> calls;
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    const Call& a = p.calls[i];
+    const Kernel& ak = p.kernels.at(size_t(a.kernel));
+    if (i + 1 < p.calls.size() && ak.op == OpKind::Concat && ak.source.empty() && ak.post_ops.empty() &&
+        a.outputs.size() == 1 && p.buffers.at(size_t(a.outputs[0])).kind == BufferKind::Intermediate &&
+        readers[size_t(a.outputs[0])] == 1) {
+      const Call& b = p.calls[i + 1];
+      const Kernel& bk = p.kernels.at(size_t(b.kernel));
+      bool ok = bk.op == OpKind::Cast && bk.source.empty() && b.outputs.size() == 1 && !b.inputs.empty() &&
+                b.inputs[0] == a.outputs[0] && is_float(p.buffers.at(size_t(b.outputs[0])).dtype) &&
+                p.buffers.at(size_t(b.outputs[0])).shape == p.buffers.at(size_t(a.outputs[0])).shape;
+      for (const PostOp& po : bk.post_ops) ok &= po.input != 0;
+      if (ok) {
+        Kernel k = ak;
+        k.name = "concat_cast_" + std::string(dtype_name(p.buffers.at(size_t(b.outputs[0])).dtype));
+        k.post_ops = bk.post_ops;
+        for (PostOp& po : k.post_ops)
+          if (po.input > 0) po.input += int(a.inputs.size()) - 1;
+        Call f;
+        f.label = a.label + "+" + b.label;
+        f.outputs = b.outputs;
+        f.inputs = a.inputs;
+        f.inputs.insert(f.inputs.end(), b.inputs.begin() + 1, b.inputs.end());
+        f.kernel = int(p.kernels.size());
+        p.kernels.push_back(std::move(k));
+        calls.push_back(std::move(f));
+        ++i;
+        continue;
+      }
+    }
+    calls.push_back(a);
+  }
+  p.calls = std::move(calls);
+}
 Generated dw_pair(const Plan& p, const Call& c) {
   Generated gen;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
@@ -1196,7 +1257,7 @@ Generated generate(const Plan& p, const Call& c) {
     case OpKind::AveragePool: body = pool(x, &why); break;
     case OpKind::Concat:
       body = concat(x, &why);
-      writes_itself = true;
+      writes_itself = body.find("float v") == std::string::npos;  // typed copies store themselves
       break;
     case OpKind::Transpose: body = transpose(x, &why); break;
     case OpKind::Softmax:
@@ -1259,6 +1320,7 @@ bool codegen(Plan& p, const PassCtx& /*ctx*/) {
   OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");
   batch_gemvs(p);
   fuse_dw_pairs(p);
+  fuse_concat_cast(p);
   std::vector<Kernel> kernels;
   std::map<std::pair<std::string, std::string>, int> interned;  // (source, entry) -> kernel
   std::string refused;

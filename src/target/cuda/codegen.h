@@ -11,8 +11,9 @@
 // Softmax. Every float-output family ends in the shared post-op epilogue (post_ops of the kernel:
 // unary ops and broadcast binary operands, target/c_expr.h).
 // Launch-merging rewrites of the plan, before generation (pass "cuda-codegen"): independent fp16
-// GEMVs batched into one launch (the heads), and a depthwise conv followed by another on its
-// output as one launch (RepMixer -> ConvFFN); cuda_abi.h gives their argument order.
+// GEMVs batched into one launch (the heads), a depthwise conv followed by another on its output
+// as one launch (RepMixer -> ConvFFN), a Concat and the Cast of its output as one launch (the
+// input pack, the output); cuda_abi.h gives their argument order.
 #pragma once
 #include <string>
 

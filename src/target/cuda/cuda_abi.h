@@ -37,6 +37,8 @@
 //                      depthwise pairs (Conv, "cuda_dw_pair"): outputs = [first conv's, second
 //                      conv's], inputs = [X, W1, B1, W2, B2] (an absent bias is -1).
 //                      Their post-ops are the members' in order, "cuda_batch_post_ops" = counts.
+//                      A Concat fused with the Cast of its output (no "cl_batch"): inputs = the
+//                      Concat's, then the Cast's post-op operands; output = the Cast's.
 #pragma once
 
 #include <cstdlib>
