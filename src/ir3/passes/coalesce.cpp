@@ -7,15 +7,16 @@
 // `mov.u32u32 rN.y, 0` -- 7 % of the fixture's instructions.
 //
 // For each cat5/cat6 instruction I that reads a pair (X, X+1) of full registers where X+1 is
-// known to hold an immediate (known_values, code.h), and X is written by an unrepeated scalar
-// ALU instruction D before I:
+// known to hold an immediate or a copy of register S (known_values, code.h), and X is written by
+// an unrepeated scalar ALU instruction D before I:
 //   (1) the range (D, I] is entered only through D (no branch from outside targets it), nothing
 //       in it writes X, and every other reader of X in it is a scalar ALU source (renamable);
 //   (2) X is dead wherever control leaves the range (after I, and at the targets of branches
 //       inside it that lead out of it);
-//   (3) a register P is looked for: P+1 holds the same immediate at I, made by an earlier move
-//       than X+1's (so two pairs never trade holders) and never overwritten by this pass, and P
-//       is untouched by every instruction in [D, I] and dead throughout (D, I] and at its exits;
+//   (3) a register P is looked for: P+1 holds the same immediate or copy at I, made by an earlier
+//       move than X+1's (so two pairs never trade holders), or P+1 is S itself, and was never
+//       overwritten by this pass; P is untouched by every instruction in [D, I] and dead
+//       throughout (D, I] and at its exits;
 //   (4) X is renamed P in D, in the readers, and in I (re-assembled from Mesa syntax; I must
 //       then read P and P+1). Liveness is updated for the next pair: P is live in (D, I].
 // Nothing else moves; the kept move of P+1's constant now serves both pairs.
@@ -53,7 +54,8 @@ bool coalesce(Code& c) {
       if (u.half || u.count != 2 || u.regid + 1 >= kFullRegs) continue;
       int x = u.regid;
       const Known& hi = known[i][static_cast<size_t>(x + 1)];
-      if (hi.kind != Known::Imm || clobbered.count(x + 1) || reg_written(xi.fx, x)) continue;
+      if ((hi.kind != Known::Imm && hi.kind != Known::Copy) || clobbered.count(x + 1) || reg_written(xi.fx, x)) continue;
+      if (hi.kind == Known::Copy && clobbered.count(hi.value)) continue;
       // D: the last writer of X before I, in index order
       size_t d = i;
       while (d-- > 0)
@@ -82,15 +84,19 @@ bool coalesce(Code& c) {
       if (!ok || i + 1 >= n) continue;
       for (size_t e : exits) ok = ok && !reg_live(live[e], x);
       if (!ok) continue;
-      int best = -1;
+      int best = -1, best_tag = 0;
       for (int p = 0; p + 1 < kFullRegs; ++p) {
         if (p == x || p == x + 1 || p + 1 == x || clobbered.count(p + 1)) continue;
         const Known& h = known[i][static_cast<size_t>(p + 1)];
-        if (!h.same(hi) || h.tag >= hi.tag) continue;
+        // p + 1 holds the same immediate, or the same copy, made earlier; or it is the copied
+        // register itself (unchanged since the copy, or the fact would be gone)
+        bool source = hi.kind == Known::Copy && p + 1 == hi.value;
+        if (!source && (!h.same(hi) || h.tag >= hi.tag)) continue;
         bool free = true;
         for (size_t k = d; k <= i && free; ++k) free = !reg_touched(c.ins[k].fx, p) && (k == d || !reg_live(live[k], p));
         for (size_t e : exits) free = free && !reg_live(live[e], p);
-        if (free && (best < 0 || h.tag < known[i][static_cast<size_t>(best + 1)].tag)) best = p;
+        int tag = source ? -1 : h.tag;
+        if (free && (best < 0 || tag < best_tag)) best = p, best_tag = tag;
       }
       if (best < 0) continue;
       // (4) rename, all or nothing
