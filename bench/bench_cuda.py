@@ -10,14 +10,23 @@ network, alternating in one run (issue 15, deliverable 6).
    one CUDA graph replayed; timed without and with its host<->device copies).
 The table gives the median of the round medians, the spread, the ratio opvision / PyTorch per
 round and overall (< 1: opvision faster), launches per inference and the slowest kernels.
-Not yet here: torch.compile (mode max-autotune) and the throughput figure with N inferences in
-flight (issue 15 lists both).
+3. Throughput (--inflight N, 0 = skip): frames per second with N inferences in flight.
+   opvision's artifact is batch-1: `opvision bench` with OPV_CUDA_REPLAYS=N replays its CUDA graph
+   N times back to back on one stream before the one host wait (each replay uploads the frame and
+   reads the output back, as the latency figure does); time per run / N = time per frame.
+   PyTorch: (a) its batch-1 graph replayed N times back to back, one synchronize (the same shape
+   of work), (b) the same network captured at batch N (one graph over N frames), without copies.
+4. torch.compile (--compile-timeout S, 0 = skip): the fp16 network through torch.compile in a
+   child process bounded by S seconds, mode max-autotune first (CUDA graphs and autotuned
+   kernels); if that fails or runs out of time, mode default (no CUDA graphs), and the table says
+   which. Timed per call with a synchronize, no copies (as the graph peer).
 
 Usage: bench/bench_cuda.py [--model M.onnx | --art M.opv] [--iters 200] [--rounds 5] [--no-torch]
-       [--opvision PATH] [--arch compute_90] [--json OUT.json]
+       [--opvision PATH] [--arch compute_90] [--json OUT.json] [--inflight 32] [--compile-timeout 240]
 """
 import argparse
 import json
+import os
 import pathlib
 import platform
 import statistics
@@ -30,10 +39,108 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_opencl import DEFAULT_MODEL, bench_torch, find_opvision, last_json, run  # noqa: E402
 
 
-def bench_opv(opv, art, args):
+def bench_opv(opv, art, args, replays=1):
     cmd = [opv, "bench", str(art), "--backend", "cuda", "--warmup", str(args.warmup), "--iters", str(args.iters),
            "--json"]
-    return last_json(run(cmd, args.timeout))
+    env = dict(os.environ, OPV_CUDA_REPLAYS=str(replays))
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {p.returncode}:\n{p.stderr[-3000:]}")
+    return last_json(p.stdout)
+
+
+def _peer_model(args, batch):
+    import numpy as np
+    import torch
+    from torch_profile import SHARED  # noqa: E402
+    sys.path.insert(0, str(SHARED / "models"))
+    import make_fixtures  # noqa: E402
+    h, w = (int(x) for x in args.hw.split(","))
+    m = make_fixtures.build(args.trunk, (h, w), args.seed).cuda().half().eval()
+    rng = np.random.default_rng(0)
+    img = torch.from_numpy(rng.integers(0, 256, (batch, 12, h, w), dtype=np.uint8)).cuda()
+    big = torch.from_numpy(rng.integers(0, 256, (batch, 12, h, w), dtype=np.uint8)).cuda()
+    return m, img, big
+
+
+def _graph(m, img, big):
+    import torch
+    with torch.no_grad():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                m(img, big)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            m(img, big)
+    return g
+
+
+def _time_ms(fn, iters, warmup):
+    """Median wall-clock ms of fn() followed by a synchronize."""
+    import torch
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(ts), min(ts)
+
+
+def throughput_child(args):
+    """PyTorch frames per second with N frames in flight: the batch-1 graph replayed N times back to
+    back, and the batch-N graph."""
+    import torch
+    n = args.inflight
+    m, img, big = _peer_model(args, 1)
+    g1 = _graph(m, img, big)
+    med, _ = _time_ms(lambda: [g1.replay() for _ in range(n)], max(args.iters // 4, 20), 5)
+    res = {"b1_replays_ms_per_frame": med / n}
+    del g1
+    m, img, big = _peer_model(args, n)
+    gn = _graph(m, img, big)
+    med, _ = _time_ms(gn.replay, max(args.iters // 4, 20), 5)
+    res["batch_ms_per_frame"] = med / n
+    res["torch"] = torch.__version__
+    print(json.dumps(res))
+
+
+def compile_child(args):
+    """torch.compile of the fp16 network in one mode: median ms per call (synchronized)."""
+    import torch
+    m, img, big = _peer_model(args, 1)
+    t = time.perf_counter()
+    cm = torch.compile(m, mode=None if args.compile_mode == "default" else args.compile_mode)
+    mark = getattr(torch.compiler, "cudagraph_mark_step_begin", lambda: None)
+
+    def step():
+        mark()
+        cm(img, big)
+    with torch.no_grad():
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - t
+        med, mn = _time_ms(step, args.iters, 10)
+    print(json.dumps({"mode": args.compile_mode, "median_ms": med, "min_ms": mn, "compile_s": compile_s}))
+
+
+def bench_compile(args, mode, timeout):
+    cmd = [sys.executable, __file__, "--compile-child", "--compile-mode", mode, "--trunk", args.trunk, "--hw", args.hw,
+           "--seed", str(args.seed), "--iters", str(args.iters)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, start_new_session=False)
+    except subprocess.TimeoutExpired:
+        return {"mode": mode, "error": f"timed out after {timeout:.0f} s"}
+    if p.returncode != 0:
+        return {"mode": mode, "error": f"exit {p.returncode}: " + p.stderr.strip()[-600:]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -51,7 +158,17 @@ def main():
     ap.add_argument("--opvision", default=None)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", default=None, help="write all numbers to this file")
+    ap.add_argument("--inflight", type=int, default=32, help="throughput: frames in flight (0: skip)")
+    ap.add_argument("--compile-timeout", type=float, default=240,
+                    help="torch.compile: seconds for max-autotune (then default mode in what is left; 0: skip)")
+    ap.add_argument("--tp-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--compile-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--compile-mode", default="max-autotune", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.tp_child:
+        return throughput_child(args)
+    if args.compile_child:
+        return compile_child(args)
     opv = find_opvision(args.opvision)
     if not args.art and not pathlib.Path(args.model).is_file():
         sys.exit(f"bench_cuda: model not found: {args.model}")
@@ -71,7 +188,10 @@ def main():
             if not args.no_torch:
                 torch_rounds.append(bench_torch(args))
             print(f"[bench] round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
-        prof = opv_rounds[-1]  # `opvision bench` ends with profiled runs: its per-kernel table
+        prof = opv_rounds[-1]
+        art_keep = art
+        if args.inflight > 0 and not args.art:  # the temporary artifact is gone after this block
+            args.inflight = 0  # `opvision bench` ends with profiled runs: its per-kernel table
     meds = [x["median_ms"] for x in opv_rounds]
     med = statistics.median(meds)
     results["opvision"] = {"median_ms": med, "min_ms": min(float(x["min_ms"]) for x in opv_rounds),
@@ -105,6 +225,48 @@ def main():
             print("  " + json.dumps(k))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.inflight > 0:
+        n = args.inflight
+        tp_rounds, opv_tp = [], []
+        for _ in range(min(args.rounds, 3)):
+            opv_tp.append(float(bench_opv(opv, art_keep, args, replays=n)["median_ms"]) / n)
+            if not args.no_torch:
+                tp_rounds.append(json.loads(run([sys.executable, __file__, "--tp-child", "--trunk", args.trunk, "--hw",
+                                                 args.hw, "--seed", str(args.seed), "--iters", str(args.iters),
+                                                 "--inflight", str(n)], args.timeout).strip().splitlines()[-1]))
+        o = statistics.median(opv_tp)
+        results["throughput"] = {"inflight": n, "opvision_ms_per_frame": o, "opvision_rounds": opv_tp}
+        print(f"throughput, {n} frames in flight (median of {len(opv_tp)} rounds; ms per frame, frames/s):")
+        print(f"  {'opvision: batch-1 graph x' + str(n) + ' back to back, with I/O':<52} {o:>7.4f} ms {1e3 / o:>8.0f} fps  "
+              + " ".join(f"{x:.4f}" for x in opv_tp))
+        if tp_rounds:
+            b1 = statistics.median(x["b1_replays_ms_per_frame"] for x in tp_rounds)
+            bn = statistics.median(x["batch_ms_per_frame"] for x in tp_rounds)
+            results["throughput"].update({"torch_b1_replays_ms_per_frame": b1, "torch_batch_ms_per_frame": bn,
+                                          "torch_rounds": tp_rounds})
+            print(f"  {'PyTorch: batch-1 graph x' + str(n) + ' back to back, no copies':<52} {b1:>7.4f} ms "
+                  f"{1e3 / b1:>8.0f} fps  ratio {o / b1:.2f}")
+            print(f"  {'PyTorch: one graph at batch ' + str(n) + ', no copies':<52} {bn:>7.4f} ms {1e3 / bn:>8.0f} fps  "
+                  f"ratio {o / bn:.2f}")
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.compile_timeout > 0 and not args.no_torch:
+        t0 = time.perf_counter()
+        tc = bench_compile(args, "max-autotune", args.compile_timeout)
+        results["torch_compile"] = [tc]
+        if "error" in tc:
+            left = max(args.compile_timeout - (time.perf_counter() - t0), 90)
+            results["torch_compile"].append(bench_compile(args, "default", left))
+        peer = results.get("torch", {}).get("median_ms")
+        for r in results["torch_compile"]:
+            if "error" in r:
+                print(f"torch.compile mode {r['mode']}: FAILED ({r['error'][-300:]})")
+            else:
+                print(f"torch.compile mode {r['mode']}: {r['median_ms']:.3f} ms (min {r['min_ms']:.3f}; compiled in "
+                      f"{r['compile_s']:.0f} s); opvision / it: {med / r['median_ms']:.2f}"
+                      + (f"; vs the CUDA graph peer {r['median_ms'] / peer:.2f}x" if peer else ""))
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":
