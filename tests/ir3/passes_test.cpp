@@ -426,7 +426,9 @@ TEST(Ir3Passes, RealKernelsValidateAndWrongRewritesAreCaught) {
     EXPECT_TRUE(k.failed_pass.empty()) << k.name << ": " << k.failed_pass << ": " << k.reason;
     // The kept code is never slower than Mesa's by the cost model (else the original is kept).
     EXPECT_LE(k.after.cycles(), k.before.cycles()) << k.name << " " << k.note;
-    if (!k.changed) EXPECT_EQ(k.after.instructions, k.before.instructions) << k.name;
+    if (!k.changed) {
+      EXPECT_EQ(k.after.instructions, k.before.instructions) << k.name;
+    }
     changed += k.changed;
     packed_before += k.before.mad_f32_packed;
     packed_after += k.after.mad_f32_packed;
@@ -448,12 +450,30 @@ TEST(Ir3Passes, RealKernelsValidateAndWrongRewritesAreCaught) {
   FAIL() << "no kernel with a plain mul.f to corrupt";
 }
 
-// ---- cp, dce, coalesce
+// ---- cp, dce, coalesce, rename
+
+namespace {
+
+// `body`, then the store of `dwords` dwords from `reg` to c0.xy + 16 * local id, and `end`.
+std::vector<uint64_t> stored(const std::string& body, const std::string& reg, int dwords) {
+  return assemble(body + R"(
+    shl.b r3.x, r0.x, 4
+    (rpt2)nop
+    add.u r4.x, c0.x, r3.x
+    mov.u32u32 r4.y, c0.y
+    (rpt5)nop
+    (ss)nop
+    stg.u32 g[r4.x], )" + reg + ", " + std::to_string(dwords) + R"(
+    end
+  )");
+}
+
+}  // namespace
 
 // Constants and copies: the zero accumulators read the first zero register, the copy's reader
 // reads the copied register, and dce removes the moves left without readers.
 TEST(Ir3Passes, CpSharesConstantsAndCopiesAndDceRemovesTheMoves) {
-  std::vector<uint64_t> orig = assemble(R"(
+  std::vector<uint64_t> orig = stored(R"(
     cov.u32f32 r1.x, r0.x
     mov.u32u32 r2.x, 0
     mov.u32u32 r2.y, 0
@@ -465,14 +485,7 @@ TEST(Ir3Passes, CpSharesConstantsAndCopiesAndDceRemovesTheMoves) {
     mad.f32 r6.y, c1.y, r1.x, r2.y
     mad.f32 r6.z, c1.z, r5.x, r2.z
     mad.f32 r6.w, c1.w, r5.x, r2.w
-    shl.b r3.x, r0.x, 4
-    (rpt2)nop
-    add.u r4.x, c0.x, r3.x
-    mov.u32u32 r4.y, c0.y
-    (rpt5)nop
-    stg.u32 g[r4.x], r6.x, 4
-    end
-  )");
+  )", "r6.x", 4);
   std::vector<uint64_t> opt = run_passes(orig, {"cp", "dce", "legalize"});
   EXPECT_EQ(count(opt, "mov.u32u32 r2."), 1) << disassemble(opt);
   EXPECT_EQ(count(opt, "r5.x"), 0) << disassemble(opt);
@@ -484,7 +497,7 @@ TEST(Ir3Passes, CpSharesConstantsAndCopiesAndDceRemovesTheMoves) {
 // A value carried around a loop, or a copy whose source changes before the read, is not a known
 // value: cp leaves the reads alone and the moves stay.
 TEST(Ir3Passes, CpLeavesLoopCarriedValuesAndStaleCopies) {
-  std::vector<uint64_t> orig = assemble(R"(
+  std::vector<uint64_t> orig = stored(R"(
     mov.u32u32 r1.x, 0
     mov.u32u32 r1.y, 0
     mov.u32u32 r2.x, 0
@@ -501,14 +514,7 @@ TEST(Ir3Passes, CpLeavesLoopCarriedValuesAndStaleCopies) {
     add.u r1.y, r1.y, 3
     (rpt2)nop
     add.u r6.x, r5.x, r2.x
-    shl.b r3.x, r0.x, 4
-    (rpt2)nop
-    add.u r4.x, c0.x, r3.x
-    mov.u32u32 r4.y, c0.y
-    (rpt5)nop
-    stg.u32 g[r4.x], r6.x, 1
-    end
-  )");
+  )", "r6.x", 1);
   std::vector<uint64_t> opt = run_passes(orig, {"cp", "dce", "legalize"});
   EXPECT_EQ(count(opt, "add.u r6.x, r5.x, r2.x"), 1) << disassemble(opt);
   EXPECT_EQ(count(opt, "mov.u32u32 r1.y, 0"), 1) << disassemble(opt);
@@ -521,7 +527,7 @@ TEST(Ir3Passes, CpLeavesLoopCarriedValuesAndStaleCopies) {
 // layout unknown (merged assumed) -- never lets a half write end a full register's life: in a
 // kernel with separate files r3.z keeps its value across the writes of hr7.x/hr7.y.
 TEST(Ir3Passes, DceRemovesDeadChainsAndKeepsFullRegistersAcrossHalfWrites) {
-  std::vector<uint64_t> orig = assemble(R"(
+  std::vector<uint64_t> orig = stored(R"(
     add.u r20.x, r0.x, 3
     mov.u32u32 r3.z, 7
     mov.u16u16 hr7.x, 1
@@ -530,14 +536,7 @@ TEST(Ir3Passes, DceRemovesDeadChainsAndKeepsFullRegistersAcrossHalfWrites) {
     shl.b r20.y, r20.x, 1
     cov.u32f32 r6.x, r3.z
     cov.u16f16 hr9.x, hr7.y
-    shl.b r3.x, r0.x, 4
-    (rpt2)nop
-    add.u r4.x, c0.x, r3.x
-    mov.u32u32 r4.y, c0.y
-    (rpt5)nop
-    stg.u32 g[r4.x], r6.x, 1
-    end
-  )");
+  )", "r6.x", 1);
   passes::Code c(orig);
   ASSERT_TRUE(passes::dce(c));
   passes::legalize(c);
@@ -574,8 +573,8 @@ std::vector<uint32_t> run_with_images(const std::vector<uint64_t>& words) {
 }
 
 // Two texel reads, each coordinate in a pair with y = 0 of its own; `tail` goes before the store.
-std::string two_reads(const std::string& tail) {
-  return R"(
+std::vector<uint64_t> two_reads(const std::string& tail) {
+  return stored(R"(
     mov.u32u32 r1.y, 0
     add.u r1.x, r0.x, 1
     (rpt5)nop
@@ -585,15 +584,7 @@ std::string two_reads(const std::string& tail) {
     (rpt5)nop
     isam.1d (f32)(xyzw)r12.x, r2.x, s#1, t#1
     (sy)add.f r8.x, r8.x, r12.x
-)" + tail + R"(
-    shl.b r3.x, r0.x, 4
-    (rpt2)nop
-    add.u r4.x, c0.x, r3.x
-    mov.u32u32 r4.y, c0.y
-    (rpt5)nop
-    stg.u32 g[r4.x], r8.x, 4
-    end
-  )";
+)" + tail, "r8.x", 4);
 }
 
 }  // namespace
@@ -602,14 +593,14 @@ std::string two_reads(const std::string& tail) {
 // once the first read has it), so the second `mov ..., 0` has no reader and goes; when r1.x is
 // still read later, nothing changes.
 TEST(Ir3Passes, CoalescePutsACoordinateNextToAnExistingZero) {
-  std::vector<uint64_t> orig = assemble(two_reads(""));
+  std::vector<uint64_t> orig = two_reads("");
   std::vector<uint64_t> opt = run_passes(orig, {"coalesce", "dce", "legalize"});
   EXPECT_EQ(count(opt, "mov.u32u32 r2.y, 0"), 0) << disassemble(opt);
   EXPECT_EQ(count(opt, "t#1"), 1) << disassemble(opt);
   EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
   EXPECT_EQ(run_with_images(orig), run_with_images(opt));
 
-  std::vector<uint64_t> busy = assemble(two_reads("    cov.u32f32 r8.y, r1.x\n"));
+  std::vector<uint64_t> busy = two_reads("    cov.u32f32 r8.y, r1.x\n");
   std::vector<uint64_t> kept = run_passes(busy, {"coalesce", "dce", "legalize"});
   EXPECT_EQ(count(kept, "mov.u32u32 r2.y, 0"), 1) << disassemble(kept);
   EXPECT_EQ(run_with_images(busy), run_with_images(kept));
@@ -619,7 +610,7 @@ TEST(Ir3Passes, CoalescePutsACoordinateNextToAnExistingZero) {
 // rcp has read r0.w. rename gives the later products registers of their own, after which hoist
 // overlaps the SFU latencies; the results are the same.
 TEST(Ir3Passes, RenameFreesReusedTemporariesForHoist) {
-  std::vector<uint64_t> orig = assemble(R"(
+  std::vector<uint64_t> orig = stored(R"(
     cov.u32f32 r1.x, r0.x
     mov.f32f32 r2.w, c1.w
     (rpt5)nop
@@ -632,15 +623,7 @@ TEST(Ir3Passes, RenameFreesReusedTemporariesForHoist) {
     mul.f r0.w, r1.x, c1.z
     (rpt2)nop
     rcp r2.z, r0.w
-    shl.b r3.x, r0.x, 4
-    (rpt2)nop
-    add.u r4.x, c0.x, r3.x
-    mov.u32u32 r4.y, c0.y
-    (rpt5)nop
-    (ss)nop
-    stg.u32 g[r4.x], r2.x, 4
-    end
-  )");
+  )", "r2.x", 4);
   std::vector<uint64_t> renamed = run_passes(orig, {"rename", "hoist", "legalize"});
   std::vector<uint64_t> plain = run_passes(orig, {"hoist", "legalize"});
   EXPECT_EQ(count(renamed, "mul.f r0.w"), 1) << disassemble(renamed);

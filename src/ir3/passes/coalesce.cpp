@@ -38,12 +38,7 @@ bool coalesce(Code& c) {
   std::vector<KnownRegs> known = known_values(c);
   std::vector<Live> live = liveness(c);
   std::vector<bool> pred = predicated(c);
-  std::vector<int64_t> pos = positions(c);
-  // branch sources per target index
-  std::vector<std::vector<size_t>> from(n);
-  for (size_t k = 0; k < n; ++k)
-    if (c.ins[k].target_id >= 0 && pos[static_cast<size_t>(c.ins[k].target_id)] >= 0)
-      from[static_cast<size_t>(pos[static_cast<size_t>(c.ins[k].target_id)])].push_back(k);
+  Flow fl = flow(c);
   std::set<int> clobbered;  // registers this pass wrote somewhere: their known values no longer hold
   bool progress = false;
   for (size_t i = 0; i < n; ++i) {
@@ -65,23 +60,14 @@ bool coalesce(Code& c) {
       if (!scalar_alu(xd) || pred[d]) continue;
       Parts pd = split(print(xd.in));
       if (pd.operands.empty() || pd.operands[0] != reg_name(x)) continue;
-      bool ok = true;
-      std::vector<size_t> exits{i + 1};
-      std::vector<size_t> readers;
-      for (size_t k = d + 1; k <= i && ok; ++k) {
-        const Ins& xk = c.ins[k];
-        for (size_t s : from[k]) ok = ok && s >= d && s <= i;  // entered only through D
-        if (is_control(xk) && !(xk.fx.is_branch || xk.fx.is_jump || is_pred_marker(xk))) ok = false;
-        if (xk.target_id >= 0) {
-          size_t t = static_cast<size_t>(pos[static_cast<size_t>(xk.target_id)]);
-          if (t <= d || t > i) exits.push_back(t);
-        }
-        if (k < i && reg_read(xk.fx, x)) {
-          if (!scalar_alu(xk)) ok = false;
+      std::vector<size_t> exits, readers;
+      bool ok = i + 1 < n && closed_range(c, fl, d, i, &exits);
+      for (size_t k = d + 1; k < i && ok; ++k)
+        if (reg_read(c.ins[k].fx, x)) {
+          ok = scalar_alu(c.ins[k]);
           readers.push_back(k);
         }
-      }
-      if (!ok || i + 1 >= n) continue;
+      if (!ok) continue;
       for (size_t e : exits) ok = ok && !reg_live(live[e], x);
       if (!ok) continue;
       int best = -1, best_tag = 0;
@@ -92,26 +78,14 @@ bool coalesce(Code& c) {
         // register itself (unchanged since the copy, or the fact would be gone)
         bool source = hi.kind == Known::Copy && p + 1 == hi.value;
         if (!source && (!h.same(hi) || h.tag >= hi.tag)) continue;
-        bool free = true;
-        for (size_t k = d; k <= i && free; ++k) free = !reg_touched(c.ins[k].fx, p) && (k == d || !reg_live(live[k], p));
-        for (size_t e : exits) free = free && !reg_live(live[e], p);
         int tag = source ? -1 : h.tag;
-        if (free && (best < 0 || tag < best_tag)) best = p, best_tag = tag;
+        if ((best < 0 || tag < best_tag) && free_over(c, live, d, i, exits, p)) best = p, best_tag = tag;
       }
       if (best < 0) continue;
       // (4) rename, all or nothing
       std::vector<std::pair<size_t, Instr>> edits;
       Instr re;
-      if (!rename_operands(xd, x, best, 0, 1, c.gen, &re)) continue;
-      edits.emplace_back(d, re);
-      for (size_t k : readers) {
-        if (!rename_operands(c.ins[k], x, best, 1, SIZE_MAX, c.gen, &re)) {
-          ok = false;
-          break;
-        }
-        edits.emplace_back(k, re);
-      }
-      if (!ok || !rename_operands(xi, x, best, 1, SIZE_MAX, c.gen, &re)) continue;
+      if (!rename_value(c, d, readers, x, best, &edits) || !rename_operands(xi, x, best, 1, SIZE_MAX, c.gen, &re)) continue;
       Effects fi = effects(re, c.merged_regs);
       if (reg_read(fi, x) || !reg_read(fi, best) || !reg_read(fi, best + 1)) continue;
       edits.emplace_back(i, re);

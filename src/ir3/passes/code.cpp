@@ -2,6 +2,7 @@
 #include "ir3/passes/code.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cctype>
 #include <cstring>
 #include <map>
@@ -364,6 +365,56 @@ bool rename_operands(const Ins& x, int from, int to, size_t first, size_t last, 
   Instr re = parse(text, gen);
   if (!re.valid() || re.name() != x.in.name()) return false;
   *out = re;
+  return true;
+}
+
+Flow flow(const Code& c) {
+  Flow f;
+  f.pos = positions(c);
+  f.from.resize(c.ins.size());
+  for (size_t k = 0; k < c.ins.size(); ++k)
+    if (c.ins[k].target_id >= 0 && f.pos[static_cast<size_t>(c.ins[k].target_id)] >= 0)
+      f.from[static_cast<size_t>(f.pos[static_cast<size_t>(c.ins[k].target_id)])].push_back(k);
+  return f;
+}
+
+bool closed_range(const Code& c, const Flow& f, size_t d, size_t last, std::vector<size_t>* exits) {
+  exits->clear();
+  if (!c.ins[last].fx.is_jump) exits->push_back(last + 1);
+  for (size_t k = d + 1; k <= last; ++k) {
+    const Ins& x = c.ins[k];
+    for (size_t s : f.from[k])
+      if (s < d || s > last) return false;
+    if (is_control(x) && !(x.fx.is_branch || x.fx.is_jump || is_pred_marker(x))) return false;
+    if (x.target_id >= 0) {
+      size_t t = static_cast<size_t>(f.pos[static_cast<size_t>(x.target_id)]);
+      if (t <= d || t > last) exits->push_back(t);
+    }
+  }
+  return true;
+}
+
+bool free_over(const Code& c, const std::vector<Live>& live, size_t d, size_t last, const std::vector<size_t>& exits, int f) {
+  for (size_t k = d; k <= last; ++k)
+    if (reg_touched(c.ins[k].fx, f) || (k > d && reg_live(live[k], f))) return false;
+  for (size_t e : exits)
+    if (e < live.size() && reg_live(live[e], f)) return false;
+  return true;
+}
+
+bool rename_value(const Code& c, size_t def, const std::vector<size_t>& readers, int from, int to,
+                  std::vector<std::pair<size_t, Instr>>* edits) {
+  edits->clear();
+  Instr re;
+  if (!rename_operands(c.ins[def], from, to, 0, 1, c.gen, &re)) return false;
+  edits->emplace_back(def, re);
+  for (size_t k : readers) {
+    if (!rename_operands(c.ins[k], from, to, 1, SIZE_MAX, c.gen, &re)) {
+      edits->clear();
+      return false;
+    }
+    edits->emplace_back(k, re);
+  }
   return true;
 }
 

@@ -125,6 +125,25 @@ bool scalar_alu(const Ins& x);
 // does, or the text does not assemble back to the same instruction.
 bool rename_operands(const Ins& x, int from, int to, size_t first, size_t last, int gen, Instr* out);
 
+// Branch structure for range checks: the index of every instruction id, and per index the
+// branches/jumps that target it.
+struct Flow {
+  std::vector<int64_t> pos;
+  std::vector<std::vector<size_t>> from;
+};
+Flow flow(const Code& c);
+// Whether the range (d, last] is entered only through d (no branch from outside it targets it)
+// and holds no control flow that is not modelled; *exits gets where control leaves it: last + 1
+// (unless last jumps) and the targets of branches inside it that lie outside.
+bool closed_range(const Code& c, const Flow& f, size_t d, size_t last, std::vector<size_t>* exits);
+// Whether register f could carry a value over [d, last]: no instruction there touches it, and it
+// is dead throughout (d, last] and at every exit (indices past the program are ignored).
+bool free_over(const Code& c, const std::vector<Live>& live, size_t d, size_t last, const std::vector<size_t>& exits, int f);
+// The edits that rename a value `from` -> `to`: the destination of instruction `def` and the
+// sources of every reader; false (and no edits) when one does not re-assemble.
+bool rename_value(const Code& c, size_t def, const std::vector<size_t>& readers, int from, int to,
+                  std::vector<std::pair<size_t, Instr>>* edits);
+
 // ---- assembler-text helpers (Mesa syntax, as print() writes it)
 
 // Splits "(sy)(nop2) mad.f32 r1.x, r2.x, (r)c3.y, r4.x" into prefix flags ("(sy)(nop2)"), the

@@ -45,11 +45,7 @@ bool rename(Code& c) {
   if (n < 2) return false;
   std::vector<Live> live = liveness(c);
   std::vector<bool> pred = predicated(c);
-  std::vector<int64_t> pos = positions(c);
-  std::vector<std::vector<size_t>> from(n);
-  for (size_t k = 0; k < n; ++k)
-    if (c.ins[k].target_id >= 0 && pos[static_cast<size_t>(c.ins[k].target_id)] >= 0)
-      from[static_cast<size_t>(pos[static_cast<size_t>(c.ins[k].target_id)])].push_back(k);
+  Flow fl = flow(c);
   int max_reg = -1;
   for (const Ins& x : c.ins)
     for (int r : x.fx.full_regs)
@@ -83,18 +79,7 @@ bool rename(Code& c) {
     }
     if (!ok || readers.empty()) continue;
     std::vector<size_t> exits;
-    if (!c.ins[last].fx.is_jump) exits.push_back(last + 1);
-    for (size_t k = d + 1; k <= last && ok; ++k) {
-      const Ins& xk = c.ins[k];
-      for (size_t s : from[k]) ok = ok && s >= d && s <= last;
-      if (is_control(xk) && !(xk.fx.is_branch || xk.fx.is_jump || is_pred_marker(xk))) ok = false;
-      if (reg_written(xk.fx, x) && k != last) ok = false;  // a reader that also writes X ends the range
-      if (xk.target_id >= 0) {
-        size_t t = static_cast<size_t>(pos[static_cast<size_t>(xk.target_id)]);
-        if (t <= d || t > last) exits.push_back(t);
-      }
-    }
-    if (!ok) continue;
+    if (!closed_range(c, fl, d, last, &exits)) continue;
     // the last reader may also write X (`add.u X, X, 1`): then its write is the next value and
     // X stays live after it under its own name, which is fine; otherwise X must be dead at exits
     bool last_writes = reg_written(c.ins[last].fx, x);
@@ -107,10 +92,7 @@ bool rename(Code& c) {
     size_t lo = d > kWindow ? d - kWindow : 0, hi = std::min(n, last + kWindow);
     for (int f = 0; f <= max_reg; ++f) {
       if (f == x) continue;
-      bool free = true;
-      for (size_t k = d; k <= last && free; ++k) free = !reg_touched(c.ins[k].fx, f) && (k == d || !reg_live(live[k], f));
-      for (size_t e : exits) free = free && (e >= n || !reg_live(live[e], f));
-      if (!free) continue;
+      if (!free_over(c, live, d, last, exits, f)) continue;
       int score = 0;
       for (size_t k = lo; k < hi; ++k) score += reg_touched(c.ins[k].fx, f);
       if (best < 0 || score < best_score) best = f, best_score = score;
@@ -118,17 +100,7 @@ bool rename(Code& c) {
     if (best < 0) continue;
     // (3) rename, all or nothing
     std::vector<std::pair<size_t, Instr>> edits;
-    Instr re;
-    if (!rename_operands(xd, x, best, 0, 1, c.gen, &re)) continue;
-    edits.emplace_back(d, re);
-    for (size_t k : readers) {
-      if (!rename_operands(c.ins[k], x, best, 1, SIZE_MAX, c.gen, &re)) {
-        ok = false;
-        break;
-      }
-      edits.emplace_back(k, re);
-    }
-    if (!ok) continue;
+    if (!rename_value(c, d, readers, x, best, &edits)) continue;
     for (auto& [k, in] : edits) c.set(k, in);
     for (size_t k = d + 1; k <= last; ++k) live[k].set(static_cast<size_t>(2 * best)).set(static_cast<size_t>(2 * best + 1));
     progress = true;
