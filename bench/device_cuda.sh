@@ -8,7 +8,8 @@
 #       and scripts/device_gtest.sh's bundles).
 #   bash bench/device_cuda.sh [bench_cuda.py args]
 #       on the GPU machine (the run tool carries .devrun): the cuda gtests, `opvision verify
-#       --backend cuda` on every bundled artifact, then bench/bench_cuda.py against PyTorch.
+#       --backend cuda` on every bundled artifact, then bench/bench_cuda.py against PyTorch (latency,
+#       throughput with --inflight N frames in flight, torch.compile bounded by --compile-timeout S).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 D="$ROOT/.devrun"
@@ -63,6 +64,13 @@ for art in "$V"/*.opv; do
 done
 if [[ -n "${OUT:-}" ]]; then  # the run tool's output folder: a Chrome trace of profiled runs
   "$OPV" bench "$V/fixture_fp16.opv" --backend cuda --iters 20 --trace "$OUT/cuda_trace.json" >/dev/null
+fi
+if command -v nvcc >/dev/null; then  # registers/spills of the fused kernels (the CUDA C++ the PTX came from)
+  for k in ffn_64 ffn_128 ffn_256; do
+    "$OPV" inspect "$V/fixture_fp16.opv" --source "$k" 2>/dev/null | sed -n '/^\/\/ generated/,$p' > "/tmp/opv_$k.cu" || true
+    [[ -s "/tmp/opv_$k.cu" ]] && timeout 60 nvcc -arch=sm_90 -Xptxas -v -c "/tmp/opv_$k.cu" -o /dev/null 2>&1 \
+      | grep -E "registers|spill" | head -2 | sed "s/^/$k: /" || true
+  done
 fi
 echo "== bench ($ARCH build)"
 python3 "$ROOT/bench/bench_cuda.py" --opvision "$OPV" --art "$V/fixture_fp16.opv" ${OUT:+--json "$OUT/bench.json"} "$@"

@@ -305,6 +305,7 @@ struct F16Case {
   bool heads = false;     // three GEMV heads of [1, C] (M, M + 24 and 16 rows), then a second layer each
   bool dw_pair = false;   // depthwise 3x3 (bias) -> depthwise 7x7 (bias, GELU), both outputs kept
   bool pack = false;      // uint8 [N, C, H, W] x 2 -> Concat -> Cast (Sub mean, Div std): the input pack
+  bool ffn = false;       // ConvFFN: 1x1 C -> M (bias, GELU) -> 1x1 M -> C (bias, residual Add): one launch
 };
 std::vector<F16Case> f16_cases() {
   return {
@@ -333,6 +334,13 @@ std::vector<F16Case> f16_cases() {
       {"dw_pair_3x3_7x7", 2, 6, 6, 5, 9, 0, false, false, true},
       // The input pack's Concat and Cast in one launch (uint8 in, fp16 out, broadcast operands).
       {"concat_cast_pack", 2, 3, 6, 4, 6, 0, false, false, false, true},
+      // fc1 -> GELU -> fc2 -> residual in one launch, the hidden tile on chip: 63 pixels (element
+      // loads, a partial pixel tile), two images, the hidden chunks split over 3 blocks.
+      {"ffn_odd_pixels_split", 2, 64, 192, 9, 7, 0, false, false, false, false, true},
+      // The fixture's stage-0 shape: 128 pixel tiles, no split (16-byte copies).
+      {"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true},
+      // The stage-2 shape: 8 pixel tiles, the 12 hidden chunks split over 6 blocks, 4 row tiles per warp.
+      {"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true},
   };
 }
 ir::Graph pack_graph(const F16Case& t, DType dt) {
@@ -410,7 +418,35 @@ ir::Graph heads_graph(const F16Case& t, DType dt) {
   g.validate();
   return g;
 }
+// The ConvFFN case: y = W2 gelu(W1 x0 + b1) + b2 + x1 (1x1 convs; x0, x1 [N, C, H, W], hidden M).
+ir::Graph ffn_graph(const F16Case& t, DType dt) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
+    return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
+  };
+  const Shape xs{t.N, t.C, t.H, t.W};
+  const int x = g.add_value({"x0", dt, xs, nullptr});
+  const int res = g.add_value({"x1", dt, xs, nullptr});
+  g.inputs = {x, res};
+  Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
+  a.set("group", int64_t(1));
+  const float w1 = 1.0f / std::sqrt(float(t.C)), w2 = 1.0f / std::sqrt(float(t.M));
+  const int h = g.add_value({"hidden", dt, {t.N, t.M, t.H, t.W}, nullptr});
+  g.add_node({"fc1", OpKind::Conv, a,
+              {x, g.add_const("w1", rounded({t.M, t.C, 1, 1}, 90, -w1, w1)), g.add_const("b1", rounded({t.M}, 91, -0.5f, 0.5f))},
+              {h}, {PostOp{OpKind::Gelu}}});
+  const int y = g.add_value({"y", dt, xs, nullptr});
+  g.add_node({"fc2", OpKind::Conv, a,
+              {h, g.add_const("w2", rounded({t.C, t.M, 1, 1}, 92, -w2, w2)), g.add_const("b2", rounded({t.C}, 93, -0.5f, 0.5f)),
+               res},
+              {y}, {PostOp{OpKind::Add, 0, 0, 3}}});
+  g.outputs.push_back(y);
+  g.validate();
+  return g;
+}
 ir::Graph f16_graph(const F16Case& t, DType dt) {
+  if (t.ffn) return ffn_graph(t, dt);
   if (t.heads) return heads_graph(t, dt);
   if (t.dw_pair) return dw_pair_graph(t, dt);
   if (t.pack) return pack_graph(t, dt);
@@ -474,6 +510,17 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       ASSERT_EQ(p.calls.size(), 1u) << "Concat and Cast in one launch";
       EXPECT_EQ(p.calls[0].inputs.size(), 4u);
       EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].name, "concat_cast_f16");
+      continue;
+    }
+    if (t.ffn) {
+      EXPECT_EQ(lower_cuda_arch(f16_graph(t, DType::F16), "compute_75").calls.size(), 2u) << "no tensor cores: two launches";
+      const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80");
+      ASSERT_EQ(p.calls.size(), 1u) << "fc1 and fc2 in one launch";
+      EXPECT_EQ(p.calls[0].inputs.size(), 6u);
+      const plan::Kernel& k = p.kernels[size_t(p.calls[0].kernel)];
+      EXPECT_EQ(k.attrs.i("cuda_ffn", 0), 1);
+      EXPECT_EQ(k.post_ops.size(), 2u);
+      EXPECT_EQ(k.post_ops[1].input, 5) << "the residual operand after the five weights' slots";
       continue;
     }
     if (t.dw_pair) {

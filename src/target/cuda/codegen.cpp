@@ -1185,6 +1185,288 @@ Generated dw_pair(const Plan& p, const Call& c) {
   return gen;
 }
 
+// ---- ConvFFN: fc1 -> unary post-ops (GELU) -> fc2 in one launch ---------------------------------
+// A dense fp16 1x1 conv (fc1, unary post-ops) whose output only the next call reads, a dense fp16
+// 1x1 conv on it (fc2, any post-ops on other operands: the residual Add), runs as one tensor-core
+// kernel (plan arch compute_80+) that keeps the hidden activations on chip: a block of 4 warps
+// takes kFfnBN pixels of one image and kFfnHC hidden channels at a time: the X tile [Cin x BN]
+// sits in shared memory; warp w computes hidden rows w*16.. of the chunk (mma.sync m16n8k16, W1
+// fragments straight from global memory, X fragments with ldmatrix.trans), adds the bias, runs
+// fc1's post-ops, rounds to fp16 (as fc1's stored output would be) into a shared [HC x BN] tile;
+// then every warp accumulates Cout/4 output rows of fc2 from that tile (W2 fragments from global
+// memory). Layers with few pixel tiles also split the hidden chunks over S blocks, each writing its
+// fp32 partial [Cout x BN] to a module workspace; the last block of a tile (counter, as the split-K
+// 1x1s) adds the partials in split order and runs the epilogue (bias, fc2's post-ops).
+// Plan form: one call, output = fc2's, inputs = [X, W1, B1, W2, B2, fc2's inputs from slot 3 on]
+// (absent bias -1); kernel = fc1's with "cl_batch" = 2, "cuda_ffn" = 1, post-ops = fc1's then
+// fc2's (operand slots j -> j + 2), "cuda_batch_post_ops" = their counts.
+constexpr int64_t kFfnBN = 16, kFfnHC = 64, kFfnTargetBlocks = 96, kFfnMinBlocks = 24;
+constexpr int64_t kFfnMaxReduceBytes = 128 << 10;  // the last block's partials at most
+constexpr int64_t kFfnSmemBytes = 45 << 10;
+struct FfnShape {
+  int64_t N = 0, Cin = 0, Hd = 0, Cout = 0, P = 0, OW = 0, PT = 0, NC = 0, CPB = 0, S = 0;
+  int64_t blocks() const { return N * PT * S; }
+};
+// The fused shape of fc1 call a and fc2 call b, or false.
+bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::vector<int>& readers, FfnShape* sh) {
+  if (plan_sm(p) < 80) return false;
+  const Kernel& ka = p.kernels.at(size_t(a.kernel));
+  const Kernel& kb = p.kernels.at(size_t(b.kernel));
+  for (const auto* cc : {&a, &b}) {
+    const Kernel& k = p.kernels.at(size_t(cc->kernel));
+    if (k.op != OpKind::Conv || !k.source.empty() || k.attrs.i("cl_batch", 0) > 0 || cc->outputs.size() != 1 ||
+        cc->inputs.size() < 2 || cc->inputs[0] < 0 || cc->inputs[1] < 0)
+      return false;
+    const Ctx x{p, *cc, k};
+    if (!conv1x1_tiled_ok(x) || x.in(0).dtype != DType::F16 || x.in(1).dtype != DType::F16 ||
+        x.out().dtype != DType::F16 || x.out().layout != Layout::Linear || x.in(0).layout != Layout::Linear)
+      return false;
+    if (cc->inputs.size() > 2 && cc->inputs[2] >= 0 && !is_float(x.in(2).dtype)) return false;
+  }
+  const int hid = a.outputs[0];
+  if (b.inputs[0] != hid || readers.at(size_t(hid)) != 1 || p.buffers.at(size_t(hid)).kind != BufferKind::Intermediate)
+    return false;
+  for (const PostOp& po : ka.post_ops)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return false;
+  for (const PostOp& po : kb.post_ops)
+    if (po.input >= 0 && po.input < 3) return false;
+  const Shape& xs = p.buffers.at(size_t(a.inputs[0])).shape;
+  const Shape& ys = p.buffers.at(size_t(b.outputs[0])).shape;
+  FfnShape s;
+  s.N = xs[0], s.Cin = xs[1], s.Hd = p.buffers.at(size_t(hid)).shape[1], s.Cout = ys[1], s.P = xs[2] * xs[3];
+  s.OW = xs[3];
+  if (s.Cin % 16 || s.Hd % kFfnHC || s.Cout % 64 || s.N * s.Cin * s.P > INT32_MAX / 2 ||
+      s.N * s.Hd * s.P > INT32_MAX / 2 || s.N * s.Cout * s.P > INT32_MAX / 2)
+    return false;
+  if ((s.Cin + kFfnHC) * (kFfnBN + 8) * 2 > kFfnSmemBytes) return false;
+  s.PT = (s.P + kFfnBN - 1) / kFfnBN;
+  s.NC = s.Hd / kFfnHC;
+  const int64_t tiles = s.N * s.PT;
+  const int64_t s0 = std::clamp<int64_t>((kFfnTargetBlocks + tiles - 1) / tiles, 1, s.NC);
+  s.CPB = (s.NC + s0 - 1) / s0;
+  s.S = (s.NC + s.CPB - 1) / s.CPB;
+  while (s.S > 1 && s.S * s.Cout * kFfnBN * 4 > kFfnMaxReduceBytes) {
+    ++s.CPB;
+    s.S = (s.NC + s.CPB - 1) / s.CPB;
+  }
+  if (s.blocks() < kFfnMinBlocks) return false;  // too few blocks: the two tiled launches are faster
+  *sh = s;
+  return true;
+}
+void fuse_ffn(Plan& p) {
+  if (plan_sm(p) < 80) return;
+  std::vector<int> readers(p.buffers.size(), 0);
+  for (const Call& c : p.calls)
+    for (int b : c.inputs)
+      if (b >= 0) ++readers[size_t(b)];
+  std::vector<Call> calls;
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    const Call& a = p.calls[i];
+    FfnShape sh;
+    if (i + 1 < p.calls.size() && ffn_shape(p, a, p.calls[i + 1], readers, &sh)) {
+      const Call& b = p.calls[i + 1];
+      const Kernel& akern = p.kernels.at(size_t(a.kernel));
+      const Kernel& bkern = p.kernels.at(size_t(b.kernel));
+      Kernel k = akern;
+      k.name = "ffn_" + std::to_string(sh.Cin) + "_" + std::to_string(sh.Hd) + "_" + std::to_string(sh.Cout) + "_f16";
+      for (PostOp po : bkern.post_ops) {
+        if (po.input >= 0) po.input += 2;
+        k.post_ops.push_back(po);
+      }
+      k.attrs.set("cl_batch", int64_t(2));
+      k.attrs.set("cuda_ffn", int64_t(1));
+      k.attrs.set("cuda_batch_post_ops", std::vector<int64_t>{int64_t(akern.post_ops.size()), int64_t(bkern.post_ops.size())});
+      Call f;
+      f.label = a.label + "+" + b.label;
+      f.outputs = b.outputs;
+      auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
+      f.inputs = {a.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
+      for (size_t j = 3; j < b.inputs.size(); ++j) f.inputs.push_back(b.inputs[j]);
+      f.kernel = int(p.kernels.size());
+      p.kernels.push_back(std::move(k));
+      calls.push_back(std::move(f));
+      ++i;
+      continue;
+    }
+    calls.push_back(a);
+  }
+  p.calls = std::move(calls);
+}
+Generated ffn(const Plan& p, const Call& c) {
+  Generated gen;
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
+  if (c.outputs.size() != 1 || c.inputs.size() < 5 || npo.size() != 2 || c.inputs[0] < 0 || c.inputs[1] < 0 ||
+      c.inputs[3] < 0 || size_t(npo[0] + npo[1]) != k.post_ops.size())
+    return gen.why = "ConvFFN call out of shape", gen;
+  auto buf = [&](size_t j) -> const Buffer& { return p.buffers.at(size_t(c.inputs[j])); };
+  const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
+  FfnShape s;
+  s.N = buf(0).shape[0], s.Cin = buf(0).shape[1], s.P = buf(0).shape[2] * buf(0).shape[3], s.OW = buf(0).shape[3];
+  s.Hd = buf(1).shape[0], s.Cout = Y.shape[1];
+  // The same sizing as ffn_shape (re-derived: the plan keeps no shape of the hidden tensor).
+  s.PT = (s.P + kFfnBN - 1) / kFfnBN;
+  s.NC = s.Hd / kFfnHC;
+  {
+    const int64_t tiles = s.N * s.PT;
+    const int64_t s0 = std::clamp<int64_t>((kFfnTargetBlocks + tiles - 1) / tiles, 1, s.NC);
+    s.CPB = (s.NC + s0 - 1) / s0;
+    s.S = (s.NC + s.CPB - 1) / s.CPB;
+    while (s.S > 1 && s.S * s.Cout * kFfnBN * 4 > kFfnMaxReduceBytes) {
+      ++s.CPB;
+      s.S = (s.NC + s.CPB - 1) / s.CPB;
+    }
+  }
+  // fc2's post-ops on the fused call (operand slots already moved).
+  Kernel k2 = k;
+  k2.post_ops.assign(k.post_ops.begin() + npo[0], k.post_ops.end());
+  const Ctx x2{p, c, k2};
+  if (std::string why; !post_ops_ok(x2, &why)) return gen.why = why, gen;
+  const int64_t MT2 = s.Cout / 64, TILE = s.Cout * kFfnBN;
+  const bool a2_early = MT2 <= 4;  // the chunk's W2 fragments loaded before fc1's epilogue
+  std::ostringstream b;
+  b << "  // ConvFFN: " << s.Cin << " -> " << s.Hd << " -> " << s.Cout << " channels over " << s.P << " pixels, "
+    << kFfnBN << " pixels x " << kFfnHC << " hidden a step, hidden split " << s.S << " x " << s.CPB << " chunks\n"
+    << "  constexpr int BN = " << kFfnBN << ", HC = " << kFfnHC << ", LDX = BN + 8, LDG = BN + 8;\n"
+    << "  constexpr int CIN = " << s.Cin << ", HD = " << s.Hd << ", COUT = " << s.Cout << ", P = " << s.P
+    << ", S = " << s.S << ", CPB = " << s.CPB << ", NC = " << s.NC << ";\n"
+    << "  constexpr int MT2 = COUT / 64, RW = COUT / 4, KS1 = CIN / 16, KG1 = (KS1 + 3) / 4, TILE = COUT * BN;\n"
+    << "  __shared__ __align__(16) unsigned short Xs[CIN * LDX];\n"
+    << "  __shared__ __align__(16) unsigned short Gs[HC * LDG];\n"
+    << "  __shared__ int last_;\n  (void)last_; (void)TILE;\n"
+    << "  const opv_idx tile = blockIdx.x / S;\n"
+    << "  const int sp = (int)(blockIdx.x % S);\n"
+    << "  const opv_idx p0 = (tile % " << s.PT << ") * BN, n = tile / " << s.PT << ";\n"
+    << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
+    << "  const unsigned short* Xg = in0 + n * (opv_idx)(CIN * P);\n";
+  if (s.P % 8 == 0)
+    b << "  for (int e = tid; e < CIN * BN / 8; e += 128) {\n"
+      << "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
+      << "    const opv_idx q = p0 + pp;\n"
+      << "    const bool ok = q < P;\n"
+      << "    opv_cp16(Xs + r * LDX + pp, ok ? Xg + r * P + q : Xg, ok);\n  }\n"
+      << "  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";
+  else
+    b << "  for (int e = tid; e < CIN * BN; e += 128) {\n"
+      << "    const int r = e / BN, pp = e % BN;\n"
+      << "    const opv_idx q = p0 + pp;\n"
+      << "    Xs[r * LDX + pp] = q < P ? Xg[r * P + q] : (unsigned short)0;\n  }\n";
+  b << "  float acc2[MT2][2][4];\n"
+    << "#pragma unroll\n  for (int a = 0; a < MT2; ++a)\n#pragma unroll\n    for (int c = 0; c < 2; ++c)\n#pragma unroll\n"
+    << "      for (int r = 0; r < 4; ++r) acc2[a][c][r] = 0.0f;\n"
+    << "  const unsigned* W1u = (const unsigned*)in1;\n"
+    << "  const unsigned* W2u = (const unsigned*)in3;\n"
+    << "  const int c_beg = sp * CPB, c_end = c_beg + CPB < NC ? c_beg + CPB : NC;\n"
+    << "  asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
+    << "  __syncthreads();\n"
+    << "  for (int ch = c_beg; ch < c_end; ++ch) {\n"
+    << "    const int h0 = ch * HC;\n"
+    // fc1: rows h0 + warp * 16 + g (+8); W1 fragments from global, 4 k-steps ahead.
+    << "    const unsigned* w1r = W1u + (opv_idx)(h0 + warp * 16 + g) * (CIN / 2) + t;\n"
+    << "    float acc1[2][4];\n"
+    << "#pragma unroll\n    for (int c = 0; c < 2; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) acc1[c][r] = 0.0f;\n"
+    << "    unsigned ac[4][4], an[4][4];\n"
+    << "#pragma unroll\n    for (int j = 0; j < 4; ++j)\n"
+    << "      if (j < KS1) {\n"
+    << "        ac[j][0] = w1r[j * 8]; ac[j][1] = w1r[j * 8 + 4 * CIN]; ac[j][2] = w1r[j * 8 + 4]; ac[j][3] = w1r[j * 8 + 4 * CIN + 4];\n"
+    << "      }\n"
+    << "#pragma unroll\n    for (int gk = 0; gk < KG1; ++gk) {\n"
+    << "#pragma unroll\n      for (int j = 0; j < 4; ++j) {\n"
+    << "        const int ks = (gk + 1) * 4 + j;\n"
+    << "        if (gk + 1 < KG1 && ks < KS1) {\n"
+    << "          an[j][0] = w1r[ks * 8]; an[j][1] = w1r[ks * 8 + 4 * CIN]; an[j][2] = w1r[ks * 8 + 4]; an[j][3] = w1r[ks * 8 + 4 * CIN + 4];\n"
+    << "        }\n      }\n"
+    << "#pragma unroll\n      for (int j = 0; j < 4; ++j) {\n"
+    << "        const int ks = gk * 4 + j;\n"
+    << "        if (ks < KS1) {\n"
+    << "          unsigned r[4];\n"
+    << "          opv_ldsm4t(r, Xs + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8);\n"
+    << "          const unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};\n"
+    << "          opv_mma(acc1[0], ac[j], b0);\n"
+    << "          opv_mma(acc1[1], ac[j], b1);\n"
+    << "        }\n      }\n"
+    << "#pragma unroll\n      for (int j = 0; j < 4; ++j)\n#pragma unroll\n        for (int q = 0; q < 4; ++q) ac[j][q] = an[j][q];\n"
+    << "    }\n";
+  // W2 fragments of rows warp * RW + mt * 16 + g (+8), hidden h0 + ks * 16 + 2t (+8).
+  auto load_a2 = [&](const std::string& dst, const std::string& ks) {
+    std::ostringstream o;
+    o << "#pragma unroll\n    for (int mt = 0; mt < MT2; ++mt) {\n"
+      << "      const unsigned* w2r = W2u + (opv_idx)(warp * RW + mt * 16 + g) * (HD / 2) + h0 / 2 + (" << ks
+      << ") * 8 + t;\n"
+      << "      " << dst << "[mt][0] = w2r[0]; " << dst << "[mt][1] = w2r[4 * HD]; " << dst << "[mt][2] = w2r[4]; " << dst
+      << "[mt][3] = w2r[4 * HD + 4];\n    }\n";
+    return o.str();
+  };
+  if (a2_early) {
+    b << "    unsigned a2[4][MT2][4];\n"
+      << "#pragma unroll\n    for (int ks = 0; ks < 4; ++ks) {\n" << load_a2("a2[ks]", "ks") << "    }\n";
+  }
+  // fc1's epilogue: bias, post-ops, fp16 into the hidden tile.
+  b << "#pragma unroll\n    for (int nt = 0; nt < 2; ++nt)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+    << "        const int hl = warp * 16 + g + (r >> 1) * 8;\n"
+    << "        float v = acc1[nt][r]"
+    << (c.inputs[2] >= 0 ? " + " + load(buf(2).dtype, "in2", "h0 + hl") : std::string()) << ";\n";
+  for (int64_t q = 0; q < npo[0]; ++q) b << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
+  b << "        Gs[hl * LDG + nt * 8 + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"
+    << "    __syncthreads();\n"
+    << "#pragma unroll\n    for (int ks = 0; ks < 4; ++ks) {\n";
+  if (!a2_early) b << "      unsigned a2k[MT2][4];\n" << load_a2("a2k", "ks");
+  b << "      unsigned r[4];\n"
+    << "      opv_ldsm4t(r, Gs + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDG + (lane >> 4) * 8);\n"
+    << "      const unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};\n"
+    << "#pragma unroll\n      for (int mt = 0; mt < MT2; ++mt) {\n"
+    << "        opv_mma(acc2[mt][0], " << (a2_early ? "a2[ks][mt]" : "a2k[mt]") << ", b0);\n"
+    << "        opv_mma(acc2[mt][1], " << (a2_early ? "a2[ks][mt]" : "a2k[mt]") << ", b1);\n"
+    << "      }\n    }\n"
+    << "    __syncthreads();\n  }\n";
+  std::ostringstream epi;
+  epi << "      const opv_idx o0 = n, o1 = m, o2 = q / " << I(s.OW) << ", o3 = q % " << I(s.OW) << ";\n"
+      << "      (void)o0; (void)o1; (void)o2; (void)o3;\n"
+      << "      float v = sum" << (c.inputs[4] >= 0 ? " + " + load(buf(4).dtype, "in4", "m") : std::string()) << ";\n"
+      << post_ops(x2) << "      " << store(Y.dtype, "out0", "(n * COUT + m) * P + q", "v") << "\n";
+  if (s.S == 1) {
+    b << "#pragma unroll\n  for (int mt = 0; mt < MT2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < 2; ++nt)\n"
+      << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+      << "    const opv_idx m = warp * RW + mt * 16 + g + (r >> 1) * 8, q = p0 + nt * 8 + 2 * t + (r & 1);\n"
+      << "    if (q < P) {\n      const float sum = acc2[mt][nt][r];\n"
+      << epi.str() << "    }\n  }\n";
+  } else {
+    gen.source = "__device__ float opv_ws[" + I(s.N * s.PT * s.S * TILE) + "];  // hidden-split partial tiles\n" +
+                 "__device__ unsigned int opv_cnt[" + I(s.N * s.PT) + "];  // partials written per tile (0 between launches)\n";
+    b << "  float* wsp = opv_ws + (tile * S + sp) * TILE;\n"
+      << "#pragma unroll\n  for (int mt = 0; mt < MT2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < 2; ++nt)\n"
+      << "#pragma unroll\n      for (int r = 0; r < 4; ++r)\n"
+      << "        wsp[(warp * RW + mt * 16 + g + (r >> 1) * 8) * BN + nt * 8 + 2 * t + (r & 1)] = acc2[mt][nt][r];\n"
+      << "  __threadfence();\n  __syncthreads();\n"
+      << "  if (tid == 0) last_ = atomicAdd(&opv_cnt[tile], 1u) == (unsigned)(S - 1);\n"
+      << "  __syncthreads();\n  if (!last_) return;\n  __threadfence();\n"
+      << "  const float* wst = opv_ws + tile * S * TILE;\n"
+      << "  for (int o = tid; o < TILE; o += 128) {\n"
+      << "    const opv_idx m = o / BN, q = p0 + o % BN;\n"
+      << "    if (q < P) {\n"
+      << "      float sum = 0.0f;\n"
+      << "      for (int sq = 0; sq < S; ++sq) sum += opv_ldcg(wst + sq * TILE + o);\n"
+      << epi.str() << "    }\n  }\n"
+      << "  if (tid == 0) opv_cnt[tile] = 0u;\n";
+  }
+  const std::string workspace = gen.source;
+  std::string params = std::string(c_type(Y.dtype)) + "* __restrict__ out0";
+  for (size_t j = 0; j < c.inputs.size(); ++j)
+    if (c.inputs[j] >= 0) params += std::string(", const ") + c_type(buf(j).dtype) + "* __restrict__ in" + std::to_string(j);
+  gen.entry = "opv_" + k.name;
+  std::ostringstream src;
+  src << "// generated by opvision src/target/cuda/codegen.cpp (kernel " << k.name
+      << ", ConvFFN fc1 -> fc2 in one launch) -- do not edit\n"
+      << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
+      << kMmaHelpers << workspace << "extern \"C\" __global__ void __launch_bounds__(128) " << gen.entry << "(" << params
+      << ") {\n"
+      << b.str() << "}\n";
+  gen.source = src.str();
+  gen.global = {s.blocks() * 128, 0, 0};
+  gen.local = {128, 0, 0};
+  return gen;
+}
+
 }  // namespace
 
 Generated generate(const Plan& p, const Call& c) {
@@ -1194,6 +1476,7 @@ Generated generate(const Plan& p, const Call& c) {
   x.sm = plan_sm(p);
   if (k.op == OpKind::Gemm && k.attrs.i("cl_batch", 0) > 0) return gemv_batch(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_dw_pair", 0) > 0) return dw_pair(p, c);
+  if (k.op == OpKind::Conv && k.attrs.i("cuda_ffn", 0) > 0) return ffn(p, c);
   if (c.outputs.size() != 1) return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)
     if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
@@ -1320,6 +1603,7 @@ bool codegen(Plan& p, const PassCtx& /*ctx*/) {
   OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");
   batch_gemvs(p);
   fuse_dw_pairs(p);
+  fuse_ffn(p);
   fuse_concat_cast(p);
   std::vector<Kernel> kernels;
   std::map<std::pair<std::string, std::string>, int> interned;  // (source, entry) -> kernel
