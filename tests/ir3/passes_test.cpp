@@ -632,3 +632,33 @@ TEST(Ir3Passes, RenameFreesReusedTemporariesForHoist) {
   EXPECT_TRUE(check_hazards(renamed).empty()) << disassemble(renamed);
   EXPECT_EQ(run(orig), run(renamed));
 }
+
+// A coordinate pair of known values (two immediates; a copy and an immediate) is read from an
+// earlier pair holding the same values, and the moves that built the later pairs go.
+TEST(Ir3Passes, CpReadsKnownCoordinatePairsFromEarlierPairs) {
+  std::vector<uint64_t> orig = stored(R"(
+    add.u r5.x, r0.x, 3
+    mov.u32u32 r5.y, 0
+    mov.u32u32 r1.x, 5
+    mov.u32u32 r1.y, 0
+    (rpt5)nop
+    isam.1d (f32)(xyzw)r8.x, r1.x, s#0, t#0
+    isam.1d (f32)(xyzw)r16.x, r5.x, s#0, t#0
+    mov.u32u32 r2.x, 5
+    mov.u32u32 r2.y, 0
+    mov.u32u32 r6.z, r5.x
+    mov.u32u32 r6.w, 0
+    (rpt5)nop
+    isam.1d (f32)(xyzw)r12.x, r2.x, s#1, t#1
+    isam.1d (f32)(xyzw)r20.x, r6.z, s#1, t#1
+    (sy)add.f r8.x, r8.x, r12.x
+    add.f r8.y, r16.x, r20.x
+  )", "r8.x", 4);
+  std::vector<uint64_t> opt = run_passes(orig, {"cp", "dce", "legalize"});
+  EXPECT_EQ(count(opt, "mov.u32u32 r2."), 0) << disassemble(opt);
+  EXPECT_EQ(count(opt, "mov.u32u32 r6."), 0) << disassemble(opt);
+  EXPECT_EQ(count(opt, "isam.1d (f32)(xyzw)r12.x, r1.x, s#1, t#1"), 1) << disassemble(opt);
+  EXPECT_EQ(count(opt, "isam.1d (f32)(xyzw)r20.x, r5.x, s#1, t#1"), 1) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run_with_images(orig), run_with_images(opt));
+}

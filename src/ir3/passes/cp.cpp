@@ -16,8 +16,8 @@
 // readers). The rewritten instruction is re-assembled from Mesa syntax.
 // (3) a register group that a texture or memory instruction reads (a coordinate pair, the
 // texture/sampler index pair of `isam.s2en`, an address) and whose every component holds a
-// known immediate is read, instead, from another group of the same file holding the same
-// immediates in the same order, made by earlier moves (Mesa sets up a fresh index pair with two
+// known immediate or a copy is read, instead, from another group of the same file holding the
+// same values in the same order: the copied registers themselves, or earlier moves (Mesa sets up a fresh index pair with two
 // `mov.u16u16` for every one of the largest fixture kernel's 320 `isam.s2en`, while an earlier
 // pair with the same indices is often still intact). The instruction's decoded reads and writes
 // must come out the same but for that group. Other vector operands are never touched: their
@@ -61,7 +61,7 @@ bool share_group(Code& c, size_t i, const KnownRegs& s) {
     bool known = true;
     for (int t = 0; t < u.count && known; ++t) {
       const Known& f = s[static_cast<size_t>(base + t)];
-      known = f.kind == Known::Imm;
+      known = f.kind == Known::Imm || f.kind == Known::Copy;
       tag = std::max(tag, f.tag);
     }
     if (!known) continue;
@@ -71,8 +71,9 @@ bool share_group(Code& c, size_t i, const KnownRegs& s) {
       int qt = -1;
       bool same = true;
       for (int t = 0; t < u.count && same; ++t) {
-        const Known& f = s[static_cast<size_t>(q + t)];
-        same = f.same(s[static_cast<size_t>(base + t)]);
+        const Known &f = s[static_cast<size_t>(q + t)], &want = s[static_cast<size_t>(base + t)];
+        if (want.kind == Known::Copy && q + t == want.value) continue;  // the copied register itself
+        same = f.same(want);
         qt = std::max(qt, f.tag);
       }
       if (same && qt < best_tag) best = q, best_tag = qt;
