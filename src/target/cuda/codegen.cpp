@@ -1201,7 +1201,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
 // (absent bias -1); kernel = fc1's with "cl_batch" = 2, "cuda_ffn" = 1, post-ops = fc1's then
 // fc2's (operand slots j -> j + 2), "cuda_batch_post_ops" = their counts.
 constexpr int64_t kFfnBN = 16, kFfnHC = 64, kFfnTargetBlocks = 96, kFfnMinBlocks = 24;
-constexpr int64_t kFfnMaxReduceBytes = 128 << 10;  // the last block's partials at most
+constexpr int64_t kFfnMaxReduceBytes = 192 << 10;  // the last block's partials at most
 constexpr int64_t kFfnSmemBytes = 45 << 10;
 struct FfnShape {
   int64_t N = 0, Cin = 0, Hd = 0, Cout = 0, P = 0, OW = 0, PT = 0, NC = 0, CPB = 0, S = 0;
@@ -1324,13 +1324,17 @@ Generated ffn(const Plan& p, const Call& c) {
   if (std::string why; !post_ops_ok(x2, &why)) return gen.why = why, gen;
   const int64_t MT2 = s.Cout / 64, TILE = s.Cout * kFfnBN;
   const bool a2_early = MT2 <= 4;  // the chunk's W2 fragments loaded before fc1's epilogue
+  // float4s of every partial a thread loads at once in the last block's reduction (<= 24 in flight)
+  // (a divisor of TILE / 512, which is even: Cout % 64 == 0)
+  int64_t nvb = std::max<int64_t>(1, std::min<int64_t>(TILE / 512, 24 / std::max<int64_t>(s.S, 1)));
+  while ((TILE / 512) % nvb) --nvb;
   std::ostringstream b;
   b << "  // ConvFFN: " << s.Cin << " -> " << s.Hd << " -> " << s.Cout << " channels over " << s.P << " pixels, "
     << kFfnBN << " pixels x " << kFfnHC << " hidden a step, hidden split " << s.S << " x " << s.CPB << " chunks\n"
     << "  constexpr int BN = " << kFfnBN << ", HC = " << kFfnHC << ", LDX = BN + 8, LDG = BN + 8;\n"
     << "  constexpr int CIN = " << s.Cin << ", HD = " << s.Hd << ", COUT = " << s.Cout << ", P = " << s.P
     << ", S = " << s.S << ", CPB = " << s.CPB << ", NC = " << s.NC << ";\n"
-    << "  constexpr int MT2 = COUT / 64, RW = COUT / 4, KS1 = CIN / 16, KG1 = (KS1 + 3) / 4, TILE = COUT * BN;\n"
+    << "  constexpr int MT2 = COUT / 64, RW = COUT / 4, KS1 = CIN / 16, KG1 = (KS1 + 7) / 8, TILE = COUT * BN;\n"
     << "  __shared__ __align__(16) unsigned short Xs[CIN * LDX];\n"
     << "  __shared__ __align__(16) unsigned short Gs[HC * LDG];\n"
     << "  __shared__ int last_;\n  (void)last_; (void)TILE;\n"
@@ -1365,19 +1369,19 @@ Generated ffn(const Plan& p, const Call& c) {
     << "    const unsigned* w1r = W1u + (opv_idx)(h0 + warp * 16 + g) * (CIN / 2) + t;\n"
     << "    float acc1[2][4];\n"
     << "#pragma unroll\n    for (int c = 0; c < 2; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) acc1[c][r] = 0.0f;\n"
-    << "    unsigned ac[4][4], an[4][4];\n"
-    << "#pragma unroll\n    for (int j = 0; j < 4; ++j)\n"
+    << "    unsigned ac[8][4], an[8][4];\n"
+    << "#pragma unroll\n    for (int j = 0; j < 8; ++j)\n"
     << "      if (j < KS1) {\n"
     << "        ac[j][0] = w1r[j * 8]; ac[j][1] = w1r[j * 8 + 4 * CIN]; ac[j][2] = w1r[j * 8 + 4]; ac[j][3] = w1r[j * 8 + 4 * CIN + 4];\n"
     << "      }\n"
     << "#pragma unroll\n    for (int gk = 0; gk < KG1; ++gk) {\n"
-    << "#pragma unroll\n      for (int j = 0; j < 4; ++j) {\n"
-    << "        const int ks = (gk + 1) * 4 + j;\n"
+    << "#pragma unroll\n      for (int j = 0; j < 8; ++j) {\n"
+    << "        const int ks = (gk + 1) * 8 + j;\n"
     << "        if (gk + 1 < KG1 && ks < KS1) {\n"
     << "          an[j][0] = w1r[ks * 8]; an[j][1] = w1r[ks * 8 + 4 * CIN]; an[j][2] = w1r[ks * 8 + 4]; an[j][3] = w1r[ks * 8 + 4 * CIN + 4];\n"
     << "        }\n      }\n"
-    << "#pragma unroll\n      for (int j = 0; j < 4; ++j) {\n"
-    << "        const int ks = gk * 4 + j;\n"
+    << "#pragma unroll\n      for (int j = 0; j < 8; ++j) {\n"
+    << "        const int ks = gk * 8 + j;\n"
     << "        if (ks < KS1) {\n"
     << "          unsigned r[4];\n"
     << "          opv_ldsm4t(r, Xs + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8);\n"
@@ -1385,7 +1389,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "          opv_mma(acc1[0], ac[j], b0);\n"
     << "          opv_mma(acc1[1], ac[j], b1);\n"
     << "        }\n      }\n"
-    << "#pragma unroll\n      for (int j = 0; j < 4; ++j)\n#pragma unroll\n        for (int q = 0; q < 4; ++q) ac[j][q] = an[j][q];\n"
+    << "#pragma unroll\n      for (int j = 0; j < 8; ++j)\n#pragma unroll\n        for (int q = 0; q < 4; ++q) ac[j][q] = an[j][q];\n"
     << "    }\n";
   // W2 fragments of rows warp * RW + mt * 16 + g (+8), hidden h0 + ks * 16 + 2t (+8).
   auto load_a2 = [&](const std::string& dst, const std::string& ks) {
@@ -1431,7 +1435,10 @@ Generated ffn(const Plan& p, const Call& c) {
       << "    if (q < P) {\n      const float sum = acc2[mt][nt][r];\n"
       << epi.str() << "    }\n  }\n";
   } else {
-    gen.source = "__device__ float opv_ws[" + I(s.N * s.PT * s.S * TILE) + "];  // hidden-split partial tiles\n" +
+    gen.source = "__device__ __align__(16) float opv_ws[" + I(s.N * s.PT * s.S * TILE) + "];  // hidden-split partial tiles\n" +
+                 "__device__ __forceinline__ float4 opv_ldcg4(const float* p) {\n"
+                 "  float4 v; asm volatile(\"ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\" : \"=f\"(v.x), \"=f\"(v.y), \"=f\"(v.z), \"=f\"(v.w) : \"l\"(p));\n"
+                 "  return v;\n}\n" +
                  "__device__ unsigned int opv_cnt[" + I(s.N * s.PT) + "];  // partials written per tile (0 between launches)\n";
     b << "  float* wsp = opv_ws + (tile * S + sp) * TILE;\n"
       << "#pragma unroll\n  for (int mt = 0; mt < MT2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < 2; ++nt)\n"
@@ -1441,12 +1448,23 @@ Generated ffn(const Plan& p, const Call& c) {
       << "  if (tid == 0) last_ = atomicAdd(&opv_cnt[tile], 1u) == (unsigned)(S - 1);\n"
       << "  __syncthreads();\n  if (!last_) return;\n  __threadfence();\n"
       << "  const float* wst = opv_ws + tile * S * TILE;\n"
-      << "  for (int o = tid; o < TILE; o += 128) {\n"
+      // Every partial of NVB float4s per thread loaded before any is added (one wait per batch).
+      << "  constexpr int NV = TILE / 512, NVB = " << nvb << ";\n"
+      << "#pragma unroll 1\n  for (int j0 = 0; j0 < NV; j0 += NVB) {\n"
+      << "    float4 pv[S][NVB];\n"
+      << "#pragma unroll\n    for (int sq = 0; sq < S; ++sq)\n#pragma unroll\n      for (int jj = 0; jj < NVB; ++jj)\n"
+      << "        pv[sq][jj] = opv_ldcg4(wst + sq * TILE + (j0 + jj) * 512 + tid * 4);\n"
+      << "#pragma unroll\n    for (int jj = 0; jj < NVB; ++jj) {\n"
+      << "      float4 t4 = pv[0][jj];\n"
+      << "#pragma unroll\n      for (int sq = 1; sq < S; ++sq) {\n"
+      << "        t4.x += pv[sq][jj].x; t4.y += pv[sq][jj].y; t4.z += pv[sq][jj].z; t4.w += pv[sq][jj].w;\n      }\n"
+      << "      const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
+      << "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n"
+      << "    const int o = (j0 + jj) * 512 + tid * 4 + e;\n"
       << "    const opv_idx m = o / BN, q = p0 + o % BN;\n"
       << "    if (q < P) {\n"
-      << "      float sum = 0.0f;\n"
-      << "      for (int sq = 0; sq < S; ++sq) sum += opv_ldcg(wst + sq * TILE + o);\n"
-      << epi.str() << "    }\n  }\n"
+      << "      const float sum = t4v[e];\n"
+      << epi.str() << "    }\n      }\n    }\n  }\n"
       << "  if (tid == 0) opv_cnt[tile] = 0u;\n";
   }
   const std::string workspace = gen.source;
