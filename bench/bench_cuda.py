@@ -151,6 +151,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--arch", default="compute_80", help="compile --cuda-arch (compute_80+: tensor-core 1x1 convs)")
     ap.add_argument("--art", default=None, help="a .opv compiled for cuda already (skips the compile)")
+    ap.add_argument("--base-art", default=None, help="a second .opv timed in the same rounds (a before/after)")
     ap.add_argument("--trunk", default="fastvit_t12")
     ap.add_argument("--hw", default="128,256")
     ap.add_argument("--seed", type=int, default=1)
@@ -185,7 +186,10 @@ def main():
                 sys.exit(f"bench_cuda: compile failed:\n{out.stderr[-3000:]}")
             print(f"[bench] compiled for cuda in {time.perf_counter() - t:.1f} s: {out.stderr.strip()}", file=sys.stderr)
         opv_rounds, torch_rounds = [], []
+        base_rounds = []
         for r in range(args.rounds):
+            if args.base_art:
+                base_rounds.append(bench_opv(opv, args.base_art, args))
             opv_rounds.append(bench_opv(opv, art, args))
             if not args.no_torch:
                 torch_rounds.append(bench_torch(args))
@@ -201,6 +205,12 @@ def main():
     print(f"{'':<34} {'median ms':>10} {'min ms':>8}  round medians")
     print(f"{'opvision cuda (graph replay, I/O)':<34} {med:>10.3f} {results['opvision']['min_ms']:>8.3f}  "
           + " ".join(f"{m:.3f}" for m in meds))
+    if base_rounds:
+        bm = [x["median_ms"] for x in base_rounds]
+        results["base"] = {"art": args.base_art, "median_ms": statistics.median(bm), "round_medians_ms": bm}
+        print(f"{'base artifact (--base-art)':<34} {statistics.median(bm):>10.3f} {min(float(x['min_ms']) for x in base_rounds):>8.3f}  "
+              + " ".join(f"{m:.3f}" for m in bm) + "   (--art / base per round: "
+              + " ".join(f"{o / b:.2f}" for o, b in zip(meds, bm)) + ")")
     if torch_rounds:
         peer = statistics.median(x["median_ms"] for x in torch_rounds)
         peer_io = statistics.median(x["io_median_ms"] for x in torch_rounds)
