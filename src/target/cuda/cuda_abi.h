@@ -36,6 +36,11 @@
 //                      = 3 per member (A, B, C; an absent C is -1);
 //                      depthwise pairs (Conv, "cuda_dw_pair"): outputs = [first conv's, second
 //                      conv's], inputs = [X, W1, B1, W2, B2] (an absent bias is -1).
+//                      ConvFFN (Conv, "cuda_ffn", compute_80+): fc1 (1x1, unary post-ops) and fc2
+//                      (1x1 on fc1's output, which nothing else reads) as one tensor-core launch:
+//                      output = fc2's, inputs = [X, W1, B1, W2, B2, fc2's inputs from slot 3 on];
+//                      fc2's post-op operand slots move by 2; hidden-split partials and counters in
+//                      a module __device__ workspace, as the split-K 1x1s.
 //                      Their post-ops are the members' in order, "cuda_batch_post_ops" = counts.
 //                      A Concat fused with the Cast of its output (no "cl_batch"): inputs = the
 //                      Concat's, then the Cast's post-op operands; output = the Cast's.
