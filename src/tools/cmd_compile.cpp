@@ -50,6 +50,8 @@ int cmd_compile(int argc, char** argv) {
               "arithmetic the conversions; twice the bytes)", "f16")
       .option("--cuda-arch", "compute_NN", "cuda: virtual architecture of the stored PTX (the driver compiles it for the "
               "GPU it runs on; compute_75 = Turing and newer)", "compute_75")
+      .option("--cuda-ffn", "on|off", "cuda: the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one tensor-core launch "
+              "where it fits (compute_80+); off keeps them as two calls. Recorded in the plan when off", "on")
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
       .flag("--dump-plan", "print the compiled plan to stdout")
@@ -101,6 +103,10 @@ int cmd_compile(int argc, char** argv) {
   } catch (const Error& e) {
     throw UsageError(std::string("opvision compile: --cuda-arch: ") + e.what());
   }
+  const std::string ffn = a.get("--cuda-ffn", "on");
+  if (ffn != "on" && ffn != "off")
+    throw UsageError("opvision compile: --cuda-ffn must be on or off, got '" + ffn + "'");
+  opts.pass_ctx.cuda.fuse_ffn = ffn == "on";
   PassReport report;
   opts.dump_after = dump_after;
   opts.dump_to = &std::cout;

@@ -562,6 +562,35 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
   }
 }
 
+// compile --cuda-ffn off (Options::fuse_ffn = false): fc1 and fc2 stay two tensor-core calls, and
+// the choice is recorded in the plan meta (only when not the default) and read back by from_meta.
+TEST(CudaCodegen, FfnOptionOffKeepsFc1AndFc2Apart) {
+  const F16Case t{"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true};
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = "compute_80";
+  const plan::Plan fused = lower(f16_graph(t, DType::F16), o);
+  EXPECT_EQ(fused.calls.size(), 1u);
+  EXPECT_FALSE(fused.meta.has("cuda_ffn")) << "the default is not recorded";
+  EXPECT_TRUE(plan::PassCtx::from_meta(fused.meta).cuda.fuse_ffn);
+  o.pass_ctx.cuda.fuse_ffn = false;
+  const plan::Plan apart = lower(f16_graph(t, DType::F16), o);
+  ASSERT_EQ(apart.calls.size(), 2u) << "fc1 and fc2 as separate calls";
+  for (const plan::Call& c : apart.calls) {
+    const plan::Kernel& k = apart.kernels[size_t(c.kernel)];
+    EXPECT_EQ(k.attrs.i("cuda_ffn", 0), 0);
+    EXPECT_NE(k.source.find("mma.sync.aligned.m16n8k16"), std::string::npos) << "each still on the tensor cores";
+  }
+  EXPECT_EQ(apart.meta.i("cuda_ffn", 1), 0);
+  const plan::PassCtx back = plan::PassCtx::from_meta(apart.meta);
+  EXPECT_FALSE(back.cuda.fuse_ffn);
+  EXPECT_EQ(back.cuda.arch, "compute_80");
+  EXPECT_TRUE(back.cuda == o.pass_ctx.cuda);
+  Attrs bad;
+  bad.set("cuda_ffn", int64_t(2));
+  EXPECT_THROW(plan::cuda::Options::from_meta(bad), Error);
+}
+
 TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
   std::unique_ptr<backend::Backend> cu;
   try {

@@ -1255,8 +1255,6 @@ bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::vector<in
 }
 void fuse_ffn(Plan& p) {
   if (plan_sm(p) < 80) return;
-  // OPV_CUDA_FFN=0 at compile time leaves fc1 and fc2 apart (a before/after in one benchmark run).
-  if (const char* e = std::getenv("OPV_CUDA_FFN"); e && std::string(e) == "0") return;
   std::vector<int> readers(p.buffers.size(), 0);
   for (const Call& c : p.calls)
     for (int b : c.inputs)
@@ -1619,11 +1617,11 @@ Generated generate(const Plan& p, const Call& c) {
   return g;
 }
 
-bool codegen(Plan& p, const PassCtx& /*ctx*/) {
+bool codegen(Plan& p, const PassCtx& ctx) {
   OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");
   batch_gemvs(p);
   fuse_dw_pairs(p);
-  fuse_ffn(p);
+  if (ctx.cuda.fuse_ffn) fuse_ffn(p);  // compile --cuda-ffn off keeps fc1 and fc2 apart
   fuse_concat_cast(p);
   std::vector<Kernel> kernels;
   std::map<std::pair<std::string, std::string>, int> interned;  // (source, entry) -> kernel

@@ -8,6 +8,7 @@ namespace opv::plan::cuda {
 
 namespace {
 constexpr const char* kArchKey = "cuda_arch";
+constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
 
@@ -24,12 +25,19 @@ void Options::record(Attrs& meta) const {
     meta.set(kArchKey, arch);
   else
     meta.erase(kArchKey);
+  if (fuse_ffn != Options().fuse_ffn)
+    meta.set(kFfnKey, int64_t(fuse_ffn ? 1 : 0));
+  else
+    meta.erase(kFfnKey);
 }
 
 Options Options::from_meta(const Attrs& meta) {
   Options o;
   o.arch = meta.s(kArchKey, o.arch);
   check_arch(o.arch);
+  const int64_t ffn = meta.i(kFfnKey, o.fuse_ffn ? 1 : 0);
+  OPV_CHECK(ffn == 0 || ffn == 1, "plan meta ", kFfnKey, " must be 0 or 1, got ", ffn);
+  o.fuse_ffn = ffn != 0;
   return o;
 }
 

@@ -1,6 +1,7 @@
-// Typed compile options of target "cuda" (compile --cuda-arch), handed to its plan passes in
-// plan::PassCtx. Recorded in plan meta ("cuda_arch") like the opencl options, so `opvision opt`
-// and readers of an artifact see what the PTX was compiled for.
+// Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn), handed to its plan
+// passes in plan::PassCtx. Recorded in plan meta ("cuda_arch", "cuda_ffn"; only values that differ
+// from the defaults) like the opencl options, so `opvision opt` and readers of an artifact see what
+// the plan and its PTX were compiled with.
 #pragma once
 #include <string>
 
@@ -13,12 +14,15 @@ struct Options {
   // JIT-compiles the PTX for the device it runs on, so any GPU of this generation or newer runs
   // it; compute_75 (Turing) is the oldest CUDA 13 supports.
   std::string arch = "compute_75";
+  // The ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one tensor-core launch where it fits
+  // (compute_80+, codegen.h); false keeps fc1 and fc2 as two calls (a before/after of the fusion).
+  bool fuse_ffn = true;
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  void record(Attrs& meta) const;  // meta "cuda_arch", only when not the default
+  void record(Attrs& meta) const;  // meta "cuda_arch" / "cuda_ffn", each only when not the default
   static Options from_meta(const Attrs& meta);
-  bool operator==(const Options& o) const { return arch == o.arch; }
+  bool operator==(const Options& o) const { return arch == o.arch && fuse_ffn == o.fuse_ffn; }
 };
 
 }  // namespace opv::plan::cuda
