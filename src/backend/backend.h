@@ -12,6 +12,12 @@
 
 namespace opv::backend {
 
+// The CUDA graph of one inference (cuda backend, src/backend/cuda/graph_deps.h): Branches orders
+// the calls and copies by the memory they share (independent calls run concurrently); Chain runs
+// them one after another in plan order, as one stream would.
+enum class CudaGraph { Branches, Chain };
+constexpr int kMaxCudaInflight = 4096;
+
 struct Options {
   int threads = 0;         // CPU threads (0 = backend default)
   std::string device;      // device selector for GPU backends
@@ -26,6 +32,11 @@ struct Options {
   bool cl_command_buffer = true;  // replay plans: record into a cl_khr_command_buffer where usable
   bool cl_qcom_recording = true;  // ... else into a cl_qcom_recordable_queues recording
   bool cl_disk_cache = true;      // keep built program binaries in the on-disk cache
+  // CUDA (CLI: --cuda-graph, --inflight; the latter formerly the environment switch
+  // OPV_CUDA_REPLAYS, which the backend no longer reads).
+  CudaGraph cuda_graph = CudaGraph::Branches;  // the shape of the inference's CUDA graph
+  int cuda_inflight = 1;  // each run() replays the graph this many times back to back before its one
+                          // wait (the same frame: a throughput measurement; 1..kMaxCudaInflight)
 };
 
 // What a backend offers, stated before any load (ggml's backend caps).

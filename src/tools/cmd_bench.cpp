@@ -2,8 +2,11 @@
 // time table from the backend's per-call profile (calls grouped by kernel name), as text or JSON;
 // --trace writes the profiled runs as a Chrome/Perfetto timeline (tools/trace.h).
 // Timed runs are unprofiled; the profile comes from separate runs so it cannot skew the latency.
+// --inflight N (cuda): every timed run replays the inference N times before its one wait; the
+// latency figures are per run, and ms per frame = median / N, frames per second = N / median.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 
@@ -49,6 +52,12 @@ int cmd_bench(int argc, char** argv) {
       .flag("--spin", "opencl: wait for each inference's end by polling its completion (lower latency, one busy CPU core)")
       .option("--warmup", "N", "untimed runs first", "10")
       .option("--iters", "N", "timed runs", "50")
+      .option("--inflight", "N",
+              "cuda: N inferences in flight per timed run (the graph replayed N times back to back, one host "
+              "wait; the same frame each time): also prints ms per frame (median / N) and frames per second. "
+              "Replaces the environment switch OPV_CUDA_REPLAYS=N, read only when --inflight is absent and "
+              "deprecated",
+              "1")
       .option("--seed", "S", "seed of the random inputs", "0")
       .flag("--json", "print one JSON object instead of text")
       .option("--trace", "OUT.json", "write the profiled runs (up to 10) as a Chrome trace: one span per inference "
@@ -85,7 +94,21 @@ int cmd_bench(int argc, char** argv) {
     return kExitOk;
   }
   backend::Options bopts = backend_options(a);
-  runtime::Session session(load_model(model, a.get("--backend")), bopts);
+  plan::Plan loaded = load_model(model, a.get("--backend"));
+  if (a.has("--inflight")) {
+    bopts.cuda_inflight = int(a.get_int("--inflight", 1, 1, backend::kMaxCudaInflight));
+    if (bopts.cuda_inflight > 1 && loaded.target != "cuda")
+      throw UsageError("--inflight is for --backend cuda only, not " + loaded.target);
+  } else if (const char* env = std::getenv("OPV_CUDA_REPLAYS"); env && loaded.target == "cuda") {
+    // Deprecated alias of --inflight, kept while bench/bench_cuda.py sets it; goes with its last user.
+    const int n = std::atoi(env);
+    if (n < 1 || n > backend::kMaxCudaInflight)
+      throw UsageError(detail::concat("OPV_CUDA_REPLAYS=", env, ": 1 to ", backend::kMaxCudaInflight));
+    bopts.cuda_inflight = n;
+    std::fprintf(stderr, "[bench] OPV_CUDA_REPLAYS is deprecated: use --inflight %d\n", n);
+  }
+  const int inflight = bopts.cuda_inflight;
+  runtime::Session session(std::move(loaded), bopts);
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));
 
   LatencyStats st = latency_stats(time_runs(warmup, iters, [&] { session.run(inputs); }));
@@ -128,9 +151,10 @@ int cmd_bench(int argc, char** argv) {
   if (a.has("--json")) {
     std::printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"warmup\": %lld, \"iters\": %lld, "
                 "\"median_ms\": %.6f, \"min_ms\": %.6f, \"p90_ms\": %.6f, \"mean_ms\": %.6f, \"calls\": %zu, "
-                "\"kernels\": [",
+                "\"inflight\": %d, \"ms_per_frame\": %.6f, \"frames_per_s\": %.1f, \"kernels\": [",
                 json_escape(model).c_str(), json_escape(plan.target).c_str(), bopts.threads, (long long)warmup,
-                (long long)iters, st.median_ms, st.min_ms, st.p90_ms, st.mean_ms, plan.calls.size());
+                (long long)iters, st.median_ms, st.min_ms, st.p90_ms, st.mean_ms, plan.calls.size(), inflight,
+                st.median_ms / inflight, st.median_ms > 0 ? 1e3 * inflight / st.median_ms : 0.0);
     for (size_t i = 0; i < rows.size(); ++i)
       std::printf("%s{\"name\": \"%s\", \"count\": %lld, \"total_ms\": %.6f, \"share\": %.6f}", i ? ", " : "",
                   json_escape(rows[i].name).c_str(), (long long)rows[i].count, rows[i].total_ms,
@@ -143,6 +167,9 @@ int cmd_bench(int argc, char** argv) {
               plan.calls.size());
   std::printf("latency over %lld runs (after %lld warm-up): median %.3f ms  min %.3f ms  p90 %.3f ms\n",
               (long long)iters, (long long)warmup, st.median_ms, st.min_ms, st.p90_ms);
+  if (inflight > 1)
+    std::printf("throughput, %d inferences in flight per run: %.4f ms per frame, %.0f frames/s\n", inflight,
+                st.median_ms / inflight, st.median_ms > 0 ? 1e3 * inflight / st.median_ms : 0.0);
   if (!profiled) {
     std::printf("(backend %s reports no per-call times)\n", plan.target.c_str());
     return kExitOk;

@@ -4,6 +4,9 @@
 #include <cstdio>
 
 #include "backend/opencl/opencl_backend.h"
+#if OPV_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "tools/common.h"
 #include "tools/npy.h"
 #include "tools/qcom_session.h"
@@ -71,6 +74,12 @@ int cmd_run(int argc, char** argv) {
                  : cl->qcom_recording ? "replayed from a qcom recording"
                  : cl->replay         ? "enqueued without host synchronisation"
                                       : "enqueued, the host waiting after each");
+#if OPV_HAVE_CUDA
+  if (const backend::CudaLoadInfo* cu = backend::cuda_load_info(session.backend()))
+    std::fprintf(stderr, "[run] cuda device %s: one CUDA graph (%s) of %d nodes, %d edges, depth %d, width %d\n",
+                 cu->device.c_str(), cu->branches ? "branches" : "chain", cu->graph_nodes, cu->graph_edges,
+                 cu->graph_depth, cu->graph_width);
+#endif
   for (const auto& [name, t] : outputs) print_summary(name, t);
   if (a.has("--output")) {
     write_npz(a.get("--output"), outputs);

@@ -76,6 +76,10 @@ ArgParser& backend_flag_options(ArgParser& p) {
               "opencl: keep built kernel binaries in the disk cache ($OPV_CACHE_DIR, else "
               "$XDG_CACHE_HOME/opvision/cl, else ~/.cache/opvision/cl; replaces OPV_CL_CACHE=0, no longer read)",
               "on")
+      .option("--cuda-graph", "branches|chain",
+              "cuda: the inference's CUDA graph orders calls and copies by the memory they share, so independent "
+              "calls run as parallel branches (branches), or runs them one after another in plan order (chain)",
+              "branches")
       .option("--cpu-precision", "fp32|bf16",
               "cpu: bf16 runs the dense convolutions over >= 128 input channels with bf16 inputs and weights "
               "and fp32 accumulation where oneDNN has a native bf16 kernel (AMX, AVX512-BF16), everything else in "
@@ -99,6 +103,10 @@ backend::Options backend_options(const Args& a) {
   o.cl_command_buffer = on_off(a, "--cl-command-buffer");
   o.cl_qcom_recording = on_off(a, "--cl-qcom-recording");
   o.cl_disk_cache = on_off(a, "--cl-cache");
+  const std::string graph = a.get("--cuda-graph", "branches");
+  if (graph != "branches" && graph != "chain")
+    throw UsageError("--cuda-graph must be branches or chain, not '" + graph + "'");
+  o.cuda_graph = graph == "chain" ? backend::CudaGraph::Chain : backend::CudaGraph::Branches;
   const std::string prec = a.get("--cpu-precision", "fp32");
   if (prec != "fp32" && prec != "bf16")
     throw UsageError("--cpu-precision must be fp32 or bf16, not '" + prec + "'");

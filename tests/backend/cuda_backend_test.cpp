@@ -3,14 +3,17 @@
 //   sub_f32_<n>        y = a - b over n floats, 1-D (a non-commutative op: argument order shows)
 //   copy_f32_<w>x<h>   y = x over an h x w matrix, 2-D grid (ctaid.y / ntid.y)
 // Without a CUDA driver or device (CI): "cuda" is listed when built with it, creating it throws a
-// clear opv::Error, and a bad device selector is refused before the driver is asked. With a GPU:
-// outputs equal the reference backend's, the CUDA graph replays with changing inputs, profiling
-// gives one time per call, and plans the backend cannot run are refused naming the call.
+// clear opv::Error, and a bad device selector is refused before the driver is asked; the graph's
+// dependencies (graph_deps.h) come from arena bytes, not buffer ids, on hand-built plans. With a
+// GPU: outputs equal the reference backend's in both graph shapes (branches, chain), the CUDA
+// graph replays with changing inputs and with several inferences in flight, profiling gives one
+// time per call, and plans the backend cannot run are refused naming the call.
 // GPU tests skip cleanly without one; on the H200 they run through scripts/device_gtest.sh.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,7 @@
 
 #if OPV_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/graph_deps.h"
 #include "target/cuda/cuda_abi.h"
 #endif
 
@@ -163,6 +167,151 @@ plan::Plan chain_plan() {
   return p;
 }
 
+// Two branches over the arena, each call its own kernel (so no module workspace orders them):
+//   0: t = a - w    1: y = t    2: s = b - w    3: z = s
+// alias: s at t's arena offset (what the memory planner may do once y has read t): call 2 must wait
+// for call 1 (WAR) though they share no buffer id. Otherwise s lies after t and the branches
+// {0, 1} and {2, 3} are independent.
+plan::Plan two_branch_plan(bool alias) {
+  plan::Plan p;
+  p.target = "cuda";
+  const Shape shape{kH, kW};
+  const int64_t bytes = kN * 4;
+  auto buffer = [&](const char* name, BufferKind kind, int64_t offset) {
+    plan::Buffer b;
+    b.name = name;
+    b.shape = shape;
+    b.kind = kind;
+    b.offset = offset;
+    b.bytes = bytes;
+    return p.add_buffer(b);
+  };
+  const int a = buffer("a", BufferKind::Input, -1);
+  const int b = buffer("b", BufferKind::Input, -1);
+  const Tensor wt = test::random_f32(shape, 98);
+  const int w = p.add_constant("w", DType::F32, shape, Layout::Linear, wt.raw(), wt.nbytes());
+  const int t = buffer("t", BufferKind::Intermediate, 0);
+  const int s = buffer("s", BufferKind::Intermediate, alias ? 0 : plan::align_up(bytes));
+  const int y = buffer("y", BufferKind::Output, -1);
+  const int z = buffer("z", BufferKind::Output, -1);
+  p.arena_bytes = (alias ? 1 : 2) * plan::align_up(bytes);
+  p.inputs = {a, b};
+  p.outputs = {y, z};
+  auto kernel = [&](OpKind op, const std::string& ptx, const std::string& entry, const std::string& name) {
+    plan::Kernel k;
+    k.name = name;
+    k.op = op;
+    k.source = ptx;
+    k.entry = entry;
+    k.options = plan::cuda::kPtxFormat;
+    return p.add_kernel(k);
+  };
+  const std::string sub = "sub_f32_" + std::to_string(kN), copy = "copy_f32_40x25";
+  const int sub0 = kernel(OpKind::Sub, ptx_sub(kN), sub, sub + "_t");
+  const int copy0 = kernel(OpKind::Identity, ptx_copy2d(kW, kH), copy, copy + "_y");
+  const int sub1 = kernel(OpKind::Sub, ptx_sub(kN), sub, sub + "_s");
+  const int copy1 = kernel(OpKind::Identity, ptx_copy2d(kW, kH), copy, copy + "_z");
+  p.calls.push_back({sub0, {a, w}, {t}, {kN, 0, 0}, {128, 0, 0}, "t"});
+  p.calls.push_back({copy0, {t}, {y}, {kW, kH, 0}, {16, 8, 0}, "y"});
+  p.calls.push_back({sub1, {b, w}, {s}, {kN, 0, 0}, {256, 0, 0}, "s"});
+  p.calls.push_back({copy1, {s}, {z}, {kW, kH, 0}, {8, 8, 0}, "z"});
+  plan::validate(p);
+  return p;
+}
+
+// ---- graph dependencies (no GPU) --------------------------------------------------------------
+
+using backend::CudaGraph;
+using backend::cuda::GraphNode;
+using backend::cuda::graph_nodes;
+using backend::cuda::NodeKind;
+
+// Each node as "kind index <- deps", e.g. "call 2 <- 1 3" (deps are node indices).
+std::vector<std::string> describe(const std::vector<GraphNode>& nodes) {
+  std::vector<std::string> r;
+  for (const GraphNode& n : nodes) {
+    const char* kind = n.kind == NodeKind::InputCopy ? "in" : n.kind == NodeKind::Call ? "call" : "out";
+    std::ostringstream s;
+    s << kind << ' ' << n.index << " <-";
+    for (int d : n.deps) s << ' ' << d;
+    r.push_back(s.str());
+  }
+  return r;
+}
+
+TEST(CudaGraphDeps, ChainPlanBranchesAfterT) {
+  // Nodes: 0 in a, 1 in b, 2..5 calls 0..3, 6 out y, 7 out z. Call 2 (y = b - u) shares call 0's
+  // kernel, reached anyway through call 1; call 3 (z = t) shares call 1's kernel and reads t, both
+  // reached through call 1. Calls 2 and 3 are independent.
+  const plan::Plan p = chain_plan();
+  EXPECT_EQ(describe(graph_nodes(p, CudaGraph::Branches)),
+            (std::vector<std::string>{"in 0 <-", "in 1 <-", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1 3",
+                                      "call 3 <- 3", "out 0 <- 4", "out 1 <- 5"}));
+  const auto st = backend::cuda::graph_stats(graph_nodes(p, CudaGraph::Branches));
+  EXPECT_EQ(st.nodes, 8);
+  EXPECT_EQ(st.edges, 7);
+  EXPECT_EQ(st.depth, 5);  // in a, t, u, y | z, out
+  EXPECT_EQ(st.width, 2);
+}
+
+TEST(CudaGraphDeps, ChainShapeIsPlanOrder) {
+  const std::vector<GraphNode> nodes = graph_nodes(chain_plan(), CudaGraph::Chain);
+  ASSERT_EQ(nodes.size(), 8u);
+  EXPECT_TRUE(nodes[0].deps.empty());
+  for (size_t i = 1; i < nodes.size(); ++i) EXPECT_EQ(nodes[i].deps, std::vector<int>{int(i) - 1}) << i;
+  const auto st = backend::cuda::graph_stats(nodes);
+  EXPECT_EQ(st.depth, 8);
+  EXPECT_EQ(st.width, 1);
+}
+
+TEST(CudaGraphDeps, IndependentBranchesHaveNoEdgeBetweenThem) {
+  // 0 in a, 1 in b, 2 t, 3 y, 4 s, 5 z, 6 out y, 7 out z: two chains side by side.
+  EXPECT_EQ(describe(graph_nodes(two_branch_plan(false), CudaGraph::Branches)),
+            (std::vector<std::string>{"in 0 <-", "in 1 <-", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1",
+                                      "call 3 <- 4", "out 0 <- 3", "out 1 <- 5"}));
+}
+
+TEST(CudaGraphDeps, SharedArenaBytesOrderBuffersOfOtherIds) {
+  // s takes t's bytes: call 2 (writes s) after call 1 (reads t: WAR; call 0's WAW is implied).
+  EXPECT_EQ(describe(graph_nodes(two_branch_plan(true), CudaGraph::Branches)),
+            (std::vector<std::string>{"in 0 <-", "in 1 <-", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1 3",
+                                      "call 3 <- 4", "out 0 <- 3", "out 1 <- 5"}));
+  // A partial overlap counts as well: s one aligned step into t's 4000 bytes.
+  plan::Plan p = two_branch_plan(false);
+  p.buffers[size_t(p.calls[2].outputs[0])].offset = plan::kAlign;
+  EXPECT_EQ(describe(graph_nodes(p, CudaGraph::Branches))[4], "call 2 <- 1 3");
+  // Adjacent ranges do not: s starts where t's storage ends.
+  p.buffers[size_t(p.calls[2].outputs[0])].offset = plan::align_up(kN * 4);
+  EXPECT_EQ(describe(graph_nodes(p, CudaGraph::Branches))[4], "call 2 <- 1");
+}
+
+TEST(CudaGraphDeps, CallsOfOneKernelStayOrderedAndEdgesAreReduced) {
+  // The two-branch plan with one sub kernel for calls 0 and 2: its module workspace orders them
+  // (call 2 after call 0, the only link between the branches).
+  plan::Plan p = two_branch_plan(false);
+  p.calls[2].kernel = p.calls[0].kernel;
+  std::vector<GraphNode> nodes = graph_nodes(p, CudaGraph::Branches);
+  EXPECT_EQ(describe(nodes)[4], "call 2 <- 1 2");
+  // Reduction: z = t + (reads t, the kernel of y) after y: its RAW edge on call 0 is implied by
+  // call 1 (the shared kernel) and dropped.
+  p = two_branch_plan(false);
+  p.calls[3].inputs = {p.calls[0].outputs[0]};
+  p.calls[3].kernel = p.calls[1].kernel;
+  nodes = graph_nodes(p, CudaGraph::Branches);
+  EXPECT_EQ(describe(nodes)[5], "call 3 <- 3");
+  // Every conflicting pair is still connected by a path: 2 (t) ... 5 (reads t).
+  const auto st = backend::cuda::graph_stats(nodes);
+  EXPECT_EQ(st.edges, 6);
+}
+
+TEST(CudaGraphDeps, ZeroByteTensorsHaveNoCopyNode) {
+  plan::Plan p = two_branch_plan(false);
+  p.buffers[size_t(p.outputs[1])].shape = {0, kW};
+  const std::vector<std::string> d = describe(graph_nodes(p, CudaGraph::Branches));
+  ASSERT_EQ(d.size(), 7u);
+  EXPECT_EQ(d.back(), "out 0 <- 3");
+}
+
 struct Io {
   std::vector<Tensor> ins, outs;
   std::vector<const Tensor*> in_ptrs() const {
@@ -258,6 +407,10 @@ TEST(CudaBackendGpu, MatchesReferenceAndReplaysTheGraph) {
   const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
   ASSERT_NE(info, nullptr);
   EXPECT_TRUE(info->graph);
+  EXPECT_TRUE(info->branches);  // the default
+  EXPECT_EQ(info->graph_nodes, 8);
+  EXPECT_EQ(info->graph_edges, 7);
+  EXPECT_EQ(info->graph_depth, 5);
   EXPECT_EQ(info->modules, 2);
   EXPECT_EQ(info->launches, 4);
   // Changing inputs on every replay: each run's outputs follow its own inputs.
@@ -266,6 +419,44 @@ TEST(CudaBackendGpu, MatchesReferenceAndReplaysTheGraph) {
   EXPECT_EQ(info->direct_runs, 0);
   EXPECT_TRUE(be->call_times_ms().empty());
   std::printf("driver %d, %s\n", info->driver_version, info->device.c_str());
+}
+
+// Both graph shapes on plans with and without arena reuse: every output equals the reference's,
+// over replays with changing inputs (a missing edge between aliasing calls would race).
+TEST(CudaBackendGpu, BothGraphShapesMatchTheReference) {
+  SKIP_WITHOUT_CUDA();
+  for (CudaGraph shape : {CudaGraph::Branches, CudaGraph::Chain}) {
+    backend::Options o;
+    o.cuda_graph = shape;
+    for (const plan::Plan& p : {chain_plan(), two_branch_plan(false), two_branch_plan(true)}) {
+      auto be = backend::create("cuda", o);
+      be->load(p);
+      const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
+      ASSERT_NE(info, nullptr);
+      EXPECT_EQ(info->branches, shape == CudaGraph::Branches);
+      EXPECT_EQ(info->graph_nodes, 8);
+      if (shape == CudaGraph::Chain) {
+        EXPECT_EQ(info->graph_depth, 8);
+      }
+      for (uint64_t seed = 40; seed < 60; ++seed) expect_matches_reference(*be, p, seed);
+      EXPECT_EQ(info->graph_runs, 20);
+    }
+  }
+}
+
+// Options.cuda_inflight (bench --inflight): N graph replays per run, one wait, same outputs.
+TEST(CudaBackendGpu, InflightReplaysTheGraphNTimesPerRun) {
+  SKIP_WITHOUT_CUDA();
+  backend::Options o;
+  o.cuda_inflight = 3;
+  const plan::Plan p = two_branch_plan(true);
+  auto be = backend::create("cuda", o);
+  be->load(p);
+  expect_matches_reference(*be, p, 61);
+  expect_matches_reference(*be, p, 62);
+  EXPECT_EQ(backend::cuda_load_info(*be)->graph_runs, 6);
+  o.cuda_inflight = 0;
+  EXPECT_EQ(creation_error(o), "cuda backend: 0 inferences in flight; 1 to 4096");
 }
 
 TEST(CudaBackendGpu, ProfilingGivesOneTimePerCall) {

@@ -22,13 +22,23 @@
 //      parameters where the driver can tell (cuFuncGetParamInfo), and grid/block from
 //      Call.global/local (0 = 1; grid = ceil(global / local)) checked against the kernel's
 //      maximum block size;
-//   5. record(): stream capture of one inference (input copies staging -> device, every launch,
-//      output copies device -> staging), cuGraphInstantiate, cuGraphUpload.
-// run(): the caller's inputs into staging; cuGraphLaunch, or, while profiling, the same work
-//   enqueued call by call with an event before and after each launch and one before the input
-//   copies (call_times_ms, call_starts_ms from the run's start); one cuStreamSynchronize
-//   (or cuStreamQuery polling with Options.spin_wait); outputs out of staging (OPV_CUDA_REPLAYS=N:
-//   the graph N times back to back before that wait, a throughput knob). The device never
+//   5. record(): the graph of one inference built node by node (cuGraphCreate, cuGraphAddMemcpyNode
+//      for the input copies staging -> device and the output copies device -> staging,
+//      cuGraphAddKernelNode per call), each node added with the dependencies graph_deps.h computes
+//      from the plan: with Options.cuda_graph Branches (the default) the memory conflicts (RAW,
+//      WAR, WAW over arena byte ranges, so buffers that share arena bytes are ordered whatever
+//      their ids; calls of one kernel ordered for their module workspace), transitively reduced,
+//      so independent calls are parallel branches that the driver runs concurrently; with Chain
+//      every node on the one before (plan order, what capturing one stream gives). Built rather
+//      than captured from several streams: the edges are exactly the computed ones, with no
+//      assignment of calls to streams and no fork/join events. Then cuGraphInstantiate and
+//      cuGraphUpload.
+// run(): the caller's inputs into staging; cuGraphLaunch (Options.cuda_inflight times back to
+//   back, a throughput measurement: N inferences of the same frame in flight, the outputs the
+//   last's), or, while profiling, the same work enqueued call by call in plan order on the one
+//   stream with an event before and after each launch and one before the input copies
+//   (call_times_ms, call_starts_ms from the run's start); one cuStreamSynchronize (or
+//   cuStreamQuery polling with Options.spin_wait); outputs out of staging. The device never
 //   touches the caller's tensors, so an error leaves them and the backend consistent.
 // Invariants: run() allocates nothing (profiling events are created by set_profiling or load);
 // every driver call is checked and its error names the call and the buffer or plan call.
@@ -36,11 +46,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/graph_deps.h"
 #include "core/error.h"
 #include "target/cuda/cuda_abi.h"
 
@@ -48,6 +58,8 @@ namespace opv::backend {
 
 namespace {
 
+using cuda::dense_bytes;
+using cuda::storage_of;
 using plan::BufferKind;
 using plan::Layout;
 
@@ -56,11 +68,6 @@ constexpr int kMaxKernelParams = 4096; // bound of the parameter count probe (cu
 constexpr int kUnknownParams = -1;      // the driver cannot list a kernel's parameters
 
 std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
-
-// Dense bytes of a buffer's logical tensor (what crosses to and from the caller).
-int64_t dense_bytes(const plan::Buffer& b) { return numel(b.shape) * int64_t(dtype_size(b.dtype)); }
-// Bytes a buffer occupies on the device: its declared storage, at least the dense size.
-int64_t storage_of(const plan::Buffer& b) { return std::max(b.bytes, dense_bytes(b)); }
 
 // Launch dimensions of a call per cuda_abi.h: block = local, threads = global, 0 meaning 1.
 struct Launch {
@@ -92,7 +99,10 @@ struct Staging {
 
 class CudaBackend : public Backend {
  public:
-  explicit CudaBackend(const Options& o) : opts_(o), dev_(cu::select_device(o.device)) {}
+  explicit CudaBackend(const Options& o) : opts_(o), dev_(cu::select_device(o.device)) {
+    OPV_CHECK(o.cuda_inflight >= 1 && o.cuda_inflight <= kMaxCudaInflight, "cuda backend: ", o.cuda_inflight,
+              " inferences in flight; 1 to ", kMaxCudaInflight);
+  }
   ~CudaBackend() override {
     if (!ctx_) return;
     try {
@@ -120,11 +130,11 @@ class CudaBackend : public Backend {
   // load()'s phases, in order (see the file comment).
   void allocate(const plan::Plan& plan);
   void build();
-  void record();
+  void record(const plan::Plan& plan);
   CUdeviceptr device_alloc(size_t bytes, const std::string& what, bool zero = true);
   void create_events();
-  // Enqueues one inference on the stream: input copies, launches (between events_ when timed),
-  // output copies.
+  // Enqueues one inference on the stream in plan order: input copies, launches (between events_
+  // when timed), output copies.
   void enqueue(bool timed);
   void wait(const char* what);
   void release();  // every object of the loaded plan; the context must be current
@@ -133,11 +143,6 @@ class CudaBackend : public Backend {
   cu::DeviceInfo dev_;
   CUcontext ctx_ = nullptr;  // the primary context, retained by the first load()
   CUstream stream_ = nullptr;
-  int replays_ = [] {  // OPV_CUDA_REPLAYS (run(); 1 unless set to 2..4096)
-    const char* e = std::getenv("OPV_CUDA_REPLAYS");
-    const int n = e ? std::atoi(e) : 1;
-    return n >= 1 && n <= 4096 ? n : 1;
-  }();
   std::vector<plan::Buffer> buffers_;
   std::vector<plan::Kernel> kernels_;
   std::vector<plan::Call> calls_;
@@ -250,7 +255,7 @@ void CudaBackend::load(const plan::Plan& plan) {
     allocate(plan);  // steps 3-5 of the file comment
     build();
     if (profiling_) create_events();
-    record();
+    record(plan);
     wait("after load");
   } catch (...) {
     release();
@@ -411,24 +416,87 @@ void CudaBackend::enqueue(bool timed) {
                 "cuMemcpyDtoHAsync", "output '" + buffers_[size_t(outputs_[i])].name + "'");
 }
 
-// load() step 5, record: one inference captured from the stream into a graph, instantiated and
-// uploaded. Thread-local capture mode: other threads' CUDA work is not affected.
-void CudaBackend::record() {
+// A 1-D copy of `bytes` as a memcpy node's parameters; the caller sets the two ends.
+CUDA_MEMCPY3D copy_1d(size_t bytes) {
+  CUDA_MEMCPY3D m{};
+  m.WidthInBytes = bytes;
+  m.Height = m.Depth = 1;
+  m.srcPitch = m.dstPitch = bytes;
+  m.srcHeight = m.dstHeight = 1;
+  return m;
+}
+
+// load() step 5, record: the graph of one inference built with the dependencies of graph_deps.h,
+// instantiated and uploaded.
+void CudaBackend::record(const plan::Plan& plan) {
   const cu::Driver& d = cu::driver();
-  cu::check(d.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+  const std::vector<cuda::GraphNode> nodes = cuda::graph_nodes(plan, opts_.cuda_graph);
   CUgraph g = nullptr;
+  cu::check(d.cuGraphCreate(&g, 0), "cuGraphCreate");
   try {
-    enqueue(false);
+    std::vector<CUgraphNode> made(nodes.size(), nullptr);
+    std::vector<CUgraphNode> deps;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const cuda::GraphNode& n = nodes[i];
+      deps.clear();
+      for (int j : n.deps) deps.push_back(made[size_t(j)]);
+      const CUgraphNode* dep_ptr = deps.empty() ? nullptr : deps.data();
+      switch (n.kind) {
+        case cuda::NodeKind::InputCopy: {
+          const Staging& st = in_stage_[size_t(n.index)];
+          CUDA_MEMCPY3D m = copy_1d(st.bytes);
+          m.srcMemoryType = CU_MEMORYTYPE_HOST;
+          m.srcHost = st.host;
+          m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+          m.dstDevice = st.dev;
+          cu::check(d.cuGraphAddMemcpyNode(&made[i], g, dep_ptr, deps.size(), &m, ctx_), "cuGraphAddMemcpyNode",
+                    "input '" + buffers_[size_t(inputs_[size_t(n.index)])].name + "'");
+          break;
+        }
+        case cuda::NodeKind::OutputCopy: {
+          const Staging& st = out_stage_[size_t(n.index)];
+          CUDA_MEMCPY3D m = copy_1d(st.bytes);
+          m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+          m.srcDevice = st.dev;
+          m.dstMemoryType = CU_MEMORYTYPE_HOST;
+          m.dstHost = st.host;
+          cu::check(d.cuGraphAddMemcpyNode(&made[i], g, dep_ptr, deps.size(), &m, ctx_), "cuGraphAddMemcpyNode",
+                    "output '" + buffers_[size_t(outputs_[size_t(n.index)])].name + "'");
+          break;
+        }
+        case cuda::NodeKind::Call: {
+          CallRt& r = rt_[size_t(n.index)];
+          CUDA_KERNEL_NODE_PARAMS k{};
+          k.func = r.fn;
+          k.gridDimX = r.grid[0];
+          k.gridDimY = r.grid[1];
+          k.gridDimZ = r.grid[2];
+          k.blockDimX = r.block[0];
+          k.blockDimY = r.block[1];
+          k.blockDimZ = r.block[2];
+          k.kernelParams = r.params.empty() ? nullptr : r.params.data();  // copied by the driver
+          cu::check(d.cuGraphAddKernelNode(&made[i], g, dep_ptr, deps.size(), &k), "cuGraphAddKernelNode",
+                    detail::concat(call_name(size_t(n.index), calls_[size_t(n.index)]), " kernel '",
+                                   kernels_[size_t(calls_[size_t(n.index)].kernel)].entry, "'"));
+          break;
+        }
+      }
+    }
+    cu::check(d.cuGraphInstantiate(&graph_, g, 0), "cuGraphInstantiate",
+              detail::concat(nodes.size(), " nodes, ", calls_.size(), " launches"));
   } catch (...) {
-    if (d.cuStreamEndCapture(stream_, &g) == CUDA_SUCCESS && g) d.cuGraphDestroy(g);
+    d.cuGraphDestroy(g);
     throw;
   }
-  cu::check(d.cuStreamEndCapture(stream_, &g), "cuStreamEndCapture");
-  const CUresult r = d.cuGraphInstantiate(&graph_, g, 0);
   d.cuGraphDestroy(g);
-  cu::check(r, "cuGraphInstantiate", detail::concat(calls_.size(), " launches"));
   cu::check(d.cuGraphUpload(graph_, stream_), "cuGraphUpload");
+  const cuda::GraphStats st = cuda::graph_stats(nodes);
   info_.graph = true;
+  info_.branches = opts_.cuda_graph == CudaGraph::Branches;
+  info_.graph_nodes = st.nodes;
+  info_.graph_edges = st.edges;
+  info_.graph_depth = st.depth;
+  info_.graph_width = st.width;
 }
 
 void CudaBackend::create_events() {
@@ -473,12 +541,12 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
       enqueue(timed);
       ++info_.direct_runs;
     } else {
-      // OPV_CUDA_REPLAYS=N (a benchmark knob, bench/bench_cuda.py's throughput figure): the graph
-      // replayed N times back to back on the stream before the one wait, the same frame each time
-      // (its upload and read-back inside every replay): N inferences in flight, no host sync
-      // between them. The outputs are the last replay's, equal to every other's.
-      for (int r = 0; r < replays_; ++r) cu::check(d.cuGraphLaunch(graph_, stream_), "cuGraphLaunch");
-      info_.graph_runs += replays_;
+      // Options.cuda_inflight = N (a throughput measurement, `opvision bench --inflight N`): the
+      // graph replayed N times back to back on the stream before the one wait, the same frame each
+      // time (its upload and read-back inside every replay; stream order keeps replays apart): N
+      // inferences in flight, no host sync between them. The outputs are the last replay's.
+      for (int r = 0; r < opts_.cuda_inflight; ++r) cu::check(d.cuGraphLaunch(graph_, stream_), "cuGraphLaunch");
+      info_.graph_runs += opts_.cuda_inflight;
     }
     wait("end of inference");
   } catch (...) {

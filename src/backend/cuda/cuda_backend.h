@@ -6,9 +6,11 @@
 // fp16-storage bound, as for opencl.
 // load(): the device's primary context and one stream, device memory for the arena, the weights
 // and each input/output, pinned staging for inputs/outputs, one module per kernel, per-call
-// argument arrays and grid/block, and the whole inference captured once as a CUDA graph.
-// run(): inputs into staging, replay the graph (or, while profiling, enqueue each call between
-// two events), one stream synchronize, outputs out of staging.
+// argument arrays and grid/block, and the whole inference built once as a CUDA graph whose edges
+// are the calls' memory dependencies (Options.cuda_graph; graph_deps.h), so independent calls run
+// as parallel branches.
+// run(): inputs into staging, replay the graph (Options.cuda_inflight times; or, while profiling,
+// enqueue each call between two events), one stream synchronize, outputs out of staging.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -28,7 +30,12 @@ struct CudaLoadInfo {
   int driver_version = 0;   // cuDriverGetVersion
   int modules = 0;          // cuModuleLoadDataEx calls (one per kernel that a call uses)
   int launches = 0;         // kernel launches per inference
-  bool graph = false;       // the inference was captured as a CUDA graph
+  bool graph = false;       // the inference was recorded as a CUDA graph
+  bool branches = false;    // ... with memory-dependency edges (CudaGraph::Branches), not a chain
+  int graph_nodes = 0;      // copies and launches in the graph
+  int graph_edges = 0;      // dependencies between them (after transitive reduction)
+  int graph_depth = 0;      // nodes on its longest path (= graph_nodes for a chain)
+  int graph_width = 0;      // most nodes at one dependency level
   int64_t graph_runs = 0;   // runs that replayed the graph
   int64_t direct_runs = 0;  // runs that enqueued each call (profiling)
 };

@@ -3,7 +3,9 @@
 //    looked up with dlsym under the exact name cuda.h maps the API name to (cuMemAlloc ->
 //    cuMemAlloc_v2, cuGraphInstantiate -> cuGraphInstantiateWithFlags, cuEventElapsedTime ->
 //    cuEventElapsedTime_v2, ...), so each pointer's type is the prototype cuda.h declares for that
-//    very symbol. cuda.h (the toolkit's, found by CMake) supplies types and prototypes only.
+//    very symbol (cuGraphAddKernelNode -> cuGraphAddKernelNode_v2, CUDA 12.0+, which takes
+//    CUDA_KERNEL_NODE_PARAMS_v2). cuda.h (the toolkit's, found by CMake) supplies types and
+//    prototypes only.
 //    A driver older than this build's header lacks some of those names: loading then fails with
 //    the missing symbol named, except where the older symbol has the same prototype
 //    (cuEventElapsedTime: v1 before CUDA 12.8) and is taken instead. Optional entry points
@@ -33,8 +35,9 @@ namespace opv::backend::cu {
   X(cuStreamSynchronize) X(cuStreamQuery) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost)    \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8Async) X(cuModuleLoadDataEx)       \
   X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuEventCreate)        \
-  X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuStreamBeginCapture) X(cuStreamEndCapture)   \
-  X(cuGraphInstantiate) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuGraphCreate) X(cuGraphAddKernelNode)        \
+  X(cuGraphAddMemcpyNode) X(cuGraphInstantiate) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphDestroy)       \
+  X(cuGraphExecDestroy)
 // Optional entry points: null when the driver lacks them.
 #define OPV_CUDA_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo)
 
