@@ -242,15 +242,16 @@ std::vector<std::string> describe(const std::vector<GraphNode>& nodes) {
 TEST(CudaGraphDeps, ChainPlanBranchesAfterT) {
   // Nodes: 0 in a, 1 in b, 2..5 calls 0..3, 6 out y, 7 out z. Call 2 (y = b - u) shares call 0's
   // kernel, reached anyway through call 1; call 3 (z = t) shares call 1's kernel and reads t, both
-  // reached through call 1. Calls 2 and 3 are independent.
+  // reached through call 1. Calls 2 and 3 are independent. The copies of one direction stay in
+  // order (in b after in a, out z after out y).
   const plan::Plan p = chain_plan();
   EXPECT_EQ(describe(graph_nodes(p, CudaGraph::Branches)),
-            (std::vector<std::string>{"in 0 <-", "in 1 <-", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1 3",
-                                      "call 3 <- 3", "out 0 <- 4", "out 1 <- 5"}));
+            (std::vector<std::string>{"in 0 <-", "in 1 <- 0", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1 3",
+                                      "call 3 <- 3", "out 0 <- 4", "out 1 <- 5 6"}));
   const auto st = backend::cuda::graph_stats(graph_nodes(p, CudaGraph::Branches));
   EXPECT_EQ(st.nodes, 8);
-  EXPECT_EQ(st.edges, 7);
-  EXPECT_EQ(st.depth, 5);  // in a, t, u, y | z, out
+  EXPECT_EQ(st.edges, 9);
+  EXPECT_EQ(st.depth, 6);  // in a, t, u, y | z, out y, out z
   EXPECT_EQ(st.width, 2);
 }
 
@@ -267,15 +268,15 @@ TEST(CudaGraphDeps, ChainShapeIsPlanOrder) {
 TEST(CudaGraphDeps, IndependentBranchesHaveNoEdgeBetweenThem) {
   // 0 in a, 1 in b, 2 t, 3 y, 4 s, 5 z, 6 out y, 7 out z: two chains side by side.
   EXPECT_EQ(describe(graph_nodes(two_branch_plan(false), CudaGraph::Branches)),
-            (std::vector<std::string>{"in 0 <-", "in 1 <-", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1",
-                                      "call 3 <- 4", "out 0 <- 3", "out 1 <- 5"}));
+            (std::vector<std::string>{"in 0 <-", "in 1 <- 0", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1",
+                                      "call 3 <- 4", "out 0 <- 3", "out 1 <- 5 6"}));
 }
 
 TEST(CudaGraphDeps, SharedArenaBytesOrderBuffersOfOtherIds) {
   // s takes t's bytes: call 2 (writes s) after call 1 (reads t: WAR; call 0's WAW is implied).
   EXPECT_EQ(describe(graph_nodes(two_branch_plan(true), CudaGraph::Branches)),
-            (std::vector<std::string>{"in 0 <-", "in 1 <-", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1 3",
-                                      "call 3 <- 4", "out 0 <- 3", "out 1 <- 5"}));
+            (std::vector<std::string>{"in 0 <-", "in 1 <- 0", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1 3",
+                                      "call 3 <- 4", "out 0 <- 3", "out 1 <- 5 6"}));
   // A partial overlap counts as well: s one aligned step into t's 4000 bytes.
   plan::Plan p = two_branch_plan(false);
   p.buffers[size_t(p.calls[2].outputs[0])].offset = plan::kAlign;
@@ -301,7 +302,7 @@ TEST(CudaGraphDeps, CallsOfOneKernelStayOrderedAndEdgesAreReduced) {
   EXPECT_EQ(describe(nodes)[5], "call 3 <- 3");
   // Every conflicting pair is still connected by a path: 2 (t) ... 5 (reads t).
   const auto st = backend::cuda::graph_stats(nodes);
-  EXPECT_EQ(st.edges, 6);
+  EXPECT_EQ(st.edges, 8);
 }
 
 TEST(CudaGraphDeps, ZeroByteTensorsHaveNoCopyNode) {
@@ -409,8 +410,8 @@ TEST(CudaBackendGpu, MatchesReferenceAndReplaysTheGraph) {
   EXPECT_TRUE(info->graph);
   EXPECT_TRUE(info->branches);  // the default
   EXPECT_EQ(info->graph_nodes, 8);
-  EXPECT_EQ(info->graph_edges, 7);
-  EXPECT_EQ(info->graph_depth, 5);
+  EXPECT_EQ(info->graph_edges, 9);
+  EXPECT_EQ(info->graph_depth, 6);
   EXPECT_EQ(info->modules, 2);
   EXPECT_EQ(info->launches, 4);
   // Changing inputs on every replay: each run's outputs follow its own inputs.

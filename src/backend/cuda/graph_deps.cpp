@@ -87,6 +87,7 @@ std::vector<GraphNode> graph_nodes(const plan::Plan& p, CudaGraph shape) {
     if (dense_bytes(p.buffers[size_t(p.inputs[i])]) == 0) continue;
     Access a;
     range(p.inputs[i], a.writes);
+    a.writes.push_back({kHostToDeviceSpace, 0, 1});  // copies of one direction stay in order
     add(NodeKind::InputCopy, int(i), std::move(a));
   }
   for (size_t ci = 0; ci < p.calls.size(); ++ci) {
@@ -101,6 +102,7 @@ std::vector<GraphNode> graph_nodes(const plan::Plan& p, CudaGraph shape) {
     if (dense_bytes(p.buffers[size_t(p.outputs[i])]) == 0) continue;
     Access a;
     range(p.outputs[i], a.reads);
+    a.writes.push_back({kDeviceToHostSpace, 0, 1});
     add(NodeKind::OutputCopy, int(i), std::move(a));
   }
   if (shape == CudaGraph::Chain) {
