@@ -6,10 +6,13 @@
 #       needs no NVRTC for them), writes their onnxruntime references, and bundles opvision, the
 #       cuda test binaries and the libraries they need into .devrun/ (with bench/device_opencl.sh's
 #       and scripts/device_gtest.sh's bundles).
-#   bash bench/device_cuda.sh [bench_cuda.py args]
-#       on the GPU machine (the run tool carries .devrun): the cuda gtests, `opvision verify
-#       --backend cuda` on every bundled artifact, then bench/bench_cuda.py against PyTorch (latency,
-#       throughput with --inflight N frames in flight, torch.compile bounded by --compile-timeout S).
+#   bash bench/device_cuda.sh [--base-flags "COMPILE FLAGS"] [bench_cuda.py args]
+#       on the GPU machine (the run tool carries .devrun): compiles the fixture there (NVRTC of the
+#       machine's CUDA; the bundle carries the ONNX, not a 21 MB artifact), the cuda gtests,
+#       `opvision verify --backend cuda` on every artifact, then bench/bench_cuda.py against PyTorch
+#       (latency, throughput with --inflight N frames in flight, torch.compile bounded by
+#       --compile-timeout S). --base-flags compiles a second fixture artifact with these extra
+#       compile flags (e.g. "--cuda-ffn off") and times it in the same rounds (a before/after).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 D="$ROOT/.devrun"
@@ -21,13 +24,9 @@ if [[ "${1:-}" == "--bundle" ]]; then
   strip "$D/opvision"  # the run tool carries at most 64 MiB
   mkdir -p "$V"
   OPV="$ROOT/build/opvision"
-  # (A second build of the fixture, for a before/after in one run, does not fit the run tool's
-  # 64 MiB next to this one.)
-  "$OPV" compile "$ROOT/../shared/models/opvision_t12_fp16.onnx" -o "$V/fixture_fp16.opv" --target cuda \
-    --cuda-arch "$ARCH"
-  # The fixture's ONNX stays behind (the carry limit): the artifacts are compiled, the PyTorch peer
-  # rebuilds the network with make_fixtures.py.
-  rm -f "$D/shared/models/opvision_t12_fp16.onnx"
+  # The fixture travels as its ONNX and is compiled on the GPU machine (an artifact is as large as
+  # the ONNX, and two of them, for a before/after, would not fit the run tool's 64 MiB).
+  rm -f "$V/fixture_fp16.opv"
   # Generated variants: name, then make-model flags.
   while read -r name flags; do
     "$OPV" make-model "$V/$name.onnx" --height 64 --width 128 $flags --seed 7 >/dev/null
@@ -52,25 +51,41 @@ fi
 # shellcheck source=bench/device_env.sh
 source "$ROOT/bench/device_env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+BASE_FLAGS=""
+if [[ "${1:-}" == "--base-flags" ]]; then
+  BASE_FLAGS="$2"
+  shift 2
+fi
+A=/tmp/opv/art  # artifacts compiled here
+mkdir -p "$A"
+echo "== compile the fixture (--cuda-arch $ARCH${BASE_FLAGS:+; base: $BASE_FLAGS})"
+"$OPV" compile "$M.onnx" -o "$A/fixture_fp16.opv" --target cuda --cuda-arch "$ARCH"
+BASE_ARGS=()
+if [[ -n "$BASE_FLAGS" ]]; then
+  # shellcheck disable=SC2086
+  "$OPV" compile "$M.onnx" -o "$A/fixture_fp16_base.opv" --target cuda --cuda-arch "$ARCH" $BASE_FLAGS
+  BASE_ARGS=(--base-art "$A/fixture_fp16_base.opv")
+fi
 echo "== gtests (cuda)"
 bash "$ROOT/scripts/device_gtest.sh" --gtest_filter='*Cuda*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==|^== |Failure|error|rel_l2" | head -60 || true
 echo "== verify --backend cuda"
-for art in "$V"/*.opv; do
+for art in "$A"/*.opv "$V"/*.opv; do
   n="$(basename "$art" .opv)"
   ref="$V/${n}_ref.npz"
-  [[ "$n" == fixture_fp16 ]] && ref="$M""_ref.npz"
+  [[ "$n" == fixture_fp16* ]] && ref="$M""_ref.npz"
   printf '%-14s ' "$n"
   "$OPV" verify "$art" --ref "$ref" --backend cuda || echo "  ^ FAILED ($n)"
 done
 if [[ -n "${OUT:-}" ]]; then  # the run tool's output folder: a Chrome trace of profiled runs
-  "$OPV" bench "$V/fixture_fp16.opv" --backend cuda --iters 20 --trace "$OUT/cuda_trace.json" >/dev/null
+  "$OPV" bench "$A/fixture_fp16.opv" --backend cuda --iters 20 --trace "$OUT/cuda_trace.json" >/dev/null
 fi
 if command -v nvcc >/dev/null; then  # registers/spills of the fused kernels (the CUDA C++ the PTX came from)
   for k in ffn_64 ffn_128 ffn_256; do
-    "$OPV" inspect "$V/fixture_fp16.opv" --source "$k" 2>/dev/null | sed -n '/^\/\/ generated/,$p' > "/tmp/opv_$k.cu" || true
+    "$OPV" inspect "$A/fixture_fp16.opv" --source "$k" 2>/dev/null | sed -n '/^\/\/ generated/,$p' > "/tmp/opv_$k.cu" || true
     [[ -s "/tmp/opv_$k.cu" ]] && timeout 60 nvcc -arch=sm_90 -Xptxas -v -c "/tmp/opv_$k.cu" -o /dev/null 2>&1 \
       | grep -E "registers|spill" | head -2 | sed "s/^/$k: /" || true
   done
 fi
 echo "== bench ($ARCH build)"
-python3 "$ROOT/bench/bench_cuda.py" --opvision "$OPV" --art "$V/fixture_fp16.opv" ${OUT:+--json "$OUT/bench.json"} "$@"
+python3 "$ROOT/bench/bench_cuda.py" --opvision "$OPV" --art "$A/fixture_fp16.opv" "${BASE_ARGS[@]}" \
+  ${OUT:+--json "$OUT/bench.json"} "$@"
