@@ -1209,6 +1209,9 @@ Generated dw_pair(const Plan& p, const Call& c) {
 // fc2's (operand slots j -> j + 2), "cuda_batch_post_ops" = their counts.
 constexpr int64_t kFfnBN = 16, kFfnHC = 64, kFfnTargetBlocks = 96, kFfnMinBlocks = 24;
 constexpr int64_t kFfnMaxReduceBytes = 192 << 10;  // the last block's partials at most
+// float4 loads per thread in flight in the last block's reduction: 24 up to run 8 (stage 2's 12
+// partials in 4 dependent batches), 48 from run 10 (2 batches; 192 registers, no spills with sm_90)
+constexpr int64_t kFfnReduceInFlight = 48;
 constexpr int64_t kFfnSmemBytes = (48 << 10) - 256;  // static shared memory (48 KB without opt-in)
 constexpr int64_t kFfnSlabBytes = 64 * 64 * 2, kFfnMaxSlabs = 6;  // a slab buffer: 64 rows x 128 bytes
 struct FfnShape {
@@ -1331,9 +1334,10 @@ Generated ffn(const Plan& p, const Call& c) {
   const Ctx x2{p, c, k2};
   if (std::string why; !post_ops_ok(x2, &why)) return gen.why = why, gen;
   const int64_t TILE = s.Cout * kFfnBN;
-  // float4s of every partial a thread loads at once in the last block's reduction (<= 24 in flight)
-  // (a divisor of TILE / 512, which is even: Cout % 64 == 0)
-  int64_t nvb = std::max<int64_t>(1, std::min<int64_t>(TILE / 512, 24 / std::max<int64_t>(s.S, 1)));
+  // float4s of every partial a thread loads at once in the last block's reduction (at most
+  // kFfnReduceInFlight: the fc2 accumulators are dead by then; a divisor of TILE / 512, which is
+  // even: Cout % 64 == 0)
+  int64_t nvb = std::max<int64_t>(1, std::min<int64_t>(TILE / 512, kFfnReduceInFlight / std::max<int64_t>(s.S, 1)));
   while ((TILE / 512) % nvb) --nvb;
   std::ostringstream b;
   b << "  // ConvFFN: " << s.Cin << " -> " << s.Hd << " -> " << s.Cout << " channels over " << s.P << " pixels, "
