@@ -1463,10 +1463,13 @@ Generated ffn(const Plan& p, const Call& c) {
                  "  float4 v; asm volatile(\"ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\" : \"=f\"(v.x), \"=f\"(v.y), \"=f\"(v.z), \"=f\"(v.w) : \"l\"(p));\n"
                  "  return v;\n}\n" +
                  "__device__ unsigned int opv_cnt[" + I(s.N * s.PT) + "];  // partials written per tile (0 between launches)\n";
+    // Partials in fragment order: float4 j of thread tid is acc2[j / 2][j % 2][0..3], stored at
+    // [j][tid] (a warp writes 512 contiguous bytes); the last block's thread tid reads its own
+    // fragments' partials back and runs the epilogue at the fragments' coordinates.
     b << "  float* wsp = opv_ws + (tile * S + sp) * TILE;\n"
       << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < 2; ++nt)\n"
-      << "#pragma unroll\n      for (int r = 0; r < 4; ++r)\n"
-      << "        wsp[(mt * 64 + warp * 16 + g + (r >> 1) * 8) * BN + nt * 8 + 2 * t + (r & 1)] = acc2[mt][nt][r];\n"
+      << "      *(float4*)(wsp + ((mt * 2 + nt) * 128 + tid) * 4) = "
+         "make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]);\n"
       << "  __threadfence();\n  __syncthreads();\n"
       << "  if (tid == 0) last_ = atomicAdd(&opv_cnt[tile], 1u) == (unsigned)(S - 1);\n"
       << "  __syncthreads();\n  if (!last_) return;\n  __threadfence();\n"
@@ -1476,17 +1479,17 @@ Generated ffn(const Plan& p, const Call& c) {
       << "#pragma unroll 1\n  for (int j0 = 0; j0 < NV; j0 += NVB) {\n"
       << "    float4 pv[S][NVB];\n"
       << "#pragma unroll\n    for (int sq = 0; sq < S; ++sq)\n#pragma unroll\n      for (int jj = 0; jj < NVB; ++jj)\n"
-      << "        pv[sq][jj] = opv_ldcg4(wst + sq * TILE + (j0 + jj) * 512 + tid * 4);\n"
+      << "        pv[sq][jj] = opv_ldcg4(wst + sq * TILE + ((j0 + jj) * 128 + tid) * 4);\n"
       << "#pragma unroll\n    for (int jj = 0; jj < NVB; ++jj) {\n"
       << "      float4 t4 = pv[0][jj];\n"
       << "#pragma unroll\n      for (int sq = 1; sq < S; ++sq) {\n"
       << "        t4.x += pv[sq][jj].x; t4.y += pv[sq][jj].y; t4.z += pv[sq][jj].z; t4.w += pv[sq][jj].w;\n      }\n"
       << "      const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
-      << "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n"
-      << "    const int o = (j0 + jj) * 512 + tid * 4 + e;\n"
-      << "    const opv_idx m = o / BN, q = p0 + o % BN;\n"
+      << "      const int mt = (j0 + jj) >> 1, nt = (j0 + jj) & 1;\n"
+      << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+      << "    const opv_idx m = mt * 64 + warp * 16 + g + (r >> 1) * 8, q = p0 + nt * 8 + 2 * t + (r & 1);\n"
       << "    if (q < P) {\n"
-      << "      const float sum = t4v[e];\n"
+      << "      const float sum = t4v[r];\n"
       << epi.str() << "    }\n      }\n    }\n  }\n"
       << "  if (tid == 0) opv_cnt[tile] = 0u;\n";
   }
