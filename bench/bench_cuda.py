@@ -11,7 +11,7 @@ network, alternating in one run (issue 15, deliverable 6).
 The table gives the median of the round medians, the spread, the ratio opvision / PyTorch per
 round and overall (< 1: opvision faster), launches per inference and the slowest kernels.
 3. Throughput (--inflight N, 0 = skip): frames per second with N inferences in flight.
-   opvision's artifact is batch-1: `opvision bench` with OPV_CUDA_REPLAYS=N replays its CUDA graph
+   opvision's artifact is batch-1: `opvision bench --inflight N` replays its CUDA graph
    N times back to back on one stream before the one host wait (each replay uploads the frame and
    reads the output back, as the latency figure does); time per run / N = time per frame.
    PyTorch: (a) its batch-1 graph replayed N times back to back, one synchronize (the same shape
@@ -26,7 +26,6 @@ Usage: bench/bench_cuda.py [--model M.onnx | --art M.opv] [--iters 200] [--round
 """
 import argparse
 import json
-import os
 import pathlib
 import platform
 import statistics
@@ -42,8 +41,9 @@ from bench_opencl import DEFAULT_MODEL, bench_torch, find_opvision, last_json, r
 def bench_opv(opv, art, args, replays=1):
     cmd = [opv, "bench", str(art), "--backend", "cuda", "--warmup", str(args.warmup), "--iters", str(args.iters),
            "--json"]
-    env = dict(os.environ, OPV_CUDA_REPLAYS=str(replays))
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+    if replays > 1:
+        cmd += ["--inflight", str(replays)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, cmd))} exited {p.returncode}:\n{p.stderr[-3000:]}")
     return last_json(p.stdout)
