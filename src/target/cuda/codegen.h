@@ -13,8 +13,9 @@
 // Launch-merging rewrites of the plan, before generation (pass "cuda-codegen"): independent fp16
 // GEMVs batched into one launch (the heads), a depthwise conv followed by another on its output
 // as one launch (RepMixer -> ConvFFN), the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one
-// tensor-core launch keeping the hidden tile in shared memory (compute_80+; compile --cuda-ffn off,
-// Options::fuse_ffn, keeps them apart), a Concat and the Cast of its output as one launch (the input
+// tensor-core launch keeping the hidden tile in shared memory, its weights streamed through a ring
+// of shared-memory slabs by cp.async (compute_80+; compile --cuda-ffn off, Options::fuse_ffn,
+// keeps them apart), a Concat and the Cast of its output as one launch (the input
 // pack, the output); cuda_abi.h gives their argument order.
 #pragma once
 #include <string>
