@@ -135,6 +135,12 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
     if (opts.progress) opts.progress(k, cap.kernels.size(), kern.name);
     std::vector<uint64_t> orig = kern.code;
     r.before = r.after = passes::stats(orig);
+    if (!opts.only.empty() && !opts.only.at(k)) {
+      r.note = "not selected";
+      r.validated = true;  // its own code is kept
+      out.push_back(r);
+      continue;
+    }
     // Candidates: the pipeline, and when it runs rpt before hoist, the same with rpt after hoist
     // and without rpt. A packed group issues only when all its sources are ready, which can cost
     // hoist more than packing saves (the largest fixture kernel: 9,233 cycles packed first, 8,242

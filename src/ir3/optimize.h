@@ -21,6 +21,7 @@ struct OptOptions {
   std::vector<std::string> passes;  // in order; empty = all (passes::pass_names())
   int validate_sets = 3;            // random input sets per kernel (0 = no validation)
   uint64_t seed = 1;
+  std::vector<bool> only;           // per kernel: rewrite it (empty = all; the others keep their code)
   std::function<void(size_t, size_t, const std::string&)> progress;  // kernel i of n
 };
 

@@ -375,11 +375,12 @@ std::string json_str(const std::string& s) {
 }
 
 int cmd_opt(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed"});
+  Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed", "--kernels"});
   if (a.help || a.pos.size() != 1) {
     std::printf(
-        "usage: opvision ir3 opt IN -o OUT [--pass cp,coalesce,dce,relocate,rpt,rename,hoist,legalize]\n"
-        "                        [--validate N] [--seed S] [--report] [--json]\n"
+        "usage: opvision ir3 opt IN -o OUT [--pass cp,coalesce,dce,relocate,rpt,rename,guards,\n"
+        "                        hoist,legalize] [--validate N] [--seed S] [--kernels LIST]\n"
+        "                        [--report] [--json]\n"
         "  Rewrites real a630 code with the binary passes, in the order given (default: all):\n"
         "    cp        ALU sources read the register that already holds the same constant or copy;\n"
         "              texture/memory operands of known constants (isam.s2en index pairs) an older\n"
@@ -391,6 +392,8 @@ int cmd_opt(int argc, char** argv) {
         "    rpt       pack runs of same-opcode instructions into (rptN) with (r) sources\n"
         "    rename    give a value whose register other code just used a free register of its own\n"
         "              (no footprint growth), so hoist can interleave independent chains\n"
+        "    guards    merge guarded blocks that test the same unchanged predicate (one branch and\n"
+        "              one jump fewer each; the code between moves after them when independent)\n"
         "    hoist     list-schedule straight-line code and guarded loads (br over a then-block) as\n"
         "              units: loads and their addresses early, ALU under them; moves address\n"
         "              set-up dead on the other path out of then-blocks and predicated stores\n"
@@ -404,6 +407,8 @@ int cmd_opt(int argc, char** argv) {
         "  When rpt runs before hoist, each kernel also tries rpt after hoist and no rpt, and each\n"
         "  order also without rename; it keeps the validated result with the fewest static cycles,\n"
         "  or its own code if none is faster.\n"
+        "  --kernels LIST (captures): rewrite only these kernels, by index (0-based, as in the\n"
+        "  capture) or name, comma-separated; the others keep their code.\n"
         "  Single programs: only the hazard check applies (no launch to validate against).\n"
         "  End a pass list with legalize: the other passes move instructions without fixing delays,\n"
         "  so without it the hazard check refuses their output.\n"
@@ -417,7 +422,7 @@ int cmd_opt(int argc, char** argv) {
   for (const std::string& n : names) {
     bool known = false;
     for (const std::string& k : passes::pass_names()) known |= k == n;
-    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, dce, relocate, rpt, rename, hoist, legalize)");
+    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, dce, relocate, rpt, rename, guards, hoist, legalize)");
   }
   int gen = gen_of(a);
   bool report = a.flag("--report"), json = a.flag("--json");
@@ -429,6 +434,16 @@ int cmd_opt(int argc, char** argv) {
     o.passes = names;
     o.validate_sets = int(flag_uint("--validate", a.get("--validate", "3"), 0, 100));
     o.seed = flag_uint("--seed", a.get("--seed", "1"), 0, UINT32_MAX);
+    if (a.flag("--kernels")) {
+      o.only.assign(cap.kernels.size(), false);
+      for (const std::string& want : split_list(a.get("--kernels"))) {
+        bool found = false;
+        for (size_t k = 0; k < cap.kernels.size(); ++k)
+          if (cap.kernels[k].name == want || std::to_string(k) == want) o.only[k] = found = true;
+        OPV_CHECK(found, "option --kernels: no kernel '", want, "' in ", in_path, " (", cap.kernels.size(),
+                  " kernels: give an index 0..", cap.kernels.size() - 1, " or a name)");
+      }
+    }
     if (!json)
       o.progress = [](size_t i, size_t n, const std::string& k) {
         std::fprintf(stderr, "\r[ir3 opt] kernel %zu/%zu %-48.48s", i + 1, n, k.c_str());
@@ -492,6 +507,8 @@ int cmd_opt(int argc, char** argv) {
                 ta.mad_f32_packed, ta.mad_f32);
     return 0;
   }
+  OPV_CHECK(!a.flag("--kernels"), "option --kernels selects kernels of a capture directory; ", in_path,
+            " is a single program");
   Input in = load(in_path, gen);
   std::vector<uint64_t> code = run_passes(in.code, names, gen);
   auto hs = check_hazards(code, gen);

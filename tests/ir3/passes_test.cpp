@@ -662,3 +662,91 @@ TEST(Ir3Passes, CpReadsKnownCoordinatePairsFromEarlierPairs) {
   EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
   EXPECT_EQ(run_with_images(orig), run_with_images(opt));
 }
+
+namespace {
+
+// Four guarded loads: the first and third test p0.x (the third has no else), the second p0.y;
+// the fourth tests p0.x again after it was recomputed. `between` runs after the first block.
+std::vector<uint64_t> four_guards(const std::string& between) {
+  return assemble(R"(
+    shl.b r3.x, r0.x, 2
+    cmps.u.lt p0.x, r0.x, 40
+    cmps.u.lt p0.y, r0.x, 30
+    mov.f32f32 r10.x, (0.0)
+    mov.f32f32 r6.y, (0.5)
+    add.u r5.x, c3.x, r3.x
+    (rpt2)nop
+    add.u r8.x, r5.x, 4
+    add.u r9.x, r5.x, 8
+    mov.u32u32 r5.y, c3.y
+    mov.u32u32 r8.y, c3.y
+    mov.u32u32 r9.y, c3.y
+    (rpt5)nop
+    br !p0.x, #e1
+    (sy)ldg.f32 r6.x, g[r5.x], 1
+    jump #j1
+  e1:
+    mov.f32f32 r6.x, (0.0)
+  j1:
+    (sy))" + between + R"(
+    br !p0.y, #e2
+    (sy)ldg.f32 r11.x, g[r9.x], 1
+    jump #j2
+  e2:
+    mov.f32f32 r11.x, (1.0)
+  j2:
+    br !p0.x, #j3
+    (sy)ldg.f32 r6.y, g[r8.x], 1
+  j3:
+    (sy)(nop2) add.f r10.x, r10.x, r6.y
+    cmps.u.lt p0.x, r0.x, 20
+    (rpt5)nop
+    br !p0.x, #e4
+    (sy)ldg.f32 r6.z, g[r9.x], 1
+    jump #j4
+  e4:
+    mov.f32f32 r6.z, (0.0)
+  j4:
+    (sy)(nop2) add.f r10.y, r10.x, r6.z
+    mov.f32f32 r10.z, r11.x
+    mov.f32f32 r10.w, r6.y
+    shl.b r3.y, r0.x, 4
+    (rpt2)nop
+    add.u r4.x, c0.x, r3.y
+    mov.u32u32 r4.y, c0.y
+    (rpt5)nop
+    stg.u32 g[r4.x], r10.x, 4
+    end
+  )");
+}
+
+}  // namespace
+
+// The third block joins the first (same predicate, unchanged; what lies between -- an add and a
+// block of another predicate -- does not touch its registers), so one branch goes; the fourth
+// stays apart (p0.x was recomputed). When the work in between reads what the third block
+// writes, nothing merges.
+TEST(Ir3Passes, GuardsMergesBlocksOfTheSamePredicate) {
+  std::vector<uint64_t> orig = four_guards("add.f r10.x, r10.x, r6.x");
+  ASSERT_EQ(count(orig, "br "), 4);
+  std::vector<uint64_t> opt = run_passes(orig, {"guards", "legalize"});
+  EXPECT_EQ(count(opt, "br "), 3) << disassemble(opt);
+  EXPECT_EQ(count(opt, "jump "), 3) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run_with_input(orig), run_with_input(opt)) << disassemble(opt);
+  // both loads of the merged block sit between its branch and its jump
+  std::vector<std::string> lines;
+  for (uint64_t w : opt) lines.push_back(disasm(w));
+  size_t br = 0;
+  while (br < lines.size() && lines[br].find("br !p0.x") == std::string::npos) ++br;
+  ASSERT_LT(br + 2, lines.size());
+  int loads = 0;
+  for (size_t i = br + 1; i < lines.size() && lines[i].find("jump") == std::string::npos; ++i)
+    loads += lines[i].find("ldg.f32") != std::string::npos;
+  EXPECT_EQ(loads, 2) << disassemble(opt);
+
+  std::vector<uint64_t> war = four_guards("add.f r10.x, r10.x, r6.y");
+  std::vector<uint64_t> kept = run_passes(war, {"guards", "legalize"});
+  EXPECT_EQ(count(kept, "br "), 4) << disassemble(kept);
+  EXPECT_EQ(run_with_input(war), run_with_input(kept)) << disassemble(kept);
+}

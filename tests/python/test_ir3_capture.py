@@ -133,13 +133,21 @@ def test_opt_small_capture_validates_and_still_matches_onnxruntime(cli, small_mo
     print(replay_ok(cli, out, model, ref))
     # each pass followed by legalize also validates; without legalize the delays are wrong, which
     # the hazard check refuses (the kernel keeps its code and the report says why)
-    for name in ("cp", "coalesce", "dce", "relocate", "rpt", "rename", "hoist", "legalize"):
+    for name in ("cp", "coalesce", "dce", "relocate", "rpt", "rename", "guards", "hoist", "legalize"):
         passes = name if name == "legalize" else f"{name},legalize"
         p = cli.run("ir3", "opt", DATA / "small_fp16", "-o", tmp_path / name, "--pass", passes, "--validate", "1")
         assert p.returncode == 0 and " 0 kept their original code" in p.stdout, describe(p)
     p = cli.run("ir3", "opt", DATA / "small_fp16", "-o", tmp_path / "raw", "--pass", "rpt", "--validate", "1", "--report")
     assert p.returncode == 0 and "kept original: rpt: hazard:" in p.stdout, describe(p)
     assert_error(cli.run("ir3", "opt", DATA / "small_fp16", "-o", tmp_path / "x", "--pass", "bogus"), "bogus")
+    # --kernels: only the named kernels are rewritten, the others keep their code
+    p = cli.run("ir3", "opt", DATA / "small_fp16", "-o", tmp_path / "one", "--kernels", "0", "--validate", "1", "--json")
+    assert p.returncode == 0, describe(p)
+    ks = json.loads(p.stdout)["kernels"]
+    assert [k["changed"] for k in ks[1:]] == [False] * (len(ks) - 1) and ks[0]["changed"], ks
+    kept = sorted((tmp_path / "one" / "kernels").iterdir())[1:]
+    assert all(k.read_bytes() == (DATA / "small_fp16" / "kernels" / k.name).read_bytes() for k in kept)
+    assert_error(cli.run("ir3", "opt", DATA / "small_fp16", "-o", tmp_path / "x", "--kernels", "nosuch"), "nosuch")
 
 
 def test_opt_single_program_forms(cli, tmp_path):

@@ -378,6 +378,31 @@ Flow flow(const Code& c) {
   return f;
 }
 
+bool plain_ins(const Ins& x) { return !is_control(x) && !shared_write(x) && !x.in.get_or("JP", 0); }
+
+bool diamond_at(const Code& c, const Flow& f, size_t i, Diamond* d) {
+  const Ins& x = c.ins[i];
+  if (x.in.name() != "br" || x.in.get_or("JP", 0) || x.target_id < 0) return false;
+  auto target_of = [&](size_t k) { return f.pos[static_cast<size_t>(c.ins[k].target_id)]; };
+  const int64_t t = target_of(i);
+  if (t <= static_cast<int64_t>(i) + 1) return false;
+  d->br = i, d->t = static_cast<size_t>(t), d->j = d->t, d->has_else = false;
+  size_t then_end = d->t;
+  const Ins& last = c.ins[d->t - 1];
+  if (last.fx.is_jump && last.in.name() == "jump" && !last.in.get_or("JP", 0) && last.target_id >= 0) {
+    const int64_t j = target_of(d->t - 1);
+    if (j < static_cast<int64_t>(d->t) || d->t - 1 == i) return false;
+    d->j = static_cast<size_t>(j), d->has_else = true, then_end = d->t - 1;
+  }
+  if (d->j >= c.ins.size()) return false;
+  for (size_t k = i + 1; k < then_end; ++k)
+    if (!plain_ins(c.ins[k]) || !f.from[k].empty()) return false;
+  for (size_t k = d->t; k < d->j; ++k)
+    if (!plain_ins(c.ins[k]) || f.from[k].size() > (k == d->t ? 1u : 0u)) return false;
+  if (d->has_else && f.from[d->t].size() != 1) return false;
+  return !c.ins[d->j].in.get_or("JP", 0);
+}
+
 bool closed_range(const Code& c, const Flow& f, size_t d, size_t last, std::vector<size_t>* exits) {
   exits->clear();
   if (!c.ins[last].fx.is_jump) exits->push_back(last + 1);

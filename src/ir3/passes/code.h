@@ -132,6 +132,16 @@ struct Flow {
   std::vector<std::vector<size_t>> from;
 };
 Flow flow(const Code& c);
+// Not control flow, not a shared-register write, no (jp): an instruction a pass may move.
+bool plain_ins(const Ins& x);
+// A guarded block ("diamond"): a conditional forward `br` (no (jp)) over a non-empty then-block
+// that may end in a forward `jump` over an else-block, everything inside plain (plain_ins),
+// nothing branching into it but its own branch (to the else start) and jump; the join has no (jp).
+struct Diamond {
+  size_t br = 0, t = 0, j = 0;  // branch, else start (== j when there is no else), join
+  bool has_else = false;
+};
+bool diamond_at(const Code& c, const Flow& f, size_t i, Diamond* d);
 // Whether the range (d, last] is entered only through d (no branch from outside it targets it)
 // and holds no control flow that is not modelled; *exits gets where control leaves it: last + 1
 // (unless last jumps) and the targets of branches inside it that lie outside.

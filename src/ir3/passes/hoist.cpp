@@ -65,11 +65,6 @@ int result_latency(const Effects& p, const Effects& c) {
   return 1;
 }
 
-struct Diamond {
-  size_t br, t, j;  // branch, else start (== j when there is no else), join
-  bool has_else;
-};
-
 class Hoister {
  public:
   explicit Hoister(Code& c) : c_(c) {}
@@ -78,7 +73,7 @@ class Hoister {
     speculate();
     index();
     live_ = liveness(c_);
-    bool progress = false;
+    bool progress = schedule_blocks();
     std::vector<Ins> out;
     size_t i = 0, n = c_.ins.size();
     // targets from outside: a diamond's own branch/jump to its join does not cut the region
@@ -118,55 +113,18 @@ class Hoister {
 
  private:
   Code& c_;
-  std::vector<int64_t> pos_;
+  Flow flow_;
   std::vector<int> tg_;  // per index: branches targeting it
   std::vector<Live> live_;  // live-in per index, after speculation
 
   void index() {
-    int max_id = 0;
-    for (const Ins& x : c_.ins) max_id = std::max(max_id, x.id);
-    pos_.assign(static_cast<size_t>(max_id) + 1, -1);
-    for (size_t i = 0; i < c_.ins.size(); ++i) pos_[static_cast<size_t>(c_.ins[i].id)] = static_cast<int64_t>(i);
+    flow_ = flow(c_);
     tg_.assign(c_.ins.size(), 0);
-    for (const Ins& x : c_.ins)
-      if (x.target_id >= 0 && pos_[static_cast<size_t>(x.target_id)] >= 0)
-        ++tg_[static_cast<size_t>(pos_[static_cast<size_t>(x.target_id)])];
+    for (size_t k = 0; k < c_.ins.size(); ++k) tg_[k] = static_cast<int>(flow_.from[k].size());
   }
 
-  int64_t target_of(size_t i) const {
-    int id = c_.ins[i].target_id;
-    return id < 0 ? -1 : pos_[static_cast<size_t>(id)];
-  }
-
-  bool plain(size_t i) const {
-    const Ins& x = c_.ins[i];
-    return !is_control(x) && !shared_write(x) && !x.in.get_or("JP", 0);
-  }
-
-  // A conditional forward branch over plain instructions, optionally ending in a forward jump
-  // over more plain instructions; nothing else branches into it (its own targets aside).
-  bool diamond_at(size_t i, Diamond& d) const {
-    const Ins& x = c_.ins[i];
-    if (x.in.name() != "br" || x.in.get_or("JP", 0)) return false;
-    int64_t t = target_of(i);
-    if (t <= static_cast<int64_t>(i) + 1) return false;
-    d.br = i, d.t = static_cast<size_t>(t), d.j = d.t, d.has_else = false;
-    size_t then_end = d.t;
-    if (c_.ins[d.t - 1].fx.is_jump && c_.ins[d.t - 1].in.name() == "jump" && !c_.ins[d.t - 1].in.get_or("JP", 0)) {
-      int64_t j = target_of(d.t - 1);
-      if (j < static_cast<int64_t>(d.t)) return false;
-      d.j = static_cast<size_t>(j), d.has_else = true, then_end = d.t - 1;
-      if (d.t - 1 == i) return false;
-    }
-    if (d.j >= c_.ins.size()) return false;
-    for (size_t k = i + 1; k < then_end; ++k)
-      if (!plain(k) || tg_[k] > 0) return false;
-    for (size_t k = d.t; k < d.j; ++k)
-      if (!plain(k) || tg_[k] > (k == d.t ? 1 : 0)) return false;
-    if (d.has_else && tg_[d.t] != 1) return false;
-    if (c_.ins[d.j].in.get_or("JP", 0)) return false;
-    return true;
-  }
+  bool plain(size_t i) const { return plain_ins(c_.ins[i]); }
+  bool diamond_at(size_t i, Diamond& d) const { return passes::diamond_at(c_, flow_, i, &d); }
 
   Unit make_single(size_t i) const {
     Unit u;
@@ -192,6 +150,39 @@ class Hoister {
       u.fx.len += std::max(1, x.fx.len);
     }
     return u;
+  }
+
+  // Schedules the inside of every diamond's then-block as a region of its own (a block that
+  // guards several loads -- see the guards pass -- sets up their coordinates inside it); the
+  // diamonds then move as units. Recomputes the indexes when something changed.
+  bool schedule_blocks() {
+    std::vector<Ins> out;
+    bool changed = false;
+    size_t i = 0;
+    while (i < c_.ins.size()) {
+      Diamond d;
+      if (!diamond_at(i, d)) {
+        out.push_back(c_.ins[i++]);
+        continue;
+      }
+      out.push_back(c_.ins[d.br]);
+      const size_t then_end = d.has_else ? d.t - 1 : d.t;
+      std::vector<Unit> units;
+      for (size_t k = d.br + 1; k < then_end; ++k)
+        if (c_.ins[k].in.name() != "nop") units.push_back(make_single(k));
+      if (units.size() > 1) {
+        changed |= schedule(units, false, then_end, out);
+      } else {
+        out.insert(out.end(), c_.ins.begin() + static_cast<ptrdiff_t>(d.br + 1), c_.ins.begin() + static_cast<ptrdiff_t>(then_end));
+      }
+      out.insert(out.end(), c_.ins.begin() + static_cast<ptrdiff_t>(then_end), c_.ins.begin() + static_cast<ptrdiff_t>(d.j));
+      i = d.j;
+    }
+    if (!changed) return false;
+    c_.ins = std::move(out);
+    index();
+    live_ = liveness(c_);
+    return true;
   }
 
   // Moves ALU instructions out of then-blocks in front of their branch, and out of predicated

@@ -8,7 +8,10 @@
 // coalesce (a texture coordinate goes into a pair whose second half already holds its constant) ->
 // dce (remove ALU instructions nothing reads: the moves cp left without readers) -> relocate
 // (rename registers so accumulators form runs) -> rpt (pack runs into (rptN)) -> rename (a value
-// whose register was just used by other code gets a free register of its own) -> hoist (list-schedule each region: loads first, ALU work under their latency) -> legalize
+// whose register was just used by other code gets a free register of its own) -> guards (merge
+// guarded blocks that test the same unchanged predicate: one branch and jump fewer each, and
+// hoist then schedules the loads of a run of guards as one unit) -> hoist (list-schedule each
+// region: loads first, ALU work under their latency) -> legalize
 // (drop every delay nop and sync flag, then re-insert exactly what the hazard checker needs).
 #pragma once
 #include <cstdint>
@@ -25,10 +28,12 @@ bool dce(Code& c);
 bool relocate(Code& c);
 bool rpt(Code& c);
 bool rename(Code& c);
+bool guards(Code& c);
 bool hoist(Code& c);
 bool legalize(Code& c);
 
-// Names in pipeline order, and a lookup ("cp", "coalesce", "dce", "relocate", "rpt", "rename", "hoist", "legalize").
+// Names in pipeline order, and a lookup ("cp", "coalesce", "dce", "relocate", "rpt", "rename", "guards", "hoist",
+// "legalize").
 const std::vector<std::string>& pass_names();
 bool run_pass(const std::string& name, Code& c);
 

@@ -5,7 +5,7 @@
 namespace opv::ir3::passes {
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names{"cp", "coalesce", "dce", "relocate", "rpt", "rename", "hoist", "legalize"};
+  static const std::vector<std::string> names{"cp", "coalesce", "dce", "relocate", "rpt", "rename", "guards", "hoist", "legalize"};
   return names;
 }
 
@@ -16,9 +16,10 @@ bool run_pass(const std::string& name, Code& c) {
   if (name == "relocate") return relocate(c);
   if (name == "rpt") return rpt(c);
   if (name == "rename") return rename(c);
+  if (name == "guards") return guards(c);
   if (name == "hoist") return hoist(c);
   if (name == "legalize") return legalize(c);
-  fail("ir3 opt: unknown pass '", name, "' (passes: cp, coalesce, dce, relocate, rpt, rename, hoist, legalize)");
+  fail("ir3 opt: unknown pass '", name, "' (passes: cp, coalesce, dce, relocate, rpt, rename, guards, hoist, legalize)");
 }
 
 }  // namespace opv::ir3::passes
