@@ -54,9 +54,7 @@ int cmd_bench(int argc, char** argv) {
       .option("--iters", "N", "timed runs", "50")
       .option("--inflight", "N",
               "cuda: N inferences in flight per timed run (the graph replayed N times back to back, one host "
-              "wait; the same frame each time): also prints ms per frame (median / N) and frames per second. "
-              "Replaces the environment switch OPV_CUDA_REPLAYS=N, read only when --inflight is absent and "
-              "deprecated",
+              "wait; the same frame each time): also prints ms per frame (median / N) and frames per second",
               "1")
       .option("--seed", "S", "seed of the random inputs", "0")
       .flag("--json", "print one JSON object instead of text")
@@ -99,13 +97,6 @@ int cmd_bench(int argc, char** argv) {
     bopts.cuda_inflight = int(a.get_int("--inflight", 1, 1, backend::kMaxCudaInflight));
     if (bopts.cuda_inflight > 1 && loaded.target != "cuda")
       throw UsageError("--inflight is for --backend cuda only, not " + loaded.target);
-  } else if (const char* env = std::getenv("OPV_CUDA_REPLAYS"); env && loaded.target == "cuda") {
-    // Deprecated alias of --inflight, kept while bench/bench_cuda.py sets it; goes with its last user.
-    const int n = std::atoi(env);
-    if (n < 1 || n > backend::kMaxCudaInflight)
-      throw UsageError(detail::concat("OPV_CUDA_REPLAYS=", env, ": 1 to ", backend::kMaxCudaInflight));
-    bopts.cuda_inflight = n;
-    std::fprintf(stderr, "[bench] OPV_CUDA_REPLAYS is deprecated: use --inflight %d\n", n);
   }
   const int inflight = bopts.cuda_inflight;
   runtime::Session session(std::move(loaded), bopts);

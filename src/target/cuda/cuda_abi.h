@@ -25,11 +25,14 @@
 //                      threads per dimension (0 = 1); the grid is ceil(global / local) per
 //                      dimension. Kernels check their own bounds (the compiled-in element count),
 //                      so a partial last block is safe. Dynamic shared memory: none.
-//   Order              calls run in plan order on one stream; nothing between them needs the host.
-//                      The backend may record the whole inference (input copies, launches, output
-//                      copies) once as a CUDA graph and replay it. Calls that share a kernel may
-//                      share its module's __device__ workspace (split-K 1x1 convs), so they never
-//                      run concurrently.
+//   Order              each call sees the effects of every earlier call whose memory it overlaps;
+//                      nothing between them needs the host. The backend records the inference
+//                      (input copies, launches, output copies) once as a CUDA graph whose edges
+//                      are those overlaps (read/write byte ranges of the buffers, arena sharing
+//                      included: src/backend/cuda/graph_deps.h), so calls that touch disjoint
+//                      memory may run concurrently (--cuda-graph chain: plan order). Calls that
+//                      share a kernel may share its module's __device__ workspace (split-K 1x1
+//                      convs, the fused ConvFFN), so they stay in plan order.
 //   Merged calls       kernel attr "cl_batch" = n original calls in one launch (validate.cpp skips
 //                      its shape check for these, as for opencl's batches):
 //                      batched fp16 GEMVs (Gemm): outputs = the members' outputs in order, inputs
