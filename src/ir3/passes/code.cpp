@@ -247,14 +247,9 @@ std::vector<KnownRegs> known_values(const Code& c) {
   std::vector<KnownRegs> in(n, KnownRegs(kSlots));
   if (n == 0) return in;
   std::vector<bool> pred = predicated(c);
-  std::vector<int64_t> pos = positions(c);
-  std::vector<std::vector<size_t>> preds(n);
-  for (size_t i = 0; i < n; ++i) {
-    const Ins& x = c.ins[i];
-    if (!x.fx.is_jump && !x.fx.is_end && i + 1 < n) preds[i + 1].push_back(i);
-    if (x.target_id >= 0 && pos[static_cast<size_t>(x.target_id)] >= 0)
-      preds[static_cast<size_t>(pos[static_cast<size_t>(x.target_id)])].push_back(i);
-  }
+  std::vector<std::vector<size_t>> preds = flow(c).from;  // branches and jumps to each, then fall-through
+  for (size_t i = 0; i + 1 < n; ++i)
+    if (!c.ins[i].fx.is_jump && !c.ins[i].fx.is_end) preds[i + 1].push_back(i);
   // each instruction's own effect, once: forgotten registers, and the move it makes
   std::map<std::string, int> imm_ids;
   struct Effect {
