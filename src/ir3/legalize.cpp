@@ -19,6 +19,7 @@
 #include <bitset>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 
@@ -340,6 +341,10 @@ std::vector<Hazard> check_hazards(const std::vector<uint64_t>& prog, int gen, bo
 // One pass: walk the program with the exact state along straight-line code, fixing each
 // offending instruction; at a branch target reached after a fix the pass stops (its fixpoint
 // state is stale) and the next pass re-analyses. Branches are re-targeted at the end of a pass.
+// Without a backward branch one pass does it all: every way into a target comes before it, so
+// the state there is the join of the (already fixed) fall-through and of the branches to it,
+// collected as the walk passes them -- the same fixpoint the analysis would compute, without
+// re-analysing once per fixed block (the largest fixture kernel has hundreds of them).
 bool legalize(std::vector<uint64_t>& prog, int gen, bool merged_regs) {
   bool changed = false;
   InfoCache cache;
@@ -359,25 +364,53 @@ bool legalize(std::vector<uint64_t>& prog, int gen, bool merged_regs) {
       int64_t t = static_cast<int64_t>(i) + d.target;
       if ((d.is_branch || d.is_jump) && t >= 0 && t < static_cast<int64_t>(n)) is_target[static_cast<size_t>(t)] = true;
     }
+    bool forward = true;  // no backward branch: one pass fixes everything (see above)
+    for (size_t i = 0; i < n; ++i) {
+      const Info& d = a.info[i];
+      if ((d.is_branch || d.is_jump) && d.target <= 0) forward = false;
+    }
+    std::map<size_t, State> into;  // forward: the join of the branches seen so far, per target
     std::vector<uint64_t> out;
     std::vector<size_t> head(n), pos(n);
     State cur, prev_in;  // state after the last emitted instruction / reaching it
     bool fixed_any = false, stop = false;
+    // after instruction i: its successors' states (forward mode)
+    auto pass_on = [&](size_t i, const State& after) {
+      const Info& d = a.info[i];
+      if (!forward || !after.reached) return;
+      const int64_t t = static_cast<int64_t>(i) + d.target;
+      if ((d.is_branch || d.is_jump) && t > static_cast<int64_t>(i) && t < static_cast<int64_t>(n))
+        into[static_cast<size_t>(t)].merge(after);
+      if (d.is_jump || d.is_end) cur.reached = false;  // nothing falls through
+    };
     for (size_t i = 0; i < n; ++i) {
       head[i] = out.size();
-      if (!stop && fixed_any && is_target[i]) stop = true;
+      if (!forward && !stop && fixed_any && is_target[i]) stop = true;
       if (stop) {
         pos[i] = out.size();
         out.push_back(prog[i]);
         continue;
       }
-      State s = (i == 0 || is_target[i] || !cur.reached) ? a.at[i] : cur;
+      State s;
+      if (!forward) {
+        s = (i == 0 || is_target[i] || !cur.reached) ? a.at[i] : cur;
+      } else if (i == 0) {
+        s = a.at[0];
+      } else {
+        s = cur;  // unreached after a jump/end
+        if (auto it = into.find(i); it != into.end()) {
+          s.merge(it->second);
+          into.erase(it);
+        }
+      }
       std::vector<Hazard> hz = hazards_for(s, a.info[i], i);
       if (hz.empty()) {
         pos[i] = out.size();
         out.push_back(prog[i]);
         prev_in = s;
         if (s.reached) cur = transfer(s, a.info[i], i);
+        else if (forward) cur = s;
+        pass_on(i, cur);
         continue;
       }
       fixed_any = changed = true;
@@ -431,6 +464,7 @@ bool legalize(std::vector<uint64_t>& prog, int gen, bool merged_regs) {
       out.push_back(in.bits);
       prev_in = s;
       cur = transfer(s, info_of(in.bits), i);
+      pass_on(i, cur);
     }
     if (!fixed_any) return changed;
     // re-target branches: a branch to old index t now lands on head[t] (inserted sync first)
