@@ -3,7 +3,8 @@
 // 7x7; dense 3x3 stride 2 with 4 and 8 output channels per thread; tiled 1x1s: ragged sizes, 64x64 and 32x32 tiles, 260 channels split over 4 thread groups), Gemm (transposes, alpha/beta,
 // broadcast C, ReLU; a long-K GEMV with one warp per output), batch-broadcast MatMul, reductions
 // (keepdims and not), max/average pools (count_include_pad both ways), Concat, Transpose,
-// Softmax, broadcast Add + Sigmoid, uint8 Cast with Sub/Div post-ops.
+// Softmax, broadcast Add + Sigmoid, uint8 Cast with Sub/Div post-ops; fp16 cases (tensor-core 1x1s,
+// GEMVs, batched heads, depthwise pairs, the pack, the ConvFFN, the pack inside the stem conv).
 //   1. Everywhere: every call gets a kernel (generate()), lowering for target cuda names the calls
 //      it cannot handle, and with NVRTC present the whole compile (PTX) succeeds.
 //   2. With a CUDA device (the H200 runs, scripts/device_gtest.sh): outputs match the reference
@@ -306,6 +307,10 @@ struct F16Case {
   bool dw_pair = false;   // depthwise 3x3 (bias) -> depthwise 7x7 (bias, GELU), both outputs kept
   bool pack = false;      // uint8 [N, C, H, W] x 2 -> Concat -> Cast (Sub mean, Div std): the input pack
   bool ffn = false;       // ConvFFN: 1x1 C -> M (bias, GELU) -> 1x1 M -> C (bias, residual Add): one launch
+  // The pack (as `pack`) read by a 3x3 stride-2 conv to M channels (bias, GELU), make-model's stem:
+  // one launch. 1: mean/std per channel (the byte table); 2: mean varies along the width too
+  // (every tap normalised where it is read).
+  int pack_conv = 0;
 };
 std::vector<F16Case> f16_cases() {
   return {
@@ -341,6 +346,9 @@ std::vector<F16Case> f16_cases() {
       {"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true},
       // The stage-2 shape: 8 pixel tiles, the 12 hidden chunks split over 6 blocks, 4 row tiles per warp.
       {"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true},
+      // The pack folded into the stem conv: two images, odd map sizes (partial pixel blocks, padding).
+      {"pack_conv_table", 2, 3, 16, 9, 14, 0, false, false, false, true, false, 1},
+      {"pack_conv_direct", 1, 4, 24, 10, 15, 0, false, false, false, true, false, 2},
   };
 }
 ir::Graph pack_graph(const F16Case& t, DType dt) {
@@ -357,11 +365,24 @@ ir::Graph pack_graph(const F16Case& t, DType dt) {
   Attrs to;
   to.set("to", int64_t(dt));
   const int y = g.add_value({"y", dt, ys, nullptr});
+  const Shape mean_shape{1, 2 * t.C, 1, t.pack_conv == 2 ? t.W : 1};
   g.add_node({"cast", OpKind::Cast, to,
-              {cat, g.add_const("mean", test::random_f32({1, 2 * t.C, 1, 1}, 80, 100.f, 150.f).cast(DType::F16).cast(dt)),
+              {cat, g.add_const("mean", test::random_f32(mean_shape, 80, 100.f, 150.f).cast(DType::F16).cast(dt)),
                g.add_const("std", test::random_f32({1, 2 * t.C, 1, 1}, 81, 40.f, 80.f).cast(DType::F16).cast(dt))},
               {y}, {PostOp{OpKind::Sub, 0, 0, 1}, PostOp{OpKind::Div, 0, 0, 2}}});
-  g.outputs.push_back(y);
+  if (t.pack_conv) {  // the stem: 3x3 stride 2, pads 1, bias, GELU
+    Attrs a = ints({{"strides", {2, 2}}, {"dilations", {1, 1}}, {"pads", {1, 1, 1, 1}}});
+    a.set("group", int64_t(1));
+    const float ws = 1.0f / std::sqrt(float(2 * t.C * 9));
+    const int z = g.add_value({"z", dt, {t.N, t.M, (t.H - 1) / 2 + 1, (t.W - 1) / 2 + 1}, nullptr});
+    g.add_node({"stem", OpKind::Conv, a,
+                {y, g.add_const("w", test::random_f32({t.M, 2 * t.C, 3, 3}, 82, -ws, ws).cast(DType::F16).cast(dt)),
+                 g.add_const("b", test::random_f32({t.M}, 83, -0.5f, 0.5f).cast(DType::F16).cast(dt))},
+                {z}, {PostOp{OpKind::Gelu}}});
+    g.outputs.push_back(z);
+  } else {
+    g.outputs.push_back(y);
+  }
   g.validate();
   return g;
 }
@@ -484,10 +505,11 @@ ir::Graph f16_graph(const F16Case& t, DType dt) {
   g.validate();
   return g;
 }
-plan::Plan lower_cuda_arch(const ir::Graph& g, const std::string& arch) {
+plan::Plan lower_cuda_arch(const ir::Graph& g, const std::string& arch, bool fuse_pack = false) {
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.fuse_pack = fuse_pack;
   return lower(g, o);
 }
 
@@ -503,6 +525,39 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
         EXPECT_EQ(p.kernels[size_t(c.kernel)].attrs.i("cl_batch", 0), 3);
       }
       EXPECT_EQ(p.calls[1].inputs[5], -1) << "head 1's second layer has no bias";
+      continue;
+    }
+    if (t.pack_conv) {
+      // Opt-in (Options::fuse_pack, recorded in the plan meta): apart by default.
+      const plan::Plan apart = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80");
+      EXPECT_EQ(apart.calls.size(), 2u) << "the pack and the conv as two launches by default";
+      EXPECT_FALSE(apart.meta.has("cuda_pack"));
+      for (const std::string arch : {"compute_75", "compute_80"}) {
+        const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), arch, true);
+        EXPECT_EQ(p.meta.i("cuda_pack", 0), 1);
+        EXPECT_TRUE(plan::cuda::Options::from_meta(p.meta).fuse_pack);
+        ASSERT_EQ(p.calls.size(), 1u) << "the pack inside the stem conv: one launch (two without the fold)";
+        const plan::Call& c = p.calls[0];
+        const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+        EXPECT_EQ(k.attrs.i("cuda_pack_conv", 0), 1);
+        EXPECT_EQ(k.name, "conv2d_3x3_s2_f16_gelu_pack_u8");
+        EXPECT_EQ(p.buffers[size_t(c.inputs[0])].dtype, DType::U8) << "the conv reads the first frame itself";
+        ASSERT_EQ(c.inputs.size(), 6u) << "conv X/W/B, then the second frame, mean and std";
+        EXPECT_EQ(p.buffers[size_t(c.inputs[3])].dtype, DType::U8);
+        ASSERT_EQ(k.post_ops.size(), 3u) << "GELU, then the pack's Sub and Div";
+        EXPECT_EQ(k.post_ops[1].input, 4);
+        EXPECT_EQ(k.post_ops[2].input, 5);
+        const plan::cuda::Generated gen = plan::cuda::generate(p, c);
+        ASSERT_FALSE(gen.source.empty()) << gen.why;
+        EXPECT_EQ(gen.source.find("pack_tab[") != std::string::npos, t.pack_conv == 1)
+            << "the byte table exactly where X depends on (channel, byte) alone";
+      }
+      // X read by someone else too (here: also a model output): the pack stays its own call.
+      ir::Graph g = f16_graph(t, DType::F16);
+      for (size_t v = 0; v < g.values.size(); ++v)
+        if (g.values[v].name == "y") g.outputs.push_back(int(v));
+      g.validate();
+      EXPECT_EQ(lower_cuda_arch(g, "compute_80", true).calls.size(), 2u) << "the pack's output has another reader";
       continue;
     }
     if (t.pack) {
@@ -557,7 +612,7 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
   if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
   for (const F16Case& t : f16_cases()) {
     SCOPED_TRACE(t.name);
-    const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80");
+    const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", t.pack_conv != 0);
     for (const plan::Kernel& k : p.kernels) EXPECT_NE(k.source.find(".target sm_80"), std::string::npos);
   }
 }
@@ -607,7 +662,7 @@ TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
     CompileOptions ro;
     ro.target = "reference";
     const plan::Plan rp = lower(f16_graph(t, DType::F32), ro);
-    const plan::Plan cp = lower_cuda_arch(f16_graph(t, DType::F16), arch);
+    const plan::Plan cp = lower_cuda_arch(f16_graph(t, DType::F16), arch, t.pack_conv != 0);
     std::vector<Tensor> r_in, c_in, want, got;
     for (size_t i = 0; i < cp.inputs.size(); ++i) {
       const plan::Buffer& b = cp.buffers[size_t(cp.inputs[i])];

@@ -1,8 +1,9 @@
 /* Plan pass "cuda-codegen": one specialised CUDA C++ kernel per call (see codegen.h).
- *   0. Launch merging (batch_gemvs, fuse_dw_pairs, fuse_ffn in ffn.cpp, fuse_concat_cast):
- *      independent fp16 GEMVs become one call, a depthwise conv and the depthwise conv reading it
- *      become one call, the ConvFFN's fc1 and fc2 become one call, a Concat and the Cast of its
- *      output become one call (cuda_abi.h).
+ *   0. Launch merging (batch_gemvs, fuse_dw_pairs, fuse_ffn in ffn.cpp, fuse_concat_cast,
+ *      fuse_pack_conv in pack_conv.cpp): independent fp16 GEMVs become one call, a depthwise conv
+ *      and the depthwise conv reading it become one call, the ConvFFN's fc1 and fc2 become one
+ *      call, a Concat and the Cast of its output become one call, and (opt-in, Options::fuse_pack)
+ *      that input pack becomes part of the dense conv that reads it (cuda_abi.h).
  *   1. Parameters: the call's outputs then its present inputs (cuda_abi.h), named out<j> / in<j>
  *      by slot, typed by dtype (F16 as raw `unsigned short`, converted with PTX cvt).
  *   2. A family writes the body that computes `float v` (or copies a typed element) for the
@@ -250,7 +251,6 @@ __device__ __forceinline__ float opv_dot8(opv_u4 a, opv_u4 b, float acc) {
 // products; the block's CO x C x KH x KW weights sit in shared memory as fp32, [tap][CO] (16-byte
 // broadcast reads: every thread of a block uses the same channels). A block is 128 consecutive
 // pixels of one channel group.
-constexpr int kMultiThreads = 128;
 constexpr int64_t kMultiSmemBytes = 32 << 10;
 int64_t conv_multi_co(const Ctx& x) {
   if (x.k.op != OpKind::Conv || x.k.attrs.i("group", 1) != 1) return 0;
@@ -264,13 +264,14 @@ int64_t conv_multi_co(const Ctx& x) {
     if (M % co == 0 && taps * co * 4 <= kMultiSmemBytes) return co;
   return 0;
 }
-std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks) {
+std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInput* src) {
   const Buffer& X = x.in(0);
   const Buffer& W = x.in(1);
+  const Shape& xs = src ? src->shape : X.shape;
   const Shape& os = x.out().shape;
   const Attrs& a = x.k.attrs;
   const auto s = a.ints("strides", {1, 1}), d = a.ints("dilations", {1, 1}), pd = a.ints("pads", {0, 0, 0, 0});
-  const int64_t N = os[0], M = os[1], OH = os[2], OW = os[3], C = X.shape[1], H = X.shape[2], Wd = X.shape[3];
+  const int64_t N = os[0], M = os[1], OH = os[2], OW = os[3], C = xs[1], H = xs[2], Wd = xs[3];
   const int64_t KH = W.shape[2], KW = W.shape[3], taps = C * KH * KW, PIX = OH * OW;
   const int64_t PB = (PIX + kMultiThreads - 1) / kMultiThreads, G = M / co;
   *blocks = N * G * PB;
@@ -282,7 +283,7 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks) {
     << "  for (int e = threadIdx.x; e < " << taps * co << "; e += " << kMultiThreads << ") {\n"
     << "    const int j = e / " << taps << ", q = e % " << taps << ";\n"
     << "    wsm[q * " << co << " + j] = " << load(W.dtype, "in1", "(cg * " + I(co) + " + j) * " + I(taps) + " + q") << ";\n"
-    << "  }\n  __syncthreads();\n"
+    << "  }\n" << (src ? src->prologue : std::string()) << "  __syncthreads();\n"
     << "  const opv_idx pix = pb * " << kMultiThreads << " + threadIdx.x;\n"
     << "  if (pix >= " << I(PIX) << ") return;\n"
     << "  const opv_idx o2 = pix / " << I(OW) << ", o3 = pix % " << I(OW) << ";\n"
@@ -295,7 +296,7 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks) {
     << "#pragma unroll\n      for (int kw = 0; kw < " << KW << "; ++kw) {\n"
     << "        const opv_idx iw = o3 * " << I(s[1]) << " - " << I(pd[1]) << " + kw * " << I(d[1]) << ";\n"
     << "        const float xv = (ih >= 0 && ih < " << I(H) << " && iw >= 0 && iw < " << I(Wd) << ") ? "
-    << load(X.dtype, "in0", "xc + ih * " + I(Wd) + " + iw") << " : 0.0f;\n"
+    << (src ? src->elem : load(X.dtype, "in0", "xc + ih * " + I(Wd) + " + iw")) << " : 0.0f;\n"
     << "        const float4* wq = (const float4*)(wsm + ((c * " << KH << " + kh) * " << KW << " + kw) * " << co << ");\n"
     << "#pragma unroll\n        for (int j = 0; j < " << co / 4 << "; ++j) {\n"
     << "          const float4 w4 = wq[j];\n"
@@ -1185,6 +1186,7 @@ Generated generate(const Plan& p, const Call& c) {
   if (k.op == OpKind::Gemm && k.attrs.i("cl_batch", 0) > 0) return gemv_batch(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_dw_pair", 0) > 0) return dw_pair(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_ffn", 0) > 0) return ffn(p, c);
+  if (k.op == OpKind::Conv && k.attrs.i("cuda_pack_conv", 0) > 0) return pack_conv(p, c);
   if (c.outputs.size() != 1) return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)
     if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
@@ -1313,6 +1315,7 @@ bool codegen(Plan& p, const PassCtx& ctx) {
   fuse_dw_pairs(p);
   if (ctx.cuda.fuse_ffn) fuse_ffn(p);  // compile --cuda-ffn off keeps fc1 and fc2 apart
   fuse_concat_cast(p);
+  if (ctx.cuda.fuse_pack) fuse_pack_conv(p);  // opt-in: slower than two launches on the H200 (BENCHMARKS.md)
   std::vector<Kernel> kernels;
   std::map<std::pair<std::string, std::string>, int> interned;  // (source, entry) -> kernel
   std::string refused;

@@ -16,7 +16,9 @@
 // tensor-core launch keeping the hidden tile in shared memory, its weights streamed through a ring
 // of shared-memory slabs by cp.async (compute_80+; compile --cuda-ffn off, Options::fuse_ffn,
 // keeps them apart), a Concat and the Cast of its output as one launch (the input
-// pack, the output); cuda_abi.h gives their argument order.
+// pack, the output), and, opt-in (Options::fuse_pack: slower on the H200 so far), such a pack
+// (Concat or Cast to float, element-wise post-ops) computed inside the dense conv that alone reads
+// it (the stem reads the uint8 frames: pack_conv.cpp); cuda_abi.h gives their argument order.
 #pragma once
 #include <string>
 

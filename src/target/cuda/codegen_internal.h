@@ -1,5 +1,6 @@
 // Internals shared by the CUDA code generator's files (codegen.cpp: the families, the pass; ffn.cpp:
-// the fused ConvFFN). Compile time only; nothing outside src/target/cuda includes this.
+// the fused ConvFFN; pack_conv.cpp: the input pack folded into the stem conv). Compile time only;
+// nothing outside src/target/cuda includes this.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -37,11 +38,30 @@ std::string store(DType dt, const std::string& name, const std::string& idx, con
 // when an operand does not broadcast to the output).
 bool post_ops_ok(const Ctx& x, std::string* why);
 std::string post_ops(const Ctx& x);
+// Offset into a row-major tensor of shape `in` broadcast to `out`, from out's coordinates o<d>.
+std::string bcast_offset(const Shape& out, const Shape& in);
 bool conv1x1_tiled_ok(const Ctx& x);  // a dense 1x1 conv (stride 1, no padding) the 1x1 families take
+
+// Dense non-1x1 convs with co output channels per thread (the stem): conv_multi_co gives co (0 when
+// the family does not take the call), conv_multi the kernel body. `src` (pack_conv.cpp) replaces
+// the input: X's shape, the expression of X(o0, c, ih, iw) as float for in-bounds coordinates, and
+// code the block runs after staging its weights, before its barrier.
+constexpr int kMultiThreads = 128;  // conv_multi's block
+struct ConvInput {
+  Shape shape;
+  std::string elem, prologue;
+};
+int64_t conv_multi_co(const Ctx& x);
+std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInput* src = nullptr);
 
 // ffn.cpp: the ConvFFN's fc1 -> GELU -> fc2 (+ residual) merged into one call (compute_80+), and
 // the source of such a call (cuda_abi.h "ConvFFN").
 void fuse_ffn(Plan& p);
 Generated ffn(const Plan& p, const Call& c);
+
+// pack_conv.cpp: the input pack (a Concat or Cast to float with element-wise post-ops, e.g. uint8
+// frames -> normalised fp16) folded into the dense conv that alone reads it (cuda_abi.h "pack").
+void fuse_pack_conv(Plan& p);
+Generated pack_conv(const Plan& p, const Call& c);
 
 }  // namespace opv::plan::cuda::detail

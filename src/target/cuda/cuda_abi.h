@@ -47,6 +47,12 @@
 //                      Their post-ops are the members' in order, "cuda_batch_post_ops" = counts.
 //                      A Concat fused with the Cast of its output (no "cl_batch"): inputs = the
 //                      Concat's, then the Cast's post-op operands; output = the Cast's.
+//                      The pack inside a conv (Conv, "cuda_pack_conv", opt-in Options::fuse_pack):
+//                      output = the conv's; inputs = the conv's with slot 0 = the pack's input 0
+//                      and slot 2 kept (-1 without a bias), then the pack's inputs 1.. from slot
+//                      "cuda_pack_from"; post-ops = the conv's then the pack's (operands moved to
+//                      their slots); X (never stored) described by "cuda_pack_shape" / "_dtype" /
+//                      "_axis" / "_cat" (the pack's data inputs); "cl_batch" = 2.
 #pragma once
 
 #include <cstdlib>

@@ -9,6 +9,7 @@ namespace opv::plan::cuda {
 namespace {
 constexpr const char* kArchKey = "cuda_arch";
 constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
+constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
 
@@ -29,6 +30,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kFfnKey, int64_t(fuse_ffn ? 1 : 0));
   else
     meta.erase(kFfnKey);
+  if (fuse_pack != Options().fuse_pack)
+    meta.set(kPackKey, int64_t(fuse_pack ? 1 : 0));
+  else
+    meta.erase(kPackKey);
 }
 
 Options Options::from_meta(const Attrs& meta) {
@@ -38,6 +43,9 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t ffn = meta.i(kFfnKey, o.fuse_ffn ? 1 : 0);
   OPV_CHECK(ffn == 0 || ffn == 1, "plan meta ", kFfnKey, " must be 0 or 1, got ", ffn);
   o.fuse_ffn = ffn != 0;
+  const int64_t pack = meta.i(kPackKey, o.fuse_pack ? 1 : 0);
+  OPV_CHECK(pack == 0 || pack == 1, "plan meta ", kPackKey, " must be 0 or 1, got ", pack);
+  o.fuse_pack = pack != 0;
   return o;
 }
 

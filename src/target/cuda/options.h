@@ -1,7 +1,7 @@
-// Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn), handed to its plan
-// passes in plan::PassCtx. Recorded in plan meta ("cuda_arch", "cuda_ffn"; only values that differ
-// from the defaults) like the opencl options, so `opvision opt` and readers of an artifact see what
-// the plan and its PTX were compiled with.
+// Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn; fuse_pack has no flag
+// yet), handed to its plan passes in plan::PassCtx. Recorded in plan meta ("cuda_arch", "cuda_ffn",
+// "cuda_pack"; only values that differ from the defaults) like the opencl options, so `opvision
+// opt` and readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
 #include <string>
 
@@ -17,12 +17,18 @@ struct Options {
   // The ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one tensor-core launch where it fits
   // (compute_80+, codegen.h); false keeps fc1 and fc2 as two calls (a before/after of the fusion).
   bool fuse_ffn = true;
+  // The input pack (Concat/Cast to float with element-wise post-ops: the uint8 frames' normalisation)
+  // computed inside the dense conv that alone reads it (pack_conv.cpp): one launch and X's round
+  // trip fewer. Off by default: on the H200 the fused stem (31 us traced) is slower than the pack
+  // and the stem as two launches (7.5 + 17.2 us), and the inference 4 % slower (BENCHMARKS.md,
+  // CUDA runs 12-13). Tests and a future kernel turn it on.
+  bool fuse_pack = false;
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  void record(Attrs& meta) const;  // meta "cuda_arch" / "cuda_ffn", each only when not the default
+  void record(Attrs& meta) const;  // meta "cuda_arch" / "cuda_ffn" / "cuda_pack", each only when not the default
   static Options from_meta(const Attrs& meta);
-  bool operator==(const Options& o) const { return arch == o.arch && fuse_ffn == o.fuse_ffn; }
+  bool operator==(const Options& o) const { return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_pack == o.fuse_pack; }
 };
 
 }  // namespace opv::plan::cuda
