@@ -7,12 +7,12 @@
  *      (Options::fuse_pack): on the H200 this kernel is slower than the two launches (below).
  *   2. pack_conv: that call's kernel, conv_multi with every X element computed where it is read:
  *      the selected input's element, the pack's post-ops, rounded to X's dtype. Where the inputs
- *      are uint8, the concat axis is the channel axis and the post-op operands vary at most along
- *      the channels, X(n, c, h, w) depends only on (c, byte): each block first tabulates those
+ *      are uint8 and the post-op operands vary at most along the channels, X(n, c, h, w) depends
+ *      only on (c, byte): each block first tabulates those
  *      C x 256 values in shared memory (one Div each instead of one per tap and output group),
  *      and a tap is a byte load and a table read.
  * Measured (BENCHMARKS.md "CUDA", runs 12-13, the fp16 fixture, traced): the fused stem 31.2 us
- * against 7.5 (pack) + 17.2 (stem) apart; with 256-thread blocks (the table filled half as often)
+ * against 7.5 (pack) + 17.6 (stem) apart (run 12); with 256-thread blocks (the table filled half as often)
  * 36.6 us. A tap is now a byte load and a data-dependent shared-memory read (bank conflicts on
  * random bytes) where it was one fp16 load; the table is filled once per block (512 blocks).
  * Invariant: the fused call computes what the pack and the conv compute as two calls: every X
