@@ -40,7 +40,8 @@ for t in "${TARGETS[@]}"; do
   echo "fuzz: $t for ${SECS}s (log $log)"
   rc=0
   budget=(-max_total_time="$SECS")
-  for kv in ${OPV_FUZZ_RUNS//,/ }; do
+  runs="${OPV_FUZZ_RUNS:-}"
+  for kv in ${runs//,/ }; do
     [ "${kv%%=*}" = "$t" ] && budget=(-runs="${kv#*=}")
   done
   build-fuzz/tests/fuzz/fuzz_"$t" "${budget[@]}" -timeout="${OPV_FUZZ_TIMEOUT:-25}" -seed="${OPV_FUZZ_SEED:-0}" \
