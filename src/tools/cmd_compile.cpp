@@ -52,6 +52,9 @@ int cmd_compile(int argc, char** argv) {
               "GPU it runs on; compute_75 = Turing and newer)", "compute_75")
       .option("--cuda-ffn", "on|off", "cuda: the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one tensor-core launch "
               "where it fits (compute_80+); off keeps them as two calls. Recorded in the plan when off", "on")
+      .option("--cuda-pack", "on|off", "cuda: compute the uint8 input pack (Concat/Cast + normalisation) inside the stem "
+              "convolution that alone reads it: one launch fewer, but slower on the H200 so far (BENCHMARKS.md). "
+              "Recorded in the plan when on", "off")
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
       .flag("--dump-plan", "print the compiled plan to stdout")
@@ -107,6 +110,10 @@ int cmd_compile(int argc, char** argv) {
   if (ffn != "on" && ffn != "off")
     throw UsageError("opvision compile: --cuda-ffn must be on or off, got '" + ffn + "'");
   opts.pass_ctx.cuda.fuse_ffn = ffn == "on";
+  const std::string pack = a.get("--cuda-pack", "off");
+  if (pack != "on" && pack != "off")
+    throw UsageError("opvision compile: --cuda-pack must be on or off, got '" + pack + "'");
+  opts.pass_ctx.cuda.fuse_pack = pack == "on";
   PassReport report;
   opts.dump_after = dump_after;
   opts.dump_to = &std::cout;

@@ -70,6 +70,9 @@ def test_integer_flags_are_range_checked(cli, tmp_path):
                  "option --threads: '4294967297' is not an integer in [0, 1024]")
     assert_error(cli.run("run", model, "--threads", "-1"), "--threads")
     assert_error(cli.run("bench", model, "--iters", "0"), "--iters")
+    # on|off switches of the cuda target are checked before anything is compiled
+    for flag in ("--cuda-ffn", "--cuda-pack"):
+        assert_error(cli.run("compile", model, "-o", tmp_path / "x.opv", "--target", "cuda", flag, "yes"), flag)
 
 
 def test_writes_are_checked(cli, tmp_path):

@@ -1,7 +1,7 @@
-// Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn; fuse_pack has no flag
-// yet), handed to its plan passes in plan::PassCtx. Recorded in plan meta ("cuda_arch", "cuda_ffn",
-// "cuda_pack"; only values that differ from the defaults) like the opencl options, so `opvision
-// opt` and readers of an artifact see what the plan and its PTX were compiled with.
+// Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-pack), handed
+// to its plan passes in plan::PassCtx. Recorded in plan meta ("cuda_arch", "cuda_ffn", "cuda_pack";
+// only values that differ from the defaults) like the opencl options, so `opvision opt` and
+// readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
 #include <string>
 
@@ -21,7 +21,7 @@ struct Options {
   // computed inside the dense conv that alone reads it (pack_conv.cpp): one launch and X's round
   // trip fewer. Off by default: on the H200 the fused stem (31 us traced) is slower than the pack
   // and the stem as two launches (7.5 + 17.2 us), and the inference 4 % slower (BENCHMARKS.md,
-  // CUDA runs 12-13). Tests and a future kernel turn it on.
+  // CUDA runs 12-13). compile --cuda-pack on turns it on.
   bool fuse_pack = false;
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
