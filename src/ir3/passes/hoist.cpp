@@ -16,7 +16,9 @@
 // then-block that depends on nothing earlier in the block, produces no sync and writes only
 // registers dead on the else path (not live where the else path starts) moves in front of the
 // branch, where it becomes an ordinary unit (the `mov rN.z, 0` that fills a 2-D coordinate, and
-// the (rpt5)nop it costs before the texture read, leave the guarded block); (3) super-regions:
+// the (rpt5)nop it costs before the texture read, leave the guarded block); (2b) the inside of
+// each then-block is list-scheduled as a region of its own (after the guards pass one block may
+// set up and issue several loads); (3) super-regions:
 // maximal runs of units bounded by control flow that is not a diamond, barriers, predication
 // markers, shared-register writes and branch targets from outside; (4) dependence graph over
 // units (last writer / readers per register unit, so O(n); memory: a store is ordered against
