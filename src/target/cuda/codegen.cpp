@@ -1024,86 +1024,82 @@ int64_t dw_same_size(const Plan& p, const Call& c) {
   if (c.inputs.size() > 2 && c.inputs[2] >= 0 && numel(p.buffers.at(size_t(c.inputs[2])).shape) != C) return 0;
   return K;
 }
-void fuse_dw_pairs(Plan& p) {
+std::vector<int> reader_counts(const Plan& p) {
+  std::vector<int> readers(p.buffers.size(), 0);
+  for (const Call& c : p.calls)
+    for (int b : c.inputs)
+      if (b >= 0) ++readers[size_t(b)];
+  return readers;
+}
+void fuse_pairs(Plan& p, const PairFuse& fuse) {
   std::vector<Call> calls;
   for (size_t i = 0; i < p.calls.size(); ++i) {
     const Call& a = p.calls[i];
-    const int64_t ka = dw_same_size(p, a);
-    const int64_t kb = ka && i + 1 < p.calls.size() ? dw_same_size(p, p.calls[i + 1]) : 0;
-    if (kb) {
-      const Call& b = p.calls[i + 1];
-      const Shape& xs = p.buffers.at(size_t(a.inputs[0])).shape;
-      const int64_t H = xs[2], W = xs[3];
-      const int64_t bytes = ((H + ka - 1) * (W + ka - 1) + (H + kb - 1) * (W + kb - 1) + ka * ka + kb * kb) * 4;
-      if (b.inputs[0] == a.outputs[0] && bytes <= kDwPairSmemBytes) {
-        const Kernel& akern = p.kernels.at(size_t(a.kernel));
-        const Kernel& bkern = p.kernels.at(size_t(b.kernel));
-        Kernel k = akern;
-        k.name = "dwpair_" + std::to_string(ka) + "x" + std::to_string(ka) + "_" + std::to_string(kb) + "x" +
-                 std::to_string(kb) + "_" + dtype_name(p.buffers.at(size_t(b.outputs[0])).dtype);
-        k.post_ops.insert(k.post_ops.end(), bkern.post_ops.begin(), bkern.post_ops.end());
-        k.attrs.set("cl_batch", int64_t(2));
-        k.attrs.set("cuda_dw_pair", int64_t(1));
-        k.attrs.set("cuda_batch_post_ops", std::vector<int64_t>{int64_t(akern.post_ops.size()), int64_t(bkern.post_ops.size())});
-        Call f;
-        f.label = a.label + "+" + b.label;
-        f.outputs = {a.outputs[0], b.outputs[0]};
-        auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
-        f.inputs = {a.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
-        f.kernel = int(p.kernels.size());
-        p.kernels.push_back(std::move(k));
-        calls.push_back(std::move(f));
-        ++i;
-        continue;
-      }
+    Kernel k;
+    Call f;
+    if (i + 1 < p.calls.size() && fuse(a, p.calls[i + 1], &k, &f)) {
+      f.label = a.label + "+" + p.calls[i + 1].label;
+      f.kernel = int(p.kernels.size());
+      p.kernels.push_back(std::move(k));
+      calls.push_back(std::move(f));
+      ++i;
+      continue;
     }
     calls.push_back(a);
   }
   p.calls = std::move(calls);
+}
+void fuse_dw_pairs(Plan& p) {
+  fuse_pairs(p, [&](const Call& a, const Call& b, Kernel* k, Call* f) {
+    const int64_t ka = dw_same_size(p, a);
+    const int64_t kb = ka ? dw_same_size(p, b) : 0;
+    if (!kb) return false;
+    const Shape& xs = p.buffers.at(size_t(a.inputs[0])).shape;
+    const int64_t H = xs[2], W = xs[3];
+    const int64_t bytes = ((H + ka - 1) * (W + ka - 1) + (H + kb - 1) * (W + kb - 1) + ka * ka + kb * kb) * 4;
+    if (b.inputs[0] != a.outputs[0] || bytes > kDwPairSmemBytes) return false;
+    const Kernel& akern = p.kernels.at(size_t(a.kernel));
+    const Kernel& bkern = p.kernels.at(size_t(b.kernel));
+    *k = akern;
+    k->name = "dwpair_" + std::to_string(ka) + "x" + std::to_string(ka) + "_" + std::to_string(kb) + "x" +
+              std::to_string(kb) + "_" + dtype_name(p.buffers.at(size_t(b.outputs[0])).dtype);
+    k->post_ops.insert(k->post_ops.end(), bkern.post_ops.begin(), bkern.post_ops.end());
+    k->attrs.set("cl_batch", int64_t(2));
+    k->attrs.set("cuda_dw_pair", int64_t(1));
+    k->attrs.set("cuda_batch_post_ops", std::vector<int64_t>{int64_t(akern.post_ops.size()), int64_t(bkern.post_ops.size())});
+    f->outputs = {a.outputs[0], b.outputs[0]};
+    auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
+    f->inputs = {a.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
+    return true;
+  });
 }
 // A Concat whose output only the next call reads, a Cast to a float type (with its post-ops), runs
 // as one call: the Concat's inputs, then the Cast's post-op operands; the Cast's output; the
 // Concat's kernel with the Cast's post-ops (operand slots moved past the Concat's inputs). The
 // input pack (two uint8 frames -> fp16, normalised) and the output's concat -> fp32.
 void fuse_concat_cast(Plan& p) {
-  std::vector<int> readers(p.buffers.size(), 0);
-  for (const Call& c : p.calls)
-    for (int b : c.inputs)
-      if (b >= 0) ++readers[size_t(b)];
-  std::vector<Call> calls;
-  for (size_t i = 0; i < p.calls.size(); ++i) {
-    const Call& a = p.calls[i];
+  const std::vector<int> readers = reader_counts(p);
+  fuse_pairs(p, [&](const Call& a, const Call& b, Kernel* k, Call* f) {
     const Kernel& ak = p.kernels.at(size_t(a.kernel));
-    if (i + 1 < p.calls.size() && ak.op == OpKind::Concat && ak.source.empty() && ak.post_ops.empty() &&
-        a.outputs.size() == 1 && p.buffers.at(size_t(a.outputs[0])).kind == BufferKind::Intermediate &&
-        readers[size_t(a.outputs[0])] == 1) {
-      const Call& b = p.calls[i + 1];
-      const Kernel& bk = p.kernels.at(size_t(b.kernel));
-      bool ok = bk.op == OpKind::Cast && bk.source.empty() && b.outputs.size() == 1 && !b.inputs.empty() &&
-                b.inputs[0] == a.outputs[0] && is_float(p.buffers.at(size_t(b.outputs[0])).dtype) &&
-                p.buffers.at(size_t(b.outputs[0])).shape == p.buffers.at(size_t(a.outputs[0])).shape;
-      for (const PostOp& po : bk.post_ops) ok &= po.input != 0;
-      if (ok) {
-        Kernel k = ak;
-        k.name = "concat_cast_" + std::string(dtype_name(p.buffers.at(size_t(b.outputs[0])).dtype));
-        k.post_ops = bk.post_ops;
-        for (PostOp& po : k.post_ops)
-          if (po.input > 0) po.input += int(a.inputs.size()) - 1;
-        Call f;
-        f.label = a.label + "+" + b.label;
-        f.outputs = b.outputs;
-        f.inputs = a.inputs;
-        f.inputs.insert(f.inputs.end(), b.inputs.begin() + 1, b.inputs.end());
-        f.kernel = int(p.kernels.size());
-        p.kernels.push_back(std::move(k));
-        calls.push_back(std::move(f));
-        ++i;
-        continue;
-      }
-    }
-    calls.push_back(a);
-  }
-  p.calls = std::move(calls);
+    if (ak.op != OpKind::Concat || !ak.source.empty() || !ak.post_ops.empty() || a.outputs.size() != 1 ||
+        p.buffers.at(size_t(a.outputs[0])).kind != BufferKind::Intermediate || readers[size_t(a.outputs[0])] != 1)
+      return false;
+    const Kernel& bk = p.kernels.at(size_t(b.kernel));
+    bool ok = bk.op == OpKind::Cast && bk.source.empty() && b.outputs.size() == 1 && !b.inputs.empty() &&
+              b.inputs[0] == a.outputs[0] && is_float(p.buffers.at(size_t(b.outputs[0])).dtype) &&
+              p.buffers.at(size_t(b.outputs[0])).shape == p.buffers.at(size_t(a.outputs[0])).shape;
+    for (const PostOp& po : bk.post_ops) ok &= po.input != 0;
+    if (!ok) return false;
+    *k = ak;
+    k->name = "concat_cast_" + std::string(dtype_name(p.buffers.at(size_t(b.outputs[0])).dtype));
+    k->post_ops = bk.post_ops;
+    for (PostOp& po : k->post_ops)
+      if (po.input > 0) po.input += int(a.inputs.size()) - 1;
+    f->outputs = b.outputs;
+    f->inputs = a.inputs;
+    f->inputs.insert(f->inputs.end(), b.inputs.begin() + 1, b.inputs.end());
+    return true;
+  });
 }
 Generated dw_pair(const Plan& p, const Call& c) {
   Generated gen;

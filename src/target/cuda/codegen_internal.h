@@ -3,7 +3,9 @@
 // nothing outside src/target/cuda includes this.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "plan/plan.h"
 #include "target/cuda/codegen.h"
@@ -41,6 +43,13 @@ std::string post_ops(const Ctx& x);
 // Offset into a row-major tensor of shape `in` broadcast to `out`, from out's coordinates o<d>.
 std::string bcast_offset(const Shape& out, const Shape& in);
 bool conv1x1_tiled_ok(const Ctx& x);  // a dense 1x1 conv (stride 1, no padding) the 1x1 families take
+
+// Per buffer: how many call inputs read it.
+std::vector<int> reader_counts(const Plan& p);
+// The walk of the pair-merging passes: where `fuse(a, b, &k, &f)` accepts a call and the call
+// after it, the two become the one call f (label "a+b", kernel k appended to the plan's kernels).
+using PairFuse = std::function<bool(const Call& a, const Call& b, Kernel* k, Call* f)>;
+void fuse_pairs(Plan& p, const PairFuse& fuse);
 
 // Dense non-1x1 convs with co output channels per thread (the stem): conv_multi_co gives co (0 when
 // the family does not take the call), conv_multi the kernel body. `src` (pack_conv.cpp) replaces

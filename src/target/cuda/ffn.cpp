@@ -109,42 +109,27 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
 }
 void fuse_ffn(Plan& p) {
   if (plan_sm(p) < 80) return;
-  std::vector<int> readers(p.buffers.size(), 0);
-  for (const Call& c : p.calls)
-    for (int b : c.inputs)
-      if (b >= 0) ++readers[size_t(b)];
-  std::vector<Call> calls;
-  for (size_t i = 0; i < p.calls.size(); ++i) {
-    const Call& a = p.calls[i];
+  const std::vector<int> readers = reader_counts(p);
+  fuse_pairs(p, [&](const Call& a, const Call& b, Kernel* k, Call* f) {
     FfnShape sh;
-    if (i + 1 < p.calls.size() && ffn_shape(p, a, p.calls[i + 1], readers, &sh)) {
-      const Call& b = p.calls[i + 1];
-      const Kernel& akern = p.kernels.at(size_t(a.kernel));
-      const Kernel& bkern = p.kernels.at(size_t(b.kernel));
-      Kernel k = akern;
-      k.name = "ffn_" + std::to_string(sh.Cin) + "_" + std::to_string(sh.Hd) + "_" + std::to_string(sh.Cout) + "_f16";
-      for (PostOp po : bkern.post_ops) {
-        if (po.input >= 0) po.input += 2;
-        k.post_ops.push_back(po);
-      }
-      k.attrs.set("cl_batch", int64_t(2));
-      k.attrs.set("cuda_ffn", int64_t(1));
-      k.attrs.set("cuda_batch_post_ops", std::vector<int64_t>{int64_t(akern.post_ops.size()), int64_t(bkern.post_ops.size())});
-      Call f;
-      f.label = a.label + "+" + b.label;
-      f.outputs = b.outputs;
-      auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
-      f.inputs = {a.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
-      for (size_t j = 3; j < b.inputs.size(); ++j) f.inputs.push_back(b.inputs[j]);
-      f.kernel = int(p.kernels.size());
-      p.kernels.push_back(std::move(k));
-      calls.push_back(std::move(f));
-      ++i;
-      continue;
+    if (!ffn_shape(p, a, b, readers, &sh)) return false;
+    const Kernel& akern = p.kernels.at(size_t(a.kernel));
+    const Kernel& bkern = p.kernels.at(size_t(b.kernel));
+    *k = akern;
+    k->name = "ffn_" + std::to_string(sh.Cin) + "_" + std::to_string(sh.Hd) + "_" + std::to_string(sh.Cout) + "_f16";
+    for (PostOp po : bkern.post_ops) {
+      if (po.input >= 0) po.input += 2;
+      k->post_ops.push_back(po);
     }
-    calls.push_back(a);
-  }
-  p.calls = std::move(calls);
+    k->attrs.set("cl_batch", int64_t(2));
+    k->attrs.set("cuda_ffn", int64_t(1));
+    k->attrs.set("cuda_batch_post_ops", std::vector<int64_t>{int64_t(akern.post_ops.size()), int64_t(bkern.post_ops.size())});
+    f->outputs = b.outputs;
+    auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
+    f->inputs = {a.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
+    for (size_t j = 3; j < b.inputs.size(); ++j) f->inputs.push_back(b.inputs[j]);
+    return true;
+  });
 }
 Generated ffn(const Plan& p, const Call& c) {
   Generated gen;

@@ -113,10 +113,7 @@ bool conv_takes_pack(const Plan& p, const Call& b, int X) {
 // "cuda_batch_post_ops" = their counts, and X's description: "cuda_pack_shape", "cuda_pack_dtype",
 // "cuda_pack_axis", "cuda_pack_cat" (data inputs), "cuda_pack_from" (the first moved slot).
 void fuse_pack_conv(Plan& p) {
-  std::vector<int> readers(p.buffers.size(), 0);
-  for (const Call& c : p.calls)
-    for (int b : c.inputs)
-      if (b >= 0) ++readers[size_t(b)];
+  std::vector<int> readers = reader_counts(p);
   std::vector<char> drop(p.calls.size(), 0);
   for (size_t i = 0; i < p.calls.size(); ++i) {
     const Call& a = p.calls[i];
