@@ -378,8 +378,8 @@ int cmd_opt(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed", "--kernels"});
   if (a.help || a.pos.size() != 1) {
     std::printf(
-        "usage: opvision ir3 opt IN -o OUT [--pass cp,coalesce,dce,relocate,rpt,rename,guards,\n"
-        "                        hoist,legalize] [--validate N] [--seed S] [--kernels LIST]\n"
+        "usage: opvision ir3 opt IN -o OUT [--pass cp,coalesce,reassoc,dce,relocate,rpt,rename,\n"
+        "                        guards,hoist,legalize] [--validate N] [--seed S] [--kernels LIST]\n"
         "                        [--report] [--json]\n"
         "  Rewrites real a630 code with the binary passes, in the order given (default: all):\n"
         "    cp        ALU sources read the register that already holds the same constant or copy;\n"
@@ -387,6 +387,8 @@ int cmd_opt(int argc, char** argv) {
         "              register group holding the same constants\n"
         "    coalesce  compute a texture coordinate into a dead register whose pair half already\n"
         "              holds the constant its y needs (the fresh pair's move loses its reader)\n"
+        "    reassoc   an address sum (X + K') + Y computed from a register that already holds\n"
+        "              X + Y + K as one add of K' - K (the add of X + K' loses its reader)\n"
         "    dce       remove ALU instructions whose results nothing reads\n"
         "    relocate  swap scalar-only registers so accumulators and their operands form runs\n"
         "    rpt       pack runs of same-opcode instructions into (rptN) with (r) sources\n"
@@ -422,7 +424,7 @@ int cmd_opt(int argc, char** argv) {
   for (const std::string& n : names) {
     bool known = false;
     for (const std::string& k : passes::pass_names()) known |= k == n;
-    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, dce, relocate, rpt, rename, guards, hoist, legalize)");
+    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, legalize)");
   }
   int gen = gen_of(a);
   bool report = a.flag("--report"), json = a.flag("--json");

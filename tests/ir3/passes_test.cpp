@@ -750,3 +750,58 @@ TEST(Ir3Passes, GuardsMergesBlocksOfTheSamePredicate) {
   EXPECT_EQ(count(kept, "br "), 4) << disassemble(kept);
   EXPECT_EQ(run_with_input(war), run_with_input(kept)) << disassemble(kept);
 }
+
+namespace {
+
+// Three loads at X + K + Y (X = the input's base, Y = 4 * (lane & 31), K = 0, 4, 8), each address
+// computed Mesa's way, (X + K) + Y, the third with Y first; `between` runs after the first sum.
+std::vector<uint64_t> three_sums(const std::string& between) {
+  return stored(R"(
+    and.b r2.y, r0.x, 31
+    mov.u32u32 r20.x, c3.x
+    (rpt2)nop
+    shl.b r2.x, r2.y, 2
+    (rpt2)nop
+    add.u r5.x, r20.x, 0
+    (rpt2)nop
+    add.u r6.x, r5.x, r2.x
+    )" + between + R"(
+    add.u r5.y, r20.x, 4
+    (rpt2)nop
+    add.u r7.x, r5.y, r2.x
+    add.u r5.z, r20.x, 8
+    (rpt2)nop
+    add.u r8.x, r2.x, r5.z
+    mov.u32u32 r6.y, c3.y
+    mov.u32u32 r7.y, c3.y
+    mov.u32u32 r8.y, c3.y
+    mov.f32f32 r10.w, (0.0)
+    (rpt5)nop
+    ldg.f32 r10.x, g[r6.x], 1
+    ldg.f32 r10.y, g[r7.x], 1
+    ldg.f32 r10.z, g[r8.x], 1
+    (sy)nop
+  )", "r10.x", 4);
+}
+
+}  // namespace
+
+// The second sum reuses the first (X + Y + 0, plus 4), the third (Y first) the second (the
+// nearest smaller immediate, plus 4), so their `add.u T, X, K` lose their reader and dce removes
+// them; when X is rewritten after the first sum, that sum no longer stands for the new X (the
+// third still reuses the second).
+TEST(Ir3Passes, ReassocSharesAddressSums) {
+  std::vector<uint64_t> orig = three_sums("");
+  std::vector<uint64_t> opt = run_passes(orig, {"reassoc", "dce", "legalize"});
+  EXPECT_EQ(count(orig, "add.u") - count(opt, "add.u"), 2) << disassemble(opt);
+  EXPECT_EQ(count(opt, "add.u r7.x, r6.x, 4"), 1) << disassemble(opt);
+  EXPECT_EQ(count(opt, "add.u r8.x, r7.x, 4"), 1) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run_with_input(orig), run_with_input(opt)) << disassemble(opt);
+
+  std::vector<uint64_t> moved = three_sums("add.u r20.x, r20.x, 4\n(rpt2)nop");
+  std::vector<uint64_t> kept = run_passes(moved, {"reassoc", "dce", "legalize"});
+  EXPECT_EQ(count(kept, "add.u r7.x, r5.y, r2.x"), 1) << disassemble(kept);
+  EXPECT_EQ(count(kept, "add.u r8.x, r7.x, 4"), 1) << disassemble(kept);
+  EXPECT_EQ(run_with_input(moved), run_with_input(kept)) << disassemble(kept);
+}

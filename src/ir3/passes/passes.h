@@ -6,6 +6,7 @@
 //
 // Order: cp (ALU sources read the register that already holds a copied value or constant) ->
 // coalesce (a texture coordinate goes into a pair whose second half already holds its constant) ->
+// reassoc ((X + K') + Y as (X + Y + K) + (K' - K) from a register that holds X + Y + K) ->
 // dce (remove ALU instructions nothing reads: the moves cp left without readers) -> relocate
 // (rename registers so accumulators form runs) -> rpt (pack runs into (rptN)) -> rename (a value
 // whose register was just used by other code gets a free register of its own) -> guards (merge
@@ -24,6 +25,7 @@ namespace opv::ir3::passes {
 
 bool cp(Code& c);
 bool coalesce(Code& c);
+bool reassoc(Code& c);
 bool dce(Code& c);
 bool relocate(Code& c);
 bool rpt(Code& c);
@@ -32,7 +34,7 @@ bool guards(Code& c);
 bool hoist(Code& c);
 bool legalize(Code& c);
 
-// Names in pipeline order, and a lookup ("cp", "coalesce", "dce", "relocate", "rpt", "rename", "guards", "hoist",
+// Names in pipeline order, and a lookup ("cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist",
 // "legalize").
 const std::vector<std::string>& pass_names();
 bool run_pass(const std::string& name, Code& c);

@@ -5,13 +5,14 @@
 namespace opv::ir3::passes {
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names{"cp", "coalesce", "dce", "relocate", "rpt", "rename", "guards", "hoist", "legalize"};
+  static const std::vector<std::string> names{"cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist", "legalize"};
   return names;
 }
 
 bool run_pass(const std::string& name, Code& c) {
   if (name == "cp") return cp(c);
   if (name == "coalesce") return coalesce(c);
+  if (name == "reassoc") return reassoc(c);
   if (name == "dce") return dce(c);
   if (name == "relocate") return relocate(c);
   if (name == "rpt") return rpt(c);
@@ -19,7 +20,7 @@ bool run_pass(const std::string& name, Code& c) {
   if (name == "guards") return guards(c);
   if (name == "hoist") return hoist(c);
   if (name == "legalize") return legalize(c);
-  fail("ir3 opt: unknown pass '", name, "' (passes: cp, coalesce, dce, relocate, rpt, rename, guards, hoist, legalize)");
+  fail("ir3 opt: unknown pass '", name, "' (passes: cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, legalize)");
 }
 
 }  // namespace opv::ir3::passes
