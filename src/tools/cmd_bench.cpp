@@ -6,7 +6,6 @@
 // latency figures are per run, and ms per frame = median / N, frames per second = N / median.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <map>
 
@@ -103,6 +102,8 @@ int cmd_bench(int argc, char** argv) {
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));
 
   LatencyStats st = latency_stats(time_runs(warmup, iters, [&] { session.run(inputs); }));
+  const double ms_per_frame = st.median_ms / inflight;
+  const double frames_per_s = st.median_ms > 0 ? 1e3 * inflight / st.median_ms : 0.0;
 
   // Per-kernel profile, averaged over a few runs.
   const plan::Plan& plan = session.plan();
@@ -145,7 +146,7 @@ int cmd_bench(int argc, char** argv) {
                 "\"inflight\": %d, \"ms_per_frame\": %.6f, \"frames_per_s\": %.1f, \"kernels\": [",
                 json_escape(model).c_str(), json_escape(plan.target).c_str(), bopts.threads, (long long)warmup,
                 (long long)iters, st.median_ms, st.min_ms, st.p90_ms, st.mean_ms, plan.calls.size(), inflight,
-                st.median_ms / inflight, st.median_ms > 0 ? 1e3 * inflight / st.median_ms : 0.0);
+                ms_per_frame, frames_per_s);
     for (size_t i = 0; i < rows.size(); ++i)
       std::printf("%s{\"name\": \"%s\", \"count\": %lld, \"total_ms\": %.6f, \"share\": %.6f}", i ? ", " : "",
                   json_escape(rows[i].name).c_str(), (long long)rows[i].count, rows[i].total_ms,
@@ -160,7 +161,7 @@ int cmd_bench(int argc, char** argv) {
               (long long)iters, (long long)warmup, st.median_ms, st.min_ms, st.p90_ms);
   if (inflight > 1)
     std::printf("throughput, %d inferences in flight per run: %.4f ms per frame, %.0f frames/s\n", inflight,
-                st.median_ms / inflight, st.median_ms > 0 ? 1e3 * inflight / st.median_ms : 0.0);
+                ms_per_frame, frames_per_s);
   if (!profiled) {
     std::printf("(backend %s reports no per-call times)\n", plan.target.c_str());
     return kExitOk;

@@ -106,14 +106,8 @@ int cmd_compile(int argc, char** argv) {
   } catch (const Error& e) {
     throw UsageError(std::string("opvision compile: --cuda-arch: ") + e.what());
   }
-  const std::string ffn = a.get("--cuda-ffn", "on");
-  if (ffn != "on" && ffn != "off")
-    throw UsageError("opvision compile: --cuda-ffn must be on or off, got '" + ffn + "'");
-  opts.pass_ctx.cuda.fuse_ffn = ffn == "on";
-  const std::string pack = a.get("--cuda-pack", "off");
-  if (pack != "on" && pack != "off")
-    throw UsageError("opvision compile: --cuda-pack must be on or off, got '" + pack + "'");
-  opts.pass_ctx.cuda.fuse_pack = pack == "on";
+  opts.pass_ctx.cuda.fuse_ffn = on_off(a, "--cuda-ffn", "on");
+  opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
   PassReport report;
   opts.dump_after = dump_after;
   opts.dump_to = &std::cout;

@@ -87,13 +87,11 @@ ArgParser& backend_flag_options(ArgParser& p) {
               "fp32");
 }
 
-namespace {
-bool on_off(const Args& a, const std::string& name) {
-  const std::string v = a.get(name, "on");
+bool on_off(const Args& a, const std::string& name, const std::string& dflt) {
+  const std::string v = a.get(name, dflt);
   if (v != "on" && v != "off") throw UsageError(name + " must be on or off, not '" + v + "'");
   return v == "on";
 }
-}  // namespace
 
 backend::Options backend_options(const Args& a) {
   backend::Options o;

@@ -54,6 +54,8 @@ ArgParser& backend_flag_options(ArgParser& p);
 // (absent: backend default). A --cl-* value other than on/off, or a precision other than fp32 or
 // bf16, is a UsageError.
 backend::Options backend_options(const Args& a);
+// An on|off option's value (`dflt` when absent); anything else is a usage error naming the option.
+bool on_off(const Args& a, const std::string& name, const std::string& dflt = "on");
 
 // Model inputs for `session` from --inputs NPZ (keys = input names; other keys are ignored),
 // --input NAME=FILE.npy (repeatable, overrides) and, when `allow_random`, random values from

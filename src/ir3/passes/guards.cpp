@@ -45,6 +45,10 @@ struct Footprint {
       if (u >= 0 && u < kUnitsMax) writes.set(static_cast<size_t>(u));
     store |= f.store, load |= f.mem_read;
   }
+  void add(const Footprint& o) {
+    reads |= o.reads, writes |= o.writes;
+    store |= o.store, load |= o.load;
+  }
   // Whether `o` (a block that ran after this one) may run before it instead.
   bool commutes(const Footprint& o) const {
     return (o.reads & writes).none() && (o.writes & (reads | writes)).none() && !(o.store && (store || load)) &&
@@ -109,8 +113,7 @@ bool merge_at(Code& c, const Flow& f, const Diamond& d1) {
         return true;
       }
       if ((own.writes & pred).any()) return false;
-      between.reads |= own.reads, between.writes |= own.writes;
-      between.store |= own.store, between.load |= own.load;
+      between.add(own);
       k = d2.j;  // (diamond_at: nothing outside d2 enters its inside)
       continue;
     }
@@ -119,8 +122,7 @@ bool merge_at(Code& c, const Flow& f, const Diamond& d1) {
     Footprint one;
     one.add(x.fx);
     if ((one.writes & pred).any()) return false;
-    between.reads |= one.reads, between.writes |= one.writes;
-    between.store |= one.store, between.load |= one.load;
+    between.add(one);
     ++k;
   }
   return false;
