@@ -379,7 +379,7 @@ int cmd_opt(int argc, char** argv) {
   if (a.help || a.pos.size() != 1) {
     std::printf(
         "usage: opvision ir3 opt IN -o OUT [--pass cp,coalesce,reassoc,dce,relocate,rpt,rename,\n"
-        "                        guards,hoist,legalize] [--validate N] [--seed S] [--kernels LIST]\n"
+        "                        guards,hoist,tidy,legalize] [--validate N] [--seed S] [--kernels LIST]\n"
         "                        [--report] [--json]\n"
         "  Rewrites real a630 code with the binary passes, in the order given (default: all):\n"
         "    cp        ALU sources read the register that already holds the same constant or copy;\n"
@@ -399,6 +399,8 @@ int cmd_opt(int argc, char** argv) {
         "    hoist     list-schedule straight-line code and guarded loads (br over a then-block) as\n"
         "              units: loads and their addresses early, ALU under them; moves address\n"
         "              set-up dead on the other path out of then-blocks and predicated stores\n"
+        "    tidy      cp and dce again on the scheduled code (set-up moves that hoist took out of\n"
+        "              guarded blocks are now known on every path), then hoist again\n"
         "    legalize  drop all delay nops and (ss)/(sy), re-insert what the hazard checker needs\n"
         "  IN is a capture directory (tools/ir3_capture.py; OUT is written as a capture that\n"
         "  'ir3 replay' runs), or one program: assembler text, a raw image or a Qualcomm program\n"
@@ -424,7 +426,7 @@ int cmd_opt(int argc, char** argv) {
   for (const std::string& n : names) {
     bool known = false;
     for (const std::string& k : passes::pass_names()) known |= k == n;
-    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, legalize)");
+    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, tidy, legalize)");
   }
   int gen = gen_of(a);
   bool report = a.flag("--report"), json = a.flag("--json");

@@ -805,3 +805,68 @@ TEST(Ir3Passes, ReassocSharesAddressSums) {
   EXPECT_EQ(count(kept, "add.u r8.x, r7.x, 4"), 1) << disassemble(kept);
   EXPECT_EQ(run_with_input(moved), run_with_input(kept)) << disassemble(kept);
 }
+
+namespace {
+
+// Two loads behind branches on different predicates; each then-block adds an offset held in a
+// register it sets itself (the same immediate 4 in both; nothing reads it on the else path), the
+// way Mesa sets up a texture's index pair inside each guarded block.
+std::vector<uint64_t> two_offset_guards() {
+  return assemble(R"(
+    shl.b r3.x, r0.x, 2
+    cmps.u.lt p0.x, r0.x, 40
+    cmps.u.lt p0.y, r0.x, 30
+    add.u r5.x, c3.x, r3.x
+    (rpt2)nop
+    add.u r8.x, r5.x, 8
+    mov.u32u32 r5.y, c3.y
+    mov.u32u32 r8.y, c3.y
+    br !p0.x, #e1
+    mov.u32u32 r12.x, 4
+    (rpt2)nop
+    add.u r5.x, r5.x, r12.x
+    (rpt5)nop
+    (sy)ldg.f32 r6.x, g[r5.x], 1
+    jump #j1
+  e1:
+    mov.f32f32 r6.x, (0.0)
+  j1:
+    br !p0.y, #e2
+    mov.u32u32 r12.z, 4
+    (rpt2)nop
+    add.u r8.x, r8.x, r12.z
+    (rpt5)nop
+    (sy)ldg.f32 r6.y, g[r8.x], 1
+    jump #j2
+  e2:
+    mov.f32f32 r6.y, (1.0)
+  j2:
+    (sy)(nop2) add.f r10.x, r6.x, r6.y
+    shl.b r3.y, r0.x, 4
+    (rpt2)nop
+    add.u r4.x, c0.x, r3.y
+    mov.u32u32 r4.y, c0.y
+    (rpt5)nop
+    stg.u32 g[r4.x], r10.x, 1
+    end
+  )");
+}
+
+}  // namespace
+
+// hoist moves each block's `mov r12.c, 4` in front of its branch (dead on the else path); only
+// then is the first one known on every path into the second block, so tidy's cp reads r12.x
+// there and its dce drops the second move. Without tidy both moves stay.
+TEST(Ir3Passes, TidyDropsSetUpThatHoistMadeCommon) {
+  std::vector<uint64_t> orig = two_offset_guards();
+  std::vector<uint64_t> hoisted = run_passes(orig, {"hoist", "legalize"});
+  EXPECT_EQ(count(hoisted, "mov.u32u32 r12"), 2) << disassemble(hoisted);
+  std::vector<uint64_t> opt = run_passes(orig, {"hoist", "tidy", "legalize"});
+  EXPECT_EQ(count(opt, "mov.u32u32 r12"), 1) << disassemble(opt);
+  EXPECT_EQ(count(opt, "add.u r8.x, r8.x, r12.x"), 1) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run_with_input(orig), run_with_input(opt)) << disassemble(opt);
+  // before hoist, the path around the first block does not set r12.x: nothing to share
+  std::vector<uint64_t> early = run_passes(orig, {"tidy", "legalize"});
+  EXPECT_EQ(count(early, "mov.u32u32 r12"), 2) << disassemble(early);
+}

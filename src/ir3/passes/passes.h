@@ -12,7 +12,8 @@
 // whose register was just used by other code gets a free register of its own) -> guards (merge
 // guarded blocks that test the same unchanged predicate: one branch and jump fewer each, and
 // hoist then schedules the loads of a run of guards as one unit) -> hoist (list-schedule each
-// region: loads first, ALU work under their latency) -> legalize
+// region: loads first, ALU work under their latency) -> tidy (cp and dce again on the scheduled
+// code, where hoist has moved set-up moves out of their guarded blocks, then hoist again) -> legalize
 // (drop every delay nop and sync flag, then re-insert exactly what the hazard checker needs).
 #pragma once
 #include <cstdint>
@@ -32,10 +33,11 @@ bool rpt(Code& c);
 bool rename(Code& c);
 bool guards(Code& c);
 bool hoist(Code& c);
+bool tidy(Code& c);
 bool legalize(Code& c);
 
 // Names in pipeline order, and a lookup ("cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist",
-// "legalize").
+// "tidy", "legalize").
 const std::vector<std::string>& pass_names();
 bool run_pass(const std::string& name, Code& c);
 

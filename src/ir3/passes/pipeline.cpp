@@ -5,7 +5,7 @@
 namespace opv::ir3::passes {
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names{"cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist", "legalize"};
+  static const std::vector<std::string> names{"cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist", "tidy", "legalize"};
   return names;
 }
 
@@ -19,8 +19,9 @@ bool run_pass(const std::string& name, Code& c) {
   if (name == "rename") return rename(c);
   if (name == "guards") return guards(c);
   if (name == "hoist") return hoist(c);
+  if (name == "tidy") return tidy(c);
   if (name == "legalize") return legalize(c);
-  fail("ir3 opt: unknown pass '", name, "' (passes: cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, legalize)");
+  fail("ir3 opt: unknown pass '", name, "' (passes: cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, tidy, legalize)");
 }
 
 }  // namespace opv::ir3::passes
