@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The cuda target on the lent GPU machine (issue 15; see BENCHMARKS.md "CUDA"). Two halves:
-#   bash bench/device_cuda.sh --bundle
-#       here, after building ./build: compiles the fp16 fixture and generated variants (make-model
-#       widths/depths/heads, fp32 and fp16) for --target cuda ahead of time (PTX; the GPU machine
-#       needs no NVRTC for them), writes their onnxruntime references, and bundles opvision, the
+#   bash bench/device_cuda.sh --bundle [--build DIR]
+#       here, after building ./build (or DIR): compiles the fp16 fixture and generated variants (make-model
+#       widths/depths/heads, fp32 and fp16; fp16_wide's stage 0 has enough pixel tiles for the
+#       ConvFFN's depthwise conv inside its launch) as ONNX, writes their onnxruntime references, and bundles opvision, the
 #       cuda test binaries and the libraries they need into .devrun/ (with bench/device_opencl.sh's
 #       and scripts/device_gtest.sh's bundles).
 #   bash bench/device_cuda.sh [--base-flags "COMPILE FLAGS"] [bench_cuda.py args]
@@ -19,17 +19,29 @@ D="$ROOT/.devrun"
 V="$D/cuda_variants"
 ARCH=compute_80  # the bundled artifacts' PTX (compile --cuda-arch): compute_80+ has the tensor-core 1x1s
 if [[ "${1:-}" == "--bundle" ]]; then
-  bash "$ROOT/bench/device_opencl.sh" --bundle
-  bash "$ROOT/scripts/device_gtest.sh" --bundle "$ROOT/build/test_cuda" "$ROOT/build/test_backend"
+  B="$ROOT/build"
+  [[ "${2:-}" == "--build" ]] && B="$(cd "$3" && pwd)"
+  if [[ "$B" == "$ROOT/build" ]]; then
+    bash "$ROOT/bench/device_opencl.sh" --bundle
+  else  # device_opencl.sh --bundle's steps with another build folder
+    rm -rf "$D" && mkdir -p "$D/lib" "$D/shared/models"
+    cp "$B/opvision" "$D/"
+    for l in $(ldd "$B/opvision" | awk '{print $3}' | grep -E "dnnl|protobuf|onnx|zip|bz2|crypto|gomp|OpenCL"); do
+      cp -L "$l" "$D/lib/"
+    done
+    (cd "$D" && tar cf - lib | xz -T2 -6 > lib.tar.xz && rm -rf lib)
+    cp "$ROOT/../shared/models/"* "$D/shared/models/"
+  fi
+  bash "$ROOT/scripts/device_gtest.sh" --bundle "$B/test_cuda" "$B/test_backend"
   strip "$D/opvision"  # the run tool carries at most 64 MiB
   mkdir -p "$V"
-  OPV="$ROOT/build/opvision"
+  OPV="$B/opvision"
   # The fixture travels as its ONNX and is compiled on the GPU machine (an artifact is as large as
   # the ONNX, and two of them, for a before/after, would not fit the run tool's 64 MiB).
-  rm -f "$V/fixture_fp16.opv"
+  rm -f "$V"/*.opv  # the variants travel as ONNX too (their PTX is most of an artifact) and are compiled there
   # Generated variants: name, then make-model flags.
-  while read -r name flags; do
-    "$OPV" make-model "$V/$name.onnx" --height 64 --width 128 $flags --seed 7 >/dev/null
+  while read -r name hw flags; do
+    "$OPV" make-model "$V/$name.onnx" --height "${hw%x*}" --width "${hw#*x}" $flags --seed 7 >/dev/null
     python3 - "$V/$name.onnx" "$V/${name}_ref.npz" <<'PY'
 import sys, numpy as np, onnxruntime as ort
 sess = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
@@ -38,12 +50,11 @@ feeds = {i.name: rng.integers(0, 256, size=i.shape, dtype=np.uint8) for i in ses
 outs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
 np.savez(sys.argv[2], **feeds, **outs)
 PY
-    "$OPV" compile "$V/$name.onnx" -o "$V/$name.opv" --target cuda --cuda-arch "$ARCH" >/dev/null
-    rm "$V/$name.onnx"
   done <<'LIST'
-fp32_small --widths 16,32,32,64 --depths 1,1,2,1 --hidden 64
-fp16_small --widths 16,32,32,64 --depths 1,1,2,1 --hidden 64 --fp16
-fp16_deep --widths 32,64,64,128 --depths 2,2,4,2 --hidden 128 --fp16
+fp32_small 64x128 --widths 16,32,32,64 --depths 1,1,2,1 --hidden 64
+fp16_small 64x128 --widths 16,32,32,64 --depths 1,1,2,1 --hidden 64 --fp16
+fp16_deep 64x128 --widths 32,64,64,128 --depths 2,2,4,2 --hidden 128 --fp16
+fp16_wide 128x256 --widths 64,16,16,16 --depths 1,1,1,1 --hidden 32 --heads 12,6 --fp16
 LIST
   du -sh "$V"
   exit 0
@@ -60,6 +71,13 @@ A=/tmp/opv/art  # artifacts compiled here
 mkdir -p "$A"
 echo "== compile the fixture (--cuda-arch $ARCH${BASE_FLAGS:+; base: $BASE_FLAGS})"
 "$OPV" compile "$M.onnx" -o "$A/fixture_fp16.opv" --target cuda --cuda-arch "$ARCH"
+for m in "$V"/*.onnx; do  # the generated variants (with --base-flags: both ways, verified both ways)
+  "$OPV" compile "$m" -o "$A/$(basename "$m" .onnx).opv" --target cuda --cuda-arch "$ARCH" >/dev/null
+  if [[ -n "$BASE_FLAGS" ]]; then
+    # shellcheck disable=SC2086
+    "$OPV" compile "$m" -o "$A/$(basename "$m" .onnx)_base.opv" --target cuda --cuda-arch "$ARCH" $BASE_FLAGS >/dev/null
+  fi
+done
 BASE_ARGS=()
 if [[ -n "$BASE_FLAGS" ]]; then
   # shellcheck disable=SC2086
@@ -69,9 +87,9 @@ fi
 echo "== gtests (cuda)"
 bash "$ROOT/scripts/device_gtest.sh" --gtest_filter='*Cuda*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==|^== |Failure|error|rel_l2" | head -60 || true
 echo "== verify --backend cuda"
-for art in "$A"/*.opv "$V"/*.opv; do
+for art in "$A"/*.opv; do
   n="$(basename "$art" .opv)"
-  ref="$V/${n}_ref.npz"
+  ref="$V/${n%_base}_ref.npz"
   [[ "$n" == fixture_fp16* ]] && ref="$M""_ref.npz"
   printf '%-14s ' "$n"
   "$OPV" verify "$art" --ref "$ref" --backend cuda || echo "  ^ FAILED ($n)"

@@ -52,6 +52,9 @@ int cmd_compile(int argc, char** argv) {
               "GPU it runs on; compute_75 = Turing and newer)", "compute_75")
       .option("--cuda-ffn", "on|off", "cuda: the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one tensor-core launch "
               "where it fits (compute_80+); off keeps them as two calls. Recorded in the plan when off", "on")
+      .option("--cuda-ffn-dw", "on|off", "cuda: with --cuda-ffn on, the depthwise conv that alone feeds fc1 (FastViT's "
+              "ConvFFN 7x7) computed inside the fused ConvFFN kernel too (layers without a hidden split); slower on the "
+              "H200 so far (BENCHMARKS.md). Recorded in the plan when on", "off")
       .option("--cuda-pack", "on|off", "cuda: compute the uint8 input pack (Concat/Cast + normalisation) inside the stem "
               "convolution that alone reads it: one launch fewer, but slower on the H200 so far (BENCHMARKS.md). "
               "Recorded in the plan when on", "off")
@@ -107,6 +110,7 @@ int cmd_compile(int argc, char** argv) {
     throw UsageError(std::string("opvision compile: --cuda-arch: ") + e.what());
   }
   opts.pass_ctx.cuda.fuse_ffn = on_off(a, "--cuda-ffn", "on");
+  opts.pass_ctx.cuda.fuse_ffn_dw = on_off(a, "--cuda-ffn-dw", "off");
   opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
   PassReport report;
   opts.dump_after = dump_after;

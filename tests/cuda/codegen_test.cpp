@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 
@@ -311,6 +312,9 @@ struct F16Case {
   // one launch. 1: mean/std per channel (the byte table); 2: mean varies along the width too
   // (every tap normalised where it is read).
   int pack_conv = 0;
+  // With `ffn`: FastViT's block, x0 -> depthwise 3x3 (bias: the RepMixer) -> T -> depthwise 7x7
+  // (bias) -> the ConvFFN on it with T as the residual; the 7x7 folds into the ConvFFN's launch.
+  bool ffn_dw = false;
 };
 std::vector<F16Case> f16_cases() {
   return {
@@ -346,6 +350,13 @@ std::vector<F16Case> f16_cases() {
       {"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true},
       // The stage-2 shape: 8 pixel tiles, the 12 hidden chunks split over 6 blocks, 4 row tiles per warp.
       {"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true},
+      // The depthwise 7x7 inside the ConvFFN launch: the stage-0 shape (128 pixel tiles of one row:
+      // a half-warp per channel, shuffled taps); a 40 x 39 map over two images (tiles across rows:
+      // a thread per output, taps clipped on every side, a partial pixel tile). The stage-1 shape
+      // splits its hidden chunks 3 ways: the 7x7 stays apart (kFfnDwMaxSplit).
+      {"ffn_dw_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true, 0, true},
+      {"ffn_dw_odd_width", 2, 64, 192, 40, 39, 0, false, false, false, false, true, 0, true},
+      {"ffn_dw_split_apart", 1, 128, 384, 16, 32, 0, false, false, false, false, true, 0, true},
       // The pack folded into the stem conv: two images, odd map sizes (partial pixel blocks, padding).
       {"pack_conv_table", 2, 3, 16, 9, 14, 0, false, false, false, true, false, 1},
       {"pack_conv_direct", 1, 4, 24, 10, 15, 0, false, false, false, true, false, 2},
@@ -447,9 +458,26 @@ ir::Graph ffn_graph(const F16Case& t, DType dt) {
     return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
   };
   const Shape xs{t.N, t.C, t.H, t.W};
-  const int x = g.add_value({"x0", dt, xs, nullptr});
-  const int res = g.add_value({"x1", dt, xs, nullptr});
-  g.inputs = {x, res};
+  int x = g.add_value({"x0", dt, xs, nullptr});
+  int res = -1;
+  if (t.ffn_dw) {  // x0 -> mixer 3x3 -> T (the residual) -> 7x7 -> fc1
+    g.inputs = {x};
+    auto dw = [&](int in, int64_t k, uint64_t seed, const std::string& name) {
+      Attrs d = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {(k - 1) / 2, (k - 1) / 2, (k - 1) / 2, (k - 1) / 2}}});
+      d.set("group", t.C);
+      const int y = g.add_value({name, dt, xs, nullptr});
+      g.add_node({name, OpKind::Conv, d,
+                  {in, g.add_const(name + "_w", rounded({t.C, 1, k, k}, seed, -0.3f, 0.3f)),
+                   g.add_const(name + "_b", rounded({t.C}, seed + 1, -0.5f, 0.5f))},
+                  {y}, {}});
+      return y;
+    };
+    res = dw(x, 3, 94, "mixer");
+    x = dw(res, 7, 96, "ffn_conv");
+  } else {
+    res = g.add_value({"x1", dt, xs, nullptr});
+    g.inputs = {x, res};
+  }
   Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
   a.set("group", int64_t(1));
   const float w1 = 1.0f / std::sqrt(float(t.C)), w2 = 1.0f / std::sqrt(float(t.M));
@@ -505,11 +533,12 @@ ir::Graph f16_graph(const F16Case& t, DType dt) {
   g.validate();
   return g;
 }
-plan::Plan lower_cuda_arch(const ir::Graph& g, const std::string& arch, bool fuse_pack = false) {
+plan::Plan lower_cuda_arch(const ir::Graph& g, const std::string& arch, bool fuse_pack = false, bool fuse_ffn_dw = false) {
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
   o.pass_ctx.cuda.fuse_pack = fuse_pack;
+  o.pass_ctx.cuda.fuse_ffn_dw = fuse_ffn_dw;
   return lower(g, o);
 }
 
@@ -567,6 +596,56 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].name, "concat_cast_f16");
       continue;
     }
+    if (t.ffn_dw) {
+      // compute_75: the depthwise pair, fc1, fc2. compute_80: the mixer, then the 7x7 with the ConvFFN.
+      EXPECT_EQ(lower_cuda_arch(f16_graph(t, DType::F16), "compute_75", false, true).calls.size(), 3u);
+      const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, true);
+      if (t.name.find("split") != std::string::npos) {  // split layers: the pair, then fc1 -> fc2
+        ASSERT_EQ(p.calls.size(), 2u);
+        EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].attrs.i("cuda_dw_pair", 0), 1);
+        EXPECT_EQ(p.kernels[size_t(p.calls[1].kernel)].attrs.i("cuda_ffn", 0), 1);
+        EXPECT_EQ(p.kernels[size_t(p.calls[1].kernel)].attrs.i("cuda_ffn_dw", 0), 0);
+        EXPECT_NE(p.kernels[size_t(p.calls[1].kernel)].source.find("opv_cnt"), std::string::npos) << "split";
+        continue;
+      }
+      ASSERT_EQ(p.calls.size(), 2u) << "the mixer's launch, then depthwise 7x7 -> fc1 -> fc2 in one";
+      EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].attrs.i("cuda_dw_pair", 0), 0) << "the mixer alone";
+      const plan::Call& c = p.calls[1];
+      const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+      EXPECT_EQ(k.attrs.i("cuda_ffn", 0), 1);
+      EXPECT_EQ(k.attrs.i("cuda_ffn_dw", 0), 7);
+      EXPECT_EQ(k.attrs.i("cl_batch", 0), 3);
+      EXPECT_EQ(k.name, "ffn_" + std::to_string(t.C) + "_" + std::to_string(t.M) + "_" + std::to_string(t.C) + "_dw7x7_f16");
+      ASSERT_EQ(c.inputs.size(), 8u) << "X, W1, B1, W2, B2, the 7x7's W and B, the residual";
+      EXPECT_EQ(c.inputs[0], p.calls[0].outputs[0]) << "the 7x7 reads the mixer's output";
+      EXPECT_EQ(c.inputs[7], p.calls[0].outputs[0]) << "... which is also the residual";
+      EXPECT_EQ(k.attrs.ints("cuda_batch_post_ops"), (std::vector<int64_t>{0, 1, 1}));
+      ASSERT_EQ(k.post_ops.size(), 2u);
+      EXPECT_EQ(k.post_ops[1].input, 7) << "the residual operand after the seven weights' slots";
+      const plan::cuda::Generated gen = plan::cuda::generate(p, c);
+      ASSERT_FALSE(gen.source.empty()) << gen.why;
+      EXPECT_EQ(gen.source.find("__shfl_sync") != std::string::npos, t.W % 16 == 0) << "shuffled taps where a tile is one row";
+      EXPECT_EQ(gen.source.find("opv_cnt"), std::string::npos) << "no hidden split";
+      EXPECT_EQ(gen.source.find("opv_cp16(Xs"), std::string::npos) << "X is computed, not copied";
+      // Off (Options::fuse_ffn_dw = false, the default): the depthwise pair and the ConvFFN.
+      const plan::Plan apart = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80");
+      ASSERT_EQ(apart.calls.size(), 2u);
+      EXPECT_EQ(apart.kernels[size_t(apart.calls[0].kernel)].attrs.i("cuda_dw_pair", 0), 1);
+      EXPECT_EQ(apart.kernels[size_t(apart.calls[1].kernel)].attrs.i("cuda_ffn_dw", 0), 0);
+      EXPECT_FALSE(apart.meta.has("cuda_ffn_dw")) << "the default is not recorded";
+      EXPECT_EQ(p.meta.i("cuda_ffn_dw", 0), 1);
+      EXPECT_TRUE(plan::PassCtx::from_meta(p.meta).cuda.fuse_ffn_dw);
+      // The 7x7's output read by someone else too (here: also a model output): it stays apart.
+      ir::Graph g = f16_graph(t, DType::F16);
+      for (size_t v = 0; v < g.values.size(); ++v)
+        if (g.values[v].name == "ffn_conv") g.outputs.push_back(int(v));
+      g.validate();
+      const plan::Plan shared = lower_cuda_arch(g, "compute_80", false, true);
+      ASSERT_EQ(shared.calls.size(), 2u) << "the depthwise pair, then fc1 -> fc2";
+      EXPECT_EQ(shared.kernels[size_t(shared.calls[1].kernel)].attrs.i("cuda_ffn", 0), 1);
+      EXPECT_EQ(shared.kernels[size_t(shared.calls[1].kernel)].attrs.i("cuda_ffn_dw", 0), 0);
+      continue;
+    }
     if (t.ffn) {
       EXPECT_EQ(lower_cuda_arch(f16_graph(t, DType::F16), "compute_75").calls.size(), 2u) << "no tensor cores: two launches";
       const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80");
@@ -612,7 +691,7 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
   if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
   for (const F16Case& t : f16_cases()) {
     SCOPED_TRACE(t.name);
-    const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", t.pack_conv != 0);
+    const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", t.pack_conv != 0, t.ffn_dw);
     for (const plan::Kernel& k : p.kernels) EXPECT_NE(k.source.find(".target sm_80"), std::string::npos);
   }
 }
@@ -644,6 +723,12 @@ TEST(CudaCodegen, FfnOptionOffKeepsFc1AndFc2Apart) {
   Attrs bad;
   bad.set("cuda_ffn", int64_t(2));
   EXPECT_THROW(plan::cuda::Options::from_meta(bad), Error);
+  Attrs dw;
+  EXPECT_FALSE(plan::cuda::Options::from_meta(dw).fuse_ffn_dw) << "off by default";
+  dw.set("cuda_ffn_dw", int64_t(1));
+  EXPECT_TRUE(plan::cuda::Options::from_meta(dw).fuse_ffn_dw);
+  dw.set("cuda_ffn_dw", int64_t(-1));
+  EXPECT_THROW(plan::cuda::Options::from_meta(dw), Error);
 }
 
 TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
@@ -662,7 +747,7 @@ TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
     CompileOptions ro;
     ro.target = "reference";
     const plan::Plan rp = lower(f16_graph(t, DType::F32), ro);
-    const plan::Plan cp = lower_cuda_arch(f16_graph(t, DType::F16), arch, t.pack_conv != 0);
+    const plan::Plan cp = lower_cuda_arch(f16_graph(t, DType::F16), arch, t.pack_conv != 0, t.ffn_dw);
     std::vector<Tensor> r_in, c_in, want, got;
     for (size_t i = 0; i < cp.inputs.size(); ++i) {
       const plan::Buffer& b = cp.buffers[size_t(cp.inputs[i])];
@@ -700,6 +785,42 @@ TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
       }
     }
     ++seed;
+  }
+}
+
+// The depthwise 7x7 inside the ConvFFN launch computes what the depthwise pair and the ConvFFN
+// compute apart (the same taps in the same order, the same fp16 roundings): outputs equal bit for
+// bit, on fresh random inputs, replayed (the split counters reset).
+TEST(CudaCodegen, FfnDwMatchesApartBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> in, apart;
+  try {
+    in = backend::create("cuda");
+    apart = backend::create("cuda");
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no CUDA device: " << e.what();
+  }
+  std::string why;
+  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  uint64_t seed = 70;
+  for (const F16Case& t : f16_cases()) {
+    if (!t.ffn_dw || t.name.find("split") != std::string::npos) continue;
+    SCOPED_TRACE(t.name);
+    const plan::Plan pin = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, true);
+    const plan::Plan pap = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80");
+    ASSERT_EQ(pin.kernels[size_t(pin.calls.back().kernel)].attrs.i("cuda_ffn_dw", 0), 7);
+    in->load(pin);
+    apart->load(pap);
+    const plan::Buffer& xb = pin.buffers[size_t(pin.inputs[0])];
+    const plan::Buffer& yb = pin.buffers[size_t(pin.outputs[0])];
+    for (int rep = 0; rep < 3; ++rep) {
+      const Tensor x = test::random_f32(xb.shape, seed++, -2.f, 2.f).cast(DType::F16);
+      Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+      in->run({&x}, {&a});
+      apart->run({&x}, {&b});
+      ASSERT_EQ(a.nbytes(), b.nbytes());
+      EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+      EXPECT_GT(compare(a.cast(DType::F32), x.cast(DType::F32)).rel_l2, 1e-2) << "the block changed its input";
+    }
   }
 }
 

@@ -1,9 +1,11 @@
 /* Plan pass "cuda-codegen": one specialised CUDA C++ kernel per call (see codegen.h).
- *   0. Launch merging (batch_gemvs, fuse_dw_pairs, fuse_ffn in ffn.cpp, fuse_concat_cast,
- *      fuse_pack_conv in pack_conv.cpp): independent fp16 GEMVs become one call, a depthwise conv
- *      and the depthwise conv reading it become one call, the ConvFFN's fc1 and fc2 become one
- *      call, a Concat and the Cast of its output become one call, and (opt-in, Options::fuse_pack)
- *      that input pack becomes part of the dense conv that reads it (cuda_abi.h).
+ *   0. Launch merging (batch_gemvs, fuse_ffn with its depthwise conv and fuse_ffn in ffn.cpp,
+ *      fuse_dw_pairs, fuse_concat_cast, fuse_pack_conv in pack_conv.cpp): independent fp16 GEMVs
+ *      become one call, the ConvFFN's depthwise conv, fc1 and fc2 become one call
+ *      (Options::fuse_ffn_dw), a depthwise conv and the depthwise conv reading it become one call,
+ *      the ConvFFN's fc1 and fc2 become one call, a Concat and the Cast of its output become one
+ *      call, and (opt-in, Options::fuse_pack) that input pack becomes part of the dense conv that
+ *      reads it (cuda_abi.h).
  *   1. Parameters: the call's outputs then its present inputs (cuda_abi.h), named out<j> / in<j>
  *      by slot, typed by dtype (F16 as raw `unsigned short`, converted with PTX cvt).
  *   2. A family writes the body that computes `float v` (or copies a typed element) for the
@@ -999,8 +1001,6 @@ void batch_gemvs(Plan& p) {
 // "cuda_batch_post_ops" = their counts.
 constexpr int64_t kDwPairSmemBytes = 40 << 10;
 constexpr int kDwPairThreads = 256;
-// The kernel size of a stride-1, dilation-1, 'same'-padded depthwise conv call with unary
-// post-ops, else 0.
 int64_t dw_same_size(const Plan& p, const Call& c) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   if (k.op != OpKind::Conv || !k.source.empty() || c.outputs.size() != 1 || c.inputs.size() < 2 || c.inputs[0] < 0 ||
@@ -1308,8 +1308,11 @@ Generated generate(const Plan& p, const Call& c) {
 bool codegen(Plan& p, const PassCtx& ctx) {
   OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");
   batch_gemvs(p);
+  // compile --cuda-ffn off keeps fc1 and fc2 apart; --cuda-ffn-dw off the depthwise conv before
+  // them (then paired with the one before it where it can be)
+  if (ctx.cuda.fuse_ffn && ctx.cuda.fuse_ffn_dw) fuse_ffn(p, true);
   fuse_dw_pairs(p);
-  if (ctx.cuda.fuse_ffn) fuse_ffn(p);  // compile --cuda-ffn off keeps fc1 and fc2 apart
+  if (ctx.cuda.fuse_ffn) fuse_ffn(p, false);
   fuse_concat_cast(p);
   if (ctx.cuda.fuse_pack) fuse_pack_conv(p);  // opt-in: slower than two launches on the H200 (BENCHMARKS.md)
   std::vector<Kernel> kernels;

@@ -15,7 +15,8 @@
 // as one launch (RepMixer -> ConvFFN), the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one
 // tensor-core launch keeping the hidden tile in shared memory, its weights streamed through a ring
 // of shared-memory slabs by cp.async (compute_80+; compile --cuda-ffn off, Options::fuse_ffn,
-// keeps them apart), a Concat and the Cast of its output as one launch (the input
+// keeps them apart), with the depthwise conv that alone feeds fc1 computed in that launch too
+// (FastViT's 7x7; --cuda-ffn-dw off, Options::fuse_ffn_dw, keeps it apart), a Concat and the Cast of its output as one launch (the input
 // pack, the output), and, opt-in (Options::fuse_pack: slower on the H200 so far), such a pack
 // (Concat or Cast to float, element-wise post-ops) computed inside the dense conv that alone reads
 // it (the stem reads the uint8 frames: pack_conv.cpp); cuda_abi.h gives their argument order.

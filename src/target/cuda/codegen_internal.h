@@ -44,6 +44,9 @@ std::string post_ops(const Ctx& x);
 std::string bcast_offset(const Shape& out, const Shape& in);
 bool conv1x1_tiled_ok(const Ctx& x);  // a dense 1x1 conv (stride 1, no padding) the 1x1 families take
 
+// The kernel size of a stride-1, dilation-1, 'same'-padded depthwise conv call with unary
+// post-ops (float types, Linear), else 0 (codegen.cpp: the depthwise pairs; ffn.cpp).
+int64_t dw_same_size(const Plan& p, const Call& c);
 // Per buffer: how many call inputs read it.
 std::vector<int> reader_counts(const Plan& p);
 // The walk of the pair-merging passes: where `fuse(a, b, &k, &f)` accepts a call and the call
@@ -63,9 +66,10 @@ struct ConvInput {
 int64_t conv_multi_co(const Ctx& x);
 std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInput* src = nullptr);
 
-// ffn.cpp: the ConvFFN's fc1 -> GELU -> fc2 (+ residual) merged into one call (compute_80+), and
-// the source of such a call (cuda_abi.h "ConvFFN").
-void fuse_ffn(Plan& p);
+// ffn.cpp: the ConvFFN's fc1 -> GELU -> fc2 (+ residual) merged into one call (compute_80+), with
+// `with_dw` only where a depthwise conv that alone feeds fc1 comes first (merged too), and the
+// source of such a call (cuda_abi.h "ConvFFN").
+void fuse_ffn(Plan& p, bool with_dw);
 Generated ffn(const Plan& p, const Call& c);
 
 // pack_conv.cpp: the input pack (a Concat or Cast to float with element-wise post-ops, e.g. uint8

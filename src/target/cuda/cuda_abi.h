@@ -43,7 +43,10 @@
 //                      (1x1 on fc1's output, which nothing else reads) as one tensor-core launch:
 //                      output = fc2's, inputs = [X, W1, B1, W2, B2, fc2's inputs from slot 3 on];
 //                      fc2's post-op operand slots move by 2; hidden-split partials and counters in
-//                      a module __device__ workspace, as the split-K 1x1s.
+//                      a module __device__ workspace, as the split-K 1x1s. With the depthwise conv
+//                      that alone feeds fc1 inside ("cuda_ffn_dw" = its kernel size K, "cl_batch" =
+//                      3; Options::fuse_ffn_dw): inputs = [its X, W1, B1, W2, B2, its W, its B,
+//                      fc2's inputs from slot 3 on], fc2's operand slots move by 4.
 //                      Their post-ops are the members' in order, "cuda_batch_post_ops" = counts.
 //                      A Concat fused with the Cast of its output (no "cl_batch"): inputs = the
 //                      Concat's, then the Cast's post-op operands; output = the Cast's.

@@ -1,10 +1,14 @@
 /* The fused ConvFFN of target "cuda" (part of plan pass "cuda-codegen", codegen.h):
  *   1. fuse_ffn: a dense fp16 1x1 conv (fc1, unary post-ops) whose output only the next call reads,
  *      followed by a dense fp16 1x1 conv on it (fc2), becomes one call (cuda_abi.h "ConvFFN")
- *      where ffn_size fits it and it gives enough blocks.
+ *      where ffn_size fits it and it gives enough blocks; with_dw (Options::fuse_ffn_dw) takes
+ *      only the triples whose fc1 reads a stride-1 'same' depthwise conv that nothing else reads
+ *      (FastViT's ConvFFN: 7x7 -> fc1 -> GELU -> fc2 -> residual) and merges that conv too.
  *   2. ffn: that call's kernel (the comment below describes it).
- * Invariant: the fused call computes what fc1 then fc2 compute, with fc1's output rounded to fp16
- * as its stored tensor would be; the hidden-split sums are added in split order (deterministic).
+ * Invariant: the fused call computes what its members compute one after the other, with the
+ * depthwise conv's and fc1's outputs rounded to fp16 as their stored tensors would be (the
+ * depthwise taps summed in the order the depthwise pair kernel sums them); the hidden-split sums
+ * are added in split order (deterministic).
  */
 #include <algorithm>
 #include <cstdint>
@@ -36,9 +40,18 @@ namespace opv::plan::cuda::detail {
 // epilogue (bias, fc2's post-ops).
 // (Up to 7cbe0a5 the W1/W2 fragments came straight from global memory: 4-byte loads, half of
 // every 32-byte sector used, at most 8 k-steps in flight; ffn_256 14.5 us a call traced.)
+// With a depthwise conv (KxK, stride 1, 'same') before fc1 ("cuda_ffn_dw" = K; unsplit layers
+// only, kFfnDwMaxSplit) the block does not copy its X tile: while the first slabs are in flight it
+// computes the conv's outputs of the tile (where the map's width is a multiple of BN a half-warp
+// per channel, lane j on pixel j, the taps shuffled between lanes from one coalesced read of each
+// input row; else a thread per output; zero outside the map), adds the bias, runs the conv's
+// post-ops and stores them into the X tile rounded to fp16, as the conv's own call would have
+// stored them; the first slab's barrier publishes the tile.
 // Plan form: one call, output = fc2's, inputs = [X, W1, B1, W2, B2, fc2's inputs from slot 3 on]
 // (absent bias -1); kernel = fc1's with "cl_batch" = 2, "cuda_ffn" = 1, post-ops = fc1's then
-// fc2's (operand slots j -> j + 2), "cuda_batch_post_ops" = their counts.
+// fc2's (operand slots j -> j + 2), "cuda_batch_post_ops" = their counts. With the depthwise
+// conv: inputs = [its X, W1, B1, W2, B2, its W, its B, fc2's inputs from slot 3 on], fc2's operand
+// slots j -> j + 4, "cl_batch" = 3, "cuda_ffn_dw" = K, post-ops = the conv's, fc1's, fc2's.
 constexpr int64_t kFfnBN = 16, kFfnHC = 64, kFfnTargetBlocks = 96, kFfnMinBlocks = 24;
 constexpr int64_t kFfnMaxReduceBytes = 192 << 10;  // the last block's partials at most
 // float4 loads per thread in flight in the last block's reduction: 24 up to run 8 (stage 2's 12
@@ -46,6 +59,11 @@ constexpr int64_t kFfnMaxReduceBytes = 192 << 10;  // the last block's partials 
 constexpr int64_t kFfnReduceInFlight = 48;
 constexpr int64_t kFfnSmemBytes = (48 << 10) - 256;  // static shared memory (48 KB without opt-in)
 constexpr int64_t kFfnSlabBytes = 64 * 64 * 2, kFfnMaxSlabs = 6;  // a slab buffer: 64 rows x 128 bytes
+// Layers whose pixel tiles split their hidden chunks over S > 1 blocks keep the depthwise conv
+// apart: every block of a tile would compute the tile's depthwise outputs again (run 14 on the
+// H200, with the split stages folded: ffn_256 36.5 us a call traced against 12 + 5 apart).
+constexpr int64_t kFfnDwMaxSplit = 1;
+constexpr int64_t kFfnDwMaxK = 15;  // largest depthwise kernel taken (its taps unrolled)
 struct FfnShape {
   int64_t N = 0, Cin = 0, Hd = 0, Cout = 0, P = 0, OW = 0;  // given
   int64_t PT = 0, NC = 0, CPB = 0, S = 0, SK1 = 0, NB = 0;   // ffn_size
@@ -107,47 +125,96 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
   *sh = s;
   return true;
 }
-void fuse_ffn(Plan& p) {
+void fuse_ffn(Plan& p, bool with_dw) {
   if (plan_sm(p) < 80) return;
   const std::vector<int> readers = reader_counts(p);
-  fuse_pairs(p, [&](const Call& a, const Call& b, Kernel* k, Call* f) {
+  std::vector<Call> calls;
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    const size_t i1 = i + (with_dw ? 1 : 0);  // fc1
     FfnShape sh;
-    if (!ffn_shape(p, a, b, readers, &sh)) return false;
+    bool ok = i1 + 1 < p.calls.size() && ffn_shape(p, p.calls[i1], p.calls[i1 + 1], readers, &sh);
+    int64_t K = 0;
+    if (ok && with_dw) {  // a depthwise conv whose output only fc1 reads
+      const Call& d = p.calls[i];
+      K = dw_same_size(p, d);
+      ok = K > 0 && K <= kFfnDwMaxK && sh.S <= kFfnDwMaxSplit && p.calls[i1].inputs[0] == d.outputs[0] &&
+           readers.at(size_t(d.outputs[0])) == 1 && p.buffers.at(size_t(d.outputs[0])).kind == BufferKind::Intermediate;
+    }
+    if (!ok) {
+      calls.push_back(p.calls[i]);
+      continue;
+    }
+    const Call& a = p.calls[i1];
+    const Call& b = p.calls[i1 + 1];
     const Kernel& akern = p.kernels.at(size_t(a.kernel));
     const Kernel& bkern = p.kernels.at(size_t(b.kernel));
-    *k = akern;
-    k->name = "ffn_" + std::to_string(sh.Cin) + "_" + std::to_string(sh.Hd) + "_" + std::to_string(sh.Cout) + "_f16";
-    for (PostOp po : bkern.post_ops) {
-      if (po.input >= 0) po.input += 2;
-      k->post_ops.push_back(po);
-    }
-    k->attrs.set("cl_batch", int64_t(2));
-    k->attrs.set("cuda_ffn", int64_t(1));
-    k->attrs.set("cuda_batch_post_ops", std::vector<int64_t>{int64_t(akern.post_ops.size()), int64_t(bkern.post_ops.size())});
-    f->outputs = b.outputs;
+    Kernel k = akern;
+    Call f;
     auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
-    f->inputs = {a.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
-    for (size_t j = 3; j < b.inputs.size(); ++j) f->inputs.push_back(b.inputs[j]);
-    return true;
-  });
+    k.name = "ffn_" + std::to_string(sh.Cin) + "_" + std::to_string(sh.Hd) + "_" + std::to_string(sh.Cout) +
+             (with_dw ? "_dw" + std::to_string(K) + "x" + std::to_string(K) : std::string()) + "_f16";
+    std::vector<int64_t> npo{int64_t(akern.post_ops.size()), int64_t(bkern.post_ops.size())};
+    f.inputs = {a.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
+    f.label = a.label + "+" + b.label;
+    if (with_dw) {
+      const Call& d = p.calls[i];
+      const Kernel& dkern = p.kernels.at(size_t(d.kernel));
+      k.post_ops = dkern.post_ops;  // unary (dw_same_size)
+      k.post_ops.insert(k.post_ops.end(), akern.post_ops.begin(), akern.post_ops.end());
+      npo.insert(npo.begin(), int64_t(dkern.post_ops.size()));
+      f.inputs[0] = d.inputs[0];
+      f.inputs.push_back(d.inputs[1]);
+      f.inputs.push_back(in(d, 2));
+      f.label = d.label + "+" + f.label;
+      k.attrs.set("cuda_ffn_dw", K);
+    }
+    const int shift = int(f.inputs.size()) - 3;  // fc2's operand slots 3.. follow the weights
+    for (PostOp po : bkern.post_ops) {
+      if (po.input >= 0) po.input += shift;
+      k.post_ops.push_back(po);
+    }
+    k.attrs.set("cl_batch", int64_t(npo.size()));
+    k.attrs.set("cuda_ffn", int64_t(1));
+    k.attrs.set("cuda_batch_post_ops", npo);
+    f.outputs = b.outputs;
+    for (size_t j = 3; j < b.inputs.size(); ++j) f.inputs.push_back(b.inputs[j]);
+    f.kernel = int(p.kernels.size());
+    p.kernels.push_back(std::move(k));
+    calls.push_back(std::move(f));
+    i = i1 + 1;
+  }
+  p.calls = std::move(calls);
 }
 Generated ffn(const Plan& p, const Call& c) {
   Generated gen;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
-  if (c.outputs.size() != 1 || c.inputs.size() < 5 || npo.size() != 2 || c.inputs[0] < 0 || c.inputs[1] < 0 ||
-      c.inputs[3] < 0 || size_t(npo[0] + npo[1]) != k.post_ops.size())
+  const int64_t DK = k.attrs.i("cuda_ffn_dw", 0);  // the depthwise conv's kernel size (0: none)
+  const size_t nw = DK ? 7 : 5;                     // slots before fc2's other operands
+  if (c.outputs.size() != 1 || c.inputs.size() < nw || npo.size() != (DK ? 3u : 2u) || c.inputs[0] < 0 ||
+      c.inputs[1] < 0 || c.inputs[3] < 0 || (DK && c.inputs[5] < 0) ||
+      size_t(npo[0] + npo[1] + (DK ? npo[2] : 0)) != k.post_ops.size())
     return gen.why = "ConvFFN call out of shape", gen;
+  // Post-op ranges: the depthwise conv's [0, po1), fc1's [po1, po2), fc2's [po2, end).
+  const int64_t po1 = DK ? npo[0] : 0, po2 = po1 + npo[DK ? 1 : 0];
   auto buf = [&](size_t j) -> const Buffer& { return p.buffers.at(size_t(c.inputs[j])); };
   const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
+  if (buf(0).shape.size() != 4 || buf(1).shape.size() != 4 || Y.shape.size() != 4)
+    return gen.why = "ConvFFN call out of shape", gen;
   FfnShape s;
   s.N = buf(0).shape[0], s.Cin = buf(0).shape[1], s.P = buf(0).shape[2] * buf(0).shape[3], s.OW = buf(0).shape[3];
   s.Hd = buf(1).shape[0], s.Cout = Y.shape[1];
   // The same sizing as ffn_shape (re-derived: the plan keeps no shape of the hidden tensor).
   if (!ffn_size(&s)) return gen.why = "ConvFFN shape does not fit the kernel", gen;
+  if (DK && (DK % 2 == 0 || DK > kFfnDwMaxK || buf(5).shape != Shape{s.Cin, 1, DK, DK} ||
+             (c.inputs[6] >= 0 && numel(buf(6).shape) != s.Cin) || !is_float(buf(0).dtype) || !is_float(buf(5).dtype) ||
+             (c.inputs[6] >= 0 && !is_float(buf(6).dtype))))
+    return gen.why = "ConvFFN depthwise conv out of shape", gen;
+  for (int64_t q = 0; q < po2; ++q)
+    if (unary_expr(k.post_ops[size_t(q)], "v").empty()) return gen.why = "ConvFFN: fc1 post-op not unary", gen;
   // fc2's post-ops on the fused call (operand slots already moved).
   Kernel k2 = k;
-  k2.post_ops.assign(k.post_ops.begin() + npo[0], k.post_ops.end());
+  k2.post_ops.assign(k.post_ops.begin() + po2, k.post_ops.end());
   const Ctx x2{p, c, k2};
   if (std::string why; !post_ops_ok(x2, &why)) return gen.why = why, gen;
   const int64_t TILE = s.Cout * kFfnBN;
@@ -173,7 +240,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "  const int sp = (int)(blockIdx.x % S);\n"
     << "  const opv_idx p0 = (tile % " << s.PT << ") * BN, n = tile / " << s.PT << ";\n"
     << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
-    << "  const unsigned short* Xg = in0 + n * (opv_idx)(CIN * P);\n"
+    << (DK ? "" : "  const unsigned short* Xg = in0 + n * (opv_idx)(CIN * P);\n")
     << "  const int c_beg = sp * CPB, c_end = c_beg + CPB < NC ? c_beg + CPB : NC;\n"
     << "  const int nsteps = (c_end - c_beg) * NSL;\n"
     // Slab q of the block's sequence into ring buffer q % NB (nothing past the last slab).
@@ -198,7 +265,9 @@ Generated ffn(const Plan& p, const Call& c) {
     << "    const int row = row0 + (lane & 15), cc = (col >> 3) + (lane >> 4);\n"
     << "    opv_ldsm4(r, slab + row * 64 + ((cc ^ (row & 7)) * 8));\n"
     << "  };\n";
-  if (s.P % 8 == 0)
+  if (DK)
+    ;  // X is computed below, while the first slabs are in flight
+  else if (s.P % 8 == 0)
     b << "  for (int e = tid; e < CIN * BN / 8; e += 128) {\n"
       << "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
       << "    const opv_idx q = p0 + pp;\n"
@@ -212,8 +281,77 @@ Generated ffn(const Plan& p, const Call& c) {
   // Groups: the first holds X and slab 0; then one per slab (empty past the last), so before
   // slab q is used `wait_group NB - 2` leaves only slabs q+1 .. q+NB-2 in flight.
   b << "#pragma unroll\n  for (int q = 0; q < NB - 1; ++q) {\n"
-    << "    issue(q);\n    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  }\n"
-    << "  float acc2[NS2][2][4];\n"
+    << "    issue(q);\n    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  }\n";
+  if (DK) {
+    // The depthwise conv's outputs of the tile into Xs (the kernel comment): taps in the depthwise
+    // pair kernel's order (kh, then kw; fmaf from 0, zero outside the map), then the bias.
+    const int64_t H = buf(0).shape[2], W = s.OW;
+    const DType xd = buf(0).dtype, wd = buf(5).dtype;
+    const std::string bias = c.inputs[6] >= 0 ? " + " + load(buf(6).dtype, "in6", "ch") : std::string();
+    std::ostringstream po;
+    for (int64_t q = 0; q < po1; ++q) po << "      v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
+    b << "  {  // depthwise " << DK << "x" << DK << " of in0 into Xs\n"
+      << "    constexpr int DK = " << DK << ", DH = " << (DK - 1) / 2 << ", H = " << H << ", W = " << W << ";\n";
+    if (W % kFfnBN == 0) {
+      // The tile is BN pixels of one row: a half-warp per channel, lane j on pixel j. Each input
+      // row is read once, as two coalesced loads a lane (columns c0 - DH + j and that + 16), and
+      // the taps come from the neighbouring lanes by shuffles; lane kw < DK holds the row's weight kw.
+      static_assert(kFfnBN == 16, "a half-warp per tile row");
+      b << "    const int j = lane & 15;\n"
+        << "    const int r = (int)(p0 / W), c0 = (int)(p0 % W);\n"
+        << "    float x0[DK], x1[DK], wl[DK];  // a channel's input rows and weight rows, one element a lane\n"
+        << "    auto fetch = [&](int ch) {\n"
+        << "      const opv_idx xc = (n * CIN + ch) * (opv_idx)P;\n"
+        << "#pragma unroll\n      for (int kh = 0; kh < DK; ++kh) {\n"
+        << "        const int ih = r + kh - DH, iw0 = c0 - DH + j, iw1 = iw0 + 16;\n"
+        << "        const bool rok = ih >= 0 && ih < H;\n"
+        << "        x0[kh] = rok && iw0 >= 0 && iw0 < W ? " << load(xd, "in0", "xc + ih * W + iw0") << " : 0.0f;\n"
+        << "        x1[kh] = rok && j < DK - 1 && iw1 < W ? " << load(xd, "in0", "xc + ih * W + iw1") << " : 0.0f;\n"
+        << "        wl[kh] = j < DK ? " << load(wd, "in5", "ch * (DK * DK) + kh * DK + j") << " : 0.0f;\n"
+        << "      }\n    };\n"
+        // Every read of a channel is in flight before the previous channel's taps are summed (one
+        // memory latency per channel, not one per row).
+        << "    int ch = warp * 2 + (lane >> 4);\n"
+        << "    fetch(ch);\n"
+        << "    for (; ch < CIN; ch += 8) {  // CIN % 16 == 0: the warp stays whole\n"
+        << "      float y0[DK], y1[DK], wr[DK];\n"
+        << "#pragma unroll\n      for (int kh = 0; kh < DK; ++kh) y0[kh] = x0[kh], y1[kh] = x1[kh], wr[kh] = wl[kh];\n"
+        << "      if (ch + 8 < CIN) fetch(ch + 8);\n"
+        << "      float acc = 0.0f;\n"
+        << "#pragma unroll\n      for (int kh = 0; kh < DK; ++kh)\n"
+        << "#pragma unroll\n        for (int kw = 0; kw < DK; ++kw) {\n"
+        << "          const float a = __shfl_sync(0xffffffffu, y0[kh], (j + kw) & 15, 16);\n"
+        << "          const float e = __shfl_sync(0xffffffffu, y1[kh], (j + kw) & 15, 16);\n"
+        << "          const float wv = __shfl_sync(0xffffffffu, wr[kh], kw, 16);\n"
+        << "          acc = fmaf(j + kw < 16 ? a : e, wv, acc);\n"
+        << "        }\n"
+        << "      float v = acc" << bias << ";\n"
+        << po.str() << "      Xs[ch * LDX + j] = opv_f2h(v);\n"
+        << "    }\n";
+    } else {
+      // A thread per output pixel (pixels fastest across the lanes); the tile may span rows.
+      b << "    for (int e = tid; e < CIN * BN; e += 128) {\n"
+        << "      const int ch = e / BN, pp = e % BN;\n"
+        << "      const opv_idx q = p0 + pp;\n"
+        << "      float acc = 0.0f;\n"
+        << "      if (q < P) {\n"
+        << "        const int r = (int)(q / W), c0 = (int)(q % W);\n"
+        << "        const opv_idx xc = (n * CIN + ch) * (opv_idx)P;\n"
+        << "#pragma unroll\n        for (int kh = 0; kh < DK; ++kh) {\n"
+        << "          const int ih = r + kh - DH;\n"
+        << "          const bool rok = ih >= 0 && ih < H;\n"
+        << "#pragma unroll\n          for (int kw = 0; kw < DK; ++kw) {\n"
+        << "            const int iw = c0 - DH + kw;\n"
+        << "            const float xv = rok && iw >= 0 && iw < W ? " << load(xd, "in0", "xc + ih * W + iw") << " : 0.0f;\n"
+        << "            acc = fmaf(xv, " << load(wd, "in5", "ch * (DK * DK) + kh * DK + kw") << ", acc);\n"
+        << "          }\n        }\n      }\n"
+        << "      float v = acc" << bias << ";\n"
+        << po.str() << "      Xs[ch * LDX + pp] = q < P ? opv_f2h(v) : (unsigned short)0;\n"
+        << "    }\n";
+    }
+    b << "  }\n";
+  }
+  b << "  float acc2[NS2][2][4];\n"
     << "#pragma unroll\n  for (int a = 0; a < NS2; ++a)\n#pragma unroll\n    for (int c = 0; c < 2; ++c)\n#pragma unroll\n"
     << "      for (int r = 0; r < 4; ++r) acc2[a][c][r] = 0.0f;\n"
     << "  int q = 0;  // the slab in use\n"
@@ -244,7 +382,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "        const int hl = warp * 16 + g + (r >> 1) * 8;\n"
     << "        float v = acc1[nt][r]"
     << (c.inputs[2] >= 0 ? " + " + load(buf(2).dtype, "in2", "h0 + hl") : std::string()) << ";\n";
-  for (int64_t q = 0; q < npo[0]; ++q) b << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
+  for (int64_t q = po1; q < po2; ++q) b << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
   b << "        Gs[hl * LDG + nt * 8 + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"
     // fc2: the first W2 slab's barrier also publishes the hidden tile.
     << "    unsigned gb[4][4];\n"
@@ -317,7 +455,7 @@ Generated ffn(const Plan& p, const Call& c) {
   gen.entry = "opv_" + k.name;
   std::ostringstream src;
   src << "// generated by opvision src/target/cuda/codegen.cpp (kernel " << k.name
-      << ", ConvFFN fc1 -> fc2 in one launch) -- do not edit\n"
+      << (DK ? ", ConvFFN depthwise -> fc1 -> fc2 in one launch" : ", ConvFFN fc1 -> fc2 in one launch") << ") -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
       << kMmaHelpers << workspace << "extern \"C\" __global__ void __launch_bounds__(128) " << gen.entry << "(" << params
       << ") {\n"

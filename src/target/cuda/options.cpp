@@ -9,6 +9,7 @@ namespace opv::plan::cuda {
 namespace {
 constexpr const char* kArchKey = "cuda_arch";
 constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
+constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
@@ -30,6 +31,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kFfnKey, int64_t(fuse_ffn ? 1 : 0));
   else
     meta.erase(kFfnKey);
+  if (fuse_ffn_dw != Options().fuse_ffn_dw)
+    meta.set(kFfnDwKey, int64_t(fuse_ffn_dw ? 1 : 0));
+  else
+    meta.erase(kFfnDwKey);
   if (fuse_pack != Options().fuse_pack)
     meta.set(kPackKey, int64_t(fuse_pack ? 1 : 0));
   else
@@ -43,6 +48,9 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t ffn = meta.i(kFfnKey, o.fuse_ffn ? 1 : 0);
   OPV_CHECK(ffn == 0 || ffn == 1, "plan meta ", kFfnKey, " must be 0 or 1, got ", ffn);
   o.fuse_ffn = ffn != 0;
+  const int64_t dw = meta.i(kFfnDwKey, o.fuse_ffn_dw ? 1 : 0);
+  OPV_CHECK(dw == 0 || dw == 1, "plan meta ", kFfnDwKey, " must be 0 or 1, got ", dw);
+  o.fuse_ffn_dw = dw != 0;
   const int64_t pack = meta.i(kPackKey, o.fuse_pack ? 1 : 0);
   OPV_CHECK(pack == 0 || pack == 1, "plan meta ", kPackKey, " must be 0 or 1, got ", pack);
   o.fuse_pack = pack != 0;

@@ -1,5 +1,6 @@
-// Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-pack), handed
-// to its plan passes in plan::PassCtx. Recorded in plan meta ("cuda_arch", "cuda_ffn", "cuda_pack";
+// Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-ffn-dw,
+// --cuda-pack), handed to its plan passes in plan::PassCtx. Recorded in plan meta ("cuda_arch",
+// "cuda_ffn", "cuda_ffn_dw", "cuda_pack";
 // only values that differ from the defaults) like the opencl options, so `opvision opt` and
 // readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
@@ -17,6 +18,13 @@ struct Options {
   // The ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one tensor-core launch where it fits
   // (compute_80+, codegen.h); false keeps fc1 and fc2 as two calls (a before/after of the fusion).
   bool fuse_ffn = true;
+  // With fuse_ffn: the depthwise conv that alone feeds fc1 (FastViT's ConvFFN 7x7) computed inside
+  // the fused ConvFFN kernel too, its output tile going straight to shared memory (ffn.cpp; layers
+  // without a hidden split only); false keeps it a call of its own, paired with the RepMixer's
+  // depthwise conv before it. Off by default: on the H200 the fold makes the inference slower (the
+  // RepMixer's conv then runs alone, and the fused kernel's depthwise prologue is latency-bound:
+  // BENCHMARKS.md, CUDA runs 14-16). compile --cuda-ffn-dw on turns it on.
+  bool fuse_ffn_dw = false;
   // The input pack (Concat/Cast to float with element-wise post-ops: the uint8 frames' normalisation)
   // computed inside the dense conv that alone reads it (pack_conv.cpp): one launch and X's round
   // trip fewer. Off by default: on the H200 the fused stem (31 us traced) is slower than the pack
@@ -26,9 +34,12 @@ struct Options {
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  void record(Attrs& meta) const;  // meta "cuda_arch" / "cuda_ffn" / "cuda_pack", each only when not the default
+  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack", each only when not the default
+  void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
-  bool operator==(const Options& o) const { return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_pack == o.fuse_pack; }
+  bool operator==(const Options& o) const {
+    return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack;
+  }
 };
 
 }  // namespace opv::plan::cuda
