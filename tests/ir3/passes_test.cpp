@@ -870,3 +870,62 @@ TEST(Ir3Passes, TidyDropsSetUpThatHoistMadeCommon) {
   std::vector<uint64_t> early = run_passes(orig, {"tidy", "legalize"});
   EXPECT_EQ(count(early, "mov.u32u32 r12"), 2) << disassemble(early);
 }
+
+// Load A feeds a serial chain; loads B-E are independent and read only after it. A greedy
+// schedule issues B-E while the chain's first step waits for A, and since the hardware's (sy)
+// waits for every load in flight, each of them pushes that wait further out. hoist's deferred
+// order lets the chain's first step sync on A alone and issues B-E in the chain's delay slots.
+TEST(Ir3Passes, HoistSyncsAWaitingConsumerBeforeMoreLoads) {
+  std::vector<uint64_t> orig = stored(R"(
+    and.b r2.y, r0.x, 31
+    (rpt2)nop
+    shl.b r3.x, r2.y, 2
+    (rpt2)nop
+    add.u r5.x, c3.x, r3.x
+    mov.u32u32 r5.y, c3.y
+    (rpt2)nop
+    add.u r8.x, r5.x, 4
+    add.u r9.x, r5.x, 8
+    add.u r11.x, r5.x, 12
+    add.u r12.x, r5.x, 16
+    mov.u32u32 r8.y, c3.y
+    mov.u32u32 r9.y, c3.y
+    mov.u32u32 r11.y, c3.y
+    mov.u32u32 r12.y, c3.y
+    (rpt5)nop
+    ldg.f32 r6.x, g[r5.x], 1
+    ldg.f32 r7.x, g[r8.x], 1
+    ldg.f32 r7.y, g[r9.x], 1
+    ldg.f32 r7.z, g[r11.x], 1
+    ldg.f32 r7.w, g[r12.x], 1
+    (sy)mul.f r10.x, r6.x, r6.x
+    (nop2) mul.f r10.x, r10.x, r6.x
+    (nop2) add.f r10.x, r10.x, r6.x
+    (nop2) mul.f r10.x, r10.x, r6.x
+    (nop2) add.f r10.x, r10.x, r6.x
+    (nop2) mul.f r10.x, r10.x, r6.x
+    (nop2) add.f r10.x, r10.x, r6.x
+    (nop2) mul.f r10.x, r10.x, r6.x
+    (nop2) add.f r10.x, r10.x, r6.x
+    (nop2) mul.f r10.x, r10.x, r6.x
+    (nop2) add.f r10.x, r10.x, r6.x
+    (nop2) mul.f r10.x, r10.x, r6.x
+    (nop2) add.f r10.y, r7.x, r7.y
+    add.f r10.z, r7.z, r7.w
+    mov.f32f32 r10.w, r10.x
+  )", "r10.x", 4);
+  std::vector<uint64_t> opt = run_passes(orig, {"hoist", "legalize"});
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run_with_input(orig), run_with_input(opt)) << disassemble(opt);
+  EXPECT_LT(passes::stats(opt).cycles(), passes::stats(run_passes(orig, {"legalize"})).cycles()) << disassemble(opt);
+  // the chain's first step comes before the loads B-E
+  std::vector<std::string> lines;
+  for (uint64_t w : opt) lines.push_back(disasm(w));
+  size_t first_mul = 0, load_b = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!first_mul && lines[i].find("mul.f r10.x, r6.x, r6.x") != std::string::npos) first_mul = i;
+    if (!load_b && lines[i].find("ldg.f32 r7.x") != std::string::npos) load_b = i;
+  }
+  ASSERT_GT(first_mul, 0u) << disassemble(opt);
+  EXPECT_LT(first_mul, load_b) << disassemble(opt);
+}

@@ -25,8 +25,9 @@
 // every load and store); an edge's latency is the producer's result latency for RAW (texture /
 // global / IBO load kSyLatency, SFU / local kSsLatency, ALU 3, else 1) and 0 otherwise;
 // (5) cycle-driven list scheduling by longest latency path to the region's end; an (sy)/(ss)
-// consumer waits for every outstanding producer of its kind (the hardware rule); (6) the new
-// order replaces the region only if it finishes earlier under those same rules; the (sy) flags
+// consumer waits for every outstanding producer of its kind (the hardware rule), so two more
+// orders hold new loads back while a consumer waits for its (sy) (see greedy()); (6) the best of
+// the orders replaces the region only if it finishes earlier under those same rules; the (sy) flags
 // of reordered instructions are dropped (the legalize pass puts back where the checker needs
 // them; (ss), which Mesa also uses for cases our checker does not model, is kept); (7) finally
 // the whole rewrite is kept only if the legalized program costs fewer cycles (passes.h).
@@ -373,38 +374,56 @@ class Hoister {
       tm.t += fa.len;
       tm.finish = std::max(tm.finish, tm.t);
     };
-    Timing tm = make_timing();
-    std::vector<bool> done(n, false);
-    std::vector<int> left = npred;
-    std::vector<size_t> ready;
-    for (size_t a = 0; a < n; ++a)
-      if (left[a] == 0) ready.push_back(a);
-    std::vector<size_t> order;
-    while (order.size() < n) {
-      size_t best_k = 0;
-      int64_t best_at = 0;
-      for (size_t k = 0; k < ready.size(); ++k) {
-        size_t a = ready[k], bst = ready[best_k];
-        int64_t at = earliest(tm, a);
-        if (k == 0) {
-          best_at = at;
-          continue;
+    // Greedy list scheduling. With `defer`, a load is not issued while a unit is ready but for
+    // the (sy) of an earlier load (defer 1), or while such a unit at least as critical (height)
+    // waits (defer 2) -- unless only held loads are ready: the hardware's (sy) waits for every
+    // load in flight, so each new load would push that consumer kSyLatency further out, and the
+    // plain greedy keeps issuing loads ahead of a waiting chain. Deferred, the chain syncs first
+    // and the next loads issue right after it, under its latency. Each order is a candidate.
+    auto greedy = [&](int defer) {
+      Timing tm = make_timing();
+      std::vector<int> left = npred;
+      std::vector<size_t> ready;
+      for (size_t a = 0; a < n; ++a)
+        if (left[a] == 0) ready.push_back(a);
+      std::vector<size_t> order;
+      while (order.size() < n) {
+        int64_t hold = -1;  // the height of the most critical unit waiting for an (sy)
+        if (defer)
+          for (size_t a : ready)
+            for (size_t p : pred[a])
+              if (tm.pend_sy[p]) hold = std::max(hold, height[a]);
+        auto held = [&](size_t a) { return units[a].fx.sy_prod && hold >= 0 && (defer == 1 || height[a] <= hold); };
+        bool all_held = true;
+        for (size_t k = 0; k < ready.size() && all_held; ++k) all_held = held(ready[k]);
+        size_t best_k = SIZE_MAX;
+        int64_t best_at = 0;
+        for (size_t k = 0; k < ready.size(); ++k) {
+          size_t a = ready[k];
+          if (!all_held && held(a)) continue;
+          int64_t at = earliest(tm, a);
+          if (best_k == SIZE_MAX) {
+            best_k = k, best_at = at;
+            continue;
+          }
+          size_t bst = ready[best_k];
+          bool ra = at <= tm.t, rb = best_at <= tm.t;
+          bool take;
+          if (ra != rb) take = ra;
+          else if (!ra) take = at < best_at || (at == best_at && height[a] > height[bst]);
+          else take = height[a] > height[bst] || (height[a] == height[bst] && a < bst);
+          if (take) best_k = k, best_at = at;
         }
-        bool ra = at <= tm.t, rb = best_at <= tm.t;
-        bool take;
-        if (ra != rb) take = ra;
-        else if (!ra) take = at < best_at || (at == best_at && height[a] > height[bst]);
-        else take = height[a] > height[bst] || (height[a] == height[bst] && a < bst);
-        if (take) best_k = k, best_at = at;
+        size_t best = ready[best_k];
+        ready.erase(ready.begin() + static_cast<ptrdiff_t>(best_k));
+        issue(tm, best);
+        order.push_back(best);
+        for (auto [z, lat] : succ[best])
+          if (--left[z] == 0) ready.push_back(z);
       }
-      size_t best = ready[best_k];
-      ready.erase(ready.begin() + static_cast<ptrdiff_t>(best_k));
-      issue(tm, best);
-      done[best] = true;
-      order.push_back(best);
-      for (auto [z, lat] : succ[best])
-        if (--left[z] == 0) ready.push_back(z);
-    }
+      return order;
+    };
+    std::vector<size_t> order = greedy(0), deferred = greedy(1), deferred_critical = greedy(2);
     auto cost = [&](const std::vector<size_t>& ord) {
       Timing x = make_timing();
       for (size_t a : ord) issue(x, a);
@@ -434,7 +453,8 @@ class Hoister {
     };
     std::vector<size_t> best_order = orig;
     int64_t best_cost = cost(orig);
-    for (const std::vector<size_t>& cand : {order, raise_exits(orig), raise_exits(order)}) {
+    for (const std::vector<size_t>& cand : {order, raise_exits(orig), raise_exits(order), deferred, raise_exits(deferred),
+                                              deferred_critical, raise_exits(deferred_critical)}) {
       int64_t cc = cost(cand);
       if (cc < best_cost) best_cost = cc, best_order = cand;
     }
