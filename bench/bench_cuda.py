@@ -19,15 +19,19 @@ round and overall (< 1: opvision faster), launches per inference and the slowest
 4. torch.compile (--compile-timeout S, 0 = skip): the fp16 network through torch.compile in a
    child process bounded by S seconds, mode max-autotune first (CUDA graphs and autotuned
    kernels); if that fails or runs out of time, mode default (no CUDA graphs), and the table says
-   which. Timed per call with a synchronize, no copies (as the graph peer).
+   which. Timed per call with a synchronize, no copies (as the graph peer). The child runs in its
+   own process group, killed whole on time-out (Inductor's compile workers with it). On the H200
+   max-autotune took 238 s to compile (BENCHMARKS.md, CUDA run 15).
 
 Usage: bench/bench_cuda.py [--model M.onnx | --art M.opv] [--iters 200] [--rounds 5] [--no-torch]
        [--opvision PATH] [--arch compute_90] [--json OUT.json] [--inflight 32] [--compile-timeout 240]
 """
 import argparse
 import json
+import os
 import pathlib
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -134,13 +138,25 @@ def compile_child(args):
 def bench_compile(args, mode, timeout):
     cmd = [sys.executable, __file__, "--compile-child", "--compile-mode", mode, "--trunk", args.trunk, "--hw", args.hw,
            "--seed", str(args.seed), "--iters", str(args.iters)]
+    # Its own process group: on time-out the compile workers Inductor starts go with it (they
+    # would otherwise keep the CPUs busy through the next mode and the rest of the run).
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, start_new_session=False)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return {"mode": mode, "error": f"timed out after {timeout:.0f} s"}
+    finally:
+        try:  # workers left behind by a child that exited
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     if p.returncode != 0:
-        return {"mode": mode, "error": f"exit {p.returncode}: " + p.stderr.strip()[-600:]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+        return {"mode": mode, "error": f"exit {p.returncode} after {time.perf_counter() - t:.0f} s: "
+                + err.strip()[-600:]}
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main():
