@@ -341,6 +341,9 @@ std::vector<F16Case> f16_cases() {
       {"gemv_heads_batched", 1, 264, 40, 1, 1, 1, true, true},
       // The RepMixer -> ConvFFN depthwise pair in one launch (a block per channel plane).
       {"dw_pair_3x3_7x7", 2, 6, 6, 5, 9, 0, false, false, true},
+      // Few planes (8) over many rows: each plane cut into 4 bands of 10 rows (the last 7), every
+      // band computing the first conv on its halo rows too.
+      {"dw_pair_bands", 1, 8, 8, 37, 20, 0, false, false, true},
       // The input pack's Concat and Cast in one launch (uint8 in, fp16 out, broadcast operands).
       {"concat_cast_pack", 2, 3, 6, 4, 6, 0, false, false, false, true},
       // fc1 -> GELU -> fc2 -> residual in one launch, the hidden tile on chip: 63 pixels (element
@@ -663,6 +666,8 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       EXPECT_EQ(p.calls[0].outputs.size(), 2u);
       EXPECT_EQ(p.calls[0].inputs.size(), 5u);
       EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].attrs.i("cl_batch", 0), 2);
+      const int64_t bands = t.name == "dw_pair_bands" ? 4 : 1;
+      EXPECT_EQ(p.calls[0].global[0], t.N * t.C * bands * p.calls[0].local[0]) << "a block per band of a plane";
       continue;
     }
     CompileOptions o;

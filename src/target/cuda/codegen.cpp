@@ -991,16 +991,38 @@ void batch_gemvs(Plan& p) {
 
 // ---- depthwise pairs (RepMixer token mixer -> ConvFFN conv) ----------------------------------
 // A stride-1 'same' depthwise conv immediately followed by another on its output (FastViT: the
-// reparameterised 3x3 token mixer, then the ConvFFN's 7x7) runs as one launch: a block per
-// (image, channel) plane stages the input plane with a zero border in shared memory, computes the
-// first conv (written out: later calls read it too, the residual) into a second bordered plane,
-// rounded to the storage type as a separate call would store it, then the second conv from that.
+// reparameterised 3x3 token mixer, then the ConvFFN's 7x7) runs as one launch: a block per band
+// of BH rows of one (image, channel) plane stages the input rows the band needs (its rows, the
+// second conv's halo and the first's, zero outside the map) in shared memory, computes the first
+// conv on the band and the second conv's halo rows (written out for the band's own rows: later
+// calls read it too, the residual) into a second bordered tile, rounded to the storage type as a
+// separate call would store it, then the second conv of the band's rows from that. Planes are cut
+// into bands (of at least kDwPairMinBandRows rows, towards kDwPairTargetBlocks blocks) only where
+// there are few planes: the halo rows' first conv is computed by both bands beside them.
 // Plan form: one call, outputs [first's, second's], inputs [X, W1, B1, W2, B2] (absent bias -1);
 // kernel = the first's with "cl_batch" = 2 (two calls in one launch: validate.cpp checks the
 // form's shapes no further), "cuda_dw_pair" = 1, post-ops = first's then second's (unary only),
 // "cuda_batch_post_ops" = their counts.
 constexpr int64_t kDwPairSmemBytes = 40 << 10;
 constexpr int kDwPairThreads = 256;
+// Up to run 16 a block per whole plane: the fixture's stage 0 (64 planes of 32 x 64) left half of
+// the H200's 132 SMs idle, 8.5 us a call traced (run 16). Run 17 (H200, traced): stage 0 in 4
+// bands of 8 rows 7.3 us a call; stage 1 (128 planes of 16 x 32) in 2 bands 6.5 us against 5.9
+// whole: with about a block per SM already the halo rows cost more than the blocks gain, so only
+// layers of fewer than half kDwPairTargetBlocks planes are cut.
+constexpr int64_t kDwPairTargetBlocks = 256, kDwPairMinBandRows = 8;
+// Rows per band of a depthwise pair over `planes` planes of H rows.
+int64_t dw_pair_band_rows(int64_t planes, int64_t H) {
+  if (planes * 2 >= kDwPairTargetBlocks) return H;
+  const int64_t want = (kDwPairTargetBlocks + planes - 1) / std::max<int64_t>(planes, 1);
+  const int64_t bands = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, H / kDwPairMinBandRows));
+  return (H + bands - 1) / bands;
+}
+// Shared-memory bytes of a depthwise pair's block: the staged input rows, the first conv's tile,
+// both weights.
+int64_t dw_pair_smem(int64_t BH, int64_t W, int64_t ka, int64_t kb) {
+  return ((BH + ka - 1 + kb - 1) * (W + ka - 1) + (BH + kb - 1) * (W + kb - 1) + ka * ka + kb * kb) * 4;
+}
 int64_t dw_same_size(const Plan& p, const Call& c) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   if (k.op != OpKind::Conv || !k.source.empty() || c.outputs.size() != 1 || c.inputs.size() < 2 || c.inputs[0] < 0 ||
@@ -1056,7 +1078,7 @@ void fuse_dw_pairs(Plan& p) {
     if (!kb) return false;
     const Shape& xs = p.buffers.at(size_t(a.inputs[0])).shape;
     const int64_t H = xs[2], W = xs[3];
-    const int64_t bytes = ((H + ka - 1) * (W + ka - 1) + (H + kb - 1) * (W + kb - 1) + ka * ka + kb * kb) * 4;
+    const int64_t bytes = dw_pair_smem(dw_pair_band_rows(xs[0] * xs[1], H), W, ka, kb);
     if (b.inputs[0] != a.outputs[0] || bytes > kDwPairSmemBytes) return false;
     const Kernel& akern = p.kernels.at(size_t(a.kernel));
     const Kernel& bkern = p.kernels.at(size_t(b.kernel));
@@ -1113,45 +1135,58 @@ Generated dw_pair(const Plan& p, const Call& c) {
   const Buffer& U = p.buffers.at(size_t(c.outputs[1]));
   const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3], HW = H * W;
   const int64_t ka = p.buffers.at(size_t(c.inputs[1])).shape[2], kb = p.buffers.at(size_t(c.inputs[3])).shape[2];
-  const int64_t ha = (ka - 1) / 2, hb = (kb - 1) / 2, XW = W + 2 * ha, XH = H + 2 * ha, TW = W + 2 * hb, TH = H + 2 * hb;
+  const int64_t BH = dw_pair_band_rows(N * C, H), NBAND = (H + BH - 1) / BH;
+  if (dw_pair_smem(BH, W, ka, kb) > kDwPairSmemBytes) return gen.why = "depthwise pair too large", gen;
+  // xs: input rows R0 - hb - ha .. (XH rows, W + 2 ha columns); ts: first-conv rows R0 - hb .. (TH
+  // rows, W + 2 hb columns); R0 = the band's first row.
+  const int64_t ha = (ka - 1) / 2, hb = (kb - 1) / 2, XW = W + 2 * ha, XH = BH + 2 * hb + 2 * ha, TW = W + 2 * hb,
+                TH = BH + 2 * hb;
   auto dtype_of = [&](size_t j) { return p.buffers.at(size_t(c.inputs[j])).dtype; };
   std::ostringstream b;
   b << "  __shared__ float xs[" << XH * XW << "], ts[" << TH * TW << "], wa[" << ka * ka << "], wb[" << kb * kb << "];\n"
-    << "  const opv_idx plane = blockIdx.x, c = plane % " << I(C) << ";\n"
+    << "  const opv_idx plane = blockIdx.x / " << NBAND << ", c = plane % " << I(C) << ";\n"
+    << "  const int R0 = (int)(blockIdx.x % " << NBAND << ") * " << BH << ";\n"
     << "  const int tid = threadIdx.x;\n"
     << "  for (int e = tid; e < " << XH * XW << "; e += " << kDwPairThreads << ") {\n"
-    << "    const int r = e / " << XW << " - " << ha << ", q = e % " << XW << " - " << ha << ";\n"
+    << "    const int r = R0 - " << hb + ha << " + e / " << XW << ", q = e % " << XW << " - " << ha << ";\n"
     << "    xs[e] = (r >= 0 && r < " << H << " && q >= 0 && q < " << W << ") ? "
     << load(X.dtype, "in0", "plane * " + I(HW) + " + r * " + I(W) + " + q") << " : 0.0f;\n  }\n"
     << "  for (int e = tid; e < " << TH * TW << "; e += " << kDwPairThreads << ") {\n"
-    << "    const int r = e / " << TW << " - " << hb << ", q = e % " << TW << " - " << hb << ";\n"
-    << "    if (r < 0 || r >= " << H << " || q < 0 || q >= " << W << ") ts[e] = 0.0f;\n  }\n"
+    << "    const int q = e % " << TW << " - " << hb << ";\n"
+    << "    if (q < 0 || q >= " << W << ") ts[e] = 0.0f;\n  }\n"
     << "  for (int e = tid; e < " << ka * ka << "; e += " << kDwPairThreads << ") wa[e] = "
     << load(dtype_of(1), "in1", "c * " + I(ka * ka) + " + e") << ";\n"
     << "  for (int e = tid; e < " << kb * kb << "; e += " << kDwPairThreads << ") wb[e] = "
     << load(dtype_of(3), "in3", "c * " + I(kb * kb) + " + e") << ";\n"
     << "  __syncthreads();\n";
-  auto conv_loop = [&](const std::string& src, int64_t kk, int64_t sw, const std::string& w, int bias_slot,
-                       int64_t po_from, int64_t po_n, const Buffer& out, const std::string& oname, bool to_ts) {
-    b << "  for (int pix = tid; pix < " << HW << "; pix += " << kDwPairThreads << ") {\n"
-      << "    const int r = pix / " << W << ", q = pix % " << W << ";\n"
-      << "    float acc = 0.0f;\n"
+  // conv over `src` (sw floats a row) at tile row i (its kh-th row is src row i + kh), column q.
+  auto conv_acc = [&](const std::string& src, int64_t kk, int64_t sw, const std::string& w, int bias_slot,
+                      int64_t po_from, int64_t po_n) {
+    b << "    float acc = 0.0f;\n"
       << "#pragma unroll\n    for (int kh = 0; kh < " << kk << "; ++kh)\n"
       << "#pragma unroll\n      for (int kw = 0; kw < " << kk << "; ++kw)\n"
-      << "        acc = fmaf(" << src << "[(r + kh) * " << sw << " + q + kw], " << w << "[kh * " << kk << " + kw], acc);\n";
+      << "        acc = fmaf(" << src << "[(i + kh) * " << sw << " + q + kw], " << w << "[kh * " << kk << " + kw], acc);\n";
     if (c.inputs[size_t(bias_slot)] >= 0)
       b << "    acc += " << load(dtype_of(size_t(bias_slot)), "in" + std::to_string(bias_slot), "c") << ";\n";
     b << "    float v = acc;\n";
     for (int64_t q = po_from; q < po_from + po_n; ++q) b << "    v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
-    b << "    " << store(out.dtype, oname, "plane * " + I(HW) + " + pix", "v") << "\n";
-    if (to_ts)  // what the second conv reads: the stored value
-      b << "    ts[(r + " << hb << ") * " << TW << " + q + " << hb << "] = "
-        << (out.dtype == DType::F16 ? "opv_h2f(opv_f2h(v))" : "v") << ";\n";
-    b << "  }\n";
   };
-  conv_loop("xs", ka, XW, "wa", 2, 0, npo[0], T, "out0", true);
-  b << "  __syncthreads();\n";
-  conv_loop("ts", kb, TW, "wb", 4, npo[0], npo[1], U, "out1", false);
+  // The first conv on ts's rows (T row r = R0 - hb + i; zero outside the map), stored for the band's rows.
+  b << "  for (int e = tid; e < " << TH * W << "; e += " << kDwPairThreads << ") {\n"
+    << "    const int i = e / " << W << ", q = e % " << W << ", r = R0 - " << hb << " + i;\n"
+    << "    if (r < 0 || r >= " << H << ") {\n      ts[i * " << TW << " + q + " << hb << "] = 0.0f;\n      continue;\n    }\n";
+  conv_acc("xs", ka, XW, "wa", 2, 0, npo[0]);
+  b << "    if (r >= R0 && r < R0 + " << BH << ") " << store(T.dtype, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q", "v")
+    << "\n"
+    << "    ts[i * " << TW << " + q + " << hb << "] = " << (T.dtype == DType::F16 ? "opv_h2f(opv_f2h(v))" : "v")
+    << ";  // what the second conv reads: the stored value\n  }\n"
+    << "  __syncthreads();\n";
+  // The second conv on the band's rows (row R0 + i: ts rows i .. i + kb - 1).
+  b << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << W << ";\n"
+    << "  for (int e = tid; e < nout; e += " << kDwPairThreads << ") {\n"
+    << "    const int i = e / " << W << ", q = e % " << W << ";\n";
+  conv_acc("ts", kb, TW, "wb", 4, npo[0], npo[1]);
+  b << "    " << store(U.dtype, "out1", "plane * " + I(HW) + " + (R0 + i) * " + I(W) + " + q", "v") << "\n  }\n";
   std::string params = std::string(c_type(T.dtype)) + "* __restrict__ out0, " + c_type(U.dtype) + "* __restrict__ out1";
   for (size_t j = 0; j < c.inputs.size(); ++j)
     if (c.inputs[j] >= 0)
@@ -1165,7 +1200,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
       << ") {\n"
       << b.str() << "}\n";
   gen.source = src.str();
-  gen.global = {N * C * kDwPairThreads, 0, 0};
+  gen.global = {N * C * NBAND * kDwPairThreads, 0, 0};
   gen.local = {kDwPairThreads, 0, 0};
   return gen;
 }
