@@ -811,6 +811,14 @@ namespace {
 // Two loads behind branches on different predicates; each then-block adds an offset held in a
 // register it sets itself (the same immediate 4 in both; nothing reads it on the else path), the
 // way Mesa sets up a texture's index pair inside each guarded block.
+// One guarded load: `mov OFF, 4` and `add.u ADDR, ADDR, OFF` inside the then-block, else VALUE.
+std::string offset_block(const std::string& pred, const std::string& tag, const std::string& off, const std::string& addr,
+                         const std::string& dst, const std::string& value) {
+  return "br !" + pred + ", #e" + tag + "\nmov.u32u32 " + off + ", 4\n(rpt2)nop\nadd.u " + addr + ", " + addr + ", " + off +
+         "\n(rpt5)nop\n(sy)ldg.f32 " + dst + ", g[" + addr + "], 1\njump #j" + tag + "\ne" + tag + ":\nmov.f32f32 " + dst + ", (" +
+         value + ")\nj" + tag + ":\n";
+}
+
 std::vector<uint64_t> two_offset_guards() {
   return assemble(R"(
     shl.b r3.x, r0.x, 2
@@ -821,26 +829,8 @@ std::vector<uint64_t> two_offset_guards() {
     add.u r8.x, r5.x, 8
     mov.u32u32 r5.y, c3.y
     mov.u32u32 r8.y, c3.y
-    br !p0.x, #e1
-    mov.u32u32 r12.x, 4
-    (rpt2)nop
-    add.u r5.x, r5.x, r12.x
-    (rpt5)nop
-    (sy)ldg.f32 r6.x, g[r5.x], 1
-    jump #j1
-  e1:
-    mov.f32f32 r6.x, (0.0)
-  j1:
-    br !p0.y, #e2
-    mov.u32u32 r12.z, 4
-    (rpt2)nop
-    add.u r8.x, r8.x, r12.z
-    (rpt5)nop
-    (sy)ldg.f32 r6.y, g[r8.x], 1
-    jump #j2
-  e2:
-    mov.f32f32 r6.y, (1.0)
-  j2:
+  )" + offset_block("p0.x", "1", "r12.x", "r5.x", "r6.x", "0.0") +
+                  offset_block("p0.y", "2", "r12.z", "r8.x", "r6.y", "1.0") + R"(
     (sy)(nop2) add.f r10.x, r6.x, r6.y
     shl.b r3.y, r0.x, 4
     (rpt2)nop
