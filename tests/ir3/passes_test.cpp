@@ -820,7 +820,7 @@ std::string offset_block(const std::string& pred, const std::string& tag, const 
 }
 
 std::vector<uint64_t> two_offset_guards() {
-  return assemble(R"(
+  return stored(R"(
     shl.b r3.x, r0.x, 2
     cmps.u.lt p0.x, r0.x, 40
     cmps.u.lt p0.y, r0.x, 30
@@ -830,16 +830,10 @@ std::vector<uint64_t> two_offset_guards() {
     mov.u32u32 r5.y, c3.y
     mov.u32u32 r8.y, c3.y
   )" + offset_block("p0.x", "1", "r12.x", "r5.x", "r6.x", "0.0") +
-                  offset_block("p0.y", "2", "r12.z", "r8.x", "r6.y", "1.0") + R"(
+                    offset_block("p0.y", "2", "r12.z", "r8.x", "r6.y", "1.0") + R"(
     (sy)(nop2) add.f r10.x, r6.x, r6.y
-    shl.b r3.y, r0.x, 4
-    (rpt2)nop
-    add.u r4.x, c0.x, r3.y
-    mov.u32u32 r4.y, c0.y
-    (rpt5)nop
-    stg.u32 g[r4.x], r10.x, 1
-    end
-  )");
+  )",
+                "r10.x", 1);
 }
 
 }  // namespace
@@ -866,6 +860,8 @@ TEST(Ir3Passes, TidyDropsSetUpThatHoistMadeCommon) {
 // waits for every load in flight, each of them pushes that wait further out. hoist's deferred
 // order lets the chain's first step sync on A alone and issues B-E in the chain's delay slots.
 TEST(Ir3Passes, HoistSyncsAWaitingConsumerBeforeMoreLoads) {
+  std::string chain;  // eleven more serial steps on A
+  for (int k = 0; k < 11; ++k) chain += std::string(k % 2 ? "(nop2) add.f" : "(nop2) mul.f") + " r10.x, r10.x, r6.x\n";
   std::vector<uint64_t> orig = stored(R"(
     and.b r2.y, r0.x, 31
     (rpt2)nop
@@ -889,17 +885,7 @@ TEST(Ir3Passes, HoistSyncsAWaitingConsumerBeforeMoreLoads) {
     ldg.f32 r7.z, g[r11.x], 1
     ldg.f32 r7.w, g[r12.x], 1
     (sy)mul.f r10.x, r6.x, r6.x
-    (nop2) mul.f r10.x, r10.x, r6.x
-    (nop2) add.f r10.x, r10.x, r6.x
-    (nop2) mul.f r10.x, r10.x, r6.x
-    (nop2) add.f r10.x, r10.x, r6.x
-    (nop2) mul.f r10.x, r10.x, r6.x
-    (nop2) add.f r10.x, r10.x, r6.x
-    (nop2) mul.f r10.x, r10.x, r6.x
-    (nop2) add.f r10.x, r10.x, r6.x
-    (nop2) mul.f r10.x, r10.x, r6.x
-    (nop2) add.f r10.x, r10.x, r6.x
-    (nop2) mul.f r10.x, r10.x, r6.x
+  )" + chain + R"(
     (nop2) add.f r10.y, r7.x, r7.y
     add.f r10.z, r7.z, r7.w
     mov.f32f32 r10.w, r10.x
