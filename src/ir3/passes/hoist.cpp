@@ -25,8 +25,8 @@
 // every load and store); an edge's latency is the producer's result latency for RAW (texture /
 // global / IBO load kSyLatency, SFU / local kSsLatency, ALU 3, else 1) and 0 otherwise;
 // (5) cycle-driven list scheduling by longest latency path to the region's end; an (sy)/(ss)
-// consumer waits for every outstanding producer of its kind (the hardware rule), so two more
-// orders hold new loads back while a consumer waits for its (sy) (see greedy()); (6) the best of
+// consumer waits for every outstanding producer of its kind (the hardware rule), so three more
+// orders hold new loads (SFU ops) back while a consumer waits for its (sy) ((ss)) (see greedy()); (6) the best of
 // the orders replaces the region only if it finishes earlier under those same rules; the (sy) flags
 // of reordered instructions are dropped (the legalize pass puts back where the checker needs
 // them; (ss), which Mesa also uses for cases our checker does not model, is kept); (7) finally
@@ -376,7 +376,8 @@ class Hoister {
     };
     // Greedy list scheduling. With `defer`, a load is not issued while a unit is ready but for
     // the (sy) of an earlier load (defer 1), or while such a unit at least as critical (height)
-    // waits (defer 2) -- unless only held loads are ready: the hardware's (sy) waits for every
+    // waits (defer 2; defer 3 also holds SFU / local-memory producers back from an (ss) waiter
+    // the same way) -- unless only held units are ready: the hardware's (sy) waits for every
     // load in flight, so each new load would push that consumer kSyLatency further out, and the
     // plain greedy keeps issuing loads ahead of a waiting chain. Deferred, the chain syncs first
     // and the next loads issue right after it, under its latency. Each order is a candidate.
@@ -388,12 +389,19 @@ class Hoister {
         if (left[a] == 0) ready.push_back(a);
       std::vector<size_t> order;
       while (order.size() < n) {
-        int64_t hold = -1;  // the height of the most critical unit waiting for an (sy)
+        // the height of the most critical unit waiting for an (sy) / an (ss)
+        int64_t hold_sy = -1, hold_ss = -1;
         if (defer)
           for (size_t a : ready)
-            for (size_t p : pred[a])
-              if (tm.pend_sy[p]) hold = std::max(hold, height[a]);
-        auto held = [&](size_t a) { return units[a].fx.sy_prod && hold >= 0 && (defer == 1 || height[a] <= hold); };
+            for (size_t p : pred[a]) {
+              if (tm.pend_sy[p]) hold_sy = std::max(hold_sy, height[a]);
+              if (tm.pend_ss[p]) hold_ss = std::max(hold_ss, height[a]);
+            }
+        auto held = [&](size_t a) {
+          const Effects& f = units[a].fx;
+          return (f.sy_prod && hold_sy >= 0 && (defer == 1 || height[a] <= hold_sy)) ||
+                 (defer == 3 && f.ss_prod && hold_ss >= 0 && height[a] <= hold_ss);
+        };
         bool all_held = true;
         for (size_t k = 0; k < ready.size() && all_held; ++k) all_held = held(ready[k]);
         size_t best_k = SIZE_MAX;
@@ -423,7 +431,7 @@ class Hoister {
       }
       return order;
     };
-    std::vector<size_t> order = greedy(0), deferred = greedy(1), deferred_critical = greedy(2);
+    std::vector<size_t> order = greedy(0), deferred = greedy(1), deferred_critical = greedy(2), deferred_ss = greedy(3);
     auto cost = [&](const std::vector<size_t>& ord) {
       Timing x = make_timing();
       for (size_t a : ord) issue(x, a);
@@ -454,7 +462,7 @@ class Hoister {
     std::vector<size_t> best_order = orig;
     int64_t best_cost = cost(orig);
     for (const std::vector<size_t>& cand : {order, raise_exits(orig), raise_exits(order), deferred, raise_exits(deferred),
-                                              deferred_critical, raise_exits(deferred_critical)}) {
+                                              deferred_critical, raise_exits(deferred_critical), deferred_ss, raise_exits(deferred_ss)}) {
       int64_t cc = cost(cand);
       if (cc < best_cost) best_cost = cc, best_order = cand;
     }
