@@ -58,6 +58,10 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-pack", "on|off", "cuda: compute the uint8 input pack (Concat/Cast + normalisation) inside the stem "
               "convolution that alone reads it: one launch fewer, but slower on the H200 so far (BENCHMARKS.md). "
               "Recorded in the plan when on", "off")
+      .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
+              "(4-D activations channels-last from the input pack or first conv on, reorders where an op needs NCHW), "
+              "auto (the plan's choice: nhwc where it has tensor-core 1x1 convs, compute_80+ fp16). Recorded in the plan "
+              "(meta cuda_layout_plan); nchw is the default: nhwc is slower on the H200 so far (BENCHMARKS.md)", "nchw")
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
       .flag("--dump-plan", "print the compiled plan to stdout")
@@ -112,6 +116,11 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_ffn = on_off(a, "--cuda-ffn", "on");
   opts.pass_ctx.cuda.fuse_ffn_dw = on_off(a, "--cuda-ffn-dw", "off");
   opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
+  try {
+    opts.pass_ctx.cuda.layout = plan::cuda::parse_layout_choice(a.get("--cuda-layout", "nchw"));
+  } catch (const Error& e) {
+    throw UsageError(std::string("opvision compile: --cuda-layout: ") + e.what());
+  }
   PassReport report;
   opts.dump_after = dump_after;
   opts.dump_to = &std::cout;

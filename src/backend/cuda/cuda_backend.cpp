@@ -2,7 +2,8 @@
 // layer cuda_driver.h).
 // Creation: the driver (dlopen, cuInit) and the device Options.device selects (index, default 0);
 //   no context yet, so caps() and the supports queries cost no device memory.
-// supports_buffer/supports_call (the caps query): every buffer Linear; Intermediates at a
+// supports_buffer/supports_call (the caps query): every buffer Linear or NHWC (Inputs and Outputs
+//   Linear: they are the caller's tensors); Intermediates at a
 //   kAlign-aligned arena offset inside Plan::arena_bytes, Constants at a kAlign-aligned offset
 //   inside Plan::weights; every call's kernel has PTX source (Kernel.options == kPtxFormat) and an
 //   entry, and a launch geometry within the device's block and grid limits.
@@ -115,7 +116,7 @@ class CudaBackend : public Backend {
   std::string name() const override { return "cuda"; }
   Tolerance tolerance() const override { return {1e-2, 1e-2}; }  // fp16 storage, as opencl
   Caps caps() const override {
-    return {{Layout::Linear}, /*per_call_times=*/true, "CUDA: " + dev_.name + " (" + dev_.sm() + ")"};
+    return {{Layout::Linear, Layout::NHWC}, /*per_call_times=*/true, "CUDA: " + dev_.name + " (" + dev_.sm() + ")"};
   }
   Support supports_buffer(const plan::Plan& plan, int buffer) const override;
   Support supports_call(const plan::Plan& plan, int call) const override;
@@ -165,8 +166,11 @@ class CudaBackend : public Backend {
 };
 
 Support CudaBackend::supports_buffer(const plan::Plan& plan, int buffer) const {
-  if (Support s = Backend::supports_buffer(plan, buffer); !s) return s;  // Linear only
+  if (Support s = Backend::supports_buffer(plan, buffer); !s) return s;  // Linear or NHWC
   const plan::Buffer& b = plan.buffers[size_t(buffer)];
+  if (b.layout != Layout::Linear && (b.kind == BufferKind::Input || b.kind == BufferKind::Output))
+    return Support::no(detail::concat("plan ", plan::buffer_kind_name(b.kind), " '", b.name, "' is ", plan::layout_name(b.layout),
+                                      "; the cuda backend copies inputs and outputs as Linear tensors"));
   if (b.bytes < 0 || numel(b.shape) < 0)
     return Support::no(detail::concat("buffer '", b.name, "' has a negative size"));
   const int64_t need = storage_of(b);

@@ -65,6 +65,9 @@ struct DomainPass {
   bool run() {
     // Steps 1 and 2: classify and grow the domain in call order.
     in_domain.assign(p.calls.size(), false);
+    // Buffers a domain call writes through a domain temporary (a plan Output...): their readers
+    // join the domain as if the buffer were in its layout (they read the temporary, step 3).
+    std::vector<bool> domain_copy(p.buffers.size(), false);
     cls.reserve(p.calls.size());
     for (size_t ci = 0; ci < p.calls.size(); ++ci) {
       const Call& c = p.calls[ci];
@@ -72,13 +75,17 @@ struct DomainPass {
       if (!cls.back().capable) continue;
       bool join = pol.starts_domain(p, c, pol.eligible(buf(c.outputs[0])));
       for (size_t i = 0; i < c.inputs.size(); ++i)
-        if (cls.back().slot[i] != Slot::Other && c.inputs[i] >= 0 && buf(c.inputs[i]).layout == pol.domain) join = true;
+        if (cls.back().slot[i] != Slot::Other && c.inputs[i] >= 0 &&
+            (buf(c.inputs[i]).layout == pol.domain || domain_copy[size_t(c.inputs[i])]))
+          join = true;
       if (!join) continue;
       in_domain[ci] = true;
       for (int o : c.outputs)
         if (pol.eligible(buf(o))) {
           pol.convert(p.buffers[size_t(o)], pol.domain);
           changed = true;
+        } else if (pol.needs_output_copy(buf(o))) {
+          domain_copy[size_t(o)] = true;
         }
     }
     // Step 3: make every slot agree with its call.

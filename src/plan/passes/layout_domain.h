@@ -6,7 +6,9 @@
 //      layout), Flex (a [N,C,1,1] operand a policy may read either way) or Other (Linear).
 //   2. In call order, a capable call joins the domain when the policy says it starts one (a
 //      spatial op with an eligible output, say), or when a Data/Flex input is already in the
-//      domain's layout; then its eligible outputs are converted to the domain's layout.
+//      domain's layout (or is written by a domain call through a domain temporary, step 3: the
+//      reader reads that temporary); then its eligible outputs are converted to the domain's
+//      layout.
 //   3. Rewrite the call list: a slot whose buffer layout differs from what its call needs reads
 //      a converted copy made by a Reorder call inserted before it (one copy per buffer and
 //      layout, reused by later readers); a domain call writing a buffer of another layout (a plan

@@ -25,6 +25,8 @@ std::vector<PlanPassInfo> plan_passes_for(const std::string& target) {
   if (target == "cuda")
     return {
         {"dedupe", dedupe, "remove calls with the same kernel and identical inputs, transitively"},
+        {"cuda-layout", cuda_layout,
+         "4-D activations NHWC between convs and element-wise ops where --cuda-layout chooses it, explicit reorders"},
         {"cuda-codegen", cuda_codegen, "CUDA C++ kernel per call, shapes and post-ops compiled in (always on)"},
         {"nvrtc", cuda_nvrtc, "CUDA C++ -> PTX with NVRTC, ahead of time (always on)"},
     };

@@ -28,6 +28,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "plan/layout.h"
 #include "target/c_expr.h"
 #include "target/cuda/cuda_abi.h"
 #include "target/cuda/options.h"
@@ -107,10 +108,30 @@ std::string coords(const Shape& shape, const std::string& i = "i") {
   return s;
 }
 
-// Offset into a row-major tensor of shape `in` broadcast (numpy rules, right-aligned) to `out`,
-// from the coordinates o<d> of `out`. "0" for a scalar.
-std::string bcast_offset(const Shape& out, const Shape& in) {
-  const std::vector<int64_t> st = row_major_strides(in);
+// Element strides of b's logical dims: row-major for Linear; NHWC (4-D [N,C,H,W] stored as
+// [N,H,W,C]): C*H*W, 1, W*C, C.
+std::vector<int64_t> strides_of(const Buffer& b) {
+  const Shape& s = b.shape;
+  if (b.layout == Layout::NHWC && s.size() == 4) return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
+  return row_major_strides(s);
+}
+
+// Whether b is stored channels-last in a way that matters (NHWC, more than one channel and pixel).
+bool nhwc_stored(const Buffer& b) { return b.layout == Layout::NHWC && !layout_free(b.shape); }
+
+// Declares the logical coordinates o0..o<r-1> of element `i` of buffer b in its storage order
+// (NHWC: c fastest, then w, h, n), so that `i` is also b's storage offset of that element.
+std::string coords(const Buffer& b, const std::string& i = "i") {
+  if (b.layout != Layout::NHWC || b.shape.size() != 4) return coords(b.shape, i);
+  const Shape& s = b.shape;
+  return "  opv_idx r_ = " + i + ";\n  const opv_idx o1 = r_ % " + I(s[1]) + "; r_ /= " + I(s[1]) +
+         ";\n  const opv_idx o3 = r_ % " + I(s[3]) + "; r_ /= " + I(s[3]) + ";\n  const opv_idx o2 = r_ % " + I(s[2]) +
+         "; r_ /= " + I(s[2]) + ";\n  const opv_idx o0 = r_;\n";
+}
+
+// Offset into a tensor of shape `in` with strides `st` broadcast (numpy rules, right-aligned) to
+// `out`, from the coordinates o<d> of `out`. "0" for a scalar.
+std::string bcast_offset(const Shape& out, const Shape& in, const std::vector<int64_t>& st) {
   std::string e;
   const size_t lead = out.size() - in.size();
   for (size_t d = 0; d < in.size(); ++d) {
@@ -119,6 +140,8 @@ std::string bcast_offset(const Shape& out, const Shape& in) {
   }
   return e.empty() ? "0" : e;
 }
+std::string bcast_offset(const Shape& out, const Shape& in) { return bcast_offset(out, in, row_major_strides(in)); }
+std::string bcast_offset(const Shape& out, const Buffer& in) { return bcast_offset(out, in.shape, strides_of(in)); }
 
 // Long reductions over few outputs (the head GEMVs: Gemm/MatMul) run one warp
 // per output: the lanes split the reduction and add their partial sums with shuffles, so the
@@ -153,13 +176,22 @@ std::string post_ops(const Ctx& x) {
       continue;
     }
     const Buffer& b = x.in(size_t(po.input));
-    const std::string a = load(b.dtype, x.in_name(size_t(po.input)), bcast_offset(x.out().shape, b.shape));
+    const std::string a = load(b.dtype, x.in_name(size_t(po.input)), bcast_offset(x.out().shape, b));
     s += "  v = " + (po.swapped ? binary_expr(po.op, a, "v") : binary_expr(po.op, "v", a)) + ";\n";
   }
   return s;
 }
 
 // ---- families: each returns the body (after `i` is known to be in range) or "" with *why -------
+
+// Whether element i of `a` and of `b` are the same logical element (same element count, and the
+// same layout where the layout changes the order).
+bool same_storage(const Buffer& a, const Buffer& b) {
+  if (numel(a.shape) != numel(b.shape)) return false;
+  const bool la = layout_free(a.shape) || a.layout == Layout::Linear, lb = layout_free(b.shape) || b.layout == Layout::Linear;
+  if (la && lb) return true;
+  return a.layout == b.layout && a.shape == b.shape;
+}
 
 std::string elementwise(const Ctx& x, std::string* why) {
   const Kernel& k = x.k;
@@ -170,20 +202,24 @@ std::string elementwise(const Ctx& x, std::string* why) {
   if ((reshape || k.op == OpKind::Expand || (k.op == OpKind::Cast && x.in(0).dtype == y.dtype)) &&
       k.post_ops.empty()) {
     if (x.in(0).dtype != y.dtype) return *why = "copy between dtypes", "";
-    if (reshape || k.op == OpKind::Cast) return "  out0[i] = in0[i];\n";
+    if (same_storage(x.in(0), y)) return "  out0[i] = in0[i];\n";
+    if (reshape && x.in(0).shape != os) return *why = "a reshaping copy of an NHWC buffer", "";
     if (!broadcasts_to(x.in(0).shape, os)) return *why = "Expand operand does not broadcast", "";
-    return coords(os) + "  out0[i] = in0[" + bcast_offset(os, x.in(0).shape) + "];\n";
+    return coords(y) + "  out0[i] = in0[" + bcast_offset(os, x.in(0)) + "];\n";
   }
   if (!is_float(y.dtype)) return *why = std::string("output dtype ") + dtype_name(y.dtype) + " (float outputs only)", "";
-  std::string s = coords(os);
+  std::string s = coords(y);
   auto operand = [&](size_t j) {
     const Buffer& b = x.in(j);
-    return load(b.dtype, x.in_name(j), bcast_offset(os, b.shape));
+    return load(b.dtype, x.in_name(j), bcast_offset(os, b));
   };
+  // Element i of input 0 where it has the output's shape (a copy: in storage order when both agree).
+  const std::string in0_i = same_storage(x.in(0), y) ? "i" : bcast_offset(os, x.in(0));
   if (reshape) {
-    s += "  float v = " + load(x.in(0).dtype, "in0", "i") + ";\n";
+    if (!same_storage(x.in(0), y) && x.in(0).shape != os) return *why = "a reshaping copy of an NHWC buffer", "";
+    s += "  float v = " + load(x.in(0).dtype, "in0", in0_i) + ";\n";
   } else if (k.op == OpKind::Cast) {
-    s += "  float v = " + load(x.in(0).dtype, "in0", "i") + ";\n";
+    s += "  float v = " + load(x.in(0).dtype, "in0", in0_i) + ";\n";
     if (k.attrs.has("round_to")) {
       if (DType(k.attrs.i("round_to")) != DType::F16) return *why = "Cast round_to other than f16", "";
       s += "  v = opv_h2f(opv_f2h(v));\n";
@@ -218,11 +254,12 @@ std::string conv(const Ctx& x, std::string* why) {
   if (group < 1 || C % group || M % group || W.shape[0] != M || W.shape[1] != C / group)
     return *why = "weight shape does not match the group", "";
   const int64_t Cg = C / group, Mg = M / group, KH = W.shape[2], KW = W.shape[3];
+  const std::vector<int64_t> xst = strides_of(X);  // X's layout (Linear or NHWC)
   std::ostringstream b;
-  b << coords(os);
+  b << coords(x.out());
   b << "  const opv_idx g = o1 / " << I(Mg) << ";\n  float acc = 0.0f;\n";
   b << "  for (int c = 0; c < " << Cg << "; ++c) {\n"
-    << "    const opv_idx xc = (o0 * " << I(C) << " + g * " << I(Cg) << " + c) * " << I(H * Wd) << ";\n"
+    << "    const opv_idx xc = o0 * " << I(xst[0]) << " + (g * " << I(Cg) << " + c) * " << I(xst[1]) << ";\n"
     << "    const opv_idx wc = (o1 * " << I(Cg) << " + c) * " << I(KH * KW) << ";\n"
     << "#pragma unroll\n    for (int kh = 0; kh < " << KH << "; ++kh) {\n"
     << "      const opv_idx ih = o2 * " << I(s[0]) << " - " << I(pd[0]) << " + kh * " << I(d[0]) << ";\n"
@@ -230,7 +267,7 @@ std::string conv(const Ctx& x, std::string* why) {
     << "#pragma unroll\n      for (int kw = 0; kw < " << KW << "; ++kw) {\n"
     << "        const opv_idx iw = o3 * " << I(s[1]) << " - " << I(pd[1]) << " + kw * " << I(d[1]) << ";\n"
     << "        if (iw < 0 || iw >= " << I(Wd) << ") continue;\n"
-    << "        acc = fmaf(" << load(X.dtype, "in0", "xc + ih * " + I(Wd) + " + iw") << ", "
+    << "        acc = fmaf(" << load(X.dtype, "in0", "xc + ih * " + I(xst[2]) + " + iw * " + I(xst[3])) << ", "
     << load(W.dtype, "in1", "wc + kh * " + I(KW) + " + kw") << ", acc);\n"
     << "      }\n    }\n  }\n";
   if (x.has(2)) b << "  acc += " << load(x.in(2).dtype, "in2", "o1") << ";\n";
@@ -276,6 +313,7 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
   const int64_t N = os[0], M = os[1], OH = os[2], OW = os[3], C = xs[1], H = xs[2], Wd = xs[3];
   const int64_t KH = W.shape[2], KW = W.shape[3], taps = C * KH * KW, PIX = OH * OW;
   const int64_t PB = (PIX + kMultiThreads - 1) / kMultiThreads, G = M / co;
+  const std::vector<int64_t> xst = strides_of(X), yst = strides_of(x.out());  // Linear or NHWC
   *blocks = N * G * PB;
   std::ostringstream b;
   b << "  // " << co << " output channels per thread, weights in shared memory\n"
@@ -292,13 +330,13 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
     << "  float acc[" << co << "];\n"
     << "#pragma unroll\n  for (int j = 0; j < " << co << "; ++j) acc[j] = 0.0f;\n"
     << "  for (int c = 0; c < " << C << "; ++c) {\n"
-    << "    const opv_idx xc = (o0 * " << I(C) << " + c) * " << I(H * Wd) << ";\n"
+    << "    const opv_idx xc = o0 * " << I(xst[0]) << " + c * " << I(xst[1]) << ";\n"
     << "#pragma unroll\n    for (int kh = 0; kh < " << KH << "; ++kh) {\n"
     << "      const opv_idx ih = o2 * " << I(s[0]) << " - " << I(pd[0]) << " + kh * " << I(d[0]) << ";\n"
     << "#pragma unroll\n      for (int kw = 0; kw < " << KW << "; ++kw) {\n"
     << "        const opv_idx iw = o3 * " << I(s[1]) << " - " << I(pd[1]) << " + kw * " << I(d[1]) << ";\n"
     << "        const float xv = (ih >= 0 && ih < " << I(H) << " && iw >= 0 && iw < " << I(Wd) << ") ? "
-    << (src ? src->elem : load(X.dtype, "in0", "xc + ih * " + I(Wd) + " + iw")) << " : 0.0f;\n"
+    << (src ? src->elem : load(X.dtype, "in0", "xc + ih * " + I(xst[2]) + " + iw * " + I(xst[3]))) << " : 0.0f;\n"
     << "        const float4* wq = (const float4*)(wsm + ((c * " << KH << " + kh) * " << KW << " + kw) * " << co << ");\n"
     << "#pragma unroll\n        for (int j = 0; j < " << co / 4 << "; ++j) {\n"
     << "          const float4 w4 = wq[j];\n"
@@ -308,7 +346,9 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
     << "#pragma unroll\n  for (int j = 0; j < " << co << "; ++j) {\n"
     << "    const opv_idx o1 = cg * " << I(co) << " + j;\n"
     << "    float v = acc[j]" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "o1") : "") << ";\n"
-    << post_ops(x) << "    " << store(x.out().dtype, "out0", "((o0 * " + I(M) + " + o1) * " + I(PIX) + ") + pix", "v")
+    << post_ops(x) << "    "
+    << store(x.out().dtype, "out0",
+             "o0 * " + I(yst[0]) + " + o1 * " + I(yst[1]) + " + o2 * " + I(yst[2]) + " + o3 * " + I(yst[3]), "v")
     << "\n  }\n";
   return b.str();
 }
@@ -388,7 +428,7 @@ std::string reduce(const Ctx& x, std::string* why) {
   const bool is_max = op == OpKind::ReduceMax || op == OpKind::GlobalMaxPool;
   Shape kept, rshape;
   std::vector<int64_t> rstride;
-  const std::vector<int64_t> st = row_major_strides(xs);
+  const std::vector<int64_t> st = strides_of(X);  // X's layout (Linear or NHWC)
   int64_t count = 1;
   for (size_t dd = 0; dd < xs.size(); ++dd) {
     kept.push_back(red[dd] ? 1 : xs[dd]);
@@ -426,9 +466,10 @@ std::string pool(const Ctx& x, std::string* why) {
   const bool mx = x.k.op == OpKind::MaxPool;
   const bool include_pad = a.i("count_include_pad", 0) != 0;
   const int64_t H = X.shape[2], W = X.shape[3];
+  const std::vector<int64_t> xst = strides_of(X);  // Linear or NHWC
   std::ostringstream b;
-  b << coords(os);
-  b << "  const opv_idx xb = (o0 * " << I(X.shape[1]) << " + o1) * " << I(H * W) << ";\n";
+  b << coords(x.out());
+  b << "  const opv_idx xb = o0 * " << I(xst[0]) << " + o1 * " << I(xst[1]) << ";\n";
   b << "  float acc = " << (mx ? "-OPV_INF" : "0.0f") << ";\n  int n = 0;\n";
   b << "  for (int kh = 0; kh < " << k[0] << "; ++kh) {\n"
     << "    const opv_idx ih = o2 * " << I(s[0]) << " - " << I(p[0]) << " + kh * " << I(d[0]) << ";\n"
@@ -439,7 +480,7 @@ std::string pool(const Ctx& x, std::string* why) {
   if (!mx && include_pad)
     b << " if (ih < " << I(H + p[2]) << " && iw < " << I(W + p[3]) << ") ++n;";
   b << " continue; }\n";
-  const std::string e = load(X.dtype, "in0", "xb + ih * " + I(W) + " + iw");
+  const std::string e = load(X.dtype, "in0", "xb + ih * " + I(xst[2]) + " + iw * " + I(xst[3]));
   b << (mx ? "      acc = fmaxf(acc, " + e + ");\n" : "      acc += " + e + ";\n") << "      ++n;\n    }\n  }\n";
   b << "  float v = " << (mx ? "acc" : "(n ? acc / (float)n : 0.0f)") << ";\n";
   return b.str();
@@ -460,14 +501,14 @@ std::string concat(const Ctx& x, std::string* why) {
   for (size_t j = 0; j < n_cat; ++j) convert |= x.has(j) && x.in(j).dtype != dt;
   if (convert && !is_float(dt)) return *why = "a converting Concat to a non-float type", "";
   std::ostringstream s;
-  s << coords(os);
+  s << coords(x.out());
   if (convert) s << "  float v = 0.0f;\n";
   int64_t start = 0;
   for (size_t j = 0; j < n_cat; ++j) {
     if (!x.has(j)) continue;
     const Buffer& b = x.in(j);
     if (b.shape.size() != os.size() || (!convert && b.dtype != dt)) return *why = "inputs differ in dtype or rank", "";
-    const std::vector<int64_t> st = row_major_strides(b.shape);
+    const std::vector<int64_t> st = strides_of(b);
     std::string off;
     for (size_t dd = 0; dd < os.size(); ++dd) {
       const std::string cd = "o" + std::to_string(dd) + (int64_t(dd) == axis ? " - " + I(start) : "");
@@ -483,6 +524,28 @@ std::string concat(const Ctx& x, std::string* why) {
   }
   if (start != os[size_t(axis)]) return *why = "input sizes do not add up to the output", "";
   return s.str();
+}
+
+// Reorder (the layout-domain pass's conversions, NCHW <-> NHWC): a typed copy, each thread one
+// element in the output's storage order (coalesced stores; the reads stride through the input).
+std::string reorder(const Ctx& x, std::string* why) {
+  const Buffer& X = x.in(0);
+  const Buffer& Y = x.out();
+  if (X.shape != Y.shape || X.dtype != Y.dtype || !x.k.post_ops.empty())
+    return *why = "a Reorder between different shapes or dtypes", "";
+  return coords(Y) + "  out0[i] = in0[" + bcast_offset(Y.shape, X) + "];\n";
+}
+
+// Whether the family of call x reads and writes NHWC buffers (strides_of / coords(Buffer)); the
+// others (Gemm, MatMul, Softmax, Transpose, Reshape, ...) see Linear buffers only.
+bool nhwc_family(const Ctx& x) {
+  const OpKind op = x.k.op;
+  if (op == OpKind::Conv || op == OpKind::MaxPool || op == OpKind::AveragePool || op == OpKind::Concat ||
+      op == OpKind::Reorder || op == OpKind::Expand || is_unary(op) || is_binary(op))
+    return true;
+  const bool reduction = op == OpKind::GlobalAveragePool || op == OpKind::GlobalMaxPool || op == OpKind::ReduceMean ||
+                         op == OpKind::ReduceSum || op == OpKind::ReduceMax || op == OpKind::ReduceMin;
+  return reduction && !nhwc_stored(x.out());  // any input layout; the output indexed row-major
 }
 
 std::string transpose(const Ctx& x, std::string* why) {
@@ -539,6 +602,12 @@ std::string conv1x1_tiled(const Ctx& x, int64_t* threads) {
   const int64_t SIDE = T / MU;                                  // threads per side of the tile
   const int64_t MT = (M + T - 1) / T, PT = (P + T - 1) / T;
   *threads = N * MT * PT * kTileThreads;
+  // Pixel p of image n, channel c: n * sN + c * sC + p * sP (Linear: sP = 1; NHWC: sC = 1, sP = C).
+  auto at = [](const Buffer& b, const std::string& n, const std::string& c, const std::string& p) {
+    const bool nhwc = nhwc_stored(b);
+    const int64_t ch = b.shape[1], pix = b.shape[2] * b.shape[3];
+    return n + " * " + I(ch * pix) + " + " + c + (nhwc ? "" : " * " + I(pix)) + " + " + p + (nhwc ? " * " + I(ch) : "");
+  };
   const std::string t = std::to_string(T), tk = std::to_string(kTileK), mu = std::to_string(MU),
                     g = std::to_string(G), gt = std::to_string(GT);
   std::ostringstream b;
@@ -561,7 +630,7 @@ std::string conv1x1_tiled(const Ctx& x, int64_t* threads) {
     << "      const int kx = e / " << t << ", pp = e % " << t << ";\n"
     << "      const opv_idx cx = k0 + kx, p = p0 + pp;\n"
     << "      xs[grp][kx][pp] = (cx < " << I(C) << " && p < " << I(P) << ") ? "
-    << load(X.dtype, "in0", "(n * " + I(C) + " + cx) * " + I(P) + " + p") << " : 0.0f;\n"
+    << load(X.dtype, "in0", at(X, "n", "cx", "p")) << " : 0.0f;\n"
     << "    }\n    __syncthreads();\n"
     << "#pragma unroll\n    for (int kk = 0; kk < " << tk << "; ++kk) {\n"
     << "      float a[" << mu << "], bv[" << mu << "];\n"
@@ -582,7 +651,7 @@ std::string conv1x1_tiled(const Ctx& x, int64_t* threads) {
     << "    const opv_idx o0 = n, o1 = m, o2 = p / " << I(OW) << ", o3 = p % " << I(OW) << ";\n"
     << "    (void)o0; (void)o1; (void)o2; (void)o3;\n"
     << "    float v = s" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "m") : "") << ";\n";
-  b << post_ops(x) << "    " << store(x.out().dtype, "out0", "(n * " + I(M) + " + m) * " + I(P) + " + p", "v") << "\n"
+  b << post_ops(x) << "    " << store(x.out().dtype, "out0", at(x.out(), "n", "m", "p"), "v") << "\n"
     << "  }\n";
   return b.str();
 }
@@ -611,10 +680,14 @@ constexpr int64_t kMmaSingleStageBytes = 40 << 10; // one stage of the whole blo
 constexpr int64_t kMmaDoubleStageBytes = 46 << 10; // two stages of KC channels, up to this
 struct MmaShape {
   int64_t BM = 32, BN = 32, WM = 1, WN = 1, WK = 4, S = 1, KB = 0, KC = 0, tiles = 0;
-  int64_t stage_bytes(int64_t kc) const { return (BM * (kc + 8) + kc * (BN + 8)) * 2; }
+  bool kmajor_b = false;  // B staged [BN][KC] (NHWC: B = W, contiguous along K) instead of [KC][BN]
+  int64_t stage_bytes(int64_t kc) const { return (BM * (kc + 8) + (kmajor_b ? BN * (kc + 8) : kc * (BN + 8))) * 2; }
 };
-MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K) {
+// The GEMM of N images, each M x P (rows x columns) over K: NCHW rows are output channels and
+// columns pixels; NHWC (kmajor_b) rows are pixels and columns output channels.
+MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K, bool kmajor_b) {
   MmaShape s;
+  s.kmajor_b = kmajor_b;
   const std::pair<int64_t, int64_t> cands[] = {{64, 64}, {64, 32}, {32, 32}};
   bool chosen = false;
   for (const auto& [bm, bn] : cands) {
@@ -642,7 +715,8 @@ MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K) {
 // (Dense non-1x1 convs as implicit GEMMs on these tiles, X gathered im2col with element loads,
 // were tried for the stem on 2026-12-03: 30 us on the H200 against 17 us for conv_multi. Not kept.)
 bool conv1x1_mma_ok(const Ctx& x) {
-  return x.sm >= 80 && conv1x1_tiled_ok(x) && x.in(0).dtype == DType::F16 && x.in(1).dtype == DType::F16;
+  return x.sm >= 80 && conv1x1_tiled_ok(x) && x.in(0).dtype == DType::F16 && x.in(1).dtype == DType::F16 &&
+         nhwc_stored(x.in(0)) == nhwc_stored(x.out());  // both NCHW or both NHWC
 }
 // Module-scope helpers of the mma kernels (PTX: ldmatrix, mma.sync, cp.async; no headers).
 const char* kMmaHelpers = R"(__device__ __forceinline__ unsigned opv_smem(const void* p) {
@@ -668,27 +742,35 @@ __device__ __forceinline__ float opv_ldcg(const float* p) { float v; asm volatil
 )";
 // The whole kernel body (after `i`); *blocks: the launch's block count; *globals: module-scope
 // declarations (helpers, split-K workspace).
+// NHWC (X and Y channels-last): the transposed GEMM Y[p, m] = sum_c X[p, c] W[m, c], rows =
+// pixels (A = X) and columns = output channels (B = W); both operands are contiguous along the
+// channels, so B's tile is staged [BN][KC] and read with plain ldmatrix (the .col fragment), and
+// adjacent threads store adjacent channels. The generated code's M / P / m / p name the rows and
+// columns of whichever GEMM it is.
 std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   const Buffer& X = x.in(0);
   const Shape& os = x.out().shape;
-  const int64_t N = os[0], M = os[1], K = X.shape[1], OW = os[3], P = os[2] * os[3];
-  const MmaShape sh = mma_shape(N, M, P, K);
+  const bool nhwc = nhwc_stored(X);
+  const int64_t N = os[0], CH = os[1], K = X.shape[1], OW = os[3], PIX = os[2] * os[3];
+  const int64_t M = nhwc ? PIX : CH, P = nhwc ? CH : PIX;  // GEMM rows, columns
+  const MmaShape sh = mma_shape(N, M, P, K, nhwc);
   const int64_t MT = (M + sh.BM - 1) / sh.BM, PT = (P + sh.BN - 1) / sh.BN, TILE = sh.BM * sh.BN;
   const int64_t nbuf = sh.KB > sh.KC ? 2 : 1;
-  const int64_t stage_halves = sh.BM * (sh.KC + 8) + sh.KC * (sh.BN + 8);
+  const int64_t stage_halves = sh.stage_bytes(sh.KC) / 2;
   const int64_t smem = std::max(nbuf * stage_halves * 2, sh.WK * TILE * 4);
   *blocks = sh.tiles * sh.S;
   *globals = kMmaHelpers;
   if (sh.S > 1)
     *globals += "__device__ float opv_ws[" + I(sh.tiles * sh.S * TILE) + "];  // split-K partial tiles\n" +
                 "__device__ unsigned int opv_cnt[" + I(sh.tiles) + "];  // partials written per tile (0 between launches)\n";
-  const bool vec_a = K % 8 == 0, vec_b = P % 8 == 0;
+  const bool vec_a = K % 8 == 0, vec_b = nhwc ? K % 8 == 0 : P % 8 == 0;
   std::ostringstream b;
   b << "  // tile " << sh.BM << "x" << sh.BN << ", warps " << sh.WM << "x" << sh.WN << "x" << sh.WK << " (K groups), split-K "
     << sh.S << " x " << sh.KB << " channels, stages of " << sh.KC << "\n"
     << "  constexpr int BM = " << sh.BM << ", BN = " << sh.BN << ", WM = " << sh.WM << ", WN = " << sh.WN
     << ", WK = " << sh.WK << ", KC = " << sh.KC << ", KB = " << sh.KB << ", S = " << sh.S << ", NBUF = " << nbuf << ";\n"
-    << "  constexpr int LDA = KC + 8, LDB = BN + 8, A_ST = BM * LDA, B_ST = KC * LDB, TILE = BM * BN;\n"
+    << (nhwc ? "  constexpr int LDA = KC + 8, LDB = KC + 8, A_ST = BM * LDA, B_ST = BN * LDB, TILE = BM * BN;\n"
+             : "  constexpr int LDA = KC + 8, LDB = BN + 8, A_ST = BM * LDA, B_ST = KC * LDB, TILE = BM * BN;\n")
     << "  constexpr opv_idx M = " << I(M) << ", K = " << I(K) << ", P = " << I(P) << ";\n"
     << "  __shared__ __align__(16) unsigned char smem_[" << smem << "];\n"
     << "  __shared__ int last_;\n"
@@ -704,8 +786,10 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     << "  const int wk = warp / (WM * WN), wm = (warp % (WM * WN)) / WN, wn = warp % WN;\n"
     << "  const opv_idx kbeg = (opv_idx)sp * KB;\n"
     << "  const int nst = (int)(((K - kbeg < KB ? K - kbeg : KB) + KC - 1) / KC);\n"
-    << "  const unsigned short* Wg = in1;\n"
-    << "  const unsigned short* Xg = in0 + n * (K * P);\n"
+    << (nhwc ? "  const unsigned short* Ag = in0 + n * (M * K);  // X, [pixel][channel]\n"
+               "  const unsigned short* Bg = in1;  // W, [output channel][channel]\n"
+             : "  const unsigned short* Ag = in1;  // W, [output channel][channel]\n"
+               "  const unsigned short* Bg = in0 + n * (K * P);  // X, [channel][pixel]\n")
     << "  float acc[2][4][4];\n"
     << "#pragma unroll\n  for (int a = 0; a < 2; ++a)\n#pragma unroll\n    for (int c = 0; c < 4; ++c)\n#pragma unroll\n"
     << "      for (int r = 0; r < 4; ++r) acc[a][c][r] = 0.0f;\n"
@@ -717,23 +801,34 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "      const int r = e / (KC / 8), cc = (e % (KC / 8)) * 8;\n"
       << "      const opv_idx m = m0 + r, c = kb + cc;\n"
       << "      const bool ok = m < M && c < K;\n"
-      << "      opv_cp16(a + r * LDA + cc, ok ? Wg + m * K + c : Wg, ok);\n    }\n";
+      << "      opv_cp16(a + r * LDA + cc, ok ? Ag + m * K + c : Ag, ok);\n    }\n";
   else
     b << "    for (int e = tid; e < BM * KC; e += " << kMmaThreads << ") {\n"
       << "      const int r = e / KC, cc = e % KC;\n"
       << "      const opv_idx m = m0 + r, c = kb + cc;\n"
-      << "      a[r * LDA + cc] = (m < M && c < K) ? Wg[m * K + c] : (unsigned short)0;\n    }\n";
-  if (vec_b) {
+      << "      a[r * LDA + cc] = (m < M && c < K) ? Ag[m * K + c] : (unsigned short)0;\n    }\n";
+  if (nhwc && vec_b) {
+    b << "    for (int e = tid; e < BN * KC / 8; e += " << kMmaThreads << ") {\n"
+      << "      const int r = e / (KC / 8), cc = (e % (KC / 8)) * 8;\n"
+      << "      const opv_idx p = p0 + r, c = kb + cc;\n"
+      << "      const bool ok = p < P && c < K;\n"
+      << "      opv_cp16(bb + r * LDB + cc, ok ? Bg + p * K + c : Bg, ok);\n    }\n";
+  } else if (nhwc) {
+    b << "    for (int e = tid; e < BN * KC; e += " << kMmaThreads << ") {\n"
+      << "      const int r = e / KC, cc = e % KC;\n"
+      << "      const opv_idx p = p0 + r, c = kb + cc;\n"
+      << "      bb[r * LDB + cc] = (p < P && c < K) ? Bg[p * K + c] : (unsigned short)0;\n    }\n";
+  } else if (vec_b) {
     b << "    for (int e = tid; e < KC * BN / 8; e += " << kMmaThreads << ") {\n"
       << "      const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
       << "      const opv_idx c = kb + r, p = p0 + pp;\n"
       << "      const bool ok = c < K && p < P;\n"
-      << "      opv_cp16(bb + r * LDB + pp, ok ? Xg + c * P + p : Xg, ok);\n    }\n";
+      << "      opv_cp16(bb + r * LDB + pp, ok ? Bg + c * P + p : Bg, ok);\n    }\n";
   } else {
     b << "    for (int e = tid; e < KC * BN; e += " << kMmaThreads << ") {\n"
       << "      const int r = e / BN, pp = e % BN;\n"
       << "      const opv_idx c = kb + r, p = p0 + pp;\n"
-      << "      bb[r * LDB + pp] = (c < K && p < P) ? Xg[c * P + p] : (unsigned short)0;\n    }\n";
+      << "      bb[r * LDB + pp] = (c < K && p < P) ? Bg[c * P + p] : (unsigned short)0;\n    }\n";
   }
   b << "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  };\n"
     << "  load_stage(0, kbeg);\n"
@@ -754,7 +849,8 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     << "        opv_ldsm4(af[mi], a + (wm * 32 + mi * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDA + kk + (lane >> 4) * 8);\n"
     << "#pragma unroll\n      for (int nj = 0; nj < 2; ++nj) {\n"
     << "        unsigned r[4];\n"
-    << "        opv_ldsm4t(r, bb + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn * 32 + nj * 16 + (lane >> 4) * 8);\n"
+    << (nhwc ? "        opv_ldsm4(r, bb + (wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) * LDB + kk + ((lane >> 3) & 1) * 8);\n"
+             : "        opv_ldsm4t(r, bb + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn * 32 + nj * 16 + (lane >> 4) * 8);\n")
     << "        bf[2 * nj][0] = r[0]; bf[2 * nj][1] = r[1]; bf[2 * nj + 1][0] = r[2]; bf[2 * nj + 1][1] = r[3];\n"
     << "      }\n"
     << "#pragma unroll\n      for (int mi = 0; mi < 2; ++mi)\n"
@@ -772,9 +868,12 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     << "  }\n  __syncthreads();\n";
   // The epilogue on `sum` for output (m, p).
   std::ostringstream epi;
-  epi << "      const opv_idx o0 = n, o1 = m, o2 = p / " << I(OW) << ", o3 = p % " << I(OW) << ";\n"
+  const char* ch = nhwc ? "p" : "m";  // the output channel: the column (NHWC) or the row
+  const char* px = nhwc ? "m" : "p";  // the pixel
+  epi << "      const opv_idx o0 = n, o1 = " << ch << ", o2 = " << px << " / " << I(OW) << ", o3 = " << px << " % "
+      << I(OW) << ";\n"
       << "      (void)o0; (void)o1; (void)o2; (void)o3;\n"
-      << "      float v = sum" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "m") : "") << ";\n";
+      << "      float v = sum" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", ch) : "") << ";\n";
   epi << post_ops(x) << "      " << store(x.out().dtype, "out0", "(n * M + m) * P + p", "v") << "\n";
   if (sh.S == 1) {
     b << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {\n"
@@ -1223,8 +1322,17 @@ Generated generate(const Plan& p, const Call& c) {
     if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
   for (int b : c.inputs)
     if (b >= 0 && !c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "input dtype", g;
-  for (int b : c.outputs)
-    if (p.buffers.at(size_t(b)).layout != Layout::Linear) return g.why = "non-Linear output", g;
+  // Layouts: Linear, or NHWC where the call's family has an NHWC form (cuda_abi.h).
+  bool any_nhwc = false;
+  for (const std::vector<int>* ids : {&c.inputs, &c.outputs})
+    for (int b : *ids) {
+      if (b < 0) continue;
+      const Buffer& buf = p.buffers.at(size_t(b));
+      if (buf.layout != Layout::Linear && buf.layout != Layout::NHWC)
+        return g.why = std::string("buffer ") + buf.name + " is " + layout_name(buf.layout), g;
+      any_nhwc |= nhwc_stored(buf);
+    }
+  if (any_nhwc && !nhwc_family(x)) return g.why = std::string("no NHWC form of ") + op_name(k.op), g;
   const Buffer& y = x.out();
   int64_t count = numel(y.shape);
   if (count <= kSplitMaxOutputs && count > 0) {
@@ -1284,6 +1392,7 @@ Generated generate(const Plan& p, const Call& c) {
       writes_itself = body.find("float v") == std::string::npos;  // typed copies store themselves
       break;
     case OpKind::Transpose: body = transpose(x, &why); break;
+    case OpKind::Reorder: body = reorder(x, &why); break;
     case OpKind::Softmax:
       body = softmax(x, &why, &count);
       writes_itself = true;
@@ -1296,7 +1405,7 @@ Generated generate(const Plan& p, const Call& c) {
   if (!writes_itself) {
     if (!is_float(y.dtype)) return g.why = std::string("output dtype ") + dtype_name(y.dtype), g;
     if (!post_ops_ok(x, &why)) return g.why = why, g;
-    if (body.find("const opv_idx o0 ") == std::string::npos && !x.k.post_ops.empty()) body += coords(y.shape);
+    if (body.find("const opv_idx o0 ") == std::string::npos && !x.k.post_ops.empty()) body += coords(y);
     body += post_ops(x) + "  " + store(y.dtype, "out0", "i", "v") + "\n";
   } else if (!k.post_ops.empty() && !own_post_ops) {
     return g.why = "post-ops on a copy", g;

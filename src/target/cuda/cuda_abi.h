@@ -4,8 +4,12 @@
 // down here.
 //
 // Buffers
-//   Every buffer is Layout::Linear: row-major over its logical shape, element type from its
-//   dtype (F16 = IEEE half, BOOL = one byte 0/1). Inputs and Outputs are device buffers the
+//   Layout::Linear (row-major over its logical shape) or, for 4-D Intermediates the plan pass
+//   "cuda-layout" chose (compile --cuda-layout; plan meta "cuda_layout_plan" = nhwc), Layout::NHWC:
+//   logical [N,C,H,W] stored [N,H,W,C]. Inputs, Outputs and Constants are always Linear. Element
+//   type from the dtype (F16 = IEEE half, BOOL = one byte 0/1). A kernel reads and writes each
+//   buffer in the layout it has (the generator compiles in each operand's strides); Reorder
+//   calls (a typed copy, NCHW <-> NHWC) convert at the NHWC domain's edges. Inputs and Outputs are device buffers the
 //   backend fills from / copies into the caller's tensors; Intermediates live in one device arena
 //   at Buffer::offset (memory planning); Constants are uploaded once from Plan::weights at
 //   Buffer::offset. Every device address a kernel gets is at least 64-byte aligned (kAlign).

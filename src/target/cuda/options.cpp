@@ -11,8 +11,24 @@ constexpr const char* kArchKey = "cuda_arch";
 constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
 constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
+constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
+
+const char* layout_choice_name(LayoutChoice c) {
+  switch (c) {
+    case LayoutChoice::Nchw: return "nchw";
+    case LayoutChoice::Nhwc: return "nhwc";
+    case LayoutChoice::Auto: return "auto";
+  }
+  return "?";
+}
+
+LayoutChoice parse_layout_choice(const std::string& s) {
+  for (LayoutChoice c : {LayoutChoice::Nchw, LayoutChoice::Nhwc, LayoutChoice::Auto})
+    if (s == layout_choice_name(c)) return c;
+  fail("cuda layout must be auto, nchw or nhwc, got '", s, "'");
+}
 
 void Options::check_arch(const std::string& arch) {
   const std::string prefix = kArchPrefix;
@@ -39,6 +55,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kPackKey, int64_t(fuse_pack ? 1 : 0));
   else
     meta.erase(kPackKey);
+  if (layout != Options().layout)
+    meta.set(kLayoutKey, std::string(layout_choice_name(layout)));
+  else
+    meta.erase(kLayoutKey);
 }
 
 Options Options::from_meta(const Attrs& meta) {
@@ -54,6 +74,7 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t pack = meta.i(kPackKey, o.fuse_pack ? 1 : 0);
   OPV_CHECK(pack == 0 || pack == 1, "plan meta ", kPackKey, " must be 0 or 1, got ", pack);
   o.fuse_pack = pack != 0;
+  o.layout = parse_layout_choice(meta.s(kLayoutKey, layout_choice_name(o.layout)));
   return o;
 }
 

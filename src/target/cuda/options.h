@@ -1,14 +1,27 @@
 // Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-ffn-dw,
-// --cuda-pack), handed to its plan passes in plan::PassCtx. Recorded in plan meta ("cuda_arch",
-// "cuda_ffn", "cuda_ffn_dw", "cuda_pack";
+// --cuda-pack, --cuda-layout), handed to its plan passes in plan::PassCtx. Recorded in plan meta
+// ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_layout";
 // only values that differ from the defaults) like the opencl options, so `opvision opt` and
 // readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "core/attrs.h"
 
 namespace opv::plan::cuda {
+
+// The activation layout asked for (compile --cuda-layout; pass "cuda-layout", layout.cpp).
+enum class LayoutChoice : uint8_t {
+  Nchw,  // every activation Linear (NCHW), the pass does nothing
+  Nhwc,  // 4-D activations channels-last from the first conv (or input pack) on, wherever the
+         // code generator has an NHWC form, Reorder calls at the domain's edges
+  Auto,  // the plan's choice: Nhwc where the plan has tensor-core 1x1 convs (compute_80+, fp16),
+         // else Nchw
+};
+const char* layout_choice_name(LayoutChoice c);  // "nchw", "nhwc", "auto"
+// Throws opv::Error unless `s` is nchw, nhwc or auto.
+LayoutChoice parse_layout_choice(const std::string& s);
 
 struct Options {
   // NVRTC's virtual architecture of the stored PTX ("compute_75" ... "compute_120"). The driver
@@ -31,14 +44,20 @@ struct Options {
   // and the stem as two launches (7.5 + 17.2 us), and the inference 4 % slower (BENCHMARKS.md,
   // CUDA runs 12-13). compile --cuda-pack on turns it on.
   bool fuse_pack = false;
+  // The activation layout (LayoutChoice). NCHW by default: on the H200 the NHWC plan is slower so
+  // far, because the depthwise pairs and the fused ConvFFN have no NHWC form yet (BENCHMARKS.md,
+  // CUDA run 19).
+  LayoutChoice layout = LayoutChoice::Nchw;
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack", each only when not the default
+  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_layout", each only when
+  // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
-    return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack;
+    return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack &&
+           layout == o.layout;
   }
 };
 

@@ -1,0 +1,310 @@
+// The cuda target's activation layout (plan pass "cuda-layout", target/cuda/layout.cpp; the NHWC
+// families of codegen.cpp) on two small networks built like the fixture's pieces, in f32 and f16:
+//   trunk: 3x3 stride-2 stem (GELU) -> depthwise 3x3 -> 1x1 (GELU) -> 1x1 + residual -> a plan
+//          Output (written through a Reorder) -> MaxPool -> Mul per channel (Sigmoid) -> Concat
+//          on channels -> AveragePool -> GlobalAveragePool (an Output) and a Transpose (an op
+//          with no NHWC form: a Reorder before it);
+//   pack:  two uint8 frames -> Concat -> Cast with Sub/Div per channel -> 1x1 conv (6 channels:
+//          element loads) -> depthwise 3x3 (an Output).
+//   1. Everywhere (no GPU, no NVRTC needed): which layout auto / nchw / nhwc choose, where the
+//      Reorders go, that Inputs/Outputs/Constants stay Linear, that the kernels of NHWC calls are
+//      the NHWC forms (the tensor-core 1x1 reads W along K with plain ldmatrix), the option's
+//      parsing and its plan meta; with NVRTC, every NHWC kernel compiles to PTX.
+//   2. With a CUDA device (the H200 runs, scripts/device_gtest.sh): the NHWC plan's outputs match
+//      the reference backend and the NCHW plan's. Skipped cleanly without one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "backend/backend.h"
+#include "compiler/compile.h"
+#include "core/metrics.h"
+#include "target/cuda/codegen.h"
+#include "target/cuda/cuda_abi.h"
+#include "target/cuda/layout.h"
+#include "test_util.h"
+
+namespace opv {
+namespace {
+
+using plan::BufferKind;
+using plan::Layout;
+using plan::cuda::LayoutChoice;
+
+// Builds a graph in `dt` with fp16-rounded constants (the f16 and f32 builds hold the same values).
+struct Net {
+  ir::Graph g;
+  DType dt;
+  uint64_t seed = 200;
+  explicit Net(DType d) : dt(d) { g.source = "cuda_layout_test"; }
+  int input(const Shape& s, DType t) {
+    const int v = g.add_value({"x" + std::to_string(g.inputs.size()), t, s, nullptr});
+    g.inputs.push_back(v);
+    return v;
+  }
+  int constant(const Shape& s, float lo = -0.5f, float hi = 0.5f) {
+    return g.add_const("c" + std::to_string(g.values.size()),
+                       test::random_f32(s, seed++, lo, hi).cast(DType::F16).cast(dt));
+  }
+  int node(OpKind op, Attrs a, std::vector<int> ins, const Shape& out, std::vector<PostOp> po = {}) {
+    const int y = g.add_value({"v" + std::to_string(g.values.size()), dt, out, nullptr});
+    g.add_node({"n" + std::to_string(g.nodes.size()) + "_" + op_name(op), op, std::move(a), std::move(ins), {y},
+                std::move(po)});
+    return y;
+  }
+  int conv(int x, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t group, const Shape& out,
+           std::vector<PostOp> po = {}, std::vector<int> extra = {}) {
+    Attrs a;
+    const int64_t pd = k / 2;
+    a.set("group", group);
+    a.set("strides", std::vector<int64_t>{stride, stride});
+    a.set("pads", std::vector<int64_t>{pd, pd, pd, pd});
+    a.set("dilations", std::vector<int64_t>{1, 1});
+    const float ws = 1.0f / std::sqrt(float(cin / group * k * k));
+    std::vector<int> ins{x, constant({cout, cin / group, k, k}, -ws, ws), constant({cout})};
+    ins.insert(ins.end(), extra.begin(), extra.end());
+    return node(OpKind::Conv, a, ins, out, std::move(po));
+  }
+};
+
+Attrs pool_attrs(int64_t k, int64_t s, int64_t pd) {
+  Attrs a;
+  a.set("kernel", std::vector<int64_t>{k, k});
+  a.set("strides", std::vector<int64_t>{s, s});
+  a.set("pads", std::vector<int64_t>{pd, pd, pd, pd});
+  a.set("dilations", std::vector<int64_t>{1, 1});
+  return a;
+}
+
+ir::Graph trunk(DType dt) {
+  Net n(dt);
+  const int x = n.input({1, 8, 20, 24}, dt);
+  const int t1 = n.conv(x, 8, 16, 3, 2, 1, {1, 16, 10, 12}, {PostOp{OpKind::Gelu}});
+  const int t2 = n.conv(t1, 16, 16, 3, 1, 16, {1, 16, 10, 12});
+  const int t3 = n.conv(t2, 16, 40, 1, 1, 1, {1, 40, 10, 12}, {PostOp{OpKind::Gelu}});
+  const int t4 = n.conv(t3, 40, 16, 1, 1, 1, {1, 16, 10, 12}, {PostOp{OpKind::Add, 0, 0, 3}}, {t2});
+  n.g.outputs.push_back(t4);  // a plan Output written by a domain call
+  const int t5 = n.node(OpKind::MaxPool, pool_attrs(3, 2, 1), {t4}, {1, 16, 5, 6});
+  const int t6 = n.node(OpKind::Mul, {}, {t5, n.constant({1, 16, 1, 1})}, {1, 16, 5, 6}, {PostOp{OpKind::Sigmoid}});
+  Attrs axis;
+  axis.set("axis", int64_t(1));
+  const int t7 = n.node(OpKind::Concat, axis, {t5, t6}, {1, 32, 5, 6});
+  const int t8 = n.node(OpKind::AveragePool, pool_attrs(2, 1, 0), {t7}, {1, 32, 4, 5});
+  n.g.outputs.push_back(n.node(OpKind::GlobalAveragePool, {}, {t8}, {1, 32, 1, 1}));
+  Attrs perm;
+  perm.set("perm", std::vector<int64_t>{0, 2, 3, 1});
+  n.g.outputs.push_back(n.node(OpKind::Transpose, perm, {t8}, {1, 4, 5, 32}));
+  n.g.validate();
+  return n.g;
+}
+
+ir::Graph pack(DType dt) {
+  Net n(dt);
+  const Shape xs{1, 3, 16, 20}, cs{1, 6, 16, 20};
+  const int x0 = n.input(xs, DType::U8), x1 = n.input(xs, DType::U8);
+  Attrs axis;
+  axis.set("axis", int64_t(1));
+  const int cat = n.g.add_value({"cat", DType::U8, cs, nullptr});
+  n.g.add_node({"cat", OpKind::Concat, axis, {x0, x1}, {cat}, {}});
+  Attrs to;
+  to.set("to", int64_t(dt));
+  const int y = n.node(OpKind::Cast, to, {cat, n.constant({1, 6, 1, 1}, 100.f, 150.f), n.constant({1, 6, 1, 1}, 40.f, 80.f)},
+                       cs, {PostOp{OpKind::Sub, 0, 0, 1}, PostOp{OpKind::Div, 0, 0, 2}});
+  const int z = n.conv(y, 6, 16, 1, 1, 1, {1, 16, 16, 20}, {PostOp{OpKind::Gelu}});
+  n.g.outputs.push_back(n.conv(z, 16, 16, 3, 1, 16, {1, 16, 16, 20}));
+  n.g.validate();
+  return n.g;
+}
+
+struct NetCase {
+  const char* name;
+  ir::Graph (*build)(DType);
+};
+const NetCase kNets[] = {{"trunk", trunk}, {"pack", pack}};
+
+CompileOptions cuda_opts(const std::string& arch, LayoutChoice layout) {
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.layout = layout;
+  return o;
+}
+
+// lower_graph + cuda-layout + cuda-codegen: the CUDA sources, no NVRTC needed.
+plan::Plan generated(const ir::Graph& g, const std::string& arch, LayoutChoice layout) {
+  const CompileOptions o = cuda_opts(arch, layout);
+  plan::Plan p = lower_graph(g, o);
+  o.pass_ctx.record("cuda", p.meta);
+  plan::cuda::assign_layout(p, o.pass_ctx);
+  plan::validate(p);
+  plan::cuda::codegen(p, o.pass_ctx);
+  plan::validate(p);
+  return p;
+}
+
+int count_nhwc(const plan::Plan& p) {
+  int n = 0;
+  for (const plan::Buffer& b : p.buffers) n += b.layout == Layout::NHWC;
+  return n;
+}
+int count_op(const plan::Plan& p, OpKind op) {
+  int n = 0;
+  for (const plan::Call& c : p.calls) n += p.kernels[size_t(c.kernel)].op == op;
+  return n;
+}
+
+TEST(CudaLayout, AutoChoosesNhwcWhereTensorCore1x1sAre) {
+  for (const NetCase& nc : kNets) {
+    SCOPED_TRACE(nc.name);
+    const plan::Plan f16_80 = generated(nc.build(DType::F16), "compute_80", LayoutChoice::Auto);
+    EXPECT_EQ(f16_80.meta.s(plan::cuda::kLayoutPlanKey, ""), "nhwc");
+    EXPECT_EQ(f16_80.meta.s("cuda_layout", ""), "auto") << "the option is recorded (not the default)";
+    EXPECT_GE(count_nhwc(f16_80), 3);
+    // No tensor-core 1x1 below compute_80, nor in f32: auto keeps NCHW.
+    for (const plan::Plan& p : {generated(nc.build(DType::F16), "compute_75", LayoutChoice::Auto),
+                                generated(nc.build(DType::F32), "compute_80", LayoutChoice::Auto)}) {
+      EXPECT_EQ(p.meta.s(plan::cuda::kLayoutPlanKey, ""), "nchw");
+      EXPECT_EQ(count_nhwc(p), 0);
+      EXPECT_EQ(count_op(p, OpKind::Reorder), 0);
+    }
+    // nchw (the default, not recorded) changes nothing; nhwc builds the domain in f32 too.
+    const plan::Plan nchw = generated(nc.build(DType::F16), "compute_80", LayoutChoice::Nchw);
+    EXPECT_FALSE(nchw.meta.has("cuda_layout"));
+    EXPECT_EQ(nchw.meta.s(plan::cuda::kLayoutPlanKey, ""), "nchw");
+    EXPECT_EQ(count_nhwc(nchw), 0);
+    const plan::Plan f32 = generated(nc.build(DType::F32), "compute_75", LayoutChoice::Nhwc);
+    EXPECT_EQ(f32.meta.s(plan::cuda::kLayoutPlanKey, ""), "nhwc");
+    EXPECT_GE(count_nhwc(f32), 3);
+  }
+}
+
+TEST(CudaLayout, NhwcDomainEdgesAndKernels) {
+  const plan::Plan p = generated(trunk(DType::F16), "compute_80", LayoutChoice::Nhwc);
+  for (const plan::Buffer& b : p.buffers)
+    if (b.kind != BufferKind::Intermediate) EXPECT_EQ(b.layout, Layout::Linear) << b.name;
+  // Reorders: the Output t4 (written through an NHWC temporary) and the Transpose's input; the
+  // first conv reads the Linear model input itself.
+  EXPECT_EQ(count_op(p, OpKind::Reorder), 2) << plan::dump_plan_text(p);
+  for (const plan::Call& c : p.calls) {
+    const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+    bool nhwc = false;
+    for (int b : c.outputs) nhwc |= p.buffers[size_t(b)].layout == Layout::NHWC;
+    if (k.op == OpKind::Transpose)
+      for (int b : c.inputs) EXPECT_EQ(p.buffers[size_t(b)].layout, Layout::Linear) << "a Reorder before it";
+    if (k.op == OpKind::Reorder) {
+      EXPECT_NE(k.source.find("out0[i] = in0["), std::string::npos) << "a typed copy";
+      continue;
+    }
+    if (!nhwc) continue;
+    EXPECT_TRUE(k.name.ends_with("_nhwc")) << k.name;
+    EXPECT_TRUE(k.source.find("const opv_idx o1 = r_ % ") != std::string::npos ||
+                k.source.find("opv_ldsm4(r, bb") != std::string::npos ||
+                k.source.find("output channels per thread") != std::string::npos)
+        << k.name << ": NHWC coordinates, the NHWC GEMM or the multi-channel conv";
+  }
+  // The tensor-core 1x1s in NHWC: B (the weights) along K, plain ldmatrix; no transposed load.
+  int mma = 0;
+  for (const plan::Kernel& k : p.kernels) {
+    if (k.source.find("mma.sync") == std::string::npos) continue;
+    ++mma;
+    EXPECT_NE(k.source.find("opv_ldsm4(r, bb"), std::string::npos) << k.name;
+    EXPECT_EQ(k.source.find("opv_ldsm4t(r, bb"), std::string::npos) << k.name;
+    EXPECT_NE(k.source.find("const unsigned short* Ag = in0"), std::string::npos) << "A = X: " << k.name;
+  }
+  EXPECT_EQ(mma, 2) << "both 1x1 convs on tensor cores";
+  // The pack: the Cast reads the Linear frames (no Reorder) and writes NHWC.
+  const plan::Plan pk = generated(pack(DType::F16), "compute_80", LayoutChoice::Nhwc);
+  EXPECT_EQ(count_op(pk, OpKind::Reorder), 1) << "only the Output's";
+  EXPECT_EQ(pk.buffers[size_t(pk.calls[0].outputs[0])].layout, Layout::NHWC) << "the pack (Concat + Cast) writes NHWC";
+}
+
+TEST(CudaLayout, OptionParsingAndMeta) {
+  EXPECT_EQ(plan::cuda::parse_layout_choice("auto"), LayoutChoice::Auto);
+  EXPECT_EQ(plan::cuda::parse_layout_choice("nhwc"), LayoutChoice::Nhwc);
+  EXPECT_EQ(plan::cuda::parse_layout_choice("nchw"), LayoutChoice::Nchw);
+  EXPECT_NE(test::error_of([] { plan::cuda::parse_layout_choice("NHWC"); }).find("auto, nchw or nhwc"),
+            std::string::npos);
+  Attrs meta;
+  plan::cuda::Options o;
+  EXPECT_EQ(o.layout, LayoutChoice::Nchw) << "the default";
+  o.layout = LayoutChoice::Nhwc;
+  o.record(meta);
+  EXPECT_EQ(meta.s("cuda_layout", ""), "nhwc");
+  EXPECT_EQ(plan::cuda::Options::from_meta(meta).layout, LayoutChoice::Nhwc);
+  meta.set("cuda_layout", std::string("sideways"));
+  EXPECT_THROW(plan::cuda::Options::from_meta(meta), Error);
+}
+
+TEST(CudaLayout, NhwcKernelsCompileWithNvrtc) {
+  std::string why;
+  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  for (const NetCase& nc : kNets)
+    for (DType dt : {DType::F16, DType::F32})
+      for (const char* arch : {"compute_75", "compute_80"}) {
+        SCOPED_TRACE(std::string(nc.name) + " " + dtype_name(dt) + " " + arch);
+        const plan::Plan p = lower(nc.build(dt), cuda_opts(arch, LayoutChoice::Nhwc));
+        EXPECT_GT(count_nhwc(p), 0);
+        for (const plan::Kernel& k : p.kernels) EXPECT_EQ(k.options, plan::cuda::kPtxFormat) << k.name;
+      }
+}
+
+// Runs plan p on backend b with inputs `ins` (converted to each input's dtype); outputs as f32.
+std::vector<Tensor> run(backend::Backend& b, const plan::Plan& p, const std::vector<Tensor>& ins) {
+  std::vector<Tensor> in, out;
+  for (size_t i = 0; i < p.inputs.size(); ++i) in.push_back(ins[i].cast(p.buffers[size_t(p.inputs[i])].dtype));
+  for (int o : p.outputs) out.emplace_back(p.buffers[size_t(o)].dtype, p.buffers[size_t(o)].shape);
+  std::vector<const Tensor*> ip;
+  std::vector<Tensor*> op;
+  for (auto& t : in) ip.push_back(&t);
+  for (auto& t : out) op.push_back(&t);
+  b.load(p);
+  b.run(ip, op);
+  std::vector<Tensor> r;
+  for (auto& t : out) r.push_back(t.cast(DType::F32));
+  return r;
+}
+
+TEST(CudaLayout, NhwcMatchesReferenceAndNchwOnTheDevice) {
+  std::unique_ptr<backend::Backend> cu;
+  try {
+    cu = backend::create("cuda");
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no CUDA device: " << e.what();
+  }
+  std::string why;
+  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  auto ref = backend::create("reference");
+  uint64_t seed = 300;
+  for (const NetCase& nc : kNets)
+    for (DType dt : {DType::F16, DType::F32})
+      for (const char* arch : {"compute_75", "compute_80"}) {
+        SCOPED_TRACE(std::string(nc.name) + " " + dtype_name(dt) + " " + arch);
+        CompileOptions ro;
+        ro.target = "reference";
+        const plan::Plan rp = lower(nc.build(DType::F32), ro);
+        std::vector<Tensor> ins;
+        for (int i : rp.inputs) {
+          const plan::Buffer& b = rp.buffers[size_t(i)];
+          ins.push_back(b.dtype == DType::U8 ? test::random_f32(b.shape, seed++, 0.f, 255.f).cast(DType::U8)
+                                             : test::random_f32(b.shape, seed++).cast(DType::F16).cast(DType::F32));
+        }
+        const std::vector<Tensor> want = run(*ref, rp, ins);
+        const plan::Plan nhwc = lower(nc.build(dt), cuda_opts(arch, LayoutChoice::Nhwc));
+        const plan::Plan nchw = lower(nc.build(dt), cuda_opts(arch, LayoutChoice::Nchw));
+        ASSERT_GT(count_nhwc(nhwc), 0);
+        const std::vector<Tensor> a = run(*cu, nhwc, ins), b = run(*cu, nchw, ins);
+        ASSERT_EQ(a.size(), want.size());
+        const double tol = dt == DType::F16 ? 5e-3 : 1e-5;
+        for (size_t o = 0; o < a.size(); ++o) {
+          EXPECT_LT(compare(a[o], want[o]).rel_l2, tol) << "output " << o << " vs the reference";
+          EXPECT_LT(compare(a[o], b[o]).rel_l2, tol) << "output " << o << " vs the NCHW plan";
+        }
+        // Replays agree bit for bit (split-K counters reset, no race).
+        const std::vector<Tensor> again = run(*cu, nhwc, ins);
+        for (size_t o = 0; o < a.size(); ++o) EXPECT_EQ(compare(again[o], a[o]).max_abs_rel, 0.0) << "output " << o;
+      }
+}
+
+}  // namespace
+}  // namespace opv
