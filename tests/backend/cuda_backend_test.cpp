@@ -391,7 +391,7 @@ TEST(CudaBackendGpu, CapsNameTheDevice) {
   SKIP_WITHOUT_CUDA();
   auto be = backend::create("cuda");
   const backend::Caps c = be->caps();
-  EXPECT_EQ(backend::layout_list(c.layouts), "linear");
+  EXPECT_EQ(backend::layout_list(c.layouts), "linear, nhwc");
   EXPECT_TRUE(c.per_call_times);
   EXPECT_EQ(c.device.rfind("CUDA: ", 0), 0u) << c.device;
   EXPECT_NE(c.device.find("(sm_"), std::string::npos) << c.device;
@@ -545,12 +545,19 @@ TEST(CudaBackendGpu, RefusesWhatItCannotRun) {
     EXPECT_FALSE(s);
     EXPECT_NE(s.why.find("has blocks of 4096x1x1 = 4096 threads"), std::string::npos) << s.why;
   }
-  {  // a layout other than Linear
+  {  // a layout other than Linear and NHWC
     plan::Plan p = chain_plan();
-    p.buffers[size_t(p.calls[0].outputs[0])].layout = Layout::NHWC;
+    p.buffers[size_t(p.calls[0].outputs[0])].layout = Layout::ImageRGBA;
     const backend::Support s = backend::supports(*be, p);
     EXPECT_FALSE(s);
-    EXPECT_NE(s.why.find("the cuda backend stores only linear"), std::string::npos) << s.why;
+    EXPECT_NE(s.why.find("the cuda backend stores only linear, nhwc"), std::string::npos) << s.why;
+  }
+  {  // an NHWC plan Output (the caller's tensors are Linear)
+    plan::Plan p = chain_plan();
+    p.buffers[size_t(p.outputs[0])].layout = Layout::NHWC;
+    const backend::Support s = be->supports_buffer(p, p.outputs[0]);
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.why.find("copies inputs and outputs as Linear tensors"), std::string::npos) << s.why;
   }
   {  // an intermediate outside the arena
     plan::Plan p = chain_plan();

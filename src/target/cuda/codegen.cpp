@@ -314,6 +314,7 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
   const int64_t KH = W.shape[2], KW = W.shape[3], taps = C * KH * KW, PIX = OH * OW;
   const int64_t PB = (PIX + kMultiThreads - 1) / kMultiThreads, G = M / co;
   const std::vector<int64_t> xst = strides_of(X), yst = strides_of(x.out());  // Linear or NHWC
+  const bool vec_store = nhwc_stored(x.out()) && x.out().dtype == DType::F16;
   *blocks = N * G * PB;
   std::ostringstream b;
   b << "  // " << co << " output channels per thread, weights in shared memory\n"
@@ -327,6 +328,7 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
     << "  const opv_idx pix = pb * " << kMultiThreads << " + threadIdx.x;\n"
     << "  if (pix >= " << I(PIX) << ") return;\n"
     << "  const opv_idx o2 = pix / " << I(OW) << ", o3 = pix % " << I(OW) << ";\n"
+    << (vec_store ? "  __align__(16) unsigned short hv[" + std::to_string(co) + "];  // the stored channels\n" : "")
     << "  float acc[" << co << "];\n"
     << "#pragma unroll\n  for (int j = 0; j < " << co << "; ++j) acc[j] = 0.0f;\n"
     << "  for (int c = 0; c < " << C << "; ++c) {\n"
@@ -346,10 +348,91 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
     << "#pragma unroll\n  for (int j = 0; j < " << co << "; ++j) {\n"
     << "    const opv_idx o1 = cg * " << I(co) << " + j;\n"
     << "    float v = acc[j]" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "o1") : "") << ";\n"
-    << post_ops(x) << "    "
-    << store(x.out().dtype, "out0",
-             "o0 * " + I(yst[0]) + " + o1 * " + I(yst[1]) + " + o2 * " + I(yst[2]) + " + o3 * " + I(yst[3]), "v")
-    << "\n  }\n";
+    << post_ops(x) << "    ";
+  const std::string y_at = "o0 * " + I(yst[0]) + " + o2 * " + I(yst[2]) + " + o3 * " + I(yst[3]);
+  if (vec_store) {
+    // NHWC fp16: the thread's co channels are adjacent, one 8- or 16-byte store (M % co == 0).
+    b << "hv[j] = opv_f2h(v);\n  }\n"
+      << "  *(" << (co == 8 ? "uint4" : "uint2") << "*)(out0 + " << y_at << " + cg * " << I(co) << ") = *(const "
+      << (co == 8 ? "uint4" : "uint2") << "*)hv;\n";
+    return b.str();
+  }
+  b << store(x.out().dtype, "out0", y_at + " + o1 * " + I(yst[1]), "v") << "\n  }\n";
+  return b.str();
+}
+
+// NHWC fp16 depthwise convs (any kernel size, stride, padding, dilation): a thread computes 8
+// adjacent channels of one output pixel, one 16-byte load of the input per tap (a warp: 4 pixels
+// x 128 contiguous bytes, with 8 channel groups a block) and its weights from shared memory, staged
+// [tap][channel] as fp32 for the block's CH channels; one 16-byte store. The taps are summed in the
+// order of the generic conv and the depthwise pair (kh, then kw; fmaf from 0; then the bias).
+constexpr int kDwNhwcThreads = 256;
+constexpr int64_t kDwNhwcSmemBytes = 32 << 10;
+bool dw_nhwc_ok(const Ctx& x) {
+  if (x.k.op != OpKind::Conv || !x.has(1)) return false;
+  const Buffer& X = x.in(0);
+  const Buffer& W = x.in(1);
+  const Buffer& Y = x.out();
+  if (X.shape.size() != 4 || W.shape.size() != 4 || Y.shape.size() != 4) return false;
+  const int64_t C = X.shape[1];
+  const Attrs& a = x.k.attrs;
+  if (a.i("group", 1) != C || Y.shape[1] != C || W.shape[0] != C || W.shape[1] != 1 || C % 8) return false;
+  if (a.ints("strides", {1, 1}).size() != 2 || a.ints("dilations", {1, 1}).size() != 2 ||
+      a.ints("pads", {0, 0, 0, 0}).size() != 4)
+    return false;
+  return nhwc_stored(X) && nhwc_stored(Y) && X.dtype == DType::F16 && Y.dtype == DType::F16 && is_float(W.dtype) &&
+         W.shape[2] * W.shape[3] * 64 * 4 <= kDwNhwcSmemBytes;
+}
+std::string dw_nhwc(const Ctx& x, int64_t* blocks) {
+  const Buffer& X = x.in(0);
+  const Buffer& W = x.in(1);
+  const Shape& os = x.out().shape;
+  const Attrs& a = x.k.attrs;
+  const auto s = a.ints("strides", {1, 1}), d = a.ints("dilations", {1, 1}), pd = a.ints("pads", {0, 0, 0, 0});
+  const int64_t N = os[0], C = os[1], OH = os[2], OW = os[3], H = X.shape[2], Wd = X.shape[3];
+  const int64_t KH = W.shape[2], KW = W.shape[3], TAPS = KH * KW, NPIX = N * OH * OW;
+  int64_t CGB = 8;  // channel groups of 8 a block
+  while ((C / 8) % CGB) CGB /= 2;
+  const int64_t CH = CGB * 8, PPB = kDwNhwcThreads / CGB, CC = C / CH, PB = (NPIX + PPB - 1) / PPB;
+  *blocks = CC * PB;
+  std::ostringstream b;
+  b << "  // depthwise " << KH << "x" << KW << " NHWC: 8 channels a thread, " << CH << " channels x " << PPB
+    << " pixels a block\n"
+    << "  __shared__ __align__(16) float wsm[" << TAPS * CH << "];\n"
+    << "  __align__(16) unsigned short hv[8];  // the stored channels\n"
+    << "  const int cc = (int)(blockIdx.x % " << CC << "), tid = threadIdx.x;\n"
+    << "  const opv_idx pb = blockIdx.x / " << CC << ";\n"
+    << "  for (int e = tid; e < " << TAPS * CH << "; e += " << kDwNhwcThreads << ") {\n"
+    << "    const int ch = e / " << TAPS << ", q = e % " << TAPS << ";\n"
+    << "    wsm[q * " << CH << " + ch] = " << load(W.dtype, "in1", "(cc * " + I(CH) + " + ch) * " + I(TAPS) + " + q") << ";\n"
+    << "  }\n  __syncthreads();\n"
+    << "  const int gq = tid % " << CGB << ";\n"
+    << "  const opv_idx pix = pb * " << PPB << " + tid / " << CGB << ";\n"
+    << "  if (pix >= " << I(NPIX) << ") return;\n"
+    << "  const opv_idx o3 = pix % " << I(OW) << ", o2 = (pix / " << I(OW) << ") % " << I(OH) << ", o0 = pix / "
+    << I(OH * OW) << ";\n"
+    << "  const int c0 = cc * " << CH << " + gq * 8;\n"
+    << "  float acc[8];\n#pragma unroll\n  for (int j = 0; j < 8; ++j) acc[j] = 0.0f;\n"
+    << "#pragma unroll\n  for (int kh = 0; kh < " << KH << "; ++kh) {\n"
+    << "    const opv_idx ih = o2 * " << I(s[0]) << " - " << I(pd[0]) << " + kh * " << I(d[0]) << ";\n"
+    << "    if (ih < 0 || ih >= " << I(H) << ") continue;\n"
+    << "#pragma unroll\n    for (int kw = 0; kw < " << KW << "; ++kw) {\n"
+    << "      const opv_idx iw = o3 * " << I(s[1]) << " - " << I(pd[1]) << " + kw * " << I(d[1]) << ";\n"
+    << "      if (iw < 0 || iw >= " << I(Wd) << ") continue;\n"
+    << "      const uint4 xv = *(const uint4*)(in0 + ((o0 * " << I(H) << " + ih) * " << I(Wd) << " + iw) * " << I(C)
+    << " + c0);\n"
+    << "      const float4* w4 = (const float4*)(wsm + (kh * " << KW << " + kw) * " << CH << " + gq * 8);\n"
+    << "      const float4 wa = w4[0], wb = w4[1];\n"
+    << "      const unsigned xw[4] = {xv.x, xv.y, xv.z, xv.w};\n"
+    << "      const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};\n"
+    << "#pragma unroll\n      for (int j = 0; j < 8; ++j)\n"
+    << "        acc[j] = fmaf(opv_h2f((unsigned short)(j & 1 ? xw[j >> 1] >> 16 : xw[j >> 1] & 0xffffu)), wv[j], acc[j]);\n"
+    << "    }\n  }\n"
+    << "#pragma unroll\n  for (int j = 0; j < 8; ++j) {\n"
+    << "    const opv_idx o1 = c0 + j;\n"
+    << "    float v = acc[j]" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "o1") : "") << ";\n"
+    << post_ops(x) << "    hv[j] = opv_f2h(v);\n  }\n"
+    << "  *(uint4*)(out0 + pix * " << I(C) << " + c0) = *(const uint4*)hv;\n";
   return b.str();
 }
 
@@ -1365,6 +1448,13 @@ Generated generate(const Plan& p, const Call& c) {
       } else if (conv1x1_tiled_ok(x)) {
         if (!post_ops_ok(x, &why)) break;
         body = conv1x1_tiled(x, &count);
+        writes_itself = own_post_ops = true;
+      } else if (dw_nhwc_ok(x)) {
+        if (!post_ops_ok(x, &why)) break;
+        int64_t blocks = 0;
+        body = dw_nhwc(x, &blocks);
+        block = kDwNhwcThreads;
+        count = blocks * block;
         writes_itself = own_post_ops = true;
       } else if (const int64_t co = conv_multi_co(x); co > 0) {
         if (!post_ops_ok(x, &why)) break;

@@ -42,6 +42,8 @@ bool post_ops_ok(const Ctx& x, std::string* why);
 std::string post_ops(const Ctx& x);
 // Offset into a row-major tensor of shape `in` broadcast to `out`, from out's coordinates o<d>.
 std::string bcast_offset(const Shape& out, const Shape& in);
+// Whether b is stored channels-last in a way that matters (NHWC, more than one channel and pixel).
+bool nhwc_stored(const Buffer& b);
 bool conv1x1_tiled_ok(const Ctx& x);  // a dense 1x1 conv (stride 1, no padding) the 1x1 families take
 
 // The kernel size of a stride-1, dilation-1, 'same'-padded depthwise conv call with unary

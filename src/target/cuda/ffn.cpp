@@ -5,6 +5,7 @@
  *      only the triples whose fc1 reads a stride-1 'same' depthwise conv that nothing else reads
  *      (FastViT's ConvFFN: 7x7 -> fc1 -> GELU -> fc2 -> residual) and merges that conv too.
  *   2. ffn: that call's kernel (the comment below describes it).
+ * NCHW or NHWC (both calls' X and Y in one layout; the depthwise conv only with NCHW).
  * Invariant: the fused call computes what its members compute one after the other, with the
  * depthwise conv's and fc1's outputs rounded to fp16 as their stored tensors would be (the
  * depthwise taps summed in the order the depthwise pair kernel sums them); the hidden-split sums
@@ -95,6 +96,8 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
   if (plan_sm(p) < 80) return false;
   const Kernel& ka = p.kernels.at(size_t(a.kernel));
   const Kernel& kb = p.kernels.at(size_t(b.kernel));
+  if (a.inputs.empty() || a.inputs[0] < 0) return false;
+  const bool nhwc = nhwc_stored(p.buffers.at(size_t(a.inputs[0])));
   for (const auto* cc : {&a, &b}) {
     const Kernel& k = p.kernels.at(size_t(cc->kernel));
     if (k.op != OpKind::Conv || !k.source.empty() || k.attrs.i("cl_batch", 0) > 0 || cc->outputs.size() != 1 ||
@@ -102,8 +105,11 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
       return false;
     const Ctx x{p, *cc, k};
     if (!conv1x1_tiled_ok(x) || x.in(0).dtype != DType::F16 || x.in(1).dtype != DType::F16 ||
-        x.out().dtype != DType::F16 || x.out().layout != Layout::Linear || x.in(0).layout != Layout::Linear)
+        x.out().dtype != DType::F16)
       return false;
+    // Both calls NCHW, or both NHWC (the pass "cuda-layout"), never mixed.
+    for (const Buffer* bb : {&x.in(0), &x.out()})
+      if ((bb->layout != Layout::Linear && bb->layout != Layout::NHWC) || nhwc_stored(*bb) != nhwc) return false;
     if (cc->inputs.size() > 2 && cc->inputs[2] >= 0 && !is_float(x.in(2).dtype)) return false;
   }
   const int hid = a.outputs[0];
@@ -134,7 +140,7 @@ void fuse_ffn(Plan& p, bool with_dw) {
     FfnShape sh;
     bool ok = i1 + 1 < p.calls.size() && ffn_shape(p, p.calls[i1], p.calls[i1 + 1], readers, &sh);
     int64_t K = 0;
-    if (ok && with_dw) {  // a depthwise conv whose output only fc1 reads
+    if (ok && with_dw) {  // a depthwise conv whose output only fc1 reads (NCHW: dw_same_size)
       const Call& d = p.calls[i];
       K = dw_same_size(p, d);
       ok = K > 0 && K <= kFfnDwMaxK && sh.S <= kFfnDwMaxSplit && p.calls[i1].inputs[0] == d.outputs[0] &&
@@ -152,7 +158,8 @@ void fuse_ffn(Plan& p, bool with_dw) {
     Call f;
     auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
     k.name = "ffn_" + std::to_string(sh.Cin) + "_" + std::to_string(sh.Hd) + "_" + std::to_string(sh.Cout) +
-             (with_dw ? "_dw" + std::to_string(K) + "x" + std::to_string(K) : std::string()) + "_f16";
+             (with_dw ? "_dw" + std::to_string(K) + "x" + std::to_string(K) : std::string()) + "_f16" +
+             (nhwc_stored(p.buffers.at(size_t(a.inputs[0]))) ? "_nhwc" : "");
     std::vector<int64_t> npo{int64_t(akern.post_ops.size()), int64_t(bkern.post_ops.size())};
     f.inputs = {a.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
     f.label = a.label + "+" + b.label;
@@ -206,6 +213,10 @@ Generated ffn(const Plan& p, const Call& c) {
   s.Hd = buf(1).shape[0], s.Cout = Y.shape[1];
   // The same sizing as ffn_shape (re-derived: the plan keeps no shape of the hidden tensor).
   if (!ffn_size(&s)) return gen.why = "ConvFFN shape does not fit the kernel", gen;
+  // NHWC (X and Y channels-last): X's tile is staged [BN][CIN] (pixel rows of 16-byte chunks) and
+  // read with plain ldmatrix as fc1's B fragments; the output is stored [pixel][channel].
+  const bool nhwc = nhwc_stored(buf(0));
+  if (nhwc != nhwc_stored(Y) || (nhwc && DK)) return gen.why = "ConvFFN layouts differ (or NHWC with a depthwise conv)", gen;
   if (DK && (DK % 2 == 0 || DK > kFfnDwMaxK || buf(5).shape != Shape{s.Cin, 1, DK, DK} ||
              (c.inputs[6] >= 0 && numel(buf(6).shape) != s.Cin) || !is_float(buf(0).dtype) || !is_float(buf(5).dtype) ||
              (c.inputs[6] >= 0 && !is_float(buf(6).dtype))))
@@ -232,7 +243,8 @@ Generated ffn(const Plan& p, const Call& c) {
     << ", S = " << s.S << ", CPB = " << s.CPB << ", NC = " << s.NC << ";\n"
     << "  constexpr int SK1 = " << s.SK1 << ", NS1 = CIN / SK1, NS2 = COUT / 64, NSL = NS1 + NS2, NB = " << s.NB
     << ", TILE = COUT * BN;\n"
-    << "  __shared__ __align__(16) unsigned short Xs[CIN * LDX];\n"
+    << (nhwc ? "  constexpr int LDXN = CIN + 8;  // NHWC: Xs[pixel][channel]\n  __shared__ __align__(16) unsigned short Xs[BN * LDXN];\n"
+             : "  __shared__ __align__(16) unsigned short Xs[CIN * LDX];\n")
     << "  __shared__ __align__(16) unsigned short Gs[HC * LDG];\n"
     << "  __shared__ __align__(128) unsigned short Ws[NB][64 * 64];  // slab ring: 64 rows x 128 bytes, swizzled\n"
     << "  __shared__ int last_;\n  (void)last_; (void)TILE;\n"
@@ -267,6 +279,12 @@ Generated ffn(const Plan& p, const Call& c) {
     << "  };\n";
   if (DK)
     ;  // X is computed below, while the first slabs are in flight
+  else if (nhwc)
+    b << "  for (int e = tid; e < BN * (CIN / 8); e += 128) {\n"
+      << "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
+      << "    const opv_idx q = p0 + pp;\n"
+      << "    const bool ok = q < P;\n"
+      << "    opv_cp16(Xs + pp * LDXN + cc, ok ? Xg + q * CIN + cc : Xg, ok);\n  }\n";
   else if (s.P % 8 == 0)
     b << "  for (int e = tid; e < CIN * BN / 8; e += 128) {\n"
       << "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
@@ -371,7 +389,8 @@ Generated ffn(const Plan& p, const Call& c) {
     << "#pragma unroll\n      for (int kk = 0; kk < SK1 / 16; ++kk) {\n"
     << "        unsigned a[4], r[4];\n"
     << "        lda(a, w, warp * 16, kk * 16);\n"
-    << "        opv_ldsm4t(r, Xs + (j * SK1 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8);\n"
+    << (nhwc ? "        opv_ldsm4(r, Xs + ((lane & 7) + (lane >> 4) * 8) * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
+             : "        opv_ldsm4t(r, Xs + (j * SK1 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8);\n")
     << "        const unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};\n"
     << "        opv_mma(acc1[0], a, b0);\n"
     << "        opv_mma(acc1[1], a, b1);\n"
@@ -405,7 +424,7 @@ Generated ffn(const Plan& p, const Call& c) {
   epi << "      const opv_idx o0 = n, o1 = m, o2 = q / " << I(s.OW) << ", o3 = q % " << I(s.OW) << ";\n"
       << "      (void)o0; (void)o1; (void)o2; (void)o3;\n"
       << "      float v = sum" << (c.inputs[4] >= 0 ? " + " + load(buf(4).dtype, "in4", "m") : std::string()) << ";\n"
-      << post_ops(x2) << "      " << store(Y.dtype, "out0", "(n * COUT + m) * P + q", "v") << "\n";
+      << post_ops(x2) << "      " << store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") << "\n";
   if (s.S == 1) {
     b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < 2; ++nt)\n"
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"

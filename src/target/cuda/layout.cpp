@@ -10,9 +10,9 @@
  *      or scalar operands), f16 and f32 activations. The CUDA families index every operand through
  *      its own layout (codegen.cpp strides_of / coords), so their data slots are Flex: they read a
  *      buffer in the layout it has, no Reorder. Only a tensor-core 1x1 conv's X is Data (it must be
- *      NHWC when its output is), and a plan Output a domain call wrote (its NHWC copy is read). The input pack (a Cast of integer frames to a float type, with
- *      element-wise post-ops) can run NHWC too: it reads the Linear frames and writes NHWC.
- *   3. A domain starts at a conv, or at the input pack, with an NHWC-eligible output; everything
+ *      NHWC when its output is), and a plan Output a domain call wrote (its NHWC copy is read).
+ *   3. A domain starts at a conv with an NHWC-eligible output (not at the input pack: the first
+ *      conv reads the NCHW frames and writes NHWC, see starts_domain); everything
  *      capable that reads its outputs joins (layout_domain.cpp). Ops without an NHWC form (Reshape,
  *      Gemm, MatMul, Softmax, Transpose, ...) read Linear copies made by Reorder calls; domain calls
  *      writing plan Outputs write through a Reorder.
@@ -28,29 +28,6 @@
 namespace opv::plan::cuda {
 namespace {
 
-bool is_float4d(const Buffer& b) { return is_float(b.dtype) && b.shape.size() == 4; }
-
-// A Cast of a 4-D integer tensor to f16/f32 (the uint8 frames' normalisation), with element-wise
-// post-ops whose operands are per-channel, scalar or of the output's shape.
-bool input_pack_slots(const Plan& p, const Call& c, SlotClass* r) {
-  const Kernel& k = p.kernels.at(size_t(c.kernel));
-  if (k.op != OpKind::Cast || c.outputs.size() != 1 || c.inputs.empty() || c.inputs[0] < 0) return false;
-  const Buffer& x = p.buffers.at(size_t(c.inputs[0]));
-  const Buffer& y = p.buffers.at(size_t(c.outputs[0]));
-  if (!is_float4d(y) || y.dtype == DType::F64 || is_float(x.dtype) || x.shape != y.shape) return false;
-  r->slot.assign(c.inputs.size(), Slot::Other);
-  r->slot[0] = Slot::Flex;
-  for (const PostOp& po : k.post_ops) {
-    if (po.input < 0) continue;
-    if (size_t(po.input) >= c.inputs.size() || c.inputs[size_t(po.input)] < 0) return false;
-    const Buffer& b = p.buffers.at(size_t(c.inputs[size_t(po.input)]));
-    if (b.shape == y.shape) r->slot[size_t(po.input)] = Slot::Flex;
-    else if (!per_channel_or_scalar(b.shape, y.shape)) return false;
-  }
-  r->capable = true;
-  return true;
-}
-
 struct CudaNhwcPolicy : NhwcPolicy {
   int sm = 75;
 
@@ -58,10 +35,7 @@ struct CudaNhwcPolicy : NhwcPolicy {
 
   SlotClass classify(const Plan& p, const Call& c) const override {
     SlotClass r = NhwcPolicy::classify(p, c);
-    if (!r.capable) {
-      SlotClass pack;
-      return input_pack_slots(p, c, &pack) ? pack : r;
-    }
+    if (!r.capable) return r;
     // Data stays Data for the tensor-core 1x1's X, and where the buffer is a plan Output (Linear):
     // a domain call that wrote it left an NHWC copy (layout_domain.h, step 3), read that one.
     const bool mma = tensor_core_1x1(p, c, sm);
@@ -71,10 +45,10 @@ struct CudaNhwcPolicy : NhwcPolicy {
     return r;
   }
 
+  // Convs start the domain; the input pack does not (it stays NCHW and the first conv converts as it
+  // reads: on the H200 the stem conv read NHWC frames at 41 us a call against 17 us NCHW, run 19).
   bool starts_domain(const Plan& p, const Call& c, bool out_eligible) const override {
-    if (!out_eligible) return false;
-    SlotClass pack;
-    return p.kernels[size_t(c.kernel)].op == OpKind::Conv || input_pack_slots(p, c, &pack);
+    return out_eligible && p.kernels[size_t(c.kernel)].op == OpKind::Conv;
   }
 
   Layout flex_layout(const Plan& p, const Call& c, const Buffer& b) const override {
