@@ -124,6 +124,32 @@ std::string describe_order(const std::vector<std::string>& order, const std::vec
 
 }  // namespace
 
+passes::Code::Grid launch_grid(const Capture& cap, int k) {
+  passes::Code::Grid g;
+  const CaptureKernel& kern = cap.kernels.at(static_cast<size_t>(k));
+  constexpr int kNoReg = 252;
+  g.local_reg = kern.local_invocation_id_regid == kNoReg ? -1 : kern.local_invocation_id_regid;
+  g.group_reg = kern.work_group_id_regid == kNoReg ? -1 : kern.work_group_id_regid;
+  bool launched = false;
+  auto take = [&](const CaptureLaunch& l) {
+    if (l.kernel != k) return;
+    for (int d = 0; d < 3; ++d) {
+      g.local_size[d] = std::max(launched ? g.local_size[d] : 0u, l.local_size[size_t(d)]);
+      g.num_groups[d] = std::max(launched ? g.num_groups[d] : 0u, l.global_size[size_t(d)]);
+    }
+    launched = true;
+  };
+  for (const CaptureStep& s : cap.setup)
+    if (s.is_launch) take(s.launch);
+  for (const CaptureLaunch& l : cap.schedule) take(l);
+  if (!launched) g.local_reg = g.group_reg = -1;  // never launched: nothing to specialise for
+  // Mesa's immediates sit in the const file from immediates_const_byte on (one 32-bit word per
+  // component); the arguments before them are the launch's and stay unknown.
+  for (size_t i = 0; i < kern.immediates.size(); ++i)
+    g.consts.emplace_back(static_cast<int>(kern.immediates_const_byte / 4 + i), kern.immediates[i]);
+  return g;
+}
+
 std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
   std::vector<std::string> names = opts.passes.empty() ? passes::pass_names() : opts.passes;
   std::vector<KernelOpt> out;
@@ -184,6 +210,7 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
       Candidate c{pi, {}, {}};
       try {
         passes::Code code(orig, kGenA6xx, kern.mergedregs);
+        code.grid = launch_grid(cap, static_cast<int>(k));
         for (const std::string& n : plans[pi]) {
           passes::run_pass(n, code);
           c.stage.push_back(code.emit());

@@ -43,6 +43,11 @@ std::vector<uint64_t> run_passes(const std::vector<uint64_t>& words, const std::
 // kernel k's own code on `sets` random input sets of its first launch; else the reason.
 std::string validate_kernel(const Capture& cap, int k, const std::vector<uint64_t>& code, int sets, uint64_t seed);
 
+// What the passes may assume about kernel k's launches (passes::Code::grid): its id registers,
+// the largest local size and number of work-groups over every launch of it in the capture (setup
+// and schedule), and its compile-time const-file immediates.
+passes::Code::Grid launch_grid(const Capture& cap, int k);
+
 // Optimises every kernel of `cap` in place (code, max_reg/max_half_reg) and reports per kernel.
 std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts);
 

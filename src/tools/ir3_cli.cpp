@@ -378,10 +378,15 @@ int cmd_opt(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed", "--kernels"});
   if (a.help || a.pos.size() != 1) {
     std::printf(
-        "usage: opvision ir3 opt IN -o OUT [--pass cp,coalesce,reassoc,dce,relocate,rpt,rename,\n"
-        "                        guards,hoist,tidy,legalize] [--validate N] [--seed S] [--kernels LIST]\n"
-        "                        [--report] [--json]\n"
+        "usage: opvision ir3 opt IN -o OUT [--pass fold,cp,coalesce,reassoc,dce,relocate,rpt,\n"
+        "                        rename,guards,hoist,tidy,legalize] [--validate N] [--seed S]\n"
+        "                        [--kernels LIST] [--report] [--json]\n"
         "  Rewrites real a630 code with the binary passes, in the order given (default: all):\n"
+        "    fold      (captures only) integer arithmetic whose value the kernel's launch grid decides\n"
+        "              (evaluated for every fiber, and per iteration in counted loops) becomes a move:\n"
+        "              a constant, a copy of a register holding the same values, or the other\n"
+        "              source of an identity (signs of indices that are never negative, 16-bit\n"
+        "              multiply-high parts that are zero); the code is then valid for that grid\n"
         "    cp        ALU sources read the register that already holds the same constant or copy;\n"
         "              texture/memory operands of known constants (isam.s2en index pairs) an older\n"
         "              register group holding the same constants\n"
@@ -426,7 +431,7 @@ int cmd_opt(int argc, char** argv) {
   for (const std::string& n : names) {
     bool known = false;
     for (const std::string& k : passes::pass_names()) known |= k == n;
-    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, tidy, legalize)");
+    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: fold, cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, tidy, legalize)");
   }
   int gen = gen_of(a);
   bool report = a.flag("--report"), json = a.flag("--json");

@@ -905,3 +905,99 @@ TEST(Ir3Passes, HoistSyncsAWaitingConsumerBeforeMoreLoads) {
   ASSERT_GT(first_mul, 0u) << disassemble(opt);
   EXPECT_LT(first_mul, load_b) << disassemble(opt);
 }
+
+// ---- fold
+
+namespace {
+
+// The passes on `words` with the launch grid of run(): 64 fibers, the local id in r0.x.
+std::vector<uint64_t> run_with_grid(const std::vector<uint64_t>& words, const std::vector<std::string>& names) {
+  passes::Code c(words);
+  c.grid.local_reg = 0;
+  c.grid.local_size[0] = 64;
+  for (const std::string& n : names) passes::run_pass(n, c);
+  return c.emit();
+}
+
+}  // namespace
+
+// Index arithmetic that the grid decides: a sign that is zero in every fiber, a multiply-high
+// part of a 16-bit value, a select whose condition never holds, identities with those zeros and
+// copies of values another register already holds. Results must not change.
+TEST(Ir3Passes, FoldRewritesArithmeticTheGridDecides) {
+  std::vector<uint64_t> orig = stored(R"(
+    add.u r1.x, r0.x, 1
+    (rpt2)nop
+    absneg.s r1.y, (abs)r1.x
+    cmps.s.lt r1.z, r1.x, 0
+    (rpt2)nop
+    shr.b r1.w, r1.y, 16
+    mov.u32u32 r5.x, 0x5556
+    (rpt2)nop
+    mull.u r5.y, r1.y, r5.x
+    (rpt2)nop
+    madsh.m16 r5.z, r1.w, r1.y, r5.y
+    (rpt2)nop
+    shr.b r5.w, r5.z, 16
+    ashr.b r6.z, r1.x, 31
+    sub.u r7.x, r0.x, 32
+    (rpt2)nop
+    ashr.b r7.y, r7.x, 31
+    sel.b32 r6.x, r1.x, r1.z, r5.w
+    (rpt2)nop
+    add.u r6.y, r5.w, r7.y
+    add.u r6.w, r1.x, r6.z
+  )", "r6.x", 4);
+  // without a grid the pass knows nothing
+  EXPECT_EQ(run_passes(orig, {"fold"}), passes::Code(orig).emit());
+  std::vector<uint64_t> opt = run_with_grid(orig, {"fold", "cp", "dce", "legalize"});
+  EXPECT_EQ(count(opt, "absneg.s"), 0) << disassemble(opt);
+  EXPECT_EQ(count(opt, "cmps.s.lt"), 0) << disassemble(opt);
+  EXPECT_EQ(count(opt, "madsh.m16"), 0) << disassemble(opt);
+  EXPECT_EQ(count(opt, "sel.b32"), 0) << disassemble(opt);
+  EXPECT_EQ(count(opt, "mov.u32u32 r6.z, 0"), 1) << disassemble(opt);  // stored: the sign becomes its value
+  EXPECT_EQ(count(opt, "mov.u32u32 r6.w, r1.x"), 1) << disassemble(opt);
+  // r0.x - 32 is negative in half the fibers: its sign stays computed, and so does the add
+  EXPECT_EQ(count(opt, "ashr.b r7.y, r7.x, 31"), 1) << disassemble(opt);
+  EXPECT_EQ(count(opt, "add.u r6.y"), 1) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run(orig), run(opt));
+}
+
+// Inside a counted loop the values are known per (fiber, iteration): the counter runs 0..4, so
+// counter + lid is never negative and its sign is zero in every iteration; a loop whose exit
+// does not depend on known values (here: on the accumulator) is left as it is.
+TEST(Ir3Passes, FoldFollowsCountedLoops) {
+  auto loop = [](const char* bound) {
+    return stored(std::string(R"(
+    mov.u32u32 r2.x, 0
+    mov.u32u32 r2.y, 0
+  body:
+    (rpt2)nop
+    add.u r2.z, r2.x, r0.x
+    (rpt2)nop
+    ashr.b r2.w, r2.z, 31
+    (rpt2)nop
+    add.u r3.y, r2.z, r2.w
+    (rpt2)nop
+    add.u r2.y, r2.y, r3.y
+    add.u r2.x, r2.x, 1
+    (rpt2)nop
+    cmps.u.lt p0.x, )") + bound + R"(, 5
+    (rpt5)nop
+    br p0.x, #body
+    mov.u32u32 r6.x, r2.y
+  )", "r6.x", 1);
+  };
+  std::vector<uint64_t> orig = loop("r2.x");
+  std::vector<uint64_t> opt = run_with_grid(orig, {"fold", "cp", "dce", "legalize"});
+  EXPECT_EQ(count(opt, "ashr.b"), 0) << disassemble(opt);
+  EXPECT_EQ(count(opt, "r3.y"), 0) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run(orig), run(opt));
+  // the accumulator decides the exit: the trip count is unknown, the sign stays
+  std::vector<uint64_t> unknown = loop("r2.y");
+  std::vector<uint64_t> kept = run_with_grid(unknown, {"fold", "cp", "dce", "legalize"});
+  EXPECT_EQ(count(kept, "ashr.b"), 1) << disassemble(kept);
+  EXPECT_EQ(run(unknown), run(kept));
+}

@@ -54,6 +54,18 @@ class Code {
   // Set at construction.
   bool merged_regs = true;
 
+  // The launch the kernel is specialised for, when it is known (a capture's schedule): which
+  // registers deliver the local invocation id and the work-group id (x, y, z in consecutive
+  // registers; -1 = not delivered), the largest local size and number of work-groups of any of
+  // its launches, and the const-file components whose values are fixed at compile time (Mesa's
+  // immediates), by component index (cN.c = 4N + c). Empty (no id register) for a lone image.
+  struct Grid {
+    int local_reg = -1, group_reg = -1;
+    uint32_t local_size[3] = {1, 1, 1}, num_groups[3] = {1, 1, 1};
+    std::vector<std::pair<int, uint32_t>> consts;
+    bool known() const { return local_reg >= 0 || group_reg >= 0; }
+  } grid;
+
  private:
   int next_id_ = 0;
 };

@@ -4,7 +4,8 @@
 // is kept is decided elsewhere (ir3/optimize.h): the simulator must give bit-identical results
 // and the hazard checker must be clean.
 //
-// Order: cp (ALU sources read the register that already holds a copied value or constant) ->
+// Order: fold (integer arithmetic the launch grid decides becomes a move; needs Code::grid) ->
+// cp (ALU sources read the register that already holds a copied value or constant) ->
 // coalesce (a texture coordinate goes into a pair whose second half already holds its constant) ->
 // reassoc ((X + K') + Y as (X + Y + K) + (K' - K) from a register that holds X + Y + K) ->
 // dce (remove ALU instructions nothing reads: the moves cp left without readers) -> relocate
@@ -24,6 +25,7 @@
 
 namespace opv::ir3::passes {
 
+bool fold(Code& c);
 bool cp(Code& c);
 bool coalesce(Code& c);
 bool reassoc(Code& c);

@@ -5,11 +5,12 @@
 namespace opv::ir3::passes {
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names{"cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist", "tidy", "legalize"};
+  static const std::vector<std::string> names{"fold", "cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist", "tidy", "legalize"};
   return names;
 }
 
 bool run_pass(const std::string& name, Code& c) {
+  if (name == "fold") return fold(c);
   if (name == "cp") return cp(c);
   if (name == "coalesce") return coalesce(c);
   if (name == "reassoc") return reassoc(c);
@@ -21,7 +22,7 @@ bool run_pass(const std::string& name, Code& c) {
   if (name == "hoist") return hoist(c);
   if (name == "tidy") return tidy(c);
   if (name == "legalize") return legalize(c);
-  fail("ir3 opt: unknown pass '", name, "' (passes: cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, tidy, legalize)");
+  fail("ir3 opt: unknown pass '", name, "' (passes: fold, cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, tidy, legalize)");
 }
 
 }  // namespace opv::ir3::passes
