@@ -217,7 +217,7 @@ TEST(CudaLayout, NhwcDomainEdgesAndKernels) {
     EXPECT_TRUE(k.source.find("const opv_idx o1 = r_ % ") != std::string::npos ||
                 k.source.find("opv_ldsm4(r, bb") != std::string::npos ||
                 k.source.find("output channels per thread") != std::string::npos ||
-                k.source.find("NHWC: 8 channels a thread") != std::string::npos)
+                k.source.find("NHWC: 2 channels a thread") != std::string::npos)
         << k.name << ": NHWC coordinates, the NHWC GEMM, the multi-channel conv or the NHWC depthwise conv";
   }
   // The tensor-core 1x1s in NHWC: B (the weights) along K, plain ldmatrix; no transposed load.
@@ -236,7 +236,7 @@ TEST(CudaLayout, NhwcDomainEdgesAndKernels) {
   for (const plan::Kernel& k : p.kernels) {
     stem |= k.source.find("output channels per thread") != std::string::npos &&
             k.source.find("*(uint4*)(out0 + ") != std::string::npos;
-    dw |= k.source.find("depthwise 3x3 NHWC: 8 channels a thread") != std::string::npos;
+    dw |= k.source.find("depthwise 3x3 NHWC: 2 channels a thread") != std::string::npos;
   }
   EXPECT_TRUE(stem);
   EXPECT_TRUE(dw);

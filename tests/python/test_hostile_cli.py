@@ -73,6 +73,8 @@ def test_integer_flags_are_range_checked(cli, tmp_path):
     # on|off switches of the cuda target are checked before anything is compiled
     for flag in ("--cuda-ffn", "--cuda-ffn-dw", "--cuda-pack"):
         assert_error(cli.run("compile", model, "-o", tmp_path / "x.opv", "--target", "cuda", flag, "yes"), flag)
+    assert_error(cli.run("compile", model, "-o", tmp_path / "x.opv", "--target", "cuda", "--cuda-layout", "nchwc"),
+                 "--cuda-layout: cuda layout must be auto, nchw or nhwc, got 'nchwc'")
 
 
 def test_writes_are_checked(cli, tmp_path):

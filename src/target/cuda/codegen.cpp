@@ -361,11 +361,14 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
   return b.str();
 }
 
-// NHWC fp16 depthwise convs (any kernel size, stride, padding, dilation): a thread computes 8
-// adjacent channels of one output pixel, one 16-byte load of the input per tap (a warp: 4 pixels
-// x 128 contiguous bytes, with 8 channel groups a block) and its weights from shared memory, staged
-// [tap][channel] as fp32 for the block's CH channels; one 16-byte store. The taps are summed in the
-// order of the generic conv and the depthwise pair (kh, then kw; fmaf from 0; then the bias).
+// NHWC fp16 depthwise convs (any kernel size, stride, padding, dilation): a thread computes 2
+// adjacent channels of one output pixel, one 4-byte load of the input per tap (a warp: 32 x 4
+// contiguous bytes) and the block's weights from shared memory, staged [tap][channel] as fp32 for
+// its CH (<= 64) channels; one 4-byte store. The taps are summed in the order of the generic conv
+// and the depthwise pair (kh, then kw; fmaf from 0; then the bias).
+// (8 channels a thread with 16-byte loads, run 20 on the H200: the fixture's 7x7s 12 us a call,
+// slower than the generic thread per output (8.3 us): a quarter of the threads, too few warps to
+// hide the loads' latency on the small maps.)
 constexpr int kDwNhwcThreads = 256;
 constexpr int64_t kDwNhwcSmemBytes = 32 << 10;
 bool dw_nhwc_ok(const Ctx& x) {
@@ -376,7 +379,7 @@ bool dw_nhwc_ok(const Ctx& x) {
   if (X.shape.size() != 4 || W.shape.size() != 4 || Y.shape.size() != 4) return false;
   const int64_t C = X.shape[1];
   const Attrs& a = x.k.attrs;
-  if (a.i("group", 1) != C || Y.shape[1] != C || W.shape[0] != C || W.shape[1] != 1 || C % 8) return false;
+  if (a.i("group", 1) != C || Y.shape[1] != C || W.shape[0] != C || W.shape[1] != 1 || C % 2) return false;
   if (a.ints("strides", {1, 1}).size() != 2 || a.ints("dilations", {1, 1}).size() != 2 ||
       a.ints("pads", {0, 0, 0, 0}).size() != 4)
     return false;
@@ -391,15 +394,14 @@ std::string dw_nhwc(const Ctx& x, int64_t* blocks) {
   const auto s = a.ints("strides", {1, 1}), d = a.ints("dilations", {1, 1}), pd = a.ints("pads", {0, 0, 0, 0});
   const int64_t N = os[0], C = os[1], OH = os[2], OW = os[3], H = X.shape[2], Wd = X.shape[3];
   const int64_t KH = W.shape[2], KW = W.shape[3], TAPS = KH * KW, NPIX = N * OH * OW;
-  int64_t CGB = 8;  // channel groups of 8 a block
-  while ((C / 8) % CGB) CGB /= 2;
-  const int64_t CH = CGB * 8, PPB = kDwNhwcThreads / CGB, CC = C / CH, PB = (NPIX + PPB - 1) / PPB;
+  int64_t CGB = 32;  // channel pairs a block
+  while ((C / 2) % CGB) CGB /= 2;
+  const int64_t CH = CGB * 2, PPB = kDwNhwcThreads / CGB, CC = C / CH, PB = (NPIX + PPB - 1) / PPB;
   *blocks = CC * PB;
   std::ostringstream b;
-  b << "  // depthwise " << KH << "x" << KW << " NHWC: 8 channels a thread, " << CH << " channels x " << PPB
+  b << "  // depthwise " << KH << "x" << KW << " NHWC: 2 channels a thread, " << CH << " channels x " << PPB
     << " pixels a block\n"
     << "  __shared__ __align__(16) float wsm[" << TAPS * CH << "];\n"
-    << "  __align__(16) unsigned short hv[8];  // the stored channels\n"
     << "  const int cc = (int)(blockIdx.x % " << CC << "), tid = threadIdx.x;\n"
     << "  const opv_idx pb = blockIdx.x / " << CC << ";\n"
     << "  for (int e = tid; e < " << TAPS * CH << "; e += " << kDwNhwcThreads << ") {\n"
@@ -411,28 +413,26 @@ std::string dw_nhwc(const Ctx& x, int64_t* blocks) {
     << "  if (pix >= " << I(NPIX) << ") return;\n"
     << "  const opv_idx o3 = pix % " << I(OW) << ", o2 = (pix / " << I(OW) << ") % " << I(OH) << ", o0 = pix / "
     << I(OH * OW) << ";\n"
-    << "  const int c0 = cc * " << CH << " + gq * 8;\n"
-    << "  float acc[8];\n#pragma unroll\n  for (int j = 0; j < 8; ++j) acc[j] = 0.0f;\n"
+    << "  const int c0 = cc * " << CH << " + gq * 2;\n"
+    << "  float acc0 = 0.0f, acc1 = 0.0f;\n"
     << "#pragma unroll\n  for (int kh = 0; kh < " << KH << "; ++kh) {\n"
     << "    const opv_idx ih = o2 * " << I(s[0]) << " - " << I(pd[0]) << " + kh * " << I(d[0]) << ";\n"
     << "    if (ih < 0 || ih >= " << I(H) << ") continue;\n"
     << "#pragma unroll\n    for (int kw = 0; kw < " << KW << "; ++kw) {\n"
     << "      const opv_idx iw = o3 * " << I(s[1]) << " - " << I(pd[1]) << " + kw * " << I(d[1]) << ";\n"
     << "      if (iw < 0 || iw >= " << I(Wd) << ") continue;\n"
-    << "      const uint4 xv = *(const uint4*)(in0 + ((o0 * " << I(H) << " + ih) * " << I(Wd) << " + iw) * " << I(C)
-    << " + c0);\n"
-    << "      const float4* w4 = (const float4*)(wsm + (kh * " << KW << " + kw) * " << CH << " + gq * 8);\n"
-    << "      const float4 wa = w4[0], wb = w4[1];\n"
-    << "      const unsigned xw[4] = {xv.x, xv.y, xv.z, xv.w};\n"
-    << "      const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};\n"
-    << "#pragma unroll\n      for (int j = 0; j < 8; ++j)\n"
-    << "        acc[j] = fmaf(opv_h2f((unsigned short)(j & 1 ? xw[j >> 1] >> 16 : xw[j >> 1] & 0xffffu)), wv[j], acc[j]);\n"
+    << "      const unsigned xv = *(const unsigned*)(in0 + ((o0 * " << I(H) << " + ih) * " << I(Wd) << " + iw) * "
+    << I(C) << " + c0);\n"
+    << "      const float2 wv = *(const float2*)(wsm + (kh * " << KW << " + kw) * " << CH << " + gq * 2);\n"
+    << "      acc0 = fmaf(opv_h2f((unsigned short)(xv & 0xffffu)), wv.x, acc0);\n"
+    << "      acc1 = fmaf(opv_h2f((unsigned short)(xv >> 16)), wv.y, acc1);\n"
     << "    }\n  }\n"
-    << "#pragma unroll\n  for (int j = 0; j < 8; ++j) {\n"
+    << "  unsigned short hv[2];\n"
+    << "#pragma unroll\n  for (int j = 0; j < 2; ++j) {\n"
     << "    const opv_idx o1 = c0 + j;\n"
-    << "    float v = acc[j]" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "o1") : "") << ";\n"
+    << "    float v = (j ? acc1 : acc0)" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", "o1") : "") << ";\n"
     << post_ops(x) << "    hv[j] = opv_f2h(v);\n  }\n"
-    << "  *(uint4*)(out0 + pix * " << I(C) << " + c0) = *(const uint4*)hv;\n";
+    << "  *(unsigned*)(out0 + pix * " << I(C) << " + c0) = (unsigned)hv[0] | ((unsigned)hv[1] << 16);\n";
   return b.str();
 }
 
