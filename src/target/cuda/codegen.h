@@ -10,6 +10,10 @@
 // reductions (ReduceMean/Sum/Max/Min, global pools), MaxPool/AveragePool, Concat, Transpose,
 // Softmax. Every float-output family ends in the shared post-op epilogue (post_ops of the kernel:
 // unary ops and broadcast binary operands, target/c_expr.h).
+// Layouts (cuda_abi.h): every family indexes each operand through its own layout (Linear or NHWC,
+// the pass "cuda-layout"); the tensor-core 1x1s, the fused ConvFFN, the multi-channel stem and a
+// depthwise family have NHWC forms of their own; Gemm, MatMul, Softmax, Transpose and Reshape see
+// Linear buffers only. The depthwise pairs and the pack inside the stem are NCHW-only.
 // Launch-merging rewrites of the plan, before generation (pass "cuda-codegen"): independent fp16
 // GEMVs batched into one launch (the heads), a depthwise conv followed by another on its output
 // as one launch (RepMixer -> ConvFFN), the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one

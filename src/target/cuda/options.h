@@ -14,8 +14,8 @@ namespace opv::plan::cuda {
 // The activation layout asked for (compile --cuda-layout; pass "cuda-layout", layout.cpp).
 enum class LayoutChoice : uint8_t {
   Nchw,  // every activation Linear (NCHW), the pass does nothing
-  Nhwc,  // 4-D activations channels-last from the first conv (or input pack) on, wherever the
-         // code generator has an NHWC form, Reorder calls at the domain's edges
+  Nhwc,  // 4-D activations channels-last from the first conv on, wherever the code generator has
+         // an NHWC form, Reorder calls at the domain's edges
   Auto,  // the plan's choice: Nhwc where the plan has tensor-core 1x1 convs (compute_80+, fp16),
          // else Nchw
 };
@@ -44,9 +44,9 @@ struct Options {
   // and the stem as two launches (7.5 + 17.2 us), and the inference 4 % slower (BENCHMARKS.md,
   // CUDA runs 12-13). compile --cuda-pack on turns it on.
   bool fuse_pack = false;
-  // The activation layout (LayoutChoice). NCHW by default: on the H200 the NHWC plan is slower so
-  // far, because the depthwise pairs and the fused ConvFFN have no NHWC form yet (BENCHMARKS.md,
-  // CUDA run 19).
+  // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
+  // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
+  // 3x3 + ConvFFN 7x7 in one launch) have no NHWC form: 25 single depthwise launches instead of 12.
   LayoutChoice layout = LayoutChoice::Nchw;
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
