@@ -1001,3 +1001,39 @@ TEST(Ir3Passes, FoldFollowsCountedLoops) {
   EXPECT_EQ(count(kept, "ashr.b"), 1) << disassemble(kept);
   EXPECT_EQ(run(unknown), run(kept));
 }
+
+// 64-bit addresses built Mesa's way (low word + carry into the high word) from one pointer in
+// the const file: a store whose address differs from an earlier pair's by the same small amount
+// in every fiber uses that pair with an immediate offset, and its own address arithmetic goes.
+TEST(Ir3Passes, FoldSharesAddressPairs) {
+  std::vector<uint64_t> orig = assemble(R"(
+    shl.b r1.x, r0.x, 4
+    (rpt2)nop
+    add.u r1.y, r1.x, 8
+    (rpt2)nop
+    add.u r2.x, c0.x, r1.x
+    add.u r3.x, c0.x, r1.y
+    mov.u32u32 r2.z, c0.y
+    (rpt2)nop
+    cmps.u.lt hr8.x, r2.x, c0.x
+    cmps.u.lt hr8.y, r3.x, c0.x
+    (rpt2)nop
+    cov.u16s32 r2.w, hr8.x
+    cov.u16s32 r3.w, hr8.y
+    (rpt2)nop
+    add.u r2.y, r2.w, r2.z
+    add.u r3.y, r3.w, r2.z
+    mov.u32u32 r5.x, r0.x
+    mov.u32u32 r5.y, 7
+    (rpt5)nop
+    stg.u32 g[r2.x], r5.x, 1
+    stg.u32 g[r3.x], r5.y, 1
+    end
+  )");
+  std::vector<uint64_t> opt = run_with_grid(orig, {"fold", "cp", "dce", "legalize"});
+  EXPECT_EQ(count(opt, "stg.u32 g[r2.x+8], r5.y, 1"), 1) << disassemble(opt);
+  EXPECT_EQ(count(opt, "cmps.u.lt"), 1) << disassemble(opt);
+  EXPECT_EQ(count(opt, "r3."), 0) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run(orig), run(opt));
+}

@@ -57,9 +57,35 @@ constexpr int kValueSlots = kPredSlot + 4;
 using Vec = std::vector<uint32_t>;
 using Val = std::shared_ptr<const Vec>;
 
+// What a register is known to hold in terms of a 64-bit pointer in the const file (the
+// kernel's buffer addresses: cK low word, cK+1 high word, unknown until the launch):
+//   Sum{K, X}:   cK + X (32-bit), X a known vector (a copy of cK is Sum{K, 0});
+//   Carry{K, X}: the carry out of cK + X (0 or 1);
+//   Hi{K, X, H}: cK+1 + H + Carry{K, X}, the high word of (cK+1:cK) + (H:X).
+// A register pair (Sum{K, X}, Hi{K, X, H}) is the address (cK+1:cK) + (H:X).
+struct Sym {
+  enum Kind { Sum, Carry, Hi } kind = Sum;
+  int k = -1;
+  Val x, h;
+  size_t def = 0;  // the instruction that made it (loads share the pair made first)
+};
+using SymP = std::shared_ptr<const Sym>;
+
+bool same_vec(const Val& a, const Val& b) { return a == b || (a && b && *a == *b); }
+bool same_sym(const SymP& a, const SymP& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  return a->kind == b->kind && a->k == b->k && a->def == b->def && same_vec(a->x, b->x) && same_vec(a->h, b->h);
+}
+
 struct State {
   bool reached = false;
   std::vector<Val> v = std::vector<Val>(kValueSlots);
+  std::vector<SymP> sym = std::vector<SymP>(kValueSlots);
+  void clear() {
+    v.assign(kValueSlots, Val());
+    sym.assign(kValueSlots, SymP());
+  }
 };
 
 void meet(State& into, const State& s) {
@@ -74,6 +100,8 @@ void meet(State& into, const State& s) {
     if (a == b) continue;
     if (!a || !b || *a != *b) a.reset();
   }
+  for (int k = 0; k < kValueSlots; ++k)
+    if (!same_sym(into.sym[size_t(k)], s.sym[size_t(k)])) into.sym[size_t(k)].reset();
 }
 
 // An operand as the evaluator sees it.
@@ -239,11 +267,25 @@ class Folder {
     return h;
   }
   void forget(State& s, int u) const {
+    int sl = -1;
     if (u < 0) return;
-    if (u < 2 * kFullSlots) s.v[size_t(u / 2)].reset();
-    else if (u >= 2 * kRegP0 && u < 2 * (kRegP0 + 4)) s.v[size_t(kPredSlot + (u / 2 - kRegP0))].reset();
-    else if (u >= 512 && u < 512 + 48 * 4 && !c_.merged_regs) s.v[size_t(kFullSlots + u - 512)].reset();
+    if (u < 2 * kFullSlots) {
+      sl = u / 2;
+      if (c_.merged_regs && u < 48 * 4) {  // a merged file: unit u is also half register u
+        s.v[size_t(kFullSlots + u)].reset();
+        s.sym[size_t(kFullSlots + u)].reset();
+      }
+    } else if (u >= 2 * kRegP0 && u < 2 * (kRegP0 + 4)) sl = kPredSlot + (u / 2 - kRegP0);
+    else if (u >= 512 && u < 512 + 48 * 4 && !c_.merged_regs) sl = kFullSlots + u - 512;
+    if (sl < 0) return;
+    s.v[size_t(sl)].reset();
+    s.sym[size_t(sl)].reset();
   }
+  // The 64-bit pointer facts (Sym) an instruction's result has, from its (rewritten) text.
+  SymP symbolic(const Parts& p, const State& cur, size_t dom, size_t at) const;
+  // A load/store whose address pair is (cK+1:cK) + D, read from another pair that still holds
+  // (cK+1:cK) + D' with D - D' the same small offset in every fiber: the rewritten text or "".
+  std::string share_address(const Parts& p, const State& cur) const;
   std::vector<size_t> back_sources(size_t i) const {
     std::vector<size_t> b;
     for (size_t s : f_.from[i])
@@ -275,7 +317,7 @@ Val Folder::evaluate(const std::string& m, const std::vector<std::string>& ops, 
   src->clear();
   const Src d = parse_src(ops[0]);
   if (!d.abs && !d.neg && d.kind == Src::Full && d.index < kFullRegs) *dst = d.index;
-  else if (!d.abs && !d.neg && d.kind == Src::Half && (d.index >= kPredSlot || !c_.merged_regs)) *dst = d.index, *half_dst = true;
+  else if (!d.abs && !d.neg && d.kind == Src::Half && d.index < kValueSlots) *dst = d.index, *half_dst = true;
   for (size_t k = 1; k < ops.size(); ++k) src->push_back(parse_src(ops[k]));
   if (*dst < 0 || src->size() > 3) return nullptr;
   const bool hs = half_source(m);
@@ -285,7 +327,7 @@ Val Folder::evaluate(const std::string& m, const std::vector<std::string>& ops, 
     const Src& s = (*src)[k];
     if ((s.abs || s.neg) && m != "absneg.s") return nullptr;
     if (s.kind == Src::Full && !hs) in[k] = cur.v[size_t(s.index)].get();
-    else if (s.kind == Src::Half && hs && s.index < kPredSlot && !c_.merged_regs) in[k] = cur.v[size_t(s.index)].get();
+    else if (s.kind == Src::Half && hs && s.index < kPredSlot) in[k] = cur.v[size_t(s.index)].get();
     else if (s.kind == Src::Const && consts_.count(s.index) && !hs) uni[k] = consts_.at(s.index);
     else if (s.kind == Src::Imm) uni[k] = s.imm;
     else return nullptr;
@@ -312,7 +354,7 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
   if (ok_kind && rep > 0) {
     // (rptN): element e writes the destination + e and reads each (r) source + e, in order; the
     // values are carried on (nothing is rewritten)
-    std::vector<int> set;
+    std::vector<std::pair<int, Val>> set;
     for (int64_t e = 0; e <= rep; ++e) {
       std::vector<std::string> ops;
       for (const std::string& o : p.operands) {
@@ -329,12 +371,11 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
         break;
       }
       cur.v[size_t(d)] = v;
-      set.push_back(d);
+      cur.sym[size_t(d)].reset();
+      set.emplace_back(d, v);
     }
-    for (int u : x.fx.writes) {
-      const int sl = u < 2 * kFullSlots ? u / 2 : (u >= 512 && u < 512 + 48 * 4 && !c_.merged_regs) ? kFullSlots + u - 512 : -1;
-      if (std::find(set.begin(), set.end(), sl) == set.end()) forget(cur, u);
-    }
+    for (int u : x.fx.writes) forget(cur, u);
+    for (const auto& [d, v] : set) cur.v[size_t(d)] = v;
     return;
   }
   if (ok_kind && rep == 0 && text.find("(r)") == std::string::npos) result = evaluate(m, p.operands, cur, dom, &dst, &half_dst, &src);
@@ -404,6 +445,7 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
     }
     if (keep && movable(*keep)) repl = "mov.u32u32 " + p.operands[0] + ", " + keep->text;
   }
+  if (rewrite && repl.empty() && x.fx.cat == 6 && !pred_[i]) repl = share_address(p, cur);
   if (!repl.empty()) {
     Instr out;
     bool ok = true;
@@ -423,11 +465,146 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
     }
   }
 
+  SymP fact;
+  int fact_slot = -1;
+  if (!pred_[i] && c_.ins[i].in.get_or("REPEAT", 0) == 0) {
+    const Parts q = split(print(c_.ins[i].in));
+    if (!q.operands.empty()) {
+      const Src d = parse_src(q.operands[0]);
+      if (!d.abs && !d.neg && (d.kind == Src::Full || (d.kind == Src::Half && d.index < kPredSlot)) &&
+          d.index < kValueSlots && (d.kind == Src::Half || d.index < kFullRegs)) {
+        fact = symbolic(q, cur, dom, i);
+        fact_slot = d.index;
+      }
+    }
+  }
   for (int u : c_.ins[i].fx.writes) forget(cur, u);
   if (dst >= 0 && result) {
     cur.v[size_t(dst)] = result;
     if (!half_dst && rewrite) by_hash_.emplace(hash_of(*result), dst);
   }
+  if (fact && fact_slot >= 0) cur.sym[size_t(fact_slot)] = fact;
+}
+
+SymP Folder::symbolic(const Parts& p, const State& cur, size_t dom, size_t at) const {
+  const std::string& m = p.mnemonic;
+  if (p.operands.size() < 2) return nullptr;
+  std::vector<Src> src;
+  for (size_t k = 1; k < p.operands.size(); ++k) src.push_back(parse_src(p.operands[k]));
+  auto zeros = [&]() { return std::make_shared<const Vec>(dom, 0u); };
+  // cK (unknown) or a register holding cK + X: K and X
+  auto sum_of = [&](const Src& a, int* k, Val* x) {
+    if (a.abs || a.neg) return false;
+    if (a.kind == Src::Const && !consts_.count(a.index)) return *k = a.index, *x = zeros(), true;
+    if (a.kind != Src::Full || a.index >= kFullRegs) return false;
+    const SymP& f = cur.sym[size_t(a.index)];
+    if (!f || f->kind != Sym::Sum) return false;
+    return *k = f->k, *x = f->x, true;
+  };
+  auto vec_of = [&](const Src& a, Val* v) {
+    if (a.abs || a.neg) return false;
+    uint32_t u = 0;
+    if (a.kind == Src::Imm) u = a.imm;
+    else if (a.kind == Src::Const && consts_.count(a.index)) u = consts_.at(a.index);
+    else if (a.kind == Src::Full && cur.v[size_t(a.index)]) return *v = cur.v[size_t(a.index)], true;
+    else return false;
+    return *v = std::make_shared<const Vec>(dom, u), true;
+  };
+  auto is_zero = [](const Val& v) {
+    for (uint32_t e : *v)
+      if (e) return false;
+    return true;
+  };
+  auto make = [&](Sym::Kind kind, int k, Val x, Val h) {
+    auto f = std::make_shared<Sym>();
+    f->kind = kind, f->k = k, f->x = std::move(x), f->h = std::move(h), f->def = at;
+    return SymP(f);
+  };
+  int k = -1, k2 = -1;
+  Val x, v;
+  if (m == "mov.u32u32" && src.size() == 1) {
+    if (sum_of(src[0], &k, &x)) return make(Sym::Sum, k, x, nullptr);
+    if (src[0].kind == Src::Full && !src[0].abs && !src[0].neg) return cur.sym[size_t(src[0].index)];
+    return nullptr;
+  }
+  if (m == "add.u" && src.size() == 2) {
+    for (int side = 0; side < 2; ++side) {
+      const Src& a = src[size_t(side)];
+      const Src& b = src[size_t(1 - side)];
+      if (sum_of(a, &k, &x) && vec_of(b, &v)) {
+        auto out = std::make_shared<Vec>(dom);
+        for (size_t q = 0; q < dom; ++q) (*out)[q] = (*x)[q] + (*v)[q];
+        return make(Sym::Sum, k, out, nullptr);
+      }
+      const SymP c = a.kind == Src::Full && !a.abs && !a.neg ? cur.sym[size_t(a.index)] : nullptr;
+      if (c && c->kind == Sym::Carry && sum_of(b, &k2, &v) && k2 == c->k + 1) return make(Sym::Hi, c->k, c->x, v);
+    }
+    return nullptr;
+  }
+  if (m == "cmps.u.lt" && src.size() == 2) {
+    if (sum_of(src[0], &k, &x) && sum_of(src[1], &k2, &v) && k == k2 && is_zero(v)) return make(Sym::Carry, k, x, nullptr);
+    return nullptr;
+  }
+  if (m == "cov.u16s32" && src.size() == 1 && src[0].kind == Src::Half && src[0].index < kPredSlot) {
+    const SymP& c = cur.sym[size_t(src[0].index)];
+    if (c && c->kind == Sym::Carry) return c;
+  }
+  return nullptr;
+}
+
+std::string Folder::share_address(const Parts& p, const State& cur) const {
+  const std::string& m = p.mnemonic;
+  if ((m.rfind("ldg.", 0) != 0 && m.rfind("stg.", 0) != 0) || m.rfind("ldg.a", 0) == 0 || m.rfind("stg.a", 0) == 0)
+    return "";
+  size_t at = p.operands.size();
+  for (size_t k = 0; k < p.operands.size(); ++k)
+    if (p.operands[k].rfind("g[", 0) == 0 && p.operands[k].back() == ']') at = k;
+  if (at == p.operands.size()) return "";
+  const std::string inner = p.operands[at].substr(2, p.operands[at].size() - 3);
+  const size_t sign = inner.find_first_of("+-");
+  const Src a = parse_src(inner.substr(0, sign));
+  int64_t off = 0;
+  if (sign != std::string::npos) {
+    uint32_t u = 0;
+    if (!parse_int(inner.substr(sign + 1), &u)) return "";
+    off = inner[sign] == '-' ? -int64_t(u) : int64_t(u);
+  }
+  if (a.kind != Src::Full || a.abs || a.neg || a.index + 1 >= kFullRegs) return "";
+  // (cK+1:cK) + D for the pair at `r`, D per element of the domain
+  auto pair = [&](int r, int* k, std::vector<uint64_t>* d) {
+    const SymP& lo = cur.sym[size_t(r)];
+    const SymP& hi = cur.sym[size_t(r + 1)];
+    if (!lo || !hi || lo->kind != Sym::Sum || hi->kind != Sym::Hi || lo->k != hi->k || !same_vec(lo->x, hi->x)) return false;
+    *k = lo->k;
+    d->resize(lo->x->size());
+    for (size_t q = 0; q < d->size(); ++q) (*d)[q] = (uint64_t((*hi->h)[q]) << 32) | (*lo->x)[q];
+    return true;
+  };
+  int k = -1;
+  std::vector<uint64_t> dj, dp;
+  if (!pair(a.index, &k, &dj) || dj.empty()) return "";
+  // the pair made first that reaches this address (so that every load of a run converges on it
+  // and the other pairs lose their readers); none earlier than this load's own: unchanged
+  int best = -1;
+  int64_t best_delta = 0;
+  size_t best_def = cur.sym[size_t(a.index)]->def;
+  for (int r = 0; r + 1 < kFullRegs; ++r) {
+    int kp = -1;
+    if (r == a.index || !pair(r, &kp, &dp) || kp != k || dp.size() != dj.size()) continue;
+    if (cur.sym[size_t(r)]->def >= best_def) continue;
+    const uint64_t delta = dj[0] + uint64_t(off) - dp[0];
+    bool uniform = true;
+    for (size_t q = 1; q < dj.size() && uniform; ++q) uniform = dj[q] + uint64_t(off) - dp[q] == delta;
+    const int64_t sd = int64_t(delta);
+    if (!uniform || sd < -4096 || sd > 4095) continue;
+    best = r, best_delta = sd, best_def = cur.sym[size_t(r)]->def;
+  }
+  if (best < 0) return "";
+  const int64_t sd = best_delta;
+  const std::string g = "g[" + reg_name(best) + (sd > 0 ? "+" + std::to_string(sd) : sd < 0 ? "-" + std::to_string(-sd) : "") + "]";
+  std::string text = p.flags + m;
+  for (size_t q = 0; q < p.operands.size(); ++q) text += (q ? ", " : " ") + (q == at ? g : p.operands[q]);
+  return text;
 }
 
 bool Folder::counted(size_t head, const State& cur, Loop* L) const {
@@ -601,7 +778,7 @@ void Folder::walk(size_t from, size_t to, State& cur, size_t dom, bool rewrite, 
           for (int u : c_.ins[k].fx.writes) forget(in, u);
         for (size_t k = i; k < end && k < c_.ins.size(); ++k)
           if (is_control(c_.ins[k]) && !(c_.ins[k].fx.is_branch || c_.ins[k].fx.is_jump || c_.ins[k].fx.is_end))
-            in.v.assign(kValueSlots, Val());
+            in.clear();
       }
       cur = std::move(in);
     }
@@ -618,7 +795,7 @@ void Folder::walk(size_t from, size_t to, State& cur, size_t dom, bool rewrite, 
       } else if (y.fx.is_end) {
         cur.reached = false;
       } else if (!is_pred_marker(y)) {
-        cur.v.assign(kValueSlots, Val());  // control flow that is not modelled
+        cur.clear();  // control flow that is not modelled
       }
     }
   }
