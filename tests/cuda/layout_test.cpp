@@ -10,7 +10,8 @@
 //   1. Everywhere (no GPU, no NVRTC needed): which layout auto / nchw / nhwc choose, where the
 //      Reorders go, that Inputs/Outputs/Constants stay Linear, that the kernels of NHWC calls are
 //      the NHWC forms (the tensor-core 1x1 reads W along K with plain ldmatrix), the option's
-//      parsing and its plan meta; with NVRTC, every NHWC kernel compiles to PTX.
+//      parsing and its plan meta; with NVRTC, every NHWC kernel compiles to PTX, and the fixture
+//      (../shared/models) compiled with auto is NHWC at compute_80 with conversions only at the edges.
 //   2. With a CUDA device (the H200 runs, scripts/device_gtest.sh): the NHWC plan's outputs match
 //      the reference backend and the NCHW plan's. Skipped cleanly without one.
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include "backend/backend.h"
 #include "compiler/compile.h"
 #include "core/metrics.h"
+#include "plan/layout.h"
 #include "target/cuda/codegen.h"
 #include "target/cuda/cuda_abi.h"
 #include "target/cuda/layout.h"
@@ -259,6 +261,45 @@ TEST(CudaLayout, NhwcDomainEdgesAndKernels) {
   // In f32 the 1x1 is the fp32 tile family, which reads any layout: no Reorder before it.
   const plan::Plan pk32 = generated(pack(DType::F32), "compute_80", LayoutChoice::Nhwc);
   EXPECT_EQ(count_op(pk32, OpKind::Reorder), 1) << "only the Output's";
+}
+
+// The fixture (FastViT trunk, fp16) with --cuda-layout auto: NHWC at compute_80 (tensor-core 1x1s),
+// NCHW at compute_75. In the NHWC plan every conv writes NHWC (or a layout-free [N,C,1,1]), the
+// ConvFFNs are fused in NHWC, and the only conversions are NHWC -> NCHW at the domain's edges (no
+// Reorder feeds a conv: the stem reads the NCHW input pack itself).
+TEST(CudaLayout, FixtureAutoPlan) {
+  const std::string dir = test::shared_models_dir();
+  if (dir.empty()) GTEST_SKIP() << "no ../shared/models";
+  std::string why;
+  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  const std::string model = dir + "/opvision_t12_fp16.onnx";
+  const plan::Plan nchw = compile_onnx(model, cuda_opts("compute_75", LayoutChoice::Auto));
+  EXPECT_EQ(nchw.meta.s(plan::cuda::kLayoutPlanKey, ""), "nchw");
+  EXPECT_EQ(count_nhwc(nchw), 0);
+  const plan::Plan p = compile_onnx(model, cuda_opts("compute_80", LayoutChoice::Auto));
+  EXPECT_EQ(p.meta.s(plan::cuda::kLayoutPlanKey, ""), "nhwc");
+  int convs = 0, ffn = 0, reorders = 0;
+  for (size_t ci = 0; ci < p.calls.size(); ++ci) {
+    const plan::Call& c = p.calls[ci];
+    const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+    const plan::Buffer& y = p.buffers[size_t(c.outputs[0])];
+    if (k.op == OpKind::Reorder) {
+      ++reorders;
+      EXPECT_EQ(p.buffers[size_t(c.inputs[0])].layout, Layout::NHWC) << c.label;
+      EXPECT_EQ(y.layout, Layout::Linear) << c.label;
+      for (const plan::Call& r : p.calls)
+        for (int b : r.inputs)
+          if (b == c.outputs[0]) EXPECT_NE(p.kernels[size_t(r.kernel)].op, OpKind::Conv) << r.label;
+    }
+    if (k.op != OpKind::Conv) continue;
+    ++convs;
+    ffn += k.name.starts_with("ffn_") && k.name.ends_with("_nhwc");
+    if (!plan::layout_free(y.shape)) EXPECT_EQ(y.layout, Layout::NHWC) << c.label;
+  }
+  EXPECT_GT(convs, 20);
+  EXPECT_GT(ffn, 0) << "ConvFFNs fused in NHWC";
+  EXPECT_GT(reorders, 0);
+  EXPECT_LE(reorders, 2) << "the heads' Reshape and the output";
 }
 
 TEST(CudaLayout, OptionParsingAndMeta) {
