@@ -41,9 +41,10 @@
 //                      its shape check for these, as for opencl's batches):
 //                      batched fp16 GEMVs (Gemm): outputs = the members' outputs in order, inputs
 //                      = 3 per member (A, B, C; an absent C is -1);
-//                      depthwise pairs (Conv, "cuda_dw_pair"): outputs = [first conv's, second
+//                      depthwise pairs (Conv, "cuda_dw_pair"; NCHW buffers only): outputs = [first conv's, second
 //                      conv's], inputs = [X, W1, B1, W2, B2] (an absent bias is -1).
-//                      ConvFFN (Conv, "cuda_ffn", compute_80+): fc1 (1x1, unary post-ops) and fc2
+//                      ConvFFN (Conv, "cuda_ffn", compute_80+; X and output both NCHW or both NHWC,
+//                      the depthwise conv inside NCHW only): fc1 (1x1, unary post-ops) and fc2
 //                      (1x1 on fc1's output, which nothing else reads) as one tensor-core launch:
 //                      output = fc2's, inputs = [X, W1, B1, W2, B2, fc2's inputs from slot 3 on];
 //                      fc2's post-op operand slots move by 2; hidden-split partials and counters in
