@@ -382,6 +382,8 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
 
   std::string repl;
   if (!rewrite || dst >= kPredSlot) {
+  } else if (dst >= 0 && result && cur.v[size_t(dst)] && *cur.v[size_t(dst)] == *result) {
+    repl = "nop";  // the register already holds this value in every fiber
   } else if (dst >= 0 && result) {
     bool uniform = true;
     for (uint32_t v : *result) uniform = uniform && v == (*result)[0];
@@ -399,8 +401,9 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
         repl = "mov.u32u32 " + p.operands[0] + ", " + reg_name(s);
       }
     }
-  } else if (dst >= 0 && !half_dst && src.size() >= 2) {
-    // (c) identities with one known source
+  }
+  if (rewrite && repl.empty() && dst >= 0 && dst < kPredSlot && !half_dst && src.size() >= 2) {
+    // (c) identities with one known source (whether or not the result is known)
     auto all_of = [&](const Src& s, const std::function<bool(uint32_t)>& pr) {
       if (s.abs || s.neg) return false;
       if (s.kind == Src::Imm) return pr(s.imm);
@@ -443,7 +446,10 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
       if (all_of(b, [](uint32_t v) { return v != 0; })) keep = &a;
       else if (all_of(b, zero)) keep = &src[2];
     }
-    if (keep && movable(*keep)) repl = "mov.u32u32 " + p.operands[0] + ", " + keep->text;
+    if (keep && movable(*keep)) {
+      // moving a register onto itself does nothing: a nop, which legalize drops
+      repl = keep->kind == Src::Full && keep->index == dst ? "nop" : "mov.u32u32 " + p.operands[0] + ", " + keep->text;
+    }
   }
   if (rewrite && repl.empty() && x.fx.cat == 6 && !pred_[i]) repl = share_address(p, cur);
   if (!repl.empty()) {
