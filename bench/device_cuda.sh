@@ -14,6 +14,10 @@
 #       --compile-timeout S). --base-flags compiles a second fixture artifact with these extra
 #       compile flags (e.g. "--cuda-ffn off") and times it in the same rounds (a before/after).
 set -euo pipefail
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 D="$ROOT/.devrun"
 V="$D/cuda_variants"

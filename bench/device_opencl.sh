@@ -6,6 +6,10 @@
 #   (no argument)       on the GPU machine: register NVIDIA's OpenCL ICD, verify the fixture on
 #                       NVIDIA's OpenCL, run bench/bench_opencl.py (extra args go to it)
 set -euo pipefail
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 D="$ROOT/.devrun"
 if [[ "${1:-}" == "--bundle" ]]; then

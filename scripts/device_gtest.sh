@@ -7,6 +7,10 @@
 #   bash scripts/device_gtest.sh [gtest args]     (on the GPU machine; the run tool carries .devrun)
 #       runs each bundled test_* binary with the args (other binaries ride along, in /tmp/opv_gtest/bin), e.g. --gtest_filter='*Cuda*'
 set -euo pipefail
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 D="$ROOT/.devrun/gtest"
 if [[ "${1:-}" == "--bundle" ]]; then
