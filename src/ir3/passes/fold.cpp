@@ -4,36 +4,50 @@
 // with signed 32-bit arithmetic, and Mesa, which compiles a kernel without knowing how many
 // work-groups it will run, keeps every step: a 64-bit global address is built from a sign
 // extension (`ashr.b s, i, 31; shl.b s, s, 1; shrg hi, 31, i, s; add.u hi, c0.w, hi`) that is
-// zero whenever the index is not negative, a division by a constant goes through a 16-bit
-// emulation of a 64-bit multiply, a sign test selects between two results that are equal. A
-// capture knows the grid of every launch of a kernel (tinygrad bakes it into the kernel), so the
-// value of such arithmetic in every fiber that will ever run is computable: this pass evaluates it
-// for every fiber of the grid (the largest local size and number of work-groups of the kernel's
-// launches, so a superset of the fibers of each launch) and rewrites an instruction when
+// zero whenever the index is not negative, plus a low-word add, a carry (`cmps.u.lt`,
+// `cov.u16s32`) and a high-word add; a division by a constant goes through a 16-bit emulation of
+// a 64-bit multiply; a sign test selects between two results that are equal. A capture knows the
+// grid of every launch of a kernel (tinygrad bakes it into the kernel), so the value of such
+// arithmetic in every fiber that will ever run is computable: this pass evaluates it for every
+// fiber of the grid (the largest local size and number of work-groups of the kernel's launches,
+// so a superset of the fibers of each launch) and rewrites an instruction when
 //   (a) its result is the same constant in every fiber: `mov R, imm`;
 //   (b) its result equals, in every fiber, what another register holds there: `mov R, S`
-//       (cp then lets the readers use S, and dce removes the move);
+//       (cp then lets the readers use S, and dce removes the move), or a nop when R itself
+//       already holds it (legalize drops nops);
 //   (c) one source is a known identity in every fiber (an added, or'ed, shifted-by zero, a
 //       multiply-high part that is zero, a select whose condition is the same everywhere):
-//       `mov R, <the other source>`.
+//       `mov R, <the other source>`, or a nop when that is R;
+//   (d) it is a load or store whose address pair holds (cK+1:cK) + D -- a buffer pointer from
+//       the const file (unknown until the launch) plus an offset D known per fiber, tracked
+//       through the low-word add, the carry and the high-word add (struct Sym) -- and an earlier
+//       pair still holds (cK+1:cK) + D' with D - D' the same small number in every fiber: the
+//       access reads that pair with D - D' as its immediate offset (the pair made first wins,
+//       so a run of accesses converges on one pair and the others' arithmetic loses its readers).
 // The sources that are known: the id registers (values from the grid), immediates, const-file
 // components that are compile-time immediates (the capture's sidecar), and results of the
-// integer instructions below computed from known sources. Values are per fiber vectors; a
-// forward walk carries which register holds which vector, meeting the states of every branch
-// into a target (a register stays known only if all of them agree) and forgetting, at a loop's
-// head, every register written inside the loop. Writes inside predicated constructs forget
+// integer instructions below computed from known sources ((rptN) ones element by element).
+// Values are per fiber vectors; a forward walk carries which register holds which vector,
+// meeting the states of every branch into a target (a register stays known only if all of them
+// agree). A counted loop (one entry, one back edge, no inner loop, a register stepped by an
+// immediate once per iteration, and an exit branch whose predicate is known) is walked over a
+// domain of (fiber, iteration) pairs: its trip counts come from running its arithmetic iteration
+// by iteration, then its body is walked once over every pair that runs, values from before the
+// loop repeated per iteration and the counter's value per pair. At the head of any other loop,
+// every register written inside it is forgotten. Writes inside predicated constructs forget
 // what they overwrite and are not rewritten. Evaluated: add/sub, and/or/xor/not, shifts, mull.u,
-// absneg.s, min/max, integer cmps, madsh.m16, sel.b32, shrg/shlg, integer moves and cov between
-// integer types; anything else makes its destination unknown. Kernels with more than kMaxFibers
-// fibers are left alone (the vectors would grow too large). Without a grid (a lone code image)
-// the pass does nothing. Progress: true when an instruction was rewritten.
+// absneg.s, min/max, integer cmps (into registers and p0), madsh.m16, sel.b32, shrg/shlg, integer
+// moves and cov between integer types; anything else makes its destination unknown. Kernels
+// with more than kMaxFibers fibers, and loops with more than kMaxDomain pairs or kMaxTrip
+// iterations, are left alone. Without a grid (a lone code image) the pass does nothing.
+// Progress: true when an instruction was rewritten.
 //
-// The evaluator repeats the simulator's integer semantics (sim.cpp); a test checks the two agree,
-// and translation validation runs every rewritten kernel on the simulator anyway.
+// The evaluator repeats the simulator's integer semantics (sim.cpp); the tests compare rewritten
+// programs with the originals on the simulator, and translation validation runs every rewritten
+// kernel there anyway.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -349,7 +363,10 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
   bool half_dst = false;
   int dst = -1;
   std::vector<Src> src;
-  const bool ok_kind = !pred_[i] && x.fx.cat >= 1 && x.fx.cat <= 3 && evaluable(m) && p.operands.size() >= 2;
+  // (sat), (ul) and (ei) change what an instruction does beyond its opcode: not evaluated
+  const bool modifiers = text.find("(sat)") != std::string::npos || text.find("(ul)") != std::string::npos ||
+                         text.find("(ei)") != std::string::npos;
+  const bool ok_kind = !pred_[i] && !modifiers && x.fx.cat >= 1 && x.fx.cat <= 3 && evaluable(m) && p.operands.size() >= 2;
   const int64_t rep = x.in.get_or("REPEAT", 0);
   if (ok_kind && rep > 0) {
     // (rptN): element e writes the destination + e and reads each (r) source + e, in order; the
@@ -465,7 +482,6 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
       if (x.in.get_or("SS", 0)) out = with_field(out, "SS", 1);
       if (x.in.get_or("SY", 0)) out = with_field(out, "SY", 1);
       if (x.in.get_or("JP", 0)) out = with_field(out, "JP", 1);
-      if (getenv("OPV_FOLD_DEBUG")) fprintf(stderr, "fold %zu: %s -> %s\n", i, text.c_str(), repl.c_str());
       c_.set(i, out);
       progress_ = true;
     }
@@ -474,8 +490,9 @@ void Folder::step(size_t i, State& cur, size_t dom, bool rewrite) {
   SymP fact;
   int fact_slot = -1;
   if (!pred_[i] && c_.ins[i].in.get_or("REPEAT", 0) == 0) {
-    const Parts q = split(print(c_.ins[i].in));
-    if (!q.operands.empty()) {
+    const std::string now = print(c_.ins[i].in);
+    const Parts q = split(now);
+    if (!q.operands.empty() && now.find("(sat)") == std::string::npos && now.find("(ul)") == std::string::npos) {
       const Src d = parse_src(q.operands[0]);
       if (!d.abs && !d.neg && (d.kind == Src::Full || (d.kind == Src::Half && d.index < kPredSlot)) &&
           d.index < kValueSlots && (d.kind == Src::Half || d.index < kFullRegs)) {
