@@ -108,14 +108,10 @@ void meet(State& into, const State& s) {
     into = s;
     return;
   }
-  for (int k = 0; k < kValueSlots; ++k) {
-    Val& a = into.v[size_t(k)];
-    const Val& b = s.v[size_t(k)];
-    if (a == b) continue;
-    if (!a || !b || *a != *b) a.reset();
+  for (size_t k = 0; k < size_t(kValueSlots); ++k) {
+    if (!same_vec(into.v[k], s.v[k])) into.v[k].reset();
+    if (!same_sym(into.sym[k], s.sym[k])) into.sym[k].reset();
   }
-  for (int k = 0; k < kValueSlots; ++k)
-    if (!same_sym(into.sym[size_t(k)], s.sym[size_t(k)])) into.sym[size_t(k)].reset();
 }
 
 // An operand as the evaluator sees it.
@@ -175,14 +171,6 @@ Src parse_src(std::string op) {
   return s;
 }
 
-// Integer semantics of the instructions handled (as sim.cpp): full 32-bit sources unless the
-// mnemonic says otherwise; `half_dst` masks to 16 bits.
-struct Op {
-  std::string m;  // mnemonic
-  int cond = -1;  // cmps: lt le gt ge eq ne
-  bool is_signed = false;
-};
-
 bool evaluable(const std::string& m) {
   static const char* ops[] = {"add.u", "add.s", "sub.u", "sub.s", "and.b", "or.b", "xor.b", "not.b", "shl.b", "shr.b",
                               "ashr.b", "mull.u", "absneg.s", "min.u", "min.s", "max.u", "max.s", "madsh.m16",
@@ -193,6 +181,8 @@ bool evaluable(const std::string& m) {
   return m.rfind("cmps.u.", 0) == 0 || m.rfind("cmps.s.", 0) == 0;
 }
 
+// Integer semantics of the instructions handled (as sim.cpp): full 32-bit sources unless the
+// mnemonic says otherwise; `half_dst` masks to 16 bits.
 uint32_t eval(const std::string& m, uint32_t a, uint32_t b, uint32_t c, const Src& sa, bool half_dst) {
   auto s32 = [](uint32_t v) { return static_cast<int64_t>(static_cast<int32_t>(v)); };
   const uint32_t mask = half_dst ? 0xffffu : 0xffffffffu;
@@ -280,20 +270,19 @@ class Folder {
     for (uint32_t x : v) h = (h ^ x) * 1099511628211ull;
     return h;
   }
+  // The slots a register unit (legalize.h's Effects) belongs to: -1 for none.
+  std::pair<int, int> slots_of(int u) const {
+    if (u < 0) return {-1, -1};
+    if (u < 2 * kFullSlots)  // in a merged file unit u is also half register u
+      return {u / 2, c_.merged_regs && u < 48 * 4 ? kFullSlots + u : -1};
+    if (u >= 2 * kRegP0 && u < 2 * (kRegP0 + 4)) return {kPredSlot + (u / 2 - kRegP0), -1};
+    if (u >= 512 && u < 512 + 48 * 4 && !c_.merged_regs) return {kFullSlots + u - 512, -1};
+    return {-1, -1};
+  }
   void forget(State& s, int u) const {
-    int sl = -1;
-    if (u < 0) return;
-    if (u < 2 * kFullSlots) {
-      sl = u / 2;
-      if (c_.merged_regs && u < 48 * 4) {  // a merged file: unit u is also half register u
-        s.v[size_t(kFullSlots + u)].reset();
-        s.sym[size_t(kFullSlots + u)].reset();
-      }
-    } else if (u >= 2 * kRegP0 && u < 2 * (kRegP0 + 4)) sl = kPredSlot + (u / 2 - kRegP0);
-    else if (u >= 512 && u < 512 + 48 * 4 && !c_.merged_regs) sl = kFullSlots + u - 512;
-    if (sl < 0) return;
-    s.v[size_t(sl)].reset();
-    s.sym[size_t(sl)].reset();
+    const auto [a, b] = slots_of(u);
+    for (int sl : {a, b})
+      if (sl >= 0) s.v[size_t(sl)].reset(), s.sym[size_t(sl)].reset();
   }
   // The 64-bit pointer facts (Sym) an instruction's result has, from its (rewritten) text.
   SymP symbolic(const Parts& p, const State& cur, size_t dom, size_t at) const;
@@ -702,16 +691,12 @@ bool Folder::enter_counted(size_t head, State& cur, size_t dom, bool rewrite, st
   Loop L;
   if (!counted(head, cur, &L)) return false;
   std::vector<bool> written(kValueSlots, false);
-  {
-    State probe_state;
-    for (size_t k = head; k <= L.back; ++k)
-      for (int u : c_.ins[k].fx.writes) {
-        probe_state.v.assign(kValueSlots, std::make_shared<Vec>());
-        forget(probe_state, u);
-        for (int sl = 0; sl < kValueSlots; ++sl)
-          if (!probe_state.v[size_t(sl)]) written[size_t(sl)] = true;
-      }
-  }
+  for (size_t k = head; k <= L.back; ++k)
+    for (int u : c_.ins[k].fx.writes) {
+      const auto [a, b] = slots_of(u);
+      for (int sl : {a, b})
+        if (sl >= 0) written[size_t(sl)] = true;
+    }
   // trip counts: run the loop's arithmetic iteration by iteration for the fibers still in it
   std::vector<uint32_t> active(dom);
   for (size_t q = 0; q < dom; ++q) active[q] = uint32_t(q);
@@ -797,11 +782,11 @@ void Folder::walk(size_t from, size_t to, State& cur, size_t dom, bool rewrite, 
           continue;
         }
         const size_t end = *std::max_element(backs.begin(), backs.end()) + 1;
-        for (size_t k = i; k < end && k < c_.ins.size(); ++k)
-          for (int u : c_.ins[k].fx.writes) forget(in, u);
-        for (size_t k = i; k < end && k < c_.ins.size(); ++k)
-          if (is_control(c_.ins[k]) && !(c_.ins[k].fx.is_branch || c_.ins[k].fx.is_jump || c_.ins[k].fx.is_end))
-            in.clear();
+        for (size_t k = i; k < end && k < c_.ins.size(); ++k) {
+          const Ins& y = c_.ins[k];
+          for (int u : y.fx.writes) forget(in, u);
+          if (is_control(y) && !(y.fx.is_branch || y.fx.is_jump || y.fx.is_end)) in.clear();  // not modelled
+        }
       }
       cur = std::move(in);
     }
