@@ -21,6 +21,7 @@
 #include "core/metrics.h"
 #include "target/cuda/codegen.h"
 #include "target/cuda/cuda_abi.h"
+#include "cuda_device.h"
 #include "test_util.h"
 
 namespace opv {
@@ -259,13 +260,7 @@ TEST(CudaCodegen, CompilesToPtxWithNvrtc) {
 
 TEST(CudaCodegen, MatchesReferenceOnTheDevice) {
   std::unique_ptr<backend::Backend> cu;
-  try {
-    cu = backend::create("cuda");
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no CUDA device: " << e.what();
-  }
-  std::string why;
-  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&cu); !why.empty()) GTEST_SKIP() << why;
   int seed = 10;
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
@@ -738,13 +733,7 @@ TEST(CudaCodegen, FfnOptionOffKeepsFc1AndFc2Apart) {
 
 TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
   std::unique_ptr<backend::Backend> cu;
-  try {
-    cu = backend::create("cuda");
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no CUDA device: " << e.what();
-  }
-  std::string why;
-  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&cu); !why.empty()) GTEST_SKIP() << why;
   uint64_t seed = 40;
   const std::string arch = "compute_80";
   for (const F16Case& t : f16_cases()) {
@@ -798,14 +787,8 @@ TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
 // bit, on fresh random inputs, replayed (the split counters reset).
 TEST(CudaCodegen, FfnDwMatchesApartBitForBitOnTheDevice) {
   std::unique_ptr<backend::Backend> in, apart;
-  try {
-    in = backend::create("cuda");
-    apart = backend::create("cuda");
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no CUDA device: " << e.what();
-  }
-  std::string why;
-  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&in); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&apart); !why.empty()) GTEST_SKIP() << why;
   uint64_t seed = 70;
   for (const F16Case& t : f16_cases()) {
     if (!t.ffn_dw || t.name.find("split") != std::string::npos) continue;

@@ -26,6 +26,7 @@
 #include "target/cuda/codegen.h"
 #include "target/cuda/cuda_abi.h"
 #include "target/cuda/layout.h"
+#include "cuda_device.h"
 #include "test_util.h"
 
 namespace opv {
@@ -350,13 +351,7 @@ std::vector<Tensor> run(backend::Backend& b, const plan::Plan& p, const std::vec
 
 TEST(CudaLayout, NhwcMatchesReferenceAndNchwOnTheDevice) {
   std::unique_ptr<backend::Backend> cu;
-  try {
-    cu = backend::create("cuda");
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no CUDA device: " << e.what();
-  }
-  std::string why;
-  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&cu); !why.empty()) GTEST_SKIP() << why;
   auto ref = backend::create("reference");
   uint64_t seed = 300;
   for (const NetCase& nc : kNets)
