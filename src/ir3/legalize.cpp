@@ -6,9 +6,12 @@
 // an (sy) producer (texture, global/IBO/const/private loads, global atomics) or a late reader
 // (texture/memory sources, stores); (2) build the CFG from branch offsets and solve a forward
 // dataflow problem: pending (ss)/(sy) results, pending late reads (WAR), and for ALU results
-// the cycles since their write (min over incoming paths); (3) check each instruction against the
-// state reaching it: ALU->ALU needs 3 slots (1 for a mad's third source), ALU->SFU/tex/mem/flow
-// and a0 writes need 6; (4) legalize() walks the program with the exact state along
+// the delay slots since their write (min over incoming paths); (3) check each instruction against
+// the state reaching it: ALU->ALU needs 3 slots, ALU->SFU/tex/mem/flow, a half read of a full
+// write (or the reverse) on merged registers, and a0/p0 writes need 6; a mad's third source is
+// read two cycles late (3 -> 1). As in Mesa's ir3_legalize.c (count_instruction), only ALU
+// instructions (cat1-3), nops and the other cat0 instructions fill delay slots: SFU, texture,
+// memory and barrier instructions do not, nor do branches and jumps; (4) legalize() walks the program with the exact state along
 // straight-line code, fixing each offending instruction ((ss)/(sy) bits, (nopN) on the previous
 // ALU op, or inserted (ss)/(rptN) nops), stops a pass at the next branch target after a fix,
 // re-targets branches, re-analyses, and repeats until nothing is left.
@@ -46,6 +49,10 @@ struct Access {
   int element;    // repeat element at which it is read/written
   int src_index;  // which source (for the mad third-source rule), -1 for writes
   int half_regid = -1;  // the half register (regid) when the operand is half precision
+  // Where half registers are a file of their own, the unit the other file's register of the same
+  // name would have: delays still treat the two as one (Mesa's ready slots alias them whatever
+  // the mergedregs mode), sync flags do not. -1 in a merged file.
+  int alias = -1;
 };
 
 struct Info {
@@ -55,6 +62,8 @@ struct Info {
   bool has_ss_bit = false, ss = false, sy = false;
   bool ss_prod = false, sy_prod = false, late_reader = false, store = false, mem_read = false;
   bool is_branch = false, is_jump = false, is_end = false;
+  bool counts = false;  // fills delay slots (Mesa's count_instruction)
+  bool mad = false;     // mad.*/madsh.*: the third source is read two cycles after issue
   int64_t target = 0;
   std::vector<Access> reads, writes;
 };
@@ -63,14 +72,25 @@ void add_reg(std::vector<Access>& v, int regid, bool half, int element, int src,
   if (regid < 0 || regid >= 256) return;
   if (regid == kRegInvalid) return;
   if (half && regid < kRegA0 && !merged) {
-    v.push_back({kSeparateHalf + regid, element, src, regid});
+    v.push_back({kSeparateHalf + regid, element, src, regid, regid < 48 * 4 ? regid : -1});
   } else if (half && regid < kRegA0) {
     int full = regid < 48 * 4 ? regid >> 1 : 48 * 4 + ((regid - 48 * 4) >> 1);
     v.push_back({2 * full + (regid & 1), element, src, regid});
   } else {
-    v.push_back({2 * regid, element, src});
-    v.push_back({2 * regid + 1, element, src});
+    for (int h = 0; h < 2; ++h) {
+      const int u = 2 * regid + h;
+      v.push_back({u, element, src, -1, !merged && u < 48 * 4 ? kSeparateHalf + u : -1});
+    }
   }
+}
+
+// Whether an instruction advances the ALU pipeline that delay slots count: ALU instructions and
+// cat0 (nops, predication markers, end), not branches or jumps (Mesa does not count br/braa/brao/
+// jump, as they may be removed; the others we do not count either, which only adds nops), and
+// not SFU, texture, memory or barrier instructions, which other units execute.
+bool fills_delay_slots(const Semantics& sm) {
+  if (sm.cat >= 1 && sm.cat <= 3) return true;
+  return sm.cat == 0 && !sm.is_branch && !sm.is_jump;
 }
 
 // The checker's view of an instruction: the shared semantics (ir3/semantics.h) expanded into
@@ -94,12 +114,19 @@ Info describe(const Instr& in, bool merged) {
   d.is_jump = sm.is_jump;
   d.is_end = sm.is_end;
   d.target = sm.target;
-  auto expand = [&](std::vector<Access>& v, const RegUse& u) {
+  d.counts = fills_delay_slots(sm);
+  d.mad = in.name().rfind("mad", 0) == 0;
+  // lag: cycles after issue; swz and gat read their n-th source n cycles late, swz and sct write
+  // their n-th destination n cycles late (Mesa's delay_calc / delay_update)
+  auto expand = [&](std::vector<Access>& v, const RegUse& u, int lag) {
     for (int e = 0; e < u.elements; ++e)
-      for (int i = 0; i < u.count; ++i) add_reg(v, u.regid + i + (u.advancing ? e : 0), u.half, e, u.src, merged);
+      for (int i = 0; i < u.count; ++i) add_reg(v, u.regid + i + (u.advancing ? e : 0), u.half, e + lag, u.src, merged);
   };
-  for (const RegUse& u : sm.reads) expand(d.reads, u);
-  for (const RegUse& u : sm.writes) expand(d.writes, u);
+  const std::string& n = in.name();
+  const bool scalar_srcs = n.rfind("swz", 0) == 0 || n.rfind("gat", 0) == 0;
+  const bool scalar_dsts = n.rfind("swz", 0) == 0 || n.rfind("sct", 0) == 0;
+  for (size_t k = 0; k < sm.reads.size(); ++k) expand(d.reads, sm.reads[k], scalar_srcs ? static_cast<int>(k) : 0);
+  for (size_t k = 0; k < sm.writes.size(); ++k) expand(d.writes, sm.writes[k], scalar_dsts ? static_cast<int>(k) : 0);
   return d;
 }
 
@@ -107,13 +134,17 @@ struct State {
   Mask ss, sy, war_ss, war_sy;
   // Predication: inside predt..predf (side 1) and predf..prede (side 2) the two sides run on
   // complementary lanes. A result still pending from a side-1 load (pred_t) is no hazard for
-  // side-2 instructions, which run on the other lanes; after prede it is pending as usual.
-  Mask pred_t;
+  // side-2 instructions, which run on the other lanes; after prede it is pending as usual. So is
+  // a register a side-1 texture/memory instruction still reads (pred_r) for side-2 writes.
+  Mask pred_t, pred_r;
   int8_t pside = 0;
-  std::vector<int16_t> since;    // slots between an ALU write and this instruction
+  // Delay slots between the last ALU write of a unit and this instruction, per size of that write
+  // (since[2u] as a full register, since[2u + 1] as a half): a reader of the other size needs the
+  // longer delay (Mesa keeps a ready cycle per consumer size for the same reason).
+  std::vector<int16_t> since;
   std::vector<int32_t> writer;   // producing instruction per unit
   bool reached = false;
-  State() : since(kUnits, kNever), writer(kUnits, -1) {}
+  State() : since(2 * kUnits, kNever), writer(kUnits, -1) {}
   bool merge(const State& o) {
     if (!reached) {
       *this = o;
@@ -121,22 +152,26 @@ struct State {
       return true;
     }
     bool ch = false;
-    if (pside != o.pside || pred_t != o.pred_t) {
-      ch = pside != 0 || pred_t.any();
+    if (pside != o.pside || pred_t != o.pred_t || pred_r != o.pred_r) {
+      ch = pside != 0 || pred_t.any() || pred_r.any();
       pside = 0;  // paths disagree on the predication state: no exemption
       pred_t.reset();
+      pred_r.reset();
     }
     Mask a = ss | o.ss, b = sy | o.sy, c = war_ss | o.war_ss, e = war_sy | o.war_sy;
     if (a != ss || b != sy || c != war_ss || e != war_sy) ch = true;
     ss = a, sy = b, war_ss = c, war_sy = e;
-    for (int u = 0; u < kUnits; ++u)
-      if (o.since[u] < since[u]) {
-        since[u] = o.since[u];
+    for (int u = 0; u < kUnits; ++u) {
+      bool took = false;
+      for (int k = 2 * u; k < 2 * u + 2; ++k)
+        if (o.since[k] < since[k]) since[k] = o.since[k], took = true;
+      if (took) {
         writer[u] = o.writer[u];
         ch = true;
       } else if (o.writer[u] >= 0 && writer[u] < 0) {
         writer[u] = o.writer[u];
       }
+    }
     return ch;
   }
 };
@@ -155,30 +190,38 @@ std::string unit_name(int u) {
   return buf;
 }
 
-int needed_delay(const Info& producer_is_alu_dummy, const Info& c, const Access& a) {
-  (void)producer_is_alu_dummy;
-  if (a.unit / 2 == kRegA0 || a.unit / 2 == kRegA0 + 1) return kLongDelay;
-  if (c.cat >= 1 && c.cat <= 3) return (c.cat == 3 && a.src_index == 2) ? kAluDelayMadSrc3 : kAluDelay;
-  return kLongDelay;
+// Delay slots consumer c needs for its read a after an ALU write of the same unit, as a half
+// register when `half_write`.
+int needed_delay(const Info& c, const Access& a, bool half_write) {
+  const int reg = a.unit < kSeparateHalf ? a.unit / 2 : -1;
+  const bool special = reg == kRegA0 || reg == kRegA0 + 1 || (reg >= kRegP0 && reg < kRegP0 + 4);
+  const bool mismatch = (a.half_regid >= 0) != half_write;
+  const bool alu = c.cat >= 1 && c.cat <= 3;
+  int need = alu && !special && !mismatch ? kAluDelay : kLongDelay;
+  if (c.mad && a.src_index == 2) need -= kAluDelay - kAluDelayMadSrc3;
+  return need;
 }
 
 State transfer(const State& in, const Info& d, size_t idx) {
   State s = in;
   if (d.cat == 0) {
     const std::string& n = d.in.name();
-    if (n == "predt") s.pside = 1, s.pred_t.reset();
+    if (n == "predt") s.pside = 1, s.pred_t.reset(), s.pred_r.reset();
     else if (n == "predf") s.pside = s.pside == 1 ? 2 : 0;
-    else if (n == "prede") s.pside = 0, s.pred_t.reset();
-    else if (n != "nop") s.pside = 0, s.pred_t.reset();
+    else if (n == "prede") s.pside = 0, s.pred_t.reset(), s.pred_r.reset();
+    else if (n != "nop") s.pside = 0, s.pred_t.reset(), s.pred_r.reset();
   }
   if (d.ss) s.ss.reset(), s.war_ss.reset(), s.war_sy.reset();
   if (d.sy) s.sy.reset(), s.war_sy.reset();
-  int adv = d.len + d.nops;
-  for (int u = 0; u < kUnits; ++u)
-    if (s.since[u] < kNever) s.since[u] = static_cast<int16_t>(std::min(kNever, s.since[u] + adv));
+  int adv = d.counts ? d.len + d.nops : 0;
+  if (adv)
+    for (int16_t& v : s.since)
+      if (v < kNever) v = static_cast<int16_t>(std::min(kNever, v + adv));
   for (const Access& r : d.reads) {
-    if (d.sy_prod) s.war_sy.set(r.unit);
-    else if (d.ss_prod || d.late_reader || d.store) s.war_ss.set(r.unit);
+    Mask& war = d.sy_prod ? s.war_sy : s.war_ss;
+    if (!d.sy_prod && !(d.ss_prod || d.late_reader || d.store)) continue;
+    if (s.pside == 1 && !s.war_ss.test(r.unit) && !s.war_sy.test(r.unit)) s.pred_r.set(r.unit);
+    war.set(r.unit);
   }
   for (const Access& w : d.writes) {
     bool keep_pending = s.pside == 2 && s.pred_t.test(w.unit);  // the other lanes' load is still in flight
@@ -189,16 +232,15 @@ State transfer(const State& in, const Info& d, size_t idx) {
     if (s.pside == 1 && (d.sy_prod || d.ss_prod)) s.pred_t.set(w.unit);
     else if (s.pside != 2) s.pred_t.reset(w.unit);
     s.writer[w.unit] = static_cast<int32_t>(idx);
-    if (d.sy_prod) {
-      s.sy.set(w.unit);
-      s.since[w.unit] = kNever;
-    } else if (d.ss_prod) {
-      s.ss.set(w.unit);
-      s.since[w.unit] = kNever;
-    } else if (d.cat >= 1 && d.cat <= 3) {
-      s.since[w.unit] = static_cast<int16_t>(d.len - 1 - w.element + d.nops);
-    } else {
-      s.since[w.unit] = kNever;
+    if (d.sy_prod) s.sy.set(w.unit);
+    else if (d.ss_prod) s.ss.set(w.unit);
+    for (int u : {w.unit, w.alias}) {
+      if (u < 0) continue;
+      int16_t* sw = &s.since[2 * static_cast<size_t>(u)];
+      if (d.cat >= 1 && d.cat <= 3 && !d.sy_prod && !d.ss_prod)
+        sw[w.half_regid >= 0 ? 1 : 0] = static_cast<int16_t>(d.len - 1 - w.element + d.nops);
+      else
+        sw[0] = sw[1] = kNever;
     }
   }
   return s;
@@ -277,16 +319,19 @@ std::vector<Hazard> hazards_for(const State& s, const Info& d, size_t i) {
     if (other_side(r.unit)) continue;
     if (!ss && s.ss.test(r.unit)) add(Hazard::Kind::MissingSs, r.unit, 0, 0, "reads an (ss) producer's result");
     if (!sy && s.sy.test(r.unit)) add(Hazard::Kind::MissingSy, r.unit, 0, 0, "reads an (sy) producer's result");
-    if (s.since[r.unit] < kNever) {
-      int need = needed_delay(d, d, r), have = s.since[r.unit] + r.element;
+    for (int hw = 0; hw < 2; ++hw) {
+      const int16_t since = s.since[2 * static_cast<size_t>(r.unit) + static_cast<size_t>(hw)];
+      if (since >= kNever) continue;
+      int need = needed_delay(d, r, hw != 0), have = since + r.element;
       if (have < need) add(Hazard::Kind::TooFewDelay, r.unit, need, have, "issues too soon after an ALU write");
     }
   }
   for (const Access& w : d.writes) {
     if (other_side(w.unit)) continue;
-    if (!ss && s.war_ss.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a register a store/SFU/local op still reads");
+    const bool side_war = s.pside == 2 && s.pred_r.test(w.unit);  // the other lanes' read
+    if (!ss && !side_war && s.war_ss.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a register a store/SFU/local op still reads");
     // either flag waits until the texture/load has read its sources; (ss) is the cheaper one
-    if (!ss && !sy && s.war_sy.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a register a texture/load still reads");
+    if (!ss && !sy && !side_war && s.war_sy.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a register a texture/load still reads");
     if (!sy && s.sy.test(w.unit)) add(Hazard::Kind::MissingSy, w.unit, 0, 0, "overwrites a pending load result");
     if (!ss && s.ss.test(w.unit)) add(Hazard::Kind::MissingSs, w.unit, 0, 0, "overwrites a pending (ss) result");
   }
@@ -299,8 +344,15 @@ Effects effects(const Instr& in, bool merged_regs) {
   Info d = describe(in, merged_regs);
   Effects e;
   e.cat = d.cat;
-  for (const Access& a : d.reads) e.reads.push_back(a.unit);
-  for (const Access& a : d.writes) e.writes.push_back(a.unit);
+  for (const Access& a : d.reads) {
+    e.reads.push_back(a.unit);
+    e.read_at.push_back(a.element + (d.mad && a.src_index == 2 ? kAluDelay - kAluDelayMadSrc3 : 0));
+  }
+  for (const Access& a : d.writes) {
+    e.writes.push_back(a.unit);
+    e.write_at.push_back(a.element);
+  }
+  e.counts = d.counts;
   for (const auto* v : {&d.reads, &d.writes})
     for (const Access& a : *v) {
       if (a.half_regid >= 0) e.half_regs.push_back(a.half_regid);

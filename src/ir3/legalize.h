@@ -49,6 +49,10 @@ struct Effects {
   bool is_branch = false, is_jump = false, is_end = false;
   int64_t target = 0;                     // branch/jump offset
   int len = 1, nops = 0;                  // issue slots: (rptN) elements, (nopN)
+  bool counts = false;                    // fills delay slots (ALU and non-branch cat0; see legalize.cpp)
+  // per entry of reads / writes: the cycle after issue at which it is read (its (rptN) element,
+  // plus 2 for a mad's third source) / written (its element)
+  std::vector<int> read_at, write_at;
 };
 Effects effects(const Instr& in, bool merged_regs = true);
 

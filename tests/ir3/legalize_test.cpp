@@ -71,6 +71,52 @@ TEST(Ir3Legalize, DelaySlotsFollowMesaRules) {
   EXPECT_EQ(count(hs, Hazard::Kind::MissingSs), 1);  // hr2.x/hr2.y are the halves of r1.x
 }
 
+TEST(Ir3Legalize, OnlyAluAndCat0InstructionsFillDelaySlots) {
+  // Mesa's count_instruction: texture, memory and SFU instructions issue without filling a
+  // delay slot, and neither do branches; three texture reads between an ALU write and its ALU
+  // reader leave all 3 slots to fill
+  auto hs = check_hazards(assemble("add.f r0.x, r1.x, r1.y\n"
+                                   "isam (f32)(xyzw)r4.x, r2.x, s#0, t#0\n"
+                                   "ldg.f32 r5.x, g[r2.z], 1\n"
+                                   "rcp r6.x, r1.z\n"
+                                   "add.f r0.y, r0.x, r0.x\nend\n"));
+  ASSERT_EQ(count(hs, Hazard::Kind::TooFewDelay), 1);
+  EXPECT_EQ(hs[0].need, 3);
+  EXPECT_EQ(hs[0].have, 0);
+  // ALU instructions and nops do
+  EXPECT_EQ(count(check_hazards(assemble("add.f r0.x, r1.x, r1.y\nmov.f32f32 r3.x, r1.x\nnop\n"
+                                         "isam (f32)(xyzw)r4.x, r2.x, s#0, t#0\nadd.f r3.y, r1.x, r1.y\n"
+                                         "add.f r0.y, r0.x, r0.x\nend\n")),
+                  Hazard::Kind::TooFewDelay),
+            0);
+  // legalize fills them with nops in front of the reader
+  auto p = assemble("add.f r0.x, r1.x, r1.y\nisam (f32)(xyzw)r4.x, r2.x, s#0, t#0\nadd.f r0.y, r0.x, r0.x\nend\n");
+  EXPECT_TRUE(legalize(p));
+  EXPECT_TRUE(check_hazards(p).empty());
+  EXPECT_EQ(disassemble(p), "add.f r0.x, r1.x, r1.y\nisam (f32)(xyzw)r4.x, r2.x, s#0, t#0\n(rpt2)nop\nadd.f r0.y, r0.x, r0.x\nend\n");
+}
+
+TEST(Ir3Legalize, SizeMismatchPredicatesAndScalarSourcesFollowMesa) {
+  // a half read of a full ALU write (merged registers) needs 6, not 3
+  auto hs = check_hazards(assemble("add.u r1.x, r2.x, r2.y\n(rpt2)nop\nadd.u hr2.x, hr2.x, hr3.x\nend\n"));
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].need, 6);
+  EXPECT_EQ(hs[0].have, 3);
+  // ... and a full read of it 3
+  EXPECT_TRUE(check_hazards(assemble("add.u r1.x, r2.x, r2.y\n(rpt2)nop\nadd.u r3.x, r1.x, r2.x\nend\n")).empty());
+  // a predicate written by an ALU instruction needs 6 before any reader
+  hs = check_hazards(assemble("cmps.s.lt p0.x, r0.x, 1\n(rpt2)nop\nbr !p0.x, #2\nnop\nend\n"));
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].need, 6);
+  // only mad/madsh read their third source late: sel's third source needs the full 3
+  hs = check_hazards(assemble("add.u r0.x, r1.x, r1.y\nsel.b32 r0.y, r1.x, r1.y, r0.x\nend\n"));
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].need, 3);
+  // swz reads its second source a cycle late: 2 slots before it are enough for that source
+  EXPECT_TRUE(check_hazards(assemble("add.u r1.y, r2.x, r2.y\n(rpt1)nop\nswz.u32u32 r3.x, r3.y, r2.z, r1.y\nend\n")).empty());
+  EXPECT_EQ(check_hazards(assemble("add.u r1.y, r2.x, r2.y\nnop\nswz.u32u32 r3.x, r3.y, r2.z, r1.y\nend\n")).size(), 1u);
+}
+
 TEST(Ir3Legalize, ShortDelaysUseNopBitsOfThePreviousAluInstruction) {
   auto p = assemble("add.f r0.x, r1.x, r1.y\nadd.f r0.y, r0.x, r0.x\nrcp r1.x, r0.y\nend\n");
   EXPECT_TRUE(legalize(p));

@@ -47,33 +47,42 @@ Stats stats(const std::vector<uint64_t>& words, int gen) { return stats(Code(wor
 
 int64_t estimate_cycles(const std::vector<Ins>& run) {
   constexpr int kUnits = 768;  // register units of the effects (legalize.h)
+  // t: issue cycles; c: delay slots filled (Effects::counts). An ALU result is ready by c: a
+  // consumer issued before then needs nops, which fill slots; a sync stall only takes cycles.
   std::vector<int64_t> alu_ready(kUnits, 0), other_ready(kUnits, 0);
   std::vector<bool> sy(kUnits, false), ss(kUnits, false);
-  int64_t t = 0, last_sy = -1000000, last_ss = -1000000;
+  int64_t t = 0, c = 0, last_sy = -1000000, last_ss = -1000000;
   for (const Ins& x : run) {
     const Effects& f = x.fx;
     if (x.in.name() == "nop") continue;
-    bool alu = f.cat >= 1 && f.cat <= 3;
-    int64_t start = t;
+    const bool alu = f.cat >= 1 && f.cat <= 3;
+    int64_t need = c;
     bool wait_sy = false, wait_ss = false;
-    for (int u : f.reads) {
+    for (size_t k = 0; k < f.reads.size(); ++k) {
+      const int u = f.reads[k];
       if (u < 0 || u >= kUnits) continue;
-      start = std::max(start, alu ? alu_ready[size_t(u)] : other_ready[size_t(u)]);
+      const int64_t at = k < f.read_at.size() ? f.read_at[k] : 0;
+      need = std::max(need, (alu ? alu_ready[size_t(u)] : other_ready[size_t(u)]) - at);
       wait_sy = wait_sy || sy[size_t(u)];
       wait_ss = wait_ss || ss[size_t(u)];
     }
+    int64_t start = t + (need - c);
+    c = need;
     if (wait_sy) start = std::max(start, last_sy + kSyLatency), std::fill(sy.begin(), sy.end(), false);
     if (wait_ss) start = std::max(start, last_ss + kSsLatency), std::fill(ss.begin(), ss.end(), false);
     if (f.sy_prod) last_sy = start;
     if (f.ss_prod) last_ss = start;
-    for (int u : f.writes) {
+    for (size_t k = 0; k < f.writes.size(); ++k) {
+      const int u = f.writes[k];
       if (u < 0 || u >= kUnits) continue;
       sy[size_t(u)] = f.sy_prod;
       ss[size_t(u)] = f.ss_prod;
-      alu_ready[size_t(u)] = start + (alu ? 3 : 1);
-      other_ready[size_t(u)] = start + (alu ? 6 : 1);
+      const int64_t at = c + 1 + (k < f.write_at.size() ? f.write_at[k] : 0);
+      alu_ready[size_t(u)] = alu ? at + 3 : 0;
+      other_ready[size_t(u)] = alu ? at + 6 : 0;
     }
     t = start + std::max(1, f.len);
+    if (f.counts) c += std::max(1, f.len);
   }
   return t;
 }

@@ -51,16 +51,20 @@ struct Unit {
   bool diamond = false;
   int fix_br = -1, fix_jump = -1;  // positions in `ins` whose target becomes "what follows"
   Effects fx;                      // union of the members' effects
+  int counted = 0;                 // delay slots its members fill (Effects::counts)
 };
 
 void add_effects(Effects& a, const Effects& b) {
   a.reads.insert(a.reads.end(), b.reads.begin(), b.reads.end());
   a.writes.insert(a.writes.end(), b.writes.begin(), b.writes.end());
+  a.read_at.insert(a.read_at.end(), b.read_at.begin(), b.read_at.end());
+  a.write_at.insert(a.write_at.end(), b.write_at.begin(), b.write_at.end());
   a.sy_prod |= b.sy_prod, a.ss_prod |= b.ss_prod, a.store |= b.store, a.mem_read |= b.mem_read;
 }
 
-// Cycles from producer p's issue until consumer c may read its result (the hazard checker's
-// delays: ALU -> ALU 3, ALU -> SFU/texture/memory/flow 6; loads and SFU are synced instead).
+// Latency from producer p to consumer c: for an ALU producer the hazard checker's delay slots
+// (ALU -> ALU 3, ALU -> SFU/texture/memory/flow 6), counted in slots that fill delays (see
+// Effects::counts); for loads and SFU the sync latency, in cycles.
 int result_latency(const Effects& p, const Effects& c) {
   if (p.sy_prod) return kSyLatency;
   if (p.ss_prod) return kSsLatency;
@@ -134,6 +138,7 @@ class Hoister {
     u.ins.push_back(i);
     u.fx = c_.ins[i].fx;
     u.fx.len = std::max(1, u.fx.len);
+    u.counted = u.fx.counts ? u.fx.len + u.fx.nops : 0;
     return u;
   }
 
@@ -151,6 +156,7 @@ class Hoister {
       u.ins.push_back(k);
       add_effects(u.fx, x.fx);
       u.fx.len += std::max(1, x.fx.len);
+      if (x.fx.counts) u.counted += x.fx.len + x.fx.nops;
     }
     return u;
   }
@@ -337,14 +343,19 @@ class Hoister {
       height[a] = std::max(units[a].fx.len, exit[a]);
       for (auto [z, lat] : succ[a]) height[a] = std::max<int64_t>(height[a], lat + height[z]);
     }
+    // Two clocks: t, the issue cycle, and c, the delay slots filled so far (ALU and cat0
+    // instructions; texture, memory and SFU instructions issue without filling any). An ALU
+    // result is ready by c (ready_c); a nop fills a slot and takes a cycle, a sync stall only
+    // takes cycles.
     struct Timing {
-      std::vector<int64_t> ready;
+      std::vector<int64_t> ready, ready_c;
       std::vector<bool> pend_sy, pend_ss;
-      int64_t t = 0, last_sy = -1000000, last_ss = -1000000, finish = 0;
+      int64_t t = 0, c = 0, last_sy = -1000000, last_ss = -1000000, finish = 0;
     };
     auto make_timing = [&] {
       Timing tm;
       tm.ready.assign(n, 0);
+      tm.ready_c.assign(n, 0);
       tm.pend_sy.assign(n, false);
       tm.pend_ss.assign(n, false);
       return tm;
@@ -352,7 +363,7 @@ class Hoister {
     // an (sy)/(ss) consumer of a result in flight waits for every outstanding producer of
     // that kind; afterwards nothing of that kind is in flight
     auto earliest = [&](const Timing& tm, size_t a) {
-      int64_t r = tm.ready[a];
+      int64_t r = std::max(tm.ready[a], tm.t + std::max<int64_t>(0, tm.ready_c[a] - tm.c));
       for (size_t p : pred[a]) {
         if (tm.pend_sy[p]) r = std::max(r, tm.last_sy + kSyLatency);
         if (tm.pend_ss[p]) r = std::max(r, tm.last_ss + kSsLatency);
@@ -365,12 +376,18 @@ class Hoister {
       for (size_t p : pred[a]) wsy = wsy || tm.pend_sy[p], wss = wss || tm.pend_ss[p];
       if (wsy) std::fill(tm.pend_sy.begin(), tm.pend_sy.end(), false);
       if (wss) std::fill(tm.pend_ss.begin(), tm.pend_ss.end(), false);
+      tm.c = std::max(tm.c, tm.ready_c[a]);  // the nops it waits for fill slots
       tm.t = std::max(tm.t, at);
       const Effects& fa = units[a].fx;
       if (fa.sy_prod) tm.last_sy = tm.t, tm.pend_sy[a] = true;
       if (fa.ss_prod) tm.last_ss = tm.t, tm.pend_ss[a] = true;
-      for (auto [z, lat] : succ[a]) tm.ready[z] = std::max(tm.ready[z], tm.t + lat);
+      const bool alu = fa.cat >= 1 && fa.cat <= 3;
+      for (auto [z, lat] : succ[a]) {
+        if (alu && lat > 0) tm.ready_c[z] = std::max(tm.ready_c[z], tm.c + units[a].counted + lat);
+        else tm.ready[z] = std::max(tm.ready[z], tm.t + lat);
+      }
       tm.finish = std::max(tm.finish, tm.t + exit[a]);
+      tm.c += units[a].counted;
       tm.t += fa.len;
       tm.finish = std::max(tm.finish, tm.t);
     };

@@ -68,9 +68,11 @@ Stats stats(const Code& c);
 
 // Estimated cycles to issue a straight-line run of instructions under the same rules, with the
 // delays a legalized program would have: its own delay nops are ignored, a read waits for its
-// producer (ALU -> ALU 3, ALU -> anything else 6), an (sy)/(ss) consumer for kSyLatency /
-// kSsLatency after the latest producer of its kind (and then nothing of that kind is pending).
-// Passes compare a rewrite of a region with the original by it.
+// producer (ALU -> ALU 3 delay slots, 1 for a mad's third source, ALU -> anything else 6), where
+// only ALU and non-branch cat0 instructions fill delay slots (texture, memory and SFU
+// instructions take an issue cycle but fill none: Mesa's count_instruction); an (sy)/(ss)
+// consumer waits for kSyLatency / kSsLatency after the latest producer of its kind (and then
+// nothing of that kind is pending). Passes compare a rewrite of a region with the original by it.
 int64_t estimate_cycles(const std::vector<Ins>& run);
 Stats stats(const std::vector<uint64_t>& words, int gen = kGenA6xx);
 
