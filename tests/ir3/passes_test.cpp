@@ -307,6 +307,46 @@ TEST(Ir3Passes, HoistKeepsSpeculatedCodeOnEveryPathToTheGuard) {
   EXPECT_EQ(run_with_input(orig), run_with_input(opt)) << disassemble(opt);
 }
 
+// IMAGE=2 kernels guard their loads by predication. The whole predt..prede construct moves as
+// a unit: the load issues ahead of the multiply chain that does not need it, so its (sy) wait
+// overlaps that work; both sides still run on their own lanes (same results).
+TEST(Ir3Passes, HoistMovesPredicatedLoadsAsUnits) {
+  std::vector<uint64_t> orig = assemble(R"(
+    shl.b r3.x, r0.x, 2
+    cmps.u.lt p0.x, r0.x, 40
+    cov.u32f32 r1.x, r0.x
+    add.u r5.x, c3.x, r3.x
+    mov.u32u32 r5.y, c3.y
+    mul.f r2.x, r1.x, (0.5)
+    mul.f r2.x, r2.x, r2.x
+    mul.f r2.y, r2.x, r2.x
+    mul.f r2.z, r2.y, r2.x
+    mul.f r2.w, r2.z, r2.y
+    predt
+    ldg.f32 r6.x, g[r5.x], 1
+    predf
+    mov.f32f32 r6.x, (0.0)
+    prede
+    (sy)add.f r10.x, r6.x, r2.w
+    add.u r4.x, c0.x, r3.x
+    mov.u32u32 r4.y, c0.y
+    (rpt5)nop
+    stg.f32 g[r4.x], r10.x, 1
+    end
+  )");
+  std::vector<uint64_t> base = run_passes(orig, {"legalize"});
+  std::vector<uint64_t> opt = run_passes(orig, {"hoist", "legalize"});
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run_with_input(orig), run_with_input(opt)) << disassemble(opt);
+  EXPECT_LT(passes::stats(opt).cycles(), passes::stats(base).cycles()) << disassemble(opt);
+  std::string text = disassemble(opt);
+  // the construct stayed whole and moved above the chain's last multiply
+  size_t t = text.find("predt"), l = text.find("ldg.f32"), f = text.find("predf"), e = text.find("prede");
+  ASSERT_NE(e, std::string::npos) << text;
+  EXPECT_TRUE(t < l && l < f && f < e) << text;
+  EXPECT_LT(t, text.find("mul.f r2.w")) << text;
+}
+
 TEST(Ir3Passes, HoistSpeculatesOutOfPredicatedStores) {
   // The store's address is filled inside the predicated construct (Mesa's tail): it may move
   // in front of predt (nothing reads it afterwards), where the schedule hides its delay.

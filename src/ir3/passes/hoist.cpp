@@ -9,7 +9,10 @@
 // block ("diamond": a conditional `br` forward over a then-block that may end in a forward
 // `jump` over an else-block, with nothing inside but plain instructions, no branch into its
 // middle). A diamond moves as one piece; its branch and jump are re-targeted to whatever
-// follows it in the new order.
+// follows it in the new order. Loads guarded by predication instead (tinygrad's IMAGE=2 kernels:
+//     predt; isam r11.z, r45.w; predf; mov r12.x, 0 ...; prede
+// ) form a unit the same way: the whole construct, markers included, with nothing branching
+// into it; the two sides keep running on complementary lanes wherever it lands.
 //
 // Steps: (1) liveness of every register unit over the control-flow graph (backward dataflow;
 // unknown control flow keeps everything live); (2) speculation: an ALU instruction of a
@@ -19,8 +22,8 @@
 // the (rpt5)nop it costs before the texture read, leave the guarded block); (2b) the inside of
 // each then-block is list-scheduled as a region of its own (after the guards pass one block may
 // set up and issue several loads); (3) super-regions:
-// maximal runs of units bounded by control flow that is not a diamond, barriers, predication
-// markers, shared-register writes and branch targets from outside; (4) dependence graph over
+// maximal runs of units bounded by control flow that is not a diamond or a predicated
+// construct, barriers, shared-register writes and branch targets from outside; (4) dependence graph over
 // units (last writer / readers per register unit, so O(n); memory: a store is ordered against
 // every load and store); an edge's latency is the producer's result latency for RAW (texture /
 // global / IBO load kSyLatency, SFU / local kSsLatency, ALU 3, else 1) and 0 otherwise;
@@ -100,6 +103,12 @@ class Hoister {
           i = d.j;
           continue;
         }
+        size_t pmid = 0, pend = 0;
+        if (x.in.name() == "predt" && pred_at(i, pmid, pend)) {
+          units.push_back(make_pred(i, pend));
+          i = pend + 1;
+          continue;
+        }
         if (is_control(x) || shared_write(x)) break;
         if (x.in.name() != "nop" || tg[i] > 0) units.push_back(make_single(i));
         ++i;
@@ -131,6 +140,45 @@ class Hoister {
   }
 
   bool plain(size_t i) const { return plain_ins(c_.ins[i]); }
+
+  // A predicated construct at i: predt A [predf B] prede (or starting at predf), both sections
+  // plain, nothing branching into it. `mid`: the predf (0 when none), `end`: the prede.
+  bool pred_at(size_t i, size_t& mid, size_t& end) const {
+    const std::string& n = c_.ins[i].in.name();
+    if (n != "predt" && n != "predf") return false;
+    mid = end = 0;
+    for (size_t k = i + 1; k < c_.ins.size(); ++k) {
+      const std::string& m = c_.ins[k].in.name();
+      if (m == "prede") {
+        end = k;
+        break;
+      }
+      if ((m == "predt" || m == "predf") && mid == 0) {
+        mid = k;
+        continue;
+      }
+      if (!plain(k) || tg_[k] != 0) return false;
+    }
+    return end != 0 && end + 1 < c_.ins.size() && tg_[end] == 0 && (mid == 0 || tg_[mid] == 0);
+  }
+
+  // The whole predicated construct [b, e] as one unit: it moves as one piece, markers included
+  // (its delay nops go; legalize re-creates them).
+  Unit make_pred(size_t b, size_t e) const {
+    Unit u;
+    u.diamond = true;
+    u.fx.cat = 0;
+    u.fx.len = 0;
+    for (size_t k = b; k <= e; ++k) {
+      const Ins& x = c_.ins[k];
+      if (x.in.name() == "nop" && !x.in.get_or("SS", 0) && !x.in.get_or("SY", 0)) continue;
+      u.ins.push_back(k);
+      add_effects(u.fx, x.fx);
+      u.fx.len += std::max(1, x.fx.len);
+      if (x.fx.counts) u.counted += x.fx.len + x.fx.nops;
+    }
+    return u;
+  }
   bool diamond_at(size_t i, Diamond& d) const { return passes::diamond_at(c_, flow_, i, &d); }
 
   Unit make_single(size_t i) const {
@@ -237,24 +285,8 @@ class Hoister {
         scan(i + 1, d.has_else ? d.t - 1 : d.t, reads_of(i, i + 1), live[d.t], i);
         continue;
       }
-      const std::string& n = c_.ins[i].in.name();
-      if (n != "predt" && n != "predf") continue;
-      // predt A [predf B] prede: both sections plain, nothing branching into them
       size_t mid = 0, end = 0;
-      bool ok = true;
-      for (size_t k = i + 1; k < c_.ins.size() && ok; ++k) {
-        const std::string& m = c_.ins[k].in.name();
-        if (m == "prede") {
-          end = k;
-          break;
-        }
-        if ((m == "predt" || m == "predf") && mid == 0) {
-          mid = k;
-          continue;
-        }
-        ok = plain(k) && tg_[k] == 0;
-      }
-      if (!ok || end == 0 || end + 1 >= c_.ins.size()) continue;
+      if (!pred_at(i, mid, end)) continue;
       Live guard = reads_of(i, i + 1);
       if (mid) guard |= reads_of(mid, mid + 1);
       size_t a_end = mid ? mid : end;
