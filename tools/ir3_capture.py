@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Capture real Adreno a630 machine code for an ONNX model, offline.
 
-    python3 tools/ir3_capture.py MODEL.onnx OUTDIR [--venv DIR] [--seed S]
+    python3 tools/ir3_capture.py MODEL.onnx OUTDIR [--venv DIR] [--seed S] [--image 1|2] [--nolocals]
 
 Compiles MODEL for the Adreno 630 with tinygrad's IR3 back end (Mesa's ir3 compiler, packaged
 as PyPI `tinymesa`) on tinygrad's NULL device, so no GPU is needed, and writes a *capture*:
@@ -16,6 +16,10 @@ per-inference overwrites compute constants (weight layouts): they move to the *s
 are the per-inference *schedule*. Of everything before the third call, only the launches and
 copies whose results the setup and schedule read (a backward slice over byte ranges) are kept. Weights that are an ONNX initializer byte for byte are stored by name and sha256 and
 read back from the model at replay. `opvision ir3 replay OUTDIR` runs it on our simulator.
+
+tinygrad's defaults here are IMAGE=1 (activations in images); `--image 2 --nolocals` compile as
+openpilot's compile script does (IMAGE=2: weights in images too, each texel holding 4 output
+channels; NOLOCALS=1: no local-memory reductions).
 
 The tool runs itself in its own virtual environment with pinned tinygrad/tinymesa versions
 (created on first use; --venv picks where, default ~/.cache/opvision/ir3-capture-venv).
@@ -170,9 +174,10 @@ def kernel_sidecar(lib):
   }
 
 
-def capture(model, outdir, seed):
-  os.environ.update({"DEV": "NULL:IR3:a630,IMAGE_PITCH_ALIGNMENT=64", "IMAGE": "1", "FLOAT16": "1",
+def capture(model, outdir, seed, image=1, nolocals=False):
+  os.environ.update({"DEV": "NULL:IR3:a630,IMAGE_PITCH_ALIGNMENT=64", "IMAGE": str(image), "FLOAT16": "1",
                      "CCACHE": "0", "PARALLEL": "0", "JIT": "2"})
+  if nolocals: os.environ["NOLOCALS"] = "1"
   import numpy as np
   import onnx
   from onnx import numpy_helper
@@ -369,7 +374,8 @@ def capture(model, outdir, seed):
   doc = {
     "format": FORMAT, "version": VERSION, "gpu": "a630",
     "producer": {"tool": "tools/ir3_capture.py", "packages": PINNED,
-                 "env": {"DEV": os.environ["DEV"], "IMAGE": "1", "FLOAT16": "1", "JIT": "2"}},
+                 "env": {"DEV": os.environ["DEV"], "IMAGE": os.environ["IMAGE"], "FLOAT16": "1", "JIT": "2",
+                         **({"NOLOCALS": "1"} if nolocals else {})}},
     "model": {"file": os.path.basename(model), "sha256": hashlib.sha256(pathlib.Path(model).read_bytes()).hexdigest()},
     "kernels": kernels, "buffers": buffers, "inputs": inputs, "outputs": outputs,
     "setup": setup_out, "schedule": schedule,
@@ -390,11 +396,16 @@ def main():
   ap.add_argument("--venv", default=os.path.expanduser("~/.cache/opvision/ir3-capture-venv"),
                   help="virtual environment with the pinned packages (created if missing)")
   ap.add_argument("--seed", type=int, default=0, help="seed of the random inputs used while tracing")
+  ap.add_argument("--image", type=int, choices=(1, 2), default=1,
+                  help="tinygrad IMAGE mode: 1 = activations in images (default), 2 = weights too, "
+                       "as openpilot compiles its model")
+  ap.add_argument("--nolocals", action="store_true",
+                  help="tinygrad NOLOCALS=1 (no local-memory reductions), as openpilot compiles its model")
   a = ap.parse_args()
   if not os.path.isfile(a.model):
     sys.exit(f"ir3_capture: error: '{a.model}' is not a file")
   ensure_venv(pathlib.Path(a.venv))
-  capture(os.path.abspath(a.model), a.outdir, a.seed)
+  capture(os.path.abspath(a.model), a.outdir, a.seed, a.image, a.nolocals)
 
 
 if __name__ == "__main__":

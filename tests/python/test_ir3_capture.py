@@ -59,6 +59,14 @@ def test_fixture_capture_replay_matches_onnxruntime(cli, fixture_paths):
     print(replay_ok(cli, DATA / "t12_fp16", model, ref))
 
 
+@pytest.mark.skipif(os.environ.get("OPV_TEST_SLOW") != "1", reason="~3 min on the simulator: set OPV_TEST_SLOW=1")
+def test_openpilot_settings_capture_replay_matches_onnxruntime(cli, fixture_paths):
+    # IMAGE=2 NOLOCALS=1, as openpilot compiles its model: other kernels (weights read as
+    # texels of 4 output channels, no local-memory reductions, larger grids)
+    model, ref = fixture_paths
+    print(replay_ok(cli, DATA / "t12_fp16_openpilot", model, ref, timeout=1200))
+
+
 def test_replay_writes_outputs_and_random_inputs(cli, small_model, tmp_path):
     model, _ = small_model
     out = tmp_path / "out.npz"
