@@ -103,6 +103,12 @@ plan::Plan compile_onnx(const std::string& onnx_path, const CompileOptions& opts
   check_pass_names(opts, graph_names);
   ir::Graph g = import_onnx(onnx_path);
   if (opts.verbose) std::fprintf(stderr, "[import] %s: %zu nodes\n", onnx_path.c_str(), g.nodes.size());
+  if (opts.batch > 0) {
+    const bool changed = ir::set_batch(g, opts.batch);
+    if (opts.verbose)
+      std::fprintf(stderr, "[graph] set_batch        batch %lld%s\n", (long long)opts.batch,
+                   changed ? "" : " (the model's own)");
+  }
   std::vector<std::string> graph_disabled;
   for (const std::string& name : opts.disable_passes)
     if (listed(graph_names, name)) graph_disabled.push_back(name);

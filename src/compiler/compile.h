@@ -21,6 +21,9 @@ struct CompileOptions {
   // When non-empty: only these plan passes of the target run (plus the mandatory ones, see
   // plan_pass_mandatory); graph passes are still controlled by disable_passes only.
   std::vector<std::string> only_passes;
+  // compile --batch: > 0 rewrites the imported batch-1 graph to this batch (ir::set_batch) and
+  // records it in the plan's meta ("batch"); 0 keeps the model's own batch (nothing recorded).
+  int64_t batch = 0;
   bool verbose = false;                    // print per-pass progress to stderr
   bool report = false;                     // call `observer` around every plan pass
   PassObserver observer;                   // used when report is set

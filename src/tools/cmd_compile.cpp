@@ -13,6 +13,8 @@
 namespace opv::tools {
 
 namespace {
+constexpr int64_t kMaxBatch = 4096;  // compile --batch (tensor size limits still apply per value)
+
 std::string plan_pass_help() {
   std::string r = "plan passes per target (in order; memory planning always runs last):\n";
   for (const std::string& t : backend::available()) {
@@ -37,6 +39,11 @@ int cmd_compile(int argc, char** argv) {
       .option("--passes", "A,B,..", "run only these plan passes of the target (mandatory ones always run)", "",
               "", true)
       .option("--no-pass", "NAME", "skip a graph or plan pass (or a comma list)", "", "", true)
+      .option("--batch", "N", "samples per inference (any target): rewrites a batch-1 model so that every input's leading "
+              "dimension is N (inputs [N, ...], outputs [N, ...], sample k's outputs computed from sample k's inputs "
+              "alone), including the batch-1 shapes the model hard-codes (e.g. a Flatten/Reshape to [1, C]); refused, "
+              "naming the node, where an op mixes samples or the leading 1 is not provably the batch. Recorded in the "
+              "plan (meta batch, shown by inspect). Default: the model's own batch", "")
       .option("--cl-busy-items", "N", "opencl: work-items the GPU needs to stay busy (0 = sized for Adreno 630; "
               "large desktop GPUs ~65536)", "0")
       .option("--cl-batch", "N", "opencl: most calls plan pass batch merges into one launch (default 4, "
@@ -82,6 +89,7 @@ int cmd_compile(int argc, char** argv) {
   opts.disable_passes = split_names(a.all("--no-pass"));
   opts.only_passes = split_names(a.all("--passes"));
   opts.verbose = a.has("--verbose");
+  if (a.has("--batch")) opts.batch = a.get_int("--batch", 0, 1, kMaxBatch);
   plan::cl::Options& cl = opts.pass_ctx.cl;
   cl.busy_items = a.get_int("--cl-busy-items", 0, 0, int64_t(1) << 30);
   cl.batch_max = a.get_int("--cl-batch", cl.batch_max);

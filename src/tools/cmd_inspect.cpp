@@ -110,6 +110,15 @@ int cmd_inspect(int argc, char** argv) {
   std::printf("model %s  target %s\n", model.c_str(), plan.target.c_str());
   if (!plan.meta.map().empty()) std::printf("meta %s\n", plan.meta.str().c_str());
   std::printf("calls %zu  kernels %zu  buffers %zu\n", plan.calls.size(), plan.kernels.size(), plan.buffers.size());
+  {  // samples per inference: compile --batch (meta), else the inputs' leading dimension as imported
+    std::string inputs;
+    for (const plan::Buffer& b : plan.buffers)
+      if (b.kind == plan::BufferKind::Input) inputs += (inputs.empty() ? "" : ", ") + b.name + shape_str(b.shape);
+    if (plan.meta.has("batch"))
+      std::printf("batch %lld (compile --batch; inputs %s)\n", (long long)plan.meta.i("batch"), inputs.c_str());
+    else
+      std::printf("batch as the model (inputs %s)\n", inputs.c_str());
+  }
   std::printf("\nops (calls per op):\n");
   for (const auto& [name, n] : s.op_calls) std::printf("  %-20s %6lld\n", name.c_str(), (long long)n);
   std::printf("\nkernels (calls per kernel):\n");

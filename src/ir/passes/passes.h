@@ -16,6 +16,14 @@ bool fold_scales(Graph& g);       // Mul/Div by a per-output-channel constant af
 bool fuse_gelu(Graph& g);         // erf and tanh GELU subgraphs -> Gelu / GeluTanh
 bool fuse_epilogues(Graph& g);    // bias add, activation, layer-scale mul, residual add -> post-ops
 
+// compile --batch N (set_batch.cpp): rewrites a batch-1 graph (every runtime input [1, ...]) to
+// compute N independent samples: inputs [N, ...], the batch carried through every node whose op
+// provably works per sample, batch-1 shapes the importer folded (Reshape/Expand targets [1, ...])
+// rewritten. Runs once on the imported graph, before run_graph_passes. Returns false when every
+// input already has leading dimension N. Throws opv::Error naming the node (and leaves the graph
+// unchanged) where the model cannot be batched soundly.
+bool set_batch(Graph& g, int64_t n);
+
 struct GraphPassInfo {
   const char* name;
   bool (*fn)(Graph&);
