@@ -15,7 +15,14 @@ round and overall (< 1: opvision faster), launches per inference and the slowest
    N times back to back on one stream before the one host wait (each replay uploads the frame and
    reads the output back, as the latency figure does); time per run / N = time per frame.
    PyTorch: (a) its batch-1 graph replayed N times back to back, one synchronize (the same shape
-   of work), (b) the same network captured at batch N (one graph over N frames), without copies.
+   of work), (b) the same network captured at batch N (one graph over N frames), without copies,
+   and (c) the same with the N frames' host->device copies and the outputs' read-back (pageable
+   host tensors, as the batch-1 peer's copies).
+   --batch-art B.opv: opvision's batch-N artifact (`compile --batch N`, N = --inflight; read from
+   `opvision inspect`) timed in the same rounds: `opvision bench B.opv` (one inference = N frames,
+   with its upload and read-back: ms per frame = median / N), the same with --inflight 4 (four
+   batches per host wait), and the profiled kernel time per frame (CUDA events per call, no
+   graph, no copies: the figure to hold against (b)).
 4. torch.compile (--compile-timeout S, 0 = skip): the fp16 network through torch.compile in a
    child process bounded by S seconds, mode max-autotune first (CUDA graphs and autotuned
    kernels); if that fails or runs out of time, mode default (no CUDA graphs), and the table says
@@ -25,6 +32,7 @@ round and overall (< 1: opvision faster), launches per inference and the slowest
 
 Usage: bench/bench_cuda.py [--model M.onnx | --art M.opv] [--iters 200] [--rounds 5] [--no-torch]
        [--opvision PATH] [--arch compute_90] [--json OUT.json] [--inflight 32] [--compile-timeout 240]
+       [--batch-art B.opv]
 """
 import argparse
 import json
@@ -78,7 +86,7 @@ def _graph(m, img, big):
         torch.cuda.current_stream().wait_stream(s)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
-            m(img, big)
+            g.opv_out = m(img, big)  # the graph's output tensor (refilled by every replay)
     return g
 
 
@@ -111,6 +119,17 @@ def throughput_child(args):
     gn = _graph(m, img, big)
     med, _ = _time_ms(gn.replay, max(args.iters // 4, 20), 5)
     res["batch_ms_per_frame"] = med / n
+    # The same with the N frames' copies in and the outputs' read-back (as bench_opencl's io figure).
+    out = gn.opv_out
+    img_host, big_host = img.cpu(), big.cpu()
+
+    def io_step():
+        img.copy_(img_host)
+        big.copy_(big_host)
+        gn.replay()
+        out.cpu()
+    med, _ = _time_ms(io_step, max(args.iters // 4, 20), 5)
+    res["batch_io_ms_per_frame"] = med / n
     res["torch"] = torch.__version__
     print(json.dumps(res))
 
@@ -176,6 +195,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", default=None, help="write all numbers to this file")
     ap.add_argument("--inflight", type=int, default=32, help="throughput: frames in flight (0: skip)")
+    ap.add_argument("--batch-art", default=None,
+                    help="throughput: a batch-N .opv (compile --batch N, N = --inflight) timed in the same rounds")
     ap.add_argument("--compile-timeout", type=float, default=240,
                     help="torch.compile: seconds for max-autotune (then default mode in what is left; 0: skip)")
     ap.add_argument("--compile-modes", default="max-autotune,default",
@@ -256,8 +277,20 @@ def main():
     if args.inflight > 0:
         n = args.inflight
         tp_rounds, opv_tp = [], []
+        batch_tp, batch_tp4, batch_kernel = [], [], []
+        if args.batch_art:
+            insp = subprocess.run([opv, "inspect", args.batch_art], capture_output=True, text=True, timeout=args.timeout)
+            b = next((int(line.split()[1]) for line in insp.stdout.splitlines() if line.startswith("batch ")
+                      and line.split()[1].isdigit()), 1)
+            if b != n:
+                sys.exit(f"bench_cuda: --batch-art {args.batch_art} has batch {b}, --inflight is {n}")
         for _ in range(min(args.rounds, 3)):
             opv_tp.append(float(bench_opv(opv, art_keep, args, replays=n)["median_ms"]) / n)
+            if args.batch_art:
+                r = bench_opv(opv, args.batch_art, args)
+                batch_tp.append(float(r["median_ms"]) / n)
+                batch_kernel.append(sum(float(k.get("total_ms", 0)) for k in r.get("kernels") or []) / n)
+                batch_tp4.append(float(bench_opv(opv, args.batch_art, args, replays=4)["median_ms"]) / (4 * n))
             if not args.no_torch:
                 tp_rounds.append(json.loads(run([sys.executable, __file__, "--tp-child", "--trunk", args.trunk, "--hw",
                                                  args.hw, "--seed", str(args.seed), "--iters", str(args.iters),
@@ -267,6 +300,20 @@ def main():
         print(f"throughput, {n} frames in flight (median of {len(opv_tp)} rounds; ms per frame, frames/s):")
         print(f"  {'opvision: batch-1 graph x' + str(n) + ' back to back, with I/O':<52} {o:>7.4f} ms {1e3 / o:>8.0f} fps  "
               + " ".join(f"{x:.4f}" for x in opv_tp))
+        ob = ob4 = ok = None
+        if batch_tp:
+            ob, ob4, ok = statistics.median(batch_tp), statistics.median(batch_tp4), statistics.median(batch_kernel)
+            results["throughput"].update({"batch_art": args.batch_art, "opvision_batch_ms_per_frame": ob,
+                                          "opvision_batch_rounds": batch_tp, "opvision_batch_x4_ms_per_frame": ob4,
+                                          "opvision_batch_x4_rounds": batch_tp4,
+                                          "opvision_batch_kernel_ms_per_frame": ok,
+                                          "opvision_batch_kernel_rounds": batch_kernel})
+            print(f"  {'opvision: batch-' + str(n) + ' artifact, one graph, with I/O':<52} {ob:>7.4f} ms {1e3 / ob:>8.0f} fps  "
+                  + " ".join(f"{x:.4f}" for x in batch_tp))
+            print(f"  {'opvision: batch-' + str(n) + ' artifact x4 in flight, with I/O':<52} {ob4:>7.4f} ms {1e3 / ob4:>8.0f} fps  "
+                  + " ".join(f"{x:.4f}" for x in batch_tp4))
+            print(f"  {'opvision: batch-' + str(n) + ' kernels (profiled, no graph/copies)':<52} {ok:>7.4f} ms {1e3 / ok:>8.0f} fps  "
+                  + " ".join(f"{x:.4f}" for x in batch_kernel))
         if tp_rounds:
             b1 = statistics.median(x["b1_replays_ms_per_frame"] for x in tp_rounds)
             bn = statistics.median(x["batch_ms_per_frame"] for x in tp_rounds)
@@ -275,7 +322,17 @@ def main():
             print(f"  {'PyTorch: batch-1 graph x' + str(n) + ' back to back, no copies':<52} {b1:>7.4f} ms "
                   f"{1e3 / b1:>8.0f} fps  ratio {o / b1:.2f}")
             print(f"  {'PyTorch: one graph at batch ' + str(n) + ', no copies':<52} {bn:>7.4f} ms {1e3 / bn:>8.0f} fps  "
-                  f"ratio {o / bn:.2f}")
+                  f"ratio {o / bn:.2f}" + (f" (batch-{n} artifact {ob / bn:.2f}, x4 {ob4 / bn:.2f}, kernels {ok / bn:.2f})"
+                                           if ob else ""))
+            bio = statistics.median(x["batch_io_ms_per_frame"] for x in tp_rounds)
+            results["throughput"]["torch_batch_io_ms_per_frame"] = bio
+            print(f"  {'PyTorch: one graph at batch ' + str(n) + ', with copies':<52} {bio:>7.4f} ms {1e3 / bio:>8.0f} fps  "
+                  f"ratio {o / bio:.2f}" + (f" (batch-{n} artifact {ob / bio:.2f}, x4 {ob4 / bio:.2f})" if ob else ""))
+            if ob:  # per round, batch artifact / PyTorch batch graph
+                print(f"  per round, batch-{n} artifact / PyTorch batch-{n} graph (no copies): "
+                      + " ".join(f"{a / t['batch_ms_per_frame']:.2f}" for a, t in zip(batch_tp, tp_rounds))
+                      + "; with copies: "
+                      + " ".join(f"{a / t['batch_io_ms_per_frame']:.2f}" for a, t in zip(batch_tp, tp_rounds)))
         if args.json:
             pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
     if args.compile_timeout > 0 and not args.no_torch:

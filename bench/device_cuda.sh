@@ -6,13 +6,17 @@
 #       ConvFFN's depthwise conv inside its launch) as ONNX, writes their onnxruntime references, and bundles opvision, the
 #       cuda test binaries and the libraries they need into .devrun/ (with bench/device_opencl.sh's
 #       and scripts/device_gtest.sh's bundles).
-#   bash bench/device_cuda.sh [--base-flags "COMPILE FLAGS"] [bench_cuda.py args]
+#   bash bench/device_cuda.sh [--base-flags "COMPILE FLAGS"] [--batch N] [bench_cuda.py args]
 #       on the GPU machine (the run tool carries .devrun): compiles the fixture there (NVRTC of the
 #       machine's CUDA; the bundle carries the ONNX, not a 21 MB artifact), the cuda gtests,
 #       `opvision verify --backend cuda` on every artifact, then bench/bench_cuda.py against PyTorch
 #       (latency, throughput with --inflight N frames in flight, torch.compile bounded by
 #       --compile-timeout S). --base-flags compiles a second fixture artifact with these extra
 #       compile flags (e.g. "--cuda-ffn off") and times it in the same rounds (a before/after).
+#       --batch N (default 32; 0: none) also compiles the fixture with `compile --batch N`,
+#       verifies it (every sample slot against the batch-1 reference), prints its per-kernel
+#       profile, and times it in the throughput rounds against PyTorch's batch-N CUDA graph
+#       (bench_cuda.py --batch-art, --inflight N).
 set -euo pipefail
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -67,10 +71,12 @@ fi
 source "$ROOT/bench/device_env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 BASE_FLAGS=""
-if [[ "${1:-}" == "--base-flags" ]]; then
-  BASE_FLAGS="$2"
+BATCH=32
+while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" ]]; do
+  [[ "$1" == "--base-flags" ]] && BASE_FLAGS="$2"
+  [[ "$1" == "--batch" ]] && BATCH="$2"
   shift 2
-fi
+done
 A=/tmp/opv/art  # artifacts compiled here
 mkdir -p "$A"
 echo "== compile the fixture (--cuda-arch $ARCH${BASE_FLAGS:+; base: $BASE_FLAGS})"
@@ -82,6 +88,12 @@ for m in "$V"/*.onnx; do  # the generated variants (with --base-flags: both ways
     "$OPV" compile "$m" -o "$A/$(basename "$m" .onnx)_base.opv" --target cuda --cuda-arch "$ARCH" $BASE_FLAGS >/dev/null
   fi
 done
+BATCH_ARGS=()
+if [[ "$BATCH" -gt 0 ]]; then
+  echo "== compile the fixture at --batch $BATCH"
+  "$OPV" compile "$M.onnx" -o "$A/fixture_fp16_b$BATCH.opv" --target cuda --cuda-arch "$ARCH" --batch "$BATCH"
+  BATCH_ARGS=(--inflight "$BATCH" --batch-art "$A/fixture_fp16_b$BATCH.opv")
+fi
 BASE_ARGS=()
 if [[ -n "$BASE_FLAGS" ]]; then
   # shellcheck disable=SC2086
@@ -108,6 +120,10 @@ if command -v nvcc >/dev/null; then  # registers/spills of the fused kernels (th
       | grep -E "registers|spill" | head -2 | sed "s/^/$k: /" || true
   done
 fi
+if [[ "$BATCH" -gt 0 ]]; then  # the batch artifact's kernels (profiled: CUDA events per call, no graph)
+  echo "== batch-$BATCH artifact: per-kernel profile"
+  "$OPV" bench "$A/fixture_fp16_b$BATCH.opv" --backend cuda --iters 50 | sed -n '/^per kernel/,$p' | head -24
+fi
 echo "== bench ($ARCH build)"
 python3 "$ROOT/bench/bench_cuda.py" --opvision "$OPV" --art "$A/fixture_fp16.opv" "${BASE_ARGS[@]}" \
-  ${OUT:+--json "$OUT/bench.json"} "$@"
+  "${BATCH_ARGS[@]}" ${OUT:+--json "$OUT/bench.json"} "$@"

@@ -299,7 +299,7 @@ struct F16Case {
   int64_t N, C, M, H, W;  // 1x1 conv: N x C x H x W -> N x M x H x W; GEMV: [1, C] x [M, C]^T
   int post;               // 0 none, 1 bias + ReLU, 2 bias + residual Add + GELU
   bool gemv = false;
-  bool heads = false;     // three GEMV heads of [1, C] (M, M + 24 and 16 rows), then a second layer each
+  bool heads = false;     // three GEMV heads of [N, C] (M, M + 24 and 16 rows), then a second layer each
   bool dw_pair = false;   // depthwise 3x3 (bias) -> depthwise 7x7 (bias, GELU), both outputs kept
   bool pack = false;      // uint8 [N, C, H, W] x 2 -> Concat -> Cast (Sub mean, Div std): the input pack
   bool ffn = false;       // ConvFFN: 1x1 C -> M (bias, GELU) -> 1x1 M -> C (bias, residual Add): one launch
@@ -334,6 +334,8 @@ std::vector<F16Case> f16_cases() {
       // Independent GEMVs batched into one launch per layer (cuda-codegen moves the second
       // layer's calls together): 6 Gemm calls -> 2 launches.
       {"gemv_heads_batched", 1, 264, 40, 1, 1, 1, true, true},
+      // The same heads of a batch-6 artifact (compile --batch): A has 6 rows, a warp takes 2 of them.
+      {"gemv_heads_batched_6_rows", 6, 264, 40, 1, 1, 1, true, true},
       // The RepMixer -> ConvFFN depthwise pair in one launch (a block per channel plane).
       {"dw_pair_3x3_7x7", 2, 6, 6, 5, 9, 0, false, false, true},
       // Few planes (8) over many rows: each plane cut into 4 bands of 10 rows (the last 7), every
@@ -426,7 +428,7 @@ ir::Graph heads_graph(const F16Case& t, DType dt) {
   auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
     return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
   };
-  const int x = g.add_value({"x0", dt, {1, t.C}, nullptr});
+  const int x = g.add_value({"x0", dt, {t.N, t.C}, nullptr});  // N rows: a batch-N artifact's heads
   g.inputs.push_back(x);
   Attrs tb;
   tb.set("transB", int64_t(1));
@@ -434,12 +436,12 @@ ir::Graph heads_graph(const F16Case& t, DType dt) {
   for (int h = 0; h < 3; ++h) {
     const std::string s = std::to_string(h);
     const float w1 = 1.0f / std::sqrt(float(t.C)), w2 = 1.0f / std::sqrt(float(rows[h]));
-    const int hid = g.add_value({"h" + s, dt, {1, rows[h]}, nullptr});
+    const int hid = g.add_value({"h" + s, dt, {t.N, rows[h]}, nullptr});
     g.add_node({"l1_" + s, OpKind::Gemm, tb,
                 {x, g.add_const("w1_" + s, rounded({rows[h], t.C}, 30 + h, -w1, w1)),
                  g.add_const("b1_" + s, rounded({rows[h]}, 40 + h, -0.5f, 0.5f))},
                 {hid}, {PostOp{OpKind::Relu}}});
-    const int y = g.add_value({"y" + s, dt, {1, 8}, nullptr});
+    const int y = g.add_value({"y" + s, dt, {t.N, 8}, nullptr});
     std::vector<int> ins{hid, g.add_const("w2_" + s, rounded({8, rows[h]}, 50 + h, -w2, w2))};
     if (h != 1) ins.push_back(g.add_const("b2_" + s, rounded({8}, 60 + h, -0.5f, 0.5f)));
     g.add_node({"l2_" + s, OpKind::Gemm, tb, ins, {y}, {}});

@@ -1032,11 +1032,21 @@ std::string softmax(const Ctx& x, std::string* why, int64_t* rows) {
 // ---- batched GEMVs (the heads) -----------------------------------------------------------------
 // Independent fp16 GEMV calls (Gemm, A [1, K], B [N, K] transposed, optional bias, unary post-ops,
 // K % 8 == 0) become one launch: a warp per output row of any member, 16-byte loads (opv_dot8).
+// Batch-M artifacts (compile --batch) have A [M, K], M <= kGemvMaxRows: a warp then computes one
+// output row for MG rows of A at once (B's row loaded once for the MG dot products), each in the
+// order the M = 1 form sums it, so sample m's outputs are those of the batch-1 artifact.
 // Plan form, as the opencl target's batched calls (validate.cpp skips their shape check by the
 // "cl_batch" attribute, plan_stats counts the member calls): outputs = [member 0's, member 1's,
 // ...], inputs = [member 0's A, B, C, member 1's ...] (an absent C stays -1); the kernel's
 // post-ops are the members' in order, "cuda_batch_post_ops" = how many each member has.
 constexpr int kBatchMax = 64;  // members per batched launch (kernel parameters: 4 KB)
+constexpr int64_t kGemvMaxRows = 256;  // rows of A (the batch) a member may have
+// Rows of A one warp takes (its accumulators): the largest of 8, 4, 2, 1 dividing M.
+int64_t gemv_rows_per_warp(int64_t M) {
+  for (int64_t mg : {8, 4, 2})
+    if (M % mg == 0) return mg;
+  return 1;
+}
 bool gemv_batchable(const Plan& p, const Call& c) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   if (k.op != OpKind::Gemm || !k.source.empty() || c.outputs.size() != 1 || c.inputs.size() < 2 ||
@@ -1050,8 +1060,8 @@ bool gemv_batchable(const Plan& p, const Call& c) {
   const Buffer& B = p.buffers.at(size_t(c.inputs[1]));
   const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
   if (A.dtype != DType::F16 || B.dtype != DType::F16 || !is_float(Y.dtype) || A.shape.size() != 2 ||
-      B.shape.size() != 2 || Y.layout != Layout::Linear || A.shape[0] != 1 || A.shape[1] % 8 != 0 ||
-      B.shape[1] != A.shape[1] || Y.shape != Shape{1, B.shape[0]})
+      B.shape.size() != 2 || Y.layout != Layout::Linear || A.shape[0] < 1 || A.shape[0] > kGemvMaxRows ||
+      A.shape[1] % 8 != 0 || B.shape[1] != A.shape[1] || Y.shape != Shape{A.shape[0], B.shape[0]})
     return false;
   if (c.inputs.size() > 2 && c.inputs[2] >= 0) {
     const Buffer& C = p.buffers.at(size_t(c.inputs[2]));
@@ -1076,12 +1086,41 @@ Generated gemv_batch(const Plan& p, const Call& c) {
     const Buffer& A = p.buffers.at(size_t(c.inputs[3 * g]));
     const Buffer& B = p.buffers.at(size_t(c.inputs[3 * g + 1]));
     const Buffer& Y = p.buffers.at(size_t(c.outputs[g]));
-    const int64_t N = B.shape.at(0), K = B.shape.at(1);
-    if (A.dtype != DType::F16 || B.dtype != DType::F16 || !is_float(Y.dtype) || K % 8 || numel(A.shape) != K ||
-        numel(Y.shape) != N)
+    const int64_t N = B.shape.at(0), K = B.shape.at(1), M = A.shape.empty() ? 0 : A.shape[0];
+    if (A.dtype != DType::F16 || B.dtype != DType::F16 || !is_float(Y.dtype) || K % 8 || M < 1 ||
+        numel(A.shape) != M * K || numel(Y.shape) != M * N)
       return gen.why = "batched GEMV member " + std::to_string(g) + " is not an fp16 GEMV", gen;
     const std::string o = "out" + std::to_string(g), a = "in" + std::to_string(3 * g),
                       w = "in" + std::to_string(3 * g + 1), bias = "in" + std::to_string(3 * g + 2);
+    if (M > 1) {  // MG rows of A a warp, B's row loaded once for them
+      const int64_t MG = gemv_rows_per_warp(M), W = N * (M / MG);
+      body << "  if (r < " << I(rows + W) << ") {  // member " << g << ": " << Y.name << ", " << M << " rows of A, "
+           << MG << " a warp\n"
+           << "    const opv_idx rr = r - " << I(rows) << ", row = rr % " << I(N) << ", m0 = (rr / " << I(N) << ") * "
+           << MG << ";\n"
+           << "    float acc[" << MG << "];\n"
+           << "#pragma unroll\n    for (int q = 0; q < " << MG << "; ++q) acc[q] = 0.0f;\n"
+           << "    for (opv_idx kk = lane * 8; kk < " << I(K) << "; kk += " << 8 * kWarp << ") {\n"
+           << "      const opv_u4 wv = *(const opv_u4*)(" << w << " + row * " << I(K) << " + kk);\n"
+           << "#pragma unroll\n      for (int q = 0; q < " << MG << "; ++q)\n"
+           << "        acc[q] = opv_dot8(*(const opv_u4*)(" << a << " + (m0 + q) * " << I(K) << " + kk), wv, acc[q]);\n"
+           << "    }\n"
+           << "#pragma unroll\n    for (int q = 0; q < " << MG << "; ++q) acc[q] = opv_warp_sum(acc[q]);\n"
+           << "    if (lane != 0) return;\n"
+           << "#pragma unroll\n    for (int q = 0; q < " << MG << "; ++q) {\n"
+           << "      float v = acc[q]"
+           << (c.inputs[3 * g + 2] >= 0 ? " + " + load(p.buffers.at(size_t(c.inputs[3 * g + 2])).dtype, bias, "row")
+                                         : std::string())
+           << ";\n";
+      for (int64_t q = 0; q < npo[g]; ++q, ++po_at) {
+        if (po_at >= k.post_ops.size() || k.post_ops[po_at].input >= 0) return gen.why = "batched GEMV post-ops", gen;
+        body << "      v = " << unary_expr(k.post_ops[po_at], "v") << ";\n";
+      }
+      body << "      " << store(Y.dtype, o, "(m0 + q) * " + I(N) + " + row", "v") << "\n    }\n    return;\n  }\n";
+      rows += W;
+      params += std::string(params.empty() ? "" : ", ") + c_type(Y.dtype) + "* __restrict__ " + o;
+      continue;
+    }
     body << "  if (r < " << I(rows + N) << ") {  // member " << g << ": " << Y.name << "\n"
          << "    const opv_idx row = r - " << I(rows) << ";\n"
          << "    float acc = 0.0f;\n"
