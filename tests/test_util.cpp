@@ -29,6 +29,12 @@ std::string error_of(const std::function<void()>& f) {
 
 std::string shared_models_dir() {
   namespace fs = std::filesystem;
+  // $OPV_SHARED (bench/device_env.sh sets it to the bundle's copy on the lent GPU machine, where
+  // the source tree's ../shared is absent), else the source tree's ../shared.
+  if (const char* env = std::getenv("OPV_SHARED"); env && *env) {
+    const fs::path e = fs::path(env) / "models";
+    if (fs::exists(e / "opvision_t12_fp16.onnx")) return fs::canonical(e).string();
+  }
   fs::path p = fs::path(OPV_SOURCE_DIR) / ".." / "shared" / "models";
   return fs::exists(p / "opvision_t12_fp16.onnx") ? fs::canonical(p).string() : "";
 }

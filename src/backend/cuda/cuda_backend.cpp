@@ -34,7 +34,7 @@
 //      than captured from several streams: the edges are exactly the computed ones, with no
 //      assignment of calls to streams and no fork/join events. Then cuGraphInstantiate and
 //      cuGraphUpload.
-// run(): the caller's inputs into staging; cuGraphLaunch (Options.cuda_inflight times back to
+// run(): the caller's inputs into staging (large copies split over threads); cuGraphLaunch (Options.cuda_inflight times back to
 //   back, a throughput measurement: N inferences of the same frame in flight, the outputs the
 //   last's), or, while profiling, the same work enqueued call by call in plan order on the one
 //   stream with an event before and after each launch and one before the input copies
@@ -532,13 +532,31 @@ void CudaBackend::wait(const char* what) {
   cu::check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize", what);
 }
 
+// memcpy, split over threads when large: a batch-N artifact's inputs into the pinned staging
+// (25 MB at batch 32 for the fixture) took ~1.8 ms of a 4.2 ms inference with one thread on the
+// H200 machine (~14 GB/s; BENCHMARKS.md "Batch-N artifacts"). Batch-1 inputs (< 2 MB) stay one memcpy.
+void copy_bytes(void* dst, const void* src, size_t n) {
+  constexpr size_t kPerThread = 1 << 20, kMaxThreads = 8;
+  const int threads = int(std::min(kMaxThreads, n / kPerThread));
+  if (threads < 2) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  const size_t per = (n + size_t(threads) - 1) / size_t(threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) {
+    const size_t lo = size_t(t) * per, hi = std::min(n, lo + per);
+    if (lo < hi) std::memcpy(static_cast<char*>(dst) + lo, static_cast<const char*>(src) + lo, hi - lo);
+  }
+}
+
 void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
   OPV_CHECK(loaded_, "cuda backend: run() before load()");
   sig_.check(inputs, outputs);  // Session checked them; this asserts the precondition
   const cu::Driver& d = cu::driver();
   cu::ScopedContext scope(ctx_);
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (in_stage_[i].bytes) std::memcpy(in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes);
+    if (in_stage_[i].bytes) copy_bytes(in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes);
   const bool timed = profiling_ && events_.size() == 1 + 2 * calls_.size();
   try {
     if (timed || !graph_) {
@@ -558,7 +576,7 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
     throw;
   }
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (out_stage_[i].bytes) std::memcpy(outputs[i]->raw(), out_stage_[i].host, out_stage_[i].bytes);
+    if (out_stage_[i].bytes) copy_bytes(outputs[i]->raw(), out_stage_[i].host, out_stage_[i].bytes);
   if (timed) {
     for (size_t ci = 0; ci < calls_.size(); ++ci) {
       float ms = 0.f, start = 0.f;
