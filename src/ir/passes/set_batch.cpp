@@ -282,6 +282,7 @@ bool set_batch(Graph& g, int64_t n) {
     g.nodes[t.node].inputs[t.slot] = nvid;
   }
   g.compact();
+  g.validate();
   return true;
 }
 
