@@ -1092,6 +1092,20 @@ Generated gemv_batch(const Plan& p, const Call& c) {
       return gen.why = "batched GEMV member " + std::to_string(g) + " is not an fp16 GEMV", gen;
     const std::string o = "out" + std::to_string(g), a = "in" + std::to_string(3 * g),
                       w = "in" + std::to_string(3 * g + 1), bias = "in" + std::to_string(3 * g + 2);
+    // The member's epilogue on the dot product `acc` for B's `row`: + bias[row], its unary
+    // post-ops, the store at output index `at`; false when its post-ops are not there.
+    const auto epilogue = [&](const std::string& ind, const std::string& acc, const std::string& at) {
+      body << ind << "float v = " << acc
+           << (c.inputs[3 * g + 2] >= 0 ? " + " + load(p.buffers.at(size_t(c.inputs[3 * g + 2])).dtype, bias, "row")
+                                         : std::string())
+           << ";\n";
+      for (int64_t q = 0; q < npo[g]; ++q, ++po_at) {
+        if (po_at >= k.post_ops.size() || k.post_ops[po_at].input >= 0) return false;
+        body << ind << "v = " << unary_expr(k.post_ops[po_at], "v") << ";\n";
+      }
+      body << ind << store(Y.dtype, o, at, "v") << "\n";
+      return true;
+    };
     if (M > 1) {  // MG rows of A a warp, B's row loaded once for them
       const int64_t MG = gemv_rows_per_warp(M), W = N * (M / MG);
       body << "  if (r < " << I(rows + W) << ") {  // member " << g << ": " << Y.name << ", " << M << " rows of A, "
@@ -1107,37 +1121,22 @@ Generated gemv_batch(const Plan& p, const Call& c) {
            << "    }\n"
            << "#pragma unroll\n    for (int q = 0; q < " << MG << "; ++q) acc[q] = opv_warp_sum(acc[q]);\n"
            << "    if (lane != 0) return;\n"
-           << "#pragma unroll\n    for (int q = 0; q < " << MG << "; ++q) {\n"
-           << "      float v = acc[q]"
-           << (c.inputs[3 * g + 2] >= 0 ? " + " + load(p.buffers.at(size_t(c.inputs[3 * g + 2])).dtype, bias, "row")
-                                         : std::string())
-           << ";\n";
-      for (int64_t q = 0; q < npo[g]; ++q, ++po_at) {
-        if (po_at >= k.post_ops.size() || k.post_ops[po_at].input >= 0) return gen.why = "batched GEMV post-ops", gen;
-        body << "      v = " << unary_expr(k.post_ops[po_at], "v") << ";\n";
-      }
-      body << "      " << store(Y.dtype, o, "(m0 + q) * " + I(N) + " + row", "v") << "\n    }\n    return;\n  }\n";
+           << "#pragma unroll\n    for (int q = 0; q < " << MG << "; ++q) {\n";
+      if (!epilogue("      ", "acc[q]", "(m0 + q) * " + I(N) + " + row")) return gen.why = "batched GEMV post-ops", gen;
+      body << "    }\n    return;\n  }\n";
       rows += W;
-      params += std::string(params.empty() ? "" : ", ") + c_type(Y.dtype) + "* __restrict__ " + o;
-      continue;
+    } else {
+      body << "  if (r < " << I(rows + N) << ") {  // member " << g << ": " << Y.name << "\n"
+           << "    const opv_idx row = r - " << I(rows) << ";\n"
+           << "    float acc = 0.0f;\n"
+           << "    for (opv_idx kk = lane * 8; kk < " << I(K) << "; kk += " << 8 * kWarp << ")\n"
+           << "      acc = opv_dot8(*(const opv_u4*)(" << a << " + kk), *(const opv_u4*)(" << w << " + row * "
+           << I(K) << " + kk), acc);\n"
+           << "    acc = opv_warp_sum(acc);\n    if (lane != 0) return;\n";
+      if (!epilogue("    ", "acc", "row")) return gen.why = "batched GEMV post-ops", gen;
+      body << "    return;\n  }\n";
+      rows += N;
     }
-    body << "  if (r < " << I(rows + N) << ") {  // member " << g << ": " << Y.name << "\n"
-         << "    const opv_idx row = r - " << I(rows) << ";\n"
-         << "    float acc = 0.0f;\n"
-         << "    for (opv_idx kk = lane * 8; kk < " << I(K) << "; kk += " << 8 * kWarp << ")\n"
-         << "      acc = opv_dot8(*(const opv_u4*)(" << a << " + kk), *(const opv_u4*)(" << w << " + row * " << I(K)
-         << " + kk), acc);\n"
-         << "    acc = opv_warp_sum(acc);\n    if (lane != 0) return;\n"
-         << "    float v = acc"
-         << (c.inputs[3 * g + 2] >= 0 ? " + " + load(p.buffers.at(size_t(c.inputs[3 * g + 2])).dtype, bias, "row")
-                                       : std::string())
-         << ";\n";
-    for (int64_t q = 0; q < npo[g]; ++q, ++po_at) {
-      if (po_at >= k.post_ops.size() || k.post_ops[po_at].input >= 0) return gen.why = "batched GEMV post-ops", gen;
-      body << "    v = " << unary_expr(k.post_ops[po_at], "v") << ";\n";
-    }
-    body << "    " << store(Y.dtype, o, "row", "v") << "\n    return;\n  }\n";
-    rows += N;
     params += std::string(params.empty() ? "" : ", ") + c_type(Y.dtype) + "* __restrict__ " + o;
   }
   for (size_t j = 0; j < c.inputs.size(); ++j)
