@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "backend/reference/reference_backend.h"
@@ -16,6 +17,18 @@ Tensor random_f32(const Shape& shape, uint64_t seed, float lo, float hi) {
   std::uniform_real_distribution<float> d(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
   return t;
+}
+
+Tensor sample(const Tensor& t, int64_t k) {
+  Shape s = t.shape();
+  OPV_CHECK(!s.empty() && s[0] > 0, "sample: tensor of shape ", shape_str(s), " has no leading dimension to index");
+  const int64_t n = s[0];
+  OPV_CHECK(k >= 0 && k < n, "sample: index ", k, " outside the leading dimension ", n);
+  s[0] = 1;
+  Tensor r(t.dtype(), s);
+  const size_t bytes = t.nbytes() / size_t(n);
+  std::memcpy(r.raw(), static_cast<const uint8_t*>(t.raw()) + size_t(k) * bytes, bytes);
+  return r;
 }
 
 std::string error_of(const std::function<void()>& f) {

@@ -15,6 +15,9 @@ Tensor random_f32(const Shape& shape, uint64_t seed, float lo = -1.f, float hi =
 std::string shared_models_dir();
 // The message of the opv::Error that f throws, or "" when it throws none.
 std::string error_of(const std::function<void()>& f);
+// Sample k of t along its leading (batch) dimension, as a tensor with leading dimension 1.
+// Throws opv::Error when t has no leading dimension or k is outside it.
+Tensor sample(const Tensor& t, int64_t k);
 // A fresh temporary directory for this test.
 std::string temp_dir();
 // Runs a memory-planned plan once on the reference backend with random f32 inputs (input i from

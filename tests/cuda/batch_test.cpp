@@ -81,16 +81,6 @@ plan::Plan compile_ref(const std::string& path) {
   return compile_onnx(path, o);
 }
 
-Tensor sample(const Tensor& t, int64_t k) {
-  Shape s = t.shape();
-  const int64_t n = s[0];
-  s[0] = 1;
-  Tensor r(t.dtype(), s);
-  const size_t bytes = t.nbytes() / size_t(n);
-  std::memcpy(r.raw(), static_cast<const uint8_t*>(t.raw()) + size_t(k) * bytes, bytes);
-  return r;
-}
-
 // Sample k of the batch-n cuda plan's outputs against the reference batch-1 plan on input k;
 // the batch run replayed three times (split-K counters must reset), bit-identical each time.
 void expect_cuda_per_sample(const plan::Plan& ref1, const plan::Plan& cun, int64_t n, double tol) {

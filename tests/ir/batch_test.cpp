@@ -34,17 +34,6 @@ std::string write_model(const std::string& bytes, const std::string& name) {
   return path;
 }
 
-// Sample k (leading index) of t, as a tensor with leading dimension 1.
-Tensor sample(const Tensor& t, int64_t k) {
-  Shape s = t.shape();
-  const int64_t n = s[0];
-  s[0] = 1;
-  Tensor r(t.dtype(), s);
-  const size_t bytes = t.nbytes() / size_t(n);
-  std::memcpy(r.raw(), static_cast<const uint8_t*>(t.raw()) + size_t(k) * bytes, bytes);
-  return r;
-}
-
 // Runs the batch-N plan once on N random samples and the batch-1 plan on each sample; every
 // output sample must match (bit for bit when `exact`, else within tol). Also checks that the
 // samples' outputs differ (the inputs reach them).
