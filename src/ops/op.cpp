@@ -29,6 +29,23 @@ OpFamily op_family(OpKind k) {
   return kOps[size_t(k)].family;
 }
 
+bool is_reduce(OpKind k) {
+  switch (k) {
+    case OpKind::ReduceMean:
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
+    case OpKind::ReduceProd:
+    case OpKind::ReduceL1:
+    case OpKind::ReduceL2:
+    case OpKind::ReduceLogSum:
+    case OpKind::ReduceLogSumExp:
+    case OpKind::ReduceSumSquare:
+      return true;
+    default: return false;
+  }
+}
+
 std::optional<OpKind> op_from_name(std::string_view name) {
   for (size_t i = 0; i < size_t(OpKind::Count_); ++i)
     if (name == kOps[i].name) return OpKind(i);

@@ -26,6 +26,8 @@ std::optional<OpKind> op_from_name(std::string_view name);
 OpKind op_from_u16(uint16_t v);
 inline bool is_unary(OpKind k) { return op_family(k) == OpFamily::Unary; }
 inline bool is_binary(OpKind k) { return op_family(k) == OpFamily::Binary; }
+// ReduceMean/Sum/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare: x | axes keepdims, one output.
+bool is_reduce(OpKind k);
 
 // An element-wise operation applied to an op's output, in order, before it is stored.
 // Unary: y = op(y) with alpha/beta as the op's parameters (LeakyRelu/Elu alpha, HardSigmoid

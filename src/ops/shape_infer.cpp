@@ -439,7 +439,24 @@ bool infer_extra(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
   }
 }
 
+// Reduce* (is_reduce): the axes reduced, kept as 1 with keepdims.
+void infer_reduce(const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<ValueInfo>& outs) {
+  need_inputs(ins, 1, 1);
+  const Shape& x = ins[0].shape;
+  auto axes = check_axes(a, int64_t(x.size()));
+  bool keep = a.i("keepdims", 1) != 0;
+  Shape y;
+  for (size_t i = 0; i < x.size(); ++i) {
+    bool red = std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end();
+    if (!red) y.push_back(x[i]);
+    else if (keep) y.push_back(1);
+  }
+  outs[0].dtype = ins[0].dtype;
+  outs[0].shape = y;
+}
+
 void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, std::vector<ValueInfo>& outs) {
+  if (is_reduce(op)) return infer_reduce(a, ins, outs);
   switch (op) {
     case OpKind::Where: {
       need_inputs(ins, 3, 3);
@@ -471,30 +488,6 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
       Shape y = ins[0].shape;
       OPV_CHECK(y.size() >= 3, "input must be [N,C,...] with rank >= 3, got ", shape_str(y));
       for (size_t i = 2; i < y.size(); ++i) y[i] = 1;
-      outs[0].dtype = ins[0].dtype;
-      outs[0].shape = y;
-      return;
-    }
-    case OpKind::ReduceMean:
-    case OpKind::ReduceSum:
-    case OpKind::ReduceMax:
-    case OpKind::ReduceMin:
-    case OpKind::ReduceProd:
-    case OpKind::ReduceL1:
-    case OpKind::ReduceL2:
-    case OpKind::ReduceLogSum:
-    case OpKind::ReduceLogSumExp:
-    case OpKind::ReduceSumSquare: {
-      need_inputs(ins, 1, 1);
-      const Shape& x = ins[0].shape;
-      auto axes = check_axes(a, int64_t(x.size()));
-      bool keep = a.i("keepdims", 1) != 0;
-      Shape y;
-      for (size_t i = 0; i < x.size(); ++i) {
-        bool red = std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end();
-        if (!red) y.push_back(x[i]);
-        else if (keep) y.push_back(1);
-      }
       outs[0].dtype = ins[0].dtype;
       outs[0].shape = y;
       return;

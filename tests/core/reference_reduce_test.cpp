@@ -21,6 +21,18 @@ Attrs reduce_attrs(std::vector<int64_t> axes, int64_t keep) {
   return a;
 }
 
+// is_reduce names exactly the Reduce* ops of ops.def (shape inference, set_batch and the reference
+// dispatch route them by it).
+TEST(ReferenceReduce, IsReduceIsTheReduceFamily) {
+  int n = 0;
+  for (size_t i = 0; i < size_t(OpKind::Count_); ++i) {
+    const std::string name = op_name(OpKind(i));
+    EXPECT_EQ(is_reduce(OpKind(i)), name.rfind("Reduce", 0) == 0) << name;
+    n += is_reduce(OpKind(i));
+  }
+  EXPECT_EQ(n, 10);
+}
+
 TEST(ReferenceReduce, HandComputed) {
   // [2,3]: [[1,2,3],[4,5,6]]
   Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});

@@ -74,6 +74,7 @@ std::string per_sample(const Graph& g, const Node& n, const std::vector<char>& b
                " but the output rank " + std::to_string(out_rank) + " (broadcasting moves the batch axis)";
     return "";
   }
+  if (is_reduce(n.op)) return contains(a.ints("axes"), 0) ? "it reduces over axis 0, the batch" : "";
   switch (n.op) {
     case OpKind::Conv:
     case OpKind::ConvTranspose:
@@ -89,18 +90,6 @@ std::string per_sample(const Graph& g, const Node& n, const std::vector<char>& b
     }
     case OpKind::GridSample:
       if (!b(0) || !b(1)) return "the input and the sampling grid must both depend on the batched inputs";
-      return "";
-    case OpKind::ReduceMean:
-    case OpKind::ReduceSum:
-    case OpKind::ReduceMax:
-    case OpKind::ReduceMin:
-    case OpKind::ReduceProd:
-    case OpKind::ReduceL1:
-    case OpKind::ReduceL2:
-    case OpKind::ReduceLogSum:
-    case OpKind::ReduceLogSumExp:
-    case OpKind::ReduceSumSquare:
-      if (contains(a.ints("axes"), 0)) return "it reduces over axis 0, the batch";
       return "";
     case OpKind::Softmax:
     case OpKind::LogSoftmax:

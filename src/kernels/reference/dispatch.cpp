@@ -59,6 +59,7 @@ bool computes_in_float(OpKind op) {
 }
 
 void dispatch(const Args& a) {
+  if (is_reduce(a.op)) return detail::run_reduce(a);
   switch (a.op) {
     case OpKind::Identity:
     case OpKind::Relu:
@@ -133,16 +134,6 @@ void dispatch(const Args& a) {
     case OpKind::AveragePool: return detail::run_average_pool(a);
     case OpKind::GlobalAveragePool:
     case OpKind::GlobalMaxPool: return detail::run_global_pool(a);
-    case OpKind::ReduceMean:
-    case OpKind::ReduceSum:
-    case OpKind::ReduceMax:
-    case OpKind::ReduceMin:
-    case OpKind::ReduceProd:
-    case OpKind::ReduceL1:
-    case OpKind::ReduceL2:
-    case OpKind::ReduceLogSum:
-    case OpKind::ReduceLogSumExp:
-    case OpKind::ReduceSumSquare: return detail::run_reduce(a);
     case OpKind::ArgMax:
     case OpKind::ArgMin: return detail::run_arg_reduce(a);
     case OpKind::LogSoftmax:

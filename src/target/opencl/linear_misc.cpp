@@ -54,7 +54,8 @@ bool is_movement(OpKind op) {
          op == OpKind::Expand || op == OpKind::Concat;
 }
 
-bool is_reduce(OpKind op) {
+// The reductions this family emits (Reduce* subset and the global pools; cf. opv::is_reduce).
+bool is_reduction_kernel(OpKind op) {
   return op == OpKind::ReduceMean || op == OpKind::ReduceSum || op == OpKind::ReduceMax || op == OpKind::ReduceMin ||
          op == OpKind::GlobalAveragePool || op == OpKind::GlobalMaxPool;
 }
@@ -148,7 +149,7 @@ bool supports_impl(const Plan& p, const Call& c, const Kernel& k) {
       default: return numel(xs) == numel(y.shape);  // Reshape, Identity, Reorder (Linear -> Linear)
     }
   }
-  if (is_reduce(k.op) || k.op == OpKind::Softmax) {
+  if (is_reduction_kernel(k.op) || k.op == OpKind::Softmax) {
     const Buffer& x = in_buf(p, c, 0);
     if (!is_float_dt(x.dtype) || !float_out || x.shape.empty() || numel(x.shape) == 0) return false;
     const int64_t r = int64_t(x.shape.size());
@@ -496,7 +497,7 @@ KernelDesc misc_generate(const Plan& p, const Call& c, Kernel& k) {
     g = gen_concat(p, c, k);
   else if (is_movement(k.op) || (k.op == OpKind::Identity && in_buf(p, c, 0).dtype == y.dtype && k.post_ops.empty()))
     g = gen_copy(p, c, k);
-  else if (is_reduce(k.op))
+  else if (is_reduction_kernel(k.op))
     g = gen_reduce(p, c, k);
   else if (k.op == OpKind::Softmax)
     g = gen_softmax(p, c, k);
