@@ -13,6 +13,7 @@ InferenceSession.run_into). Errors are opvision.Error subclasses (opvision.error
 from __future__ import annotations
 
 import json
+import operator
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -22,9 +23,11 @@ from .errors import BackendError, Error, InvalidArgument, InvalidGraph, LoadErro
 from . import _opvision
 
 __version__: str = _opvision.__version__
+# The largest batch compile() accepts (``opvision compile --batch``'s limit).
+MAX_COMPILE_BATCH: int = _opvision.MAX_COMPILE_BATCH
 
 __all__ = [
-    "__version__", "compile", "available_backends", "InferenceSession", "NodeArg",
+    "__version__", "MAX_COMPILE_BATCH", "compile", "available_backends", "InferenceSession", "NodeArg",
     "Error", "InvalidArgument", "InvalidGraph", "LoadError", "BackendError",
 ]
 
@@ -62,7 +65,7 @@ def available_backends() -> List[str]:
 
 def compile(onnx_path: PathLike, opv_path: PathLike, target: str = "cpu",
             passes: Optional[Sequence[str]] = None,
-            disable_passes: Optional[Sequence[str]] = None) -> None:
+            disable_passes: Optional[Sequence[str]] = None, batch: Optional[int] = None) -> None:
     """Compiles an ONNX model for a backend and writes the .opv artifact (``opvision compile``).
 
     Args:
@@ -73,17 +76,28 @@ def compile(onnx_path: PathLike, opv_path: PathLike, target: str = "cpu",
             target's default passes, [] none but the mandatory ones (``opvision compile --help``
             lists them per target).
         disable_passes: graph or plan passes to skip (``--no-pass``).
+        batch: samples per inference (``--batch N``): None keeps the model's own batch; N
+            (1..MAX_COMPILE_BATCH) rewrites a batch-1 model so that every input and output has
+            leading dimension N, sample k's outputs computed from sample k's inputs alone.
 
     Raises:
-        InvalidArgument: unknown target or pass name.
+        InvalidArgument: unknown target or pass name; batch not an int in 1..MAX_COMPILE_BATCH.
         LoadError: the model file is missing or not a regular file.
-        InvalidGraph: the model cannot be imported or compiled (the message names node and op).
+        InvalidGraph: the model cannot be imported or compiled (the message names node and op),
+            or cannot be batched to ``batch`` (the message names the node and why).
         Error: the artifact cannot be written.
     """
     if not isinstance(target, str):
         raise InvalidArgument(f"target must be a str, got {type(target).__name__}")
+    if batch is not None:
+        if isinstance(batch, bool) or not hasattr(batch, "__index__"):
+            raise InvalidArgument(f"batch must be an int or None, got {type(batch).__name__}")
+        batch = operator.index(batch)
+        if not 1 <= batch <= MAX_COMPILE_BATCH:
+            raise InvalidArgument(f"batch must be in 1..{MAX_COMPILE_BATCH} (None: the model's own batch), "
+                                  f"got {batch}")
     _opvision.compile(_path(onnx_path, "onnx_path"), _path(opv_path, "opv_path"), target,
-                      _names(passes, "passes"), _names(disable_passes, "disable_passes") or [])
+                      _names(passes, "passes"), _names(disable_passes, "disable_passes") or [], batch)
 
 
 class NodeArg:

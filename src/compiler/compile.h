@@ -15,14 +15,19 @@ namespace opv {
 // Called by the plan-pass driver around every plan pass that ran (plan/passes/passes.h).
 using PassObserver = plan::PassObserver;
 
+// Largest CompileOptions::batch the CLI and the Python API accept (tensor size limits still
+// apply per value).
+constexpr int64_t kMaxCompileBatch = 4096;
+
 struct CompileOptions {
   std::string target = "cpu";             // backend the plan is lowered for
   std::vector<std::string> disable_passes; // graph or plan pass names to skip
   // When non-empty: only these plan passes of the target run (plus the mandatory ones, see
   // plan_pass_mandatory); graph passes are still controlled by disable_passes only.
   std::vector<std::string> only_passes;
-  // compile --batch: > 0 rewrites the imported batch-1 graph to this batch (ir::set_batch) and
-  // records it in the plan's meta ("batch"); 0 keeps the model's own batch (nothing recorded).
+  // compile --batch (and opvision.compile(batch=)): > 0 rewrites the imported batch-1 graph to
+  // this batch (ir::set_batch) and records it in the plan's meta ("batch"); 0 keeps the model's
+  // own batch (nothing recorded). The callers accept 1..kMaxCompileBatch.
   int64_t batch = 0;
   bool verbose = false;                    // print per-pass progress to stderr
   bool report = false;                     // call `observer` around every plan pass

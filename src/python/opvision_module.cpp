@@ -208,16 +208,21 @@ void check_target(const std::string& target, const char* what) {
 
 // CompileOptions for `passes` (None: the target's defaults; a list: only those plan passes, plus
 // the mandatory ones; an empty list: none but the mandatory ones) and `disable` (graph or plan
-// passes to skip). Names are checked here so that a wrong one is the caller's InvalidArgument;
-// the compiler checks them again.
+// passes to skip), and `batch` (None: the model's own batch; N: compile --batch N, 1..kMaxCompileBatch).
+// Names and the batch are checked here so that a wrong one is the caller's InvalidArgument; the
+// compiler checks them again.
 CompileOptions compile_options(const std::string& target, const std::optional<std::vector<std::string>>& passes,
-                               const std::vector<std::string>& disable) {
+                               const std::vector<std::string>& disable, const std::optional<int64_t>& batch) {
   check_target(target, "target");
+  if (batch && (*batch < 1 || *batch > kMaxCompileBatch))
+    raise(ErrorKind::InvalidArgument, "batch must be in 1..", kMaxCompileBatch, " (None: the model's own batch), got ",
+          *batch);
   std::vector<std::string> plan_names, graph_names;
   for (const plan::PlanPassInfo& p : plan::plan_passes_for(target)) plan_names.push_back(p.name);
   for (const auto& p : ir::graph_passes()) graph_names.push_back(p.name);
   CompileOptions opts;
   opts.target = target;
+  opts.batch = batch.value_or(0);
   if (passes) {
     for (const std::string& n : *passes)
       if (!listed(plan_names, n))
@@ -239,8 +244,9 @@ CompileOptions compile_options(const std::string& target, const std::optional<st
 }
 
 void compile(const std::string& onnx_path, const std::string& out_path, const std::string& target,
-             const std::optional<std::vector<std::string>>& passes, const std::vector<std::string>& disable) {
-  CompileOptions opts = compile_options(target, passes, disable);
+             const std::optional<std::vector<std::string>>& passes, const std::vector<std::string>& disable,
+             const std::optional<int64_t>& batch) {
+  CompileOptions opts = compile_options(target, passes, disable, batch);
   nb::gil_scoped_release unlocked;
   plan::Plan plan = in_phase(model_error_kind(onnx_path), [&] { return compile_onnx(onnx_path, opts); });
   in_phase(ErrorKind::Error, [&] { plan::save_artifact(plan, out_path); });
@@ -402,9 +408,10 @@ NB_MODULE(_opvision, m) {
   nb::register_exception_translator(translate_exception);
 
   m.attr("__version__") = opv::tools::kVersion;
+  m.attr("MAX_COMPILE_BATCH") = opv::kMaxCompileBatch;
   m.def("available_backends", &opv::backend::available, "Backend names this build can run.");
   m.def("compile", &compile, nb::arg("onnx_path"), nb::arg("out_path"), nb::arg("target"), nb::arg("passes").none(),
-        nb::arg("disable_passes"), "Compiles an ONNX model for `target` and writes the .opv artifact.");
+        nb::arg("disable_passes"), nb::arg("batch").none(), "Compiles an ONNX model for `target` and writes the .opv artifact.");
   nb::class_<PySession>(m, "_Session", "A loaded model on one backend (see opvision.InferenceSession).")
       .def(nb::init<const std::string&, const std::string&, int64_t, const std::string&, const std::string&>(),
            nb::arg("path"), nb::arg("backend"), nb::arg("threads"), nb::arg("device"), nb::arg("cpu_precision"))

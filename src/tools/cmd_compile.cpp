@@ -13,7 +13,6 @@
 namespace opv::tools {
 
 namespace {
-constexpr int64_t kMaxBatch = 4096;  // compile --batch (tensor size limits still apply per value)
 
 std::string plan_pass_help() {
   std::string r = "plan passes per target (in order; memory planning always runs last):\n";
@@ -89,7 +88,7 @@ int cmd_compile(int argc, char** argv) {
   opts.disable_passes = split_names(a.all("--no-pass"));
   opts.only_passes = split_names(a.all("--passes"));
   opts.verbose = a.has("--verbose");
-  if (a.has("--batch")) opts.batch = a.get_int("--batch", 0, 1, kMaxBatch);
+  if (a.has("--batch")) opts.batch = a.get_int("--batch", 0, 1, kMaxCompileBatch);
   plan::cl::Options& cl = opts.pass_ctx.cl;
   cl.busy_items = a.get_int("--cl-busy-items", 0, 0, int64_t(1) << 30);
   cl.batch_max = a.get_int("--cl-batch", cl.batch_max);
