@@ -12,8 +12,9 @@ The table gives the median of the round medians, the spread, the ratio opvision 
 round and overall (< 1: opvision faster), launches per inference and the slowest kernels.
 3. Throughput (--inflight N, 0 = skip): frames per second with N inferences in flight.
    opvision's artifact is batch-1: `opvision bench --inflight N` replays its CUDA graph
-   N times back to back on one stream before the one host wait (each replay uploads the frame and
-   reads the output back, as the latency figure does); time per run / N = time per frame.
+   N times back to back before the one host wait (each replay uploads the frame and reads the
+   output back, as the latency figure does; replay r+1's upload runs on a second stream while
+   replay r's kernels run, `--cuda-overlap on`, the default); time per run / N = time per frame.
    PyTorch: (a) its batch-1 graph replayed N times back to back, one synchronize (the same shape
    of work), (b) the same network captured at batch N (one graph over N frames), without copies,
    and (c) the same with the N frames' host->device copies and the outputs' read-back (pageable
@@ -21,7 +22,9 @@ round and overall (< 1: opvision faster), launches per inference and the slowest
    --batch-art B.opv: opvision's batch-N artifact (`compile --batch N`, N = --inflight; read from
    `opvision inspect`) timed in the same rounds: `opvision bench B.opv` (one inference = N frames,
    with its upload and read-back: ms per frame = median / N), the same with --inflight 4 (four
-   batches per host wait), and the profiled kernel time per frame (CUDA events per call, no
+   batches per host wait, uploads overlapped with the previous batch's kernels) and with
+   --inflight 4 --cuda-overlap off (each batch's upload after the previous batch: the same-run
+   before/after of the overlap), and the profiled kernel time per frame (CUDA events per call, no
    graph, no copies: the figure to hold against (b)).
 4. torch.compile (--compile-timeout S, 0 = skip): the fp16 network through torch.compile in a
    child process bounded by S seconds, mode max-autotune first (CUDA graphs and autotuned
@@ -50,11 +53,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_opencl import DEFAULT_MODEL, bench_torch, find_opvision, last_json, run  # noqa: E402
 
 
-def bench_opv(opv, art, args, replays=1):
+def bench_opv(opv, art, args, replays=1, overlap=True):
     cmd = [opv, "bench", str(art), "--backend", "cuda", "--warmup", str(args.warmup), "--iters", str(args.iters),
            "--json"]
     if replays > 1:
-        cmd += ["--inflight", str(replays)]
+        cmd += ["--inflight", str(replays), "--cuda-overlap", "on" if overlap else "off"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, cmd))} exited {p.returncode}:\n{p.stderr[-3000:]}")
@@ -276,8 +279,8 @@ def main():
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
     if args.inflight > 0:
         n = args.inflight
-        tp_rounds, opv_tp = [], []
-        batch_tp, batch_tp4, batch_kernel = [], [], []
+        tp_rounds, opv_tp, opv_tp_serial = [], [], []
+        batch_tp, batch_tp4, batch_tp4_serial, batch_kernel = [], [], [], []
         if args.batch_art:
             insp = subprocess.run([opv, "inspect", args.batch_art], capture_output=True, text=True, timeout=args.timeout)
             b = next((int(line.split()[1]) for line in insp.stdout.splitlines() if line.startswith("batch ")
@@ -286,32 +289,44 @@ def main():
                 sys.exit(f"bench_cuda: --batch-art {args.batch_art} has batch {b}, --inflight is {n}")
         for _ in range(min(args.rounds, 3)):
             opv_tp.append(float(bench_opv(opv, art_keep, args, replays=n)["median_ms"]) / n)
+            opv_tp_serial.append(float(bench_opv(opv, art_keep, args, replays=n, overlap=False)["median_ms"]) / n)
             if args.batch_art:
                 r = bench_opv(opv, args.batch_art, args)
                 batch_tp.append(float(r["median_ms"]) / n)
                 batch_kernel.append(sum(float(k.get("total_ms", 0)) for k in r.get("kernels") or []) / n)
                 batch_tp4.append(float(bench_opv(opv, args.batch_art, args, replays=4)["median_ms"]) / (4 * n))
+                batch_tp4_serial.append(float(bench_opv(opv, args.batch_art, args, replays=4,
+                                                        overlap=False)["median_ms"]) / (4 * n))
             if not args.no_torch:
                 tp_rounds.append(json.loads(run([sys.executable, __file__, "--tp-child", "--trunk", args.trunk, "--hw",
                                                  args.hw, "--seed", str(args.seed), "--iters", str(args.iters),
                                                  "--inflight", str(n)], args.timeout).strip().splitlines()[-1]))
         o = statistics.median(opv_tp)
-        results["throughput"] = {"inflight": n, "opvision_ms_per_frame": o, "opvision_rounds": opv_tp}
+        os_ = statistics.median(opv_tp_serial)
+        results["throughput"] = {"inflight": n, "opvision_ms_per_frame": o, "opvision_rounds": opv_tp,
+                                 "opvision_serial_ms_per_frame": os_, "opvision_serial_rounds": opv_tp_serial}
         print(f"throughput, {n} frames in flight (median of {len(opv_tp)} rounds; ms per frame, frames/s):")
         print(f"  {'opvision: batch-1 graph x' + str(n) + ' back to back, with I/O':<52} {o:>7.4f} ms {1e3 / o:>8.0f} fps  "
               + " ".join(f"{x:.4f}" for x in opv_tp))
+        print(f"  {'  the same, uploads not overlapped (--cuda-overlap off)':<52} {os_:>7.4f} ms {1e3 / os_:>8.0f} fps  "
+              + " ".join(f"{x:.4f}" for x in opv_tp_serial) + f"  (overlapped / not: {o / os_:.2f})")
         ob = ob4 = ok = None
         if batch_tp:
             ob, ob4, ok = statistics.median(batch_tp), statistics.median(batch_tp4), statistics.median(batch_kernel)
+            ob4s = statistics.median(batch_tp4_serial)
             results["throughput"].update({"batch_art": args.batch_art, "opvision_batch_ms_per_frame": ob,
                                           "opvision_batch_rounds": batch_tp, "opvision_batch_x4_ms_per_frame": ob4,
                                           "opvision_batch_x4_rounds": batch_tp4,
+                                          "opvision_batch_x4_serial_ms_per_frame": ob4s,
+                                          "opvision_batch_x4_serial_rounds": batch_tp4_serial,
                                           "opvision_batch_kernel_ms_per_frame": ok,
                                           "opvision_batch_kernel_rounds": batch_kernel})
             print(f"  {'opvision: batch-' + str(n) + ' artifact, one graph, with I/O':<52} {ob:>7.4f} ms {1e3 / ob:>8.0f} fps  "
                   + " ".join(f"{x:.4f}" for x in batch_tp))
             print(f"  {'opvision: batch-' + str(n) + ' artifact x4 in flight, with I/O':<52} {ob4:>7.4f} ms {1e3 / ob4:>8.0f} fps  "
                   + " ".join(f"{x:.4f}" for x in batch_tp4))
+            print(f"  {'  the same, uploads not overlapped (--cuda-overlap off)':<52} {ob4s:>7.4f} ms {1e3 / ob4s:>8.0f} fps  "
+                  + " ".join(f"{x:.4f}" for x in batch_tp4_serial) + f"  (overlapped / not: {ob4 / ob4s:.2f})")
             print(f"  {'opvision: batch-' + str(n) + ' kernels (profiled, no graph/copies)':<52} {ok:>7.4f} ms {1e3 / ok:>8.0f} fps  "
                   + " ".join(f"{x:.4f}" for x in batch_kernel))
         if tp_rounds:

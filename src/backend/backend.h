@@ -37,6 +37,11 @@ struct Options {
   CudaGraph cuda_graph = CudaGraph::Branches;  // the shape of the inference's CUDA graph
   int cuda_inflight = 1;  // each run() replays the graph this many times back to back before its one
                           // wait (the same frame: a throughput measurement; 1..kMaxCudaInflight)
+  // With cuda_inflight > 1 (CLI: --cuda-overlap on|off): on, each replay's input upload runs on a
+  // second stream into one of two device copies of the inputs, alternating, so that it overlaps
+  // the previous replay's kernels; off, every replay's graph uploads the inputs itself, after the
+  // previous replay has finished (one stream).
+  bool cuda_overlap_uploads = true;
 };
 
 // What a backend offers, stated before any load (ggml's backend caps).

@@ -3,7 +3,8 @@
 // --trace writes the profiled runs as a Chrome/Perfetto timeline (tools/trace.h).
 // Timed runs are unprofiled; the profile comes from separate runs so it cannot skew the latency.
 // --inflight N (cuda): every timed run replays the inference N times before its one wait; the
-// latency figures are per run, and ms per frame = median / N, frames per second = N / median.
+// latency figures are per run, and ms per frame = median / N, frames per second = N / median;
+// --cuda-overlap on|off: the replays' uploads overlapping the previous replay's kernels (default on).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -55,6 +56,10 @@ int cmd_bench(int argc, char** argv) {
               "cuda: N inferences in flight per timed run (the graph replayed N times back to back, one host "
               "wait; the same frame each time): also prints ms per frame (median / N) and frames per second",
               "1")
+      .option("--cuda-overlap", "on|off",
+              "cuda, with --inflight N > 1: on, each replay's input upload runs on a second stream into one of two "
+              "device copies of the inputs, overlapping the previous replay's kernels; off, every replay uploads "
+              "inside its graph after the previous one (one stream)", "on")
       .option("--seed", "S", "seed of the random inputs", "0")
       .flag("--json", "print one JSON object instead of text")
       .option("--trace", "OUT.json", "write the profiled runs (up to 10) as a Chrome trace: one span per inference "
@@ -97,6 +102,7 @@ int cmd_bench(int argc, char** argv) {
     if (bopts.cuda_inflight > 1 && loaded.target != "cuda")
       throw UsageError("--inflight is for --backend cuda only, not " + loaded.target);
   }
+  bopts.cuda_overlap_uploads = on_off(a, "--cuda-overlap", "on");
   const int inflight = bopts.cuda_inflight;
   runtime::Session session(std::move(loaded), bopts);
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));

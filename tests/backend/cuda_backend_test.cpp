@@ -460,6 +460,32 @@ TEST(CudaBackendGpu, InflightReplaysTheGraphNTimesPerRun) {
   EXPECT_EQ(creation_error(o), "cuda backend: 0 inferences in flight; 1 to 4096");
 }
 
+// Options.cuda_inflight > 1 uploads each replay's inputs on a second stream into one of two device
+// copies, alternating (cuda_overlap_uploads, the default), or inside each replay's graph (off):
+// both give every run's outputs from its own inputs (a replay reading a slot that missed its
+// upload, or read before the upload landed, would give an earlier run's); with one in flight
+// there is no second slot.
+TEST(CudaBackendGpu, InflightOverlappedUploadsAlternateTwoInputSlots) {
+  SKIP_WITHOUT_CUDA();
+  const plan::Plan p = two_branch_plan(true);
+  for (int n : {1, 2, 3, 5}) {
+    for (bool overlap : {true, false}) {
+      SCOPED_TRACE(std::to_string(n) + " in flight, overlap " + (overlap ? "on" : "off"));
+      backend::Options o;
+      o.cuda_inflight = n;
+      o.cuda_overlap_uploads = overlap;
+      auto be = backend::create("cuda", o);
+      be->load(p);
+      const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
+      ASSERT_NE(info, nullptr);
+      EXPECT_EQ(info->overlapped_uploads, overlap && n > 1);
+      for (uint64_t seed = 70; seed < 76; ++seed) expect_matches_reference(*be, p, seed);
+      EXPECT_EQ(info->graph_runs, 6 * n);
+      EXPECT_EQ(info->overlapped_replays, overlap && n > 1 ? 6 * n : 0);
+    }
+  }
+}
+
 TEST(CudaBackendGpu, ProfilingGivesOneTimePerCall) {
   SKIP_WITHOUT_CUDA();
   const plan::Plan p = chain_plan();

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "backend/cuda/cuda_backend.h"
 #include "compiler/compile.h"
 #include "core/metrics.h"
 #include "cuda_device.h"
@@ -157,6 +158,38 @@ TEST(CudaBatch, FixtureMatchesReferencePerSampleOnTheDevice) {
     SCOPED_TRACE(f.name);
     expect_cuda_per_sample(ref, compile_cuda(path, f, 4), 4, 1e-2);
   }
+}
+
+// Four batches in flight with overlapped uploads (backend::Options.cuda_inflight 4, the default
+// cuda_overlap_uploads: replays alternate between two device copies of the inputs, each upload on
+// a second stream): run after run on changing inputs, the batch-4 fixture gives the outputs of one
+// replay per run bit for bit (a replay that read its input slot before the upload landed, or the
+// wrong slot, would give an earlier run's frames).
+TEST(CudaBatch, FixtureInflightWithOverlappedUploadsMatchesOneReplay) {
+  std::unique_ptr<backend::Backend> cu;
+  if (std::string why = open_cuda(&cu); !why.empty()) GTEST_SKIP() << why;
+  const std::string dir = shared_models_dir();
+  if (dir.empty()) GTEST_SKIP() << "fixtures not found";
+  const plan::Plan p = compile_cuda(dir + "/opvision_t12_fp16.onnx", kFlags[0], 4);
+  backend::Options four;
+  four.cuda_inflight = 4;
+  runtime::Session one(p), inflight(p, four);
+  const backend::CudaLoadInfo* info = backend::cuda_load_info(inflight.backend());
+  ASSERT_NE(info, nullptr);
+  EXPECT_TRUE(info->overlapped_uploads);
+  runtime::NamedTensors previous;
+  for (uint64_t seed = 300; seed < 306; ++seed) {
+    const runtime::NamedTensors in = one.random_inputs(seed);
+    const runtime::NamedTensors want = one.run(in);
+    const runtime::NamedTensors got = inflight.run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t o = 0; o < got.size(); ++o) {
+      EXPECT_TRUE(bit_equal(got[o].second, want[o].second)) << got[o].first << " seed " << seed;
+      if (!previous.empty()) EXPECT_FALSE(bit_equal(got[o].second, previous[o].second)) << "inputs reach outputs";
+    }
+    previous = got;
+  }
+  EXPECT_EQ(info->overlapped_replays, 6 * 4);
 }
 
 }  // namespace

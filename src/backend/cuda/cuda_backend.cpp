@@ -16,7 +16,8 @@
 //      per Input/Output buffer (Buffer::bytes), all but the weights zero-filled; Intermediates
 //      point into the arena and Constants into the weights at Buffer::offset (cuMemAlloc aligns
 //      to 256 bytes, so every pointer keeps the contract's kAlign); one pinned staging block per
-//      plan input and output;
+//      plan input and output; with Options.cuda_inflight > 1 and cuda_overlap_uploads, a second
+//      device copy of every input (the upload slot the next replay writes while this one runs);
 //   4. build(): cuModuleLoadDataEx per kernel a call uses (the PTX is JIT-compiled for the device;
 //      a failure quotes the JIT log), cuModuleGetFunction(entry); per call the argument array
 //      (device pointers of the outputs, then the present inputs) checked against the kernel's
@@ -33,12 +34,14 @@
 //      every node on the one before (plan order, what capturing one stream gives). Built rather
 //      than captured from several streams: the edges are exactly the computed ones, with no
 //      assignment of calls to streams and no fork/join events. Then cuGraphInstantiate and
-//      cuGraphUpload.
+//      cuGraphUpload. With the second input slot: two more graphs, the same without the input
+//      copies, one reading each slot, a second (copy) stream and the events that order them.
 // run(): the caller's inputs into staging (large copies split over threads); cuGraphLaunch (Options.cuda_inflight times back to
 //   back, a throughput measurement: N inferences of the same frame in flight, the outputs the
-//   last's), or, while profiling, the same work enqueued call by call in plan order on the one
-//   stream with an event before and after each launch and one before the input copies
-//   (call_times_ms, call_starts_ms from the run's start); one cuStreamSynchronize (or
+//   last's; with the second slot, replay r's upload on the copy stream into slot r % 2 overlaps
+//   replay r-1's kernels, see replay_overlapped), or, while profiling, the same work enqueued
+//   call by call in plan order on the one stream with an event before and after each launch and
+//   one before the input copies (call_times_ms, call_starts_ms from the run's start); one cuStreamSynchronize (or
 //   cuStreamQuery polling with Options.spin_wait); outputs out of staging. The device never
 //   touches the caller's tensors, so an error leaves them and the backend consistent.
 // Invariants: run() allocates nothing (profiling events are created by set_profiling or load);
@@ -87,7 +90,8 @@ Launch launch_of(const plan::Call& c) {
 struct CallRt {
   CUfunction fn = nullptr;
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
-  std::vector<CUdeviceptr> args;  // outputs, then present inputs
+  std::vector<int> arg_buffers;    // plan buffers of the arguments: outputs, then present inputs
+  std::vector<CUdeviceptr> args;  // their device pointers (input slot 0)
   std::vector<void*> params;      // &args[i], what cuLaunchKernel takes
 };
 
@@ -132,6 +136,12 @@ class CudaBackend : public Backend {
   void allocate(const plan::Plan& plan);
   void build();
   void record(const plan::Plan& plan);
+  // The graph of `nodes` instantiated and uploaded: with input_slot < 0 as they are; else without
+  // the input copies, the calls reading that device copy of the inputs.
+  CUgraphExec instantiate(const std::vector<cuda::GraphNode>& nodes, int input_slot);
+  bool overlapped() const { return opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads; }
+  CUdeviceptr input_ptr(size_t i, int slot) const { return slot == 1 ? in_slot1_[i] : in_stage_[i].dev; }
+  void replay_overlapped();
   CUdeviceptr device_alloc(size_t bytes, const std::string& what, bool zero = true);
   void create_events();
   // Enqueues one inference on the stream in plan order: input copies, launches (between events_
@@ -156,6 +166,13 @@ class CudaBackend : public Backend {
   std::vector<CallRt> rt_;
   std::vector<Staging> in_stage_, out_stage_;
   CUgraphExec graph_ = nullptr;
+  // overlapped(): the second device copy of each input (plan.inputs order), the copy stream, the
+  // graphs without input copies per slot, per slot the events "uploaded" (copy stream) and
+  // "consumed" (the replay that read the slot is done).
+  std::vector<CUdeviceptr> in_slot1_;
+  CUstream copy_stream_ = nullptr;
+  std::array<CUgraphExec, 2> slot_graph_{};
+  std::array<CUevent, 2> uploaded_{}, consumed_{};
   // Once profiling was on: the run's start (before the input copies), then per call i the events
   // before and after its launch at 1 + 2i and 2 + 2i.
   std::vector<CUevent> events_;
@@ -220,8 +237,21 @@ Support CudaBackend::supports_call(const plan::Plan& plan, int ci) const {
 void CudaBackend::release() {
   const cu::Driver& d = cu::driver();
   if (stream_) d.cuStreamSynchronize(stream_);
+  if (copy_stream_) d.cuStreamSynchronize(copy_stream_);
   if (graph_) d.cuGraphExecDestroy(graph_);
   graph_ = nullptr;
+  for (CUgraphExec& g : slot_graph_) {
+    if (g) d.cuGraphExecDestroy(g);
+    g = nullptr;
+  }
+  for (auto* evs : {&uploaded_, &consumed_})
+    for (CUevent& e : *evs) {
+      if (e) d.cuEventDestroy(e);
+      e = nullptr;
+    }
+  if (copy_stream_) d.cuStreamDestroy(copy_stream_);
+  copy_stream_ = nullptr;
+  in_slot1_.clear();
   for (CUevent e : events_) d.cuEventDestroy(e);
   events_.clear();
   for (CUmodule m : modules_) d.cuModuleUnload(m);
@@ -317,6 +347,10 @@ void CudaBackend::allocate(const plan::Plan& plan) {
   };
   for (int b : inputs_) in_stage_.push_back(stage(b));
   for (int b : outputs_) out_stage_.push_back(stage(b));
+  if (overlapped())
+    for (int b : inputs_)
+      in_slot1_.push_back(device_alloc(size_t(storage_of(buffers_[size_t(b)])),
+                                       "second upload slot of input '" + buffers_[size_t(b)].name + "'"));
 }
 
 // The number of parameters of `fn`, each checked to be a device pointer, where the driver can tell
@@ -370,7 +404,8 @@ void CudaBackend::build() {
     const plan::Kernel& k = kernels_[size_t(c.kernel)];
     CallRt& r = rt_[ci];
     r.fn = fns[size_t(c.kernel)];
-    std::vector<int> args = c.outputs;
+    std::vector<int>& args = r.arg_buffers;
+    args = c.outputs;
     for (int b : c.inputs)
       if (b >= 0) args.push_back(b);
     for (int b : args) r.args.push_back(buf_ptr_[size_t(b)]);
@@ -431,19 +466,49 @@ CUDA_MEMCPY3D copy_1d(size_t bytes) {
 }
 
 // load() step 5, record: the graph of one inference built with the dependencies of graph_deps.h,
-// instantiated and uploaded.
+// instantiated and uploaded; with overlapped(), also one graph per input slot without the input
+// copies, the copy stream and the slot events.
 void CudaBackend::record(const plan::Plan& plan) {
   const cu::Driver& d = cu::driver();
   const std::vector<cuda::GraphNode> nodes = cuda::graph_nodes(plan, opts_.cuda_graph);
+  graph_ = instantiate(nodes, -1);
+  if (overlapped()) {
+    for (int slot : {0, 1}) slot_graph_[size_t(slot)] = instantiate(nodes, slot);
+    cu::check(d.cuStreamCreate(&copy_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate", "upload stream");
+    for (auto* evs : {&uploaded_, &consumed_})
+      for (CUevent& e : *evs) cu::check(d.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "upload slot");
+    info_.overlapped_uploads = true;
+  }
+  const cuda::GraphStats st = cuda::graph_stats(nodes);
+  info_.graph = true;
+  info_.branches = opts_.cuda_graph == CudaGraph::Branches;
+  info_.graph_nodes = st.nodes;
+  info_.graph_edges = st.edges;
+  info_.graph_depth = st.depth;
+  info_.graph_width = st.width;
+}
+
+CUgraphExec CudaBackend::instantiate(const std::vector<cuda::GraphNode>& nodes, int input_slot) {
+  const cu::Driver& d = cu::driver();
+  // Plan buffer -> position in plan.inputs, for the calls' arguments in input_slot.
+  std::vector<int> input_of(buffers_.size(), -1);
+  for (size_t i = 0; i < inputs_.size(); ++i) input_of[size_t(inputs_[i])] = int(i);
   CUgraph g = nullptr;
+  CUgraphExec exec = nullptr;
   cu::check(d.cuGraphCreate(&g, 0), "cuGraphCreate");
   try {
     std::vector<CUgraphNode> made(nodes.size(), nullptr);
     std::vector<CUgraphNode> deps;
+    std::vector<CUdeviceptr> args;
+    std::vector<void*> params;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const cuda::GraphNode& n = nodes[i];
+      // Without the input copies (graph roots), their edges go too: the replay's stream waits
+      // for the upload before the launch (replay_overlapped).
+      if (n.kind == cuda::NodeKind::InputCopy && input_slot >= 0) continue;
       deps.clear();
-      for (int j : n.deps) deps.push_back(made[size_t(j)]);
+      for (int j : n.deps)
+        if (made[size_t(j)]) deps.push_back(made[size_t(j)]);
       const CUgraphNode* dep_ptr = deps.empty() ? nullptr : deps.data();
       switch (n.kind) {
         case cuda::NodeKind::InputCopy: {
@@ -470,6 +535,12 @@ void CudaBackend::record(const plan::Plan& plan) {
         }
         case cuda::NodeKind::Call: {
           CallRt& r = rt_[size_t(n.index)];
+          args = r.args;
+          if (input_slot >= 0)
+            for (size_t a = 0; a < args.size(); ++a)
+              if (const int in = input_of[size_t(r.arg_buffers[a])]; in >= 0) args[a] = input_ptr(size_t(in), input_slot);
+          params.clear();
+          for (CUdeviceptr& p : args) params.push_back(&p);
           CUDA_KERNEL_NODE_PARAMS k{};
           k.func = r.fn;
           k.gridDimX = r.grid[0];
@@ -478,7 +549,7 @@ void CudaBackend::record(const plan::Plan& plan) {
           k.blockDimX = r.block[0];
           k.blockDimY = r.block[1];
           k.blockDimZ = r.block[2];
-          k.kernelParams = r.params.empty() ? nullptr : r.params.data();  // copied by the driver
+          k.kernelParams = params.empty() ? nullptr : params.data();  // copied by the driver
           cu::check(d.cuGraphAddKernelNode(&made[i], g, dep_ptr, deps.size(), &k), "cuGraphAddKernelNode",
                     detail::concat(call_name(size_t(n.index), calls_[size_t(n.index)]), " kernel '",
                                    kernels_[size_t(calls_[size_t(n.index)].kernel)].entry, "'"));
@@ -486,21 +557,21 @@ void CudaBackend::record(const plan::Plan& plan) {
         }
       }
     }
-    cu::check(d.cuGraphInstantiate(&graph_, g, 0), "cuGraphInstantiate",
-              detail::concat(nodes.size(), " nodes, ", calls_.size(), " launches"));
+    cu::check(d.cuGraphInstantiate(&exec, g, 0), "cuGraphInstantiate",
+              detail::concat(nodes.size(), " nodes, ", calls_.size(), " launches",
+                             input_slot >= 0 ? detail::concat(", input slot ", input_slot) : std::string()));
   } catch (...) {
     d.cuGraphDestroy(g);
     throw;
   }
   d.cuGraphDestroy(g);
-  cu::check(d.cuGraphUpload(graph_, stream_), "cuGraphUpload");
-  const cuda::GraphStats st = cuda::graph_stats(nodes);
-  info_.graph = true;
-  info_.branches = opts_.cuda_graph == CudaGraph::Branches;
-  info_.graph_nodes = st.nodes;
-  info_.graph_edges = st.edges;
-  info_.graph_depth = st.depth;
-  info_.graph_width = st.width;
+  try {
+    cu::check(d.cuGraphUpload(exec, stream_), "cuGraphUpload");
+  } catch (...) {
+    d.cuGraphExecDestroy(exec);
+    throw;
+  }
+  return exec;
 }
 
 void CudaBackend::create_events() {
@@ -550,6 +621,30 @@ void copy_bytes(void* dst, const void* src, size_t n) {
   }
 }
 
+// Options.cuda_inflight = N replays with overlapped uploads: replay r copies the inputs from the
+// staging into slot r % 2 on the copy stream, and the main stream waits for that copy, then
+// replays that slot's graph. The copy into a slot first waits for the replay two back, the last
+// to read it (its whole graph: the slot's "consumed" event). So replay r+1's upload runs while
+// replay r's kernels do; the main stream's order still keeps the replays' kernels (arena) and
+// output copies apart. Each upload precedes a replay the main stream waits for, so the one wait
+// on the main stream at the end covers the copy stream too.
+void CudaBackend::replay_overlapped() {
+  const cu::Driver& d = cu::driver();
+  for (int r = 0; r < opts_.cuda_inflight; ++r) {
+    const size_t slot = size_t(r % 2);
+    if (r >= 2) cu::check(d.cuStreamWaitEvent(copy_stream_, consumed_[slot], 0), "cuStreamWaitEvent", "upload slot");
+    for (size_t i = 0; i < in_stage_.size(); ++i)
+      if (in_stage_[i].bytes)
+        cu::check(d.cuMemcpyHtoDAsync(input_ptr(i, int(slot)), in_stage_[i].host, in_stage_[i].bytes, copy_stream_),
+                  "cuMemcpyHtoDAsync", detail::concat("input '", buffers_[size_t(inputs_[i])].name, "' slot ", slot));
+    cu::check(d.cuEventRecord(uploaded_[slot], copy_stream_), "cuEventRecord", "upload slot");
+    cu::check(d.cuStreamWaitEvent(stream_, uploaded_[slot], 0), "cuStreamWaitEvent", "upload slot");
+    cu::check(d.cuGraphLaunch(slot_graph_[slot], stream_), "cuGraphLaunch", detail::concat("input slot ", slot));
+    cu::check(d.cuEventRecord(consumed_[slot], stream_), "cuEventRecord", "upload slot");
+  }
+  info_.overlapped_replays += opts_.cuda_inflight;
+}
+
 void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
   OPV_CHECK(loaded_, "cuda backend: run() before load()");
   sig_.check(inputs, outputs);  // Session checked them; this asserts the precondition
@@ -567,12 +662,17 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
       // graph replayed N times back to back on the stream before the one wait, the same frame each
       // time (its upload and read-back inside every replay; stream order keeps replays apart): N
       // inferences in flight, no host sync between them. The outputs are the last replay's.
-      for (int r = 0; r < opts_.cuda_inflight; ++r) cu::check(d.cuGraphLaunch(graph_, stream_), "cuGraphLaunch");
+      if (overlapped()) {
+        replay_overlapped();
+      } else {
+        for (int r = 0; r < opts_.cuda_inflight; ++r) cu::check(d.cuGraphLaunch(graph_, stream_), "cuGraphLaunch");
+      }
       info_.graph_runs += opts_.cuda_inflight;
     }
     wait("end of inference");
   } catch (...) {
-    d.cuStreamSynchronize(stream_);  // leave the stream idle; the staging is ours
+    d.cuStreamSynchronize(stream_);  // leave the streams idle; the staging is ours
+    if (copy_stream_) d.cuStreamSynchronize(copy_stream_);
     throw;
   }
   for (size_t i = 0; i < outputs.size(); ++i)

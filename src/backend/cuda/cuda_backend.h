@@ -9,8 +9,10 @@
 // argument arrays and grid/block, and the whole inference built once as a CUDA graph whose edges
 // are the calls' memory dependencies (Options.cuda_graph; graph_deps.h), so independent calls run
 // as parallel branches.
-// run(): inputs into staging, replay the graph (Options.cuda_inflight times; or, while profiling,
-// enqueue each call between two events), one stream synchronize, outputs out of staging.
+// run(): inputs into staging, replay the graph (Options.cuda_inflight times, the uploads of the
+// next replay overlapping the kernels of the current one unless Options.cuda_overlap_uploads is
+// off; or, while profiling, enqueue each call between two events), one stream synchronize,
+// outputs out of staging.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -36,7 +38,11 @@ struct CudaLoadInfo {
   int graph_edges = 0;      // dependencies between them (after transitive reduction)
   int graph_depth = 0;      // nodes on its longest path (= graph_nodes for a chain)
   int graph_width = 0;      // most nodes at one dependency level
-  int64_t graph_runs = 0;   // runs that replayed the graph
+  int64_t graph_runs = 0;   // graph replays (cuda_inflight per run)
+  // Options.cuda_inflight > 1 with cuda_overlap_uploads: two more graphs without the input copies,
+  // one per device copy of the inputs, replayed alternately after uploads on a second stream.
+  bool overlapped_uploads = false;
+  int64_t overlapped_replays = 0;  // replays that ran that way (counted in graph_runs too)
   int64_t direct_runs = 0;  // runs that enqueued each call (profiling)
 };
 const CudaLoadInfo* cuda_load_info(const Backend& b);
