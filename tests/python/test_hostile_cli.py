@@ -70,6 +70,7 @@ def test_integer_flags_are_range_checked(cli, tmp_path):
                  "option --threads: '4294967297' is not an integer in [0, 1024]")
     assert_error(cli.run("run", model, "--threads", "-1"), "--threads")
     assert_error(cli.run("bench", model, "--iters", "0"), "--iters")
+    assert_error(cli.run("bench", model, "--cuda-overlap", "maybe"), "--cuda-overlap must be on or off, not 'maybe'")
     # on|off switches of the cuda target are checked before anything is compiled
     for flag in ("--cuda-ffn", "--cuda-ffn-dw", "--cuda-pack"):
         assert_error(cli.run("compile", model, "-o", tmp_path / "x.opv", "--target", "cuda", flag, "yes"), flag)
