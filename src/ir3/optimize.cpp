@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "core/error.h"
@@ -119,6 +120,7 @@ std::string describe_order(const std::vector<std::string>& order, const std::vec
   else if (has(order, "rpt") && has(order, "hoist") && (at(order, "rpt") > at(order, "hoist")) != (at(names, "rpt") > at(names, "hoist")))
     add("rpt after hoist");
   if (has(names, "rename") && !has(order, "rename")) add("without rename");
+  if (has(names, "accum") && !has(order, "accum")) add("without accum");
   return d;
 }
 
@@ -171,8 +173,9 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
     // and without rpt. A packed group issues only when all its sources are ready, which can cost
     // hoist more than packing saves (the largest fixture kernel: 9,233 cycles packed first, 8,242
     // unpacked), and rpt keeps a packing by a straight-line estimate that cannot see a wait it
-    // moves into a loop. So the kernel keeps the validated candidate with the fewest static
-    // cycles, and its own code when none is faster (a rewrite is never a slowdown by the model).
+    // moves into a loop. So the kernel keeps the validated candidate with the fewest
+    // cycles (counted loops weighted by their trip counts, Stats::loop_cycles; then the static
+    // cycles), and its own code when none is faster (never a slowdown by the model).
     std::vector<std::vector<std::string>> plans{names};
     std::vector<std::string> no_rpt, rpt_late;
     for (const std::string& n : names)
@@ -190,12 +193,16 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
     // rename frees hoist where a reused temporary orders independent chains, but it can also
     // hand hoist more freedom than its greedy list schedule uses well (the largest fixture
     // kernel: 276 cycles more): every order is also tried without it.
-    if (std::find(names.begin(), names.end(), "rename") != names.end()) {
+    // accum moves values into registers that other code used just before, where a texture or
+    // SFU read can make the new write wait ((ss)/(sy)) in ways its placement does not foresee:
+    // every order is also tried without it (the kernel then keeps the better one).
+    for (const char* optional : {"rename", "accum"}) {
+      if (std::find(names.begin(), names.end(), optional) == names.end()) continue;
       size_t base = plans.size();
       for (size_t pi = 0; pi < base; ++pi) {
         std::vector<std::string> v;
         for (const std::string& n : plans[pi])
-          if (n != "rename") v.push_back(n);
+          if (n != optional) v.push_back(n);
         plans.push_back(v);
       }
     }
@@ -206,14 +213,25 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
     };
     std::vector<Candidate> cands;
     const std::vector<uint64_t> orig_emitted = passes::Code(orig, kGenA6xx, kern.mergedregs).emit();
+    // The plans share most of their stages (every one starts fold, cp, ... and a pass that makes
+    // no progress leaves the code as it was): each (code, pass) step runs once.
+    std::map<std::pair<std::vector<uint64_t>, std::string>, std::vector<uint64_t>> steps;
+    const passes::Code::Grid grid = launch_grid(cap, static_cast<int>(k));
     for (size_t pi = 0; pi < plans.size(); ++pi) {
       Candidate c{pi, {}, {}};
       try {
-        passes::Code code(orig, kGenA6xx, kern.mergedregs);
-        code.grid = launch_grid(cap, static_cast<int>(k));
+        std::vector<uint64_t> words = orig_emitted;
         for (const std::string& n : plans[pi]) {
-          passes::run_pass(n, code);
-          c.stage.push_back(code.emit());
+          auto key = std::make_pair(words, n);
+          auto hit = steps.find(key);
+          if (hit == steps.end()) {
+            passes::Code code(words, kGenA6xx, kern.mergedregs);
+            code.grid = grid;
+            passes::run_pass(n, code);
+            hit = steps.emplace(std::move(key), code.emit()).first;
+          }
+          words = hit->second;
+          c.stage.push_back(words);
         }
       } catch (const Error& e) {
         if (pi == 0) {
@@ -228,11 +246,12 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
       cands.push_back(std::move(c));
     }
     std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.st.loop_cycles != b.st.loop_cycles) return a.st.loop_cycles < b.st.loop_cycles;
       return a.st.cycles() != b.st.cycles() ? a.st.cycles() < b.st.cycles() : a.st.instructions < b.st.instructions;
     });
     bool kept = false;
     for (const Candidate& c : cands) {
-      if (c.st.cycles() > r.before.cycles()) {
+      if (c.st.loop_cycles > r.before.loop_cycles || (c.st.loop_cycles == r.before.loop_cycles && c.st.cycles() > r.before.cycles())) {
         if (r.failed_pass.empty()) r.note = "kept the original: no rewrite is faster by the cost model";
         break;
       }

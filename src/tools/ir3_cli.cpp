@@ -348,19 +348,21 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 void print_stats_row(const char* tag, const std::string& name, const passes::Stats& s) {
-  std::printf("  %-6s %-44.44s %6d instr %5d/%-5d mad.f32 in rpt  max_reg %2d/%-2d  %7lld cycles (%lld nop, %lld stall)\n",
+  std::printf("  %-6s %-44.44s %6d instr %5d/%-5d mad.f32 in rpt  max_reg %2d/%-2d  %7lld cycles (%lld nop, %lld stall)  %8lld with loops\n",
               tag, name.c_str(), s.instructions, s.mad_f32_packed, s.mad_f32, s.max_reg, s.max_half_reg,
-              static_cast<long long>(s.cycles()), static_cast<long long>(s.nop_cycles), static_cast<long long>(s.stall_cycles));
+              static_cast<long long>(s.cycles()), static_cast<long long>(s.nop_cycles), static_cast<long long>(s.stall_cycles),
+              static_cast<long long>(s.loop_cycles));
 }
 
 std::string json_stats(const passes::Stats& s) {
-  char b[320];
+  char b[400];
   std::snprintf(b, sizeof b,
                 "{\"instructions\":%d,\"nop_instructions\":%d,\"mad_f32\":%d,\"mad_f32_packed\":%d,\"rpt_groups\":%d,"
-                "\"max_reg\":%d,\"max_half_reg\":%d,\"cycles\":%lld,\"issue_cycles\":%lld,\"nop_cycles\":%lld,\"stall_cycles\":%lld}",
+                "\"max_reg\":%d,\"max_half_reg\":%d,\"cycles\":%lld,\"issue_cycles\":%lld,\"nop_cycles\":%lld,\"stall_cycles\":%lld,"
+                "\"loop_cycles\":%lld,\"counted_loops\":%d}",
                 s.instructions, s.nop_instructions, s.mad_f32, s.mad_f32_packed, s.rpt_groups, s.max_reg, s.max_half_reg,
                 static_cast<long long>(s.cycles()), static_cast<long long>(s.issue_cycles), static_cast<long long>(s.nop_cycles),
-                static_cast<long long>(s.stall_cycles));
+                static_cast<long long>(s.stall_cycles), static_cast<long long>(s.loop_cycles), s.counted_loops);
   return b;
 }
 
@@ -378,8 +380,8 @@ int cmd_opt(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed", "--kernels"});
   if (a.help || a.pos.size() != 1) {
     std::printf(
-        "usage: opvision ir3 opt IN -o OUT [--pass fold,cp,coalesce,reassoc,dce,relocate,rpt,\n"
-        "                        rename,guards,hoist,tidy,legalize] [--validate N] [--seed S]\n"
+        "usage: opvision ir3 opt IN -o OUT [--pass fold,cp,coalesce,reassoc,dce,accum,relocate,\n"
+        "                        rpt,rename,guards,hoist,tidy,legalize] [--validate N] [--seed S]\n"
         "                        [--kernels LIST] [--report] [--json]\n"
         "  Rewrites real a630 code with the binary passes, in the order given (default: all):\n"
         "    fold      (captures only) integer arithmetic whose value the kernel's launch grid decides\n"
@@ -395,6 +397,9 @@ int cmd_opt(int argc, char** argv) {
         "    reassoc   an address sum (X + K') + Y computed from a register that already holds\n"
         "              X + Y + K as one add of K' - K (the add of X + K' loses its reader)\n"
         "    dce       remove ALU instructions whose results nothing reads\n"
+        "    accum     one register per accumulator across its loop (the moves between its\n"
+        "              registers removed), accumulators updated side by side in consecutive\n"
+        "              registers; the footprint may grow by up to 4 registers\n"
         "    relocate  swap scalar-only registers so accumulators and their operands form runs\n"
         "    rpt       pack runs of same-opcode instructions into (rptN) with (r) sources\n"
         "    rename    give a value whose register other code just used a free register of its own\n"
@@ -414,15 +419,17 @@ int cmd_opt(int argc, char** argv) {
         "  on N random input sets of its launch (--validate, default 3) and the hazard checker is\n"
         "  clean; otherwise the kernel keeps its code and the report says which pass failed, why.\n"
         "  When rpt runs before hoist, each kernel also tries rpt after hoist and no rpt, and each\n"
-        "  order also without rename; it keeps the validated result with the fewest static cycles,\n"
-        "  or its own code if none is faster.\n"
+        "  order also without rename, and each of those without accum; it keeps the validated\n"
+        "  result with the fewest cycles with loops (then static cycles), or its own code if none\n"
+        "  is faster.\n"
         "  --kernels LIST (captures): rewrite only these kernels, by index (0-based, as in the\n"
         "  capture) or name, comma-separated; the others keep their code.\n"
         "  Single programs: only the hazard check applies (no launch to validate against).\n"
         "  End a pass list with legalize: the other passes move instructions without fixing delays,\n"
         "  so without it the hazard check refuses their output.\n"
         "  --report prints per-kernel and total instructions, mad.f32 in rpt groups, max_reg and the\n"
-        "  static issue cycles of the documented cost model (src/ir3/passes/passes.h); --json the same\n"
+        "  static issue cycles of the documented cost model (src/ir3/passes/passes.h), and the same\n"
+        "  with each counted loop's body once per trip ('with loops'); --json the same\n"
         "  as JSON on stdout.\n");
     return a.help ? 0 : 2;
   }
@@ -431,7 +438,7 @@ int cmd_opt(int argc, char** argv) {
   for (const std::string& n : names) {
     bool known = false;
     for (const std::string& k : passes::pass_names()) known |= k == n;
-    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: fold, cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, tidy, legalize)");
+    OPV_CHECK(known, "option --pass: unknown pass '", n, "' (passes: fold, cp, coalesce, reassoc, dce, accum, relocate, rpt, rename, guards, hoist, tidy, legalize)");
   }
   int gen = gen_of(a);
   bool report = a.flag("--report"), json = a.flag("--json");
@@ -473,6 +480,8 @@ int cmd_opt(int argc, char** argv) {
       t.issue_cycles += s.issue_cycles * w;
       t.nop_cycles += s.nop_cycles * w;
       t.stall_cycles += s.stall_cycles * w;
+      t.loop_cycles += s.loop_cycles * w;
+      t.counted_loops += s.counted_loops * w;
     };
     for (const KernelOpt& k : r) {
       if (k.launches_per_inference == 0) continue;
@@ -510,9 +519,10 @@ int cmd_opt(int argc, char** argv) {
     size_t failed = 0;
     for (const KernelOpt& k : r) failed += !k.failed_pass.empty();
     std::printf("ir3 opt: %zu kernels (%zu run per inference): %zu rewritten%s, %zu kept their original code "
-                "(a pass failed validation); per inference %lld -> %lld cycles, mad.f32 in rpt %d/%d -> %d/%d\n",
+                "(a pass failed validation); per inference %lld -> %lld cycles (%lld -> %lld with loops), mad.f32 in rpt %d/%d -> %d/%d\n",
                 r.size(), per_inf, static_cast<size_t>(std::count_if(r.begin(), r.end(), [](const KernelOpt& k) { return k.changed; })),
-                o.validate_sets > 0 ? " and validated" : " (not validated: --validate 0)", failed, static_cast<long long>(tb.cycles()), static_cast<long long>(ta.cycles()), tb.mad_f32_packed, tb.mad_f32,
+                o.validate_sets > 0 ? " and validated" : " (not validated: --validate 0)", failed, static_cast<long long>(tb.cycles()), static_cast<long long>(ta.cycles()),
+                static_cast<long long>(tb.loop_cycles), static_cast<long long>(ta.loop_cycles), tb.mad_f32_packed, tb.mad_f32,
                 ta.mad_f32_packed, ta.mad_f32);
     return 0;
   }

@@ -141,7 +141,7 @@ def test_opt_small_capture_validates_and_still_matches_onnxruntime(cli, small_mo
     print(replay_ok(cli, out, model, ref))
     # each pass followed by legalize also validates; without legalize the delays are wrong, which
     # the hazard check refuses (the kernel keeps its code and the report says why)
-    for name in ("fold", "cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist", "tidy", "legalize"):
+    for name in ("fold", "cp", "coalesce", "reassoc", "dce", "accum", "relocate", "rpt", "rename", "guards", "hoist", "tidy", "legalize"):
         passes = name if name == "legalize" else f"{name},legalize"
         p = cli.run("ir3", "opt", DATA / "small_fp16", "-o", tmp_path / name, "--pass", passes, "--validate", "1")
         assert p.returncode == 0 and " 0 kept their original code" in p.stdout, describe(p)

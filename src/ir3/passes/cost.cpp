@@ -1,18 +1,85 @@
 // Static statistics and the issue-cycle cost model documented in passes.h.
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
 
 #include "ir3/passes/passes.h"
 
 namespace opv::ir3::passes {
 
+namespace {
+
+bool immediate(const std::string& op, int64_t* v) {
+  if (op.empty() || !(std::isdigit(static_cast<unsigned char>(op[0])) || op[0] == '-')) return false;
+  char* end = nullptr;
+  *v = std::strtoll(op.c_str(), &end, 0);
+  return end && *end == '\0';
+}
+
+}  // namespace
+
+int64_t trip_count(const Code& c, size_t head, size_t back) {
+  // the test: cmps.s|u.ge p0.x, C, N with a `br p0.x` leaving [head, back], or cmps.s|u.lt
+  // p0.x, C, N with the backward branch itself `br p0.x`
+  std::vector<int64_t> pos = positions(c);
+  int counter = -1, compare_at = -1;
+  bool less = false;
+  int64_t bound = 0;
+  for (size_t i = head; i <= back; ++i) {
+    Parts p = split(print(c.ins[i].in));
+    bool ge = p.mnemonic == "cmps.s.ge" || p.mnemonic == "cmps.u.ge", lt = p.mnemonic == "cmps.s.lt" || p.mnemonic == "cmps.u.lt";
+    if ((ge || lt) && p.operands.size() == 3 && p.operands[0] == "p0.x" && full_reg(p.operands[1]) >= 0 &&
+        p.operands[1] == reg_name(full_reg(p.operands[1])) && immediate(p.operands[2], &bound)) {
+      if (counter >= 0) return 1;  // two tests: not the simple form
+      counter = full_reg(p.operands[1]), compare_at = static_cast<int>(i), less = lt;
+    }
+  }
+  if (counter < 0) return 1;
+  bool exits = false;
+  for (size_t i = static_cast<size_t>(compare_at) + 1; i <= back; ++i) {
+    const Ins& x = c.ins[i];
+    Parts p = split(print(x.in));
+    if (reg_written(x.fx, counter) || (p.mnemonic != "br" && !p.operands.empty() && p.operands[0] == "p0.x")) return 1;
+    if (p.mnemonic == "br" && !p.operands.empty() && p.operands[0] == "p0.x" && x.target_id >= 0) {
+      int64_t t = pos[static_cast<size_t>(x.target_id)];
+      bool out = t < static_cast<int64_t>(head) || t > static_cast<int64_t>(back);
+      exits = exits || (less ? (i == back && t == static_cast<int64_t>(head)) : out);
+    }
+  }
+  // the step: the counter's only write in the body, add.u|s C, C, 1 before the test
+  int steps = 0;
+  for (size_t i = head; i <= back; ++i) {
+    if (!reg_written(c.ins[i].fx, counter)) continue;
+    Parts p = split(print(c.ins[i].in));
+    int64_t one = 0;
+    if (i > static_cast<size_t>(compare_at) || (p.mnemonic != "add.u" && p.mnemonic != "add.s") || p.operands.size() != 3 ||
+        p.operands[0] != reg_name(counter) || p.operands[1] != reg_name(counter) || !immediate(p.operands[2], &one) || one != 1)
+      return 1;
+    ++steps;
+  }
+  // the start: the last write before the loop, mov.u32u32 C, K
+  int64_t start = 0;
+  size_t i = head;
+  while (i-- > 0)
+    if (reg_written(c.ins[i].fx, counter)) break;
+  if (i >= head) return 1;
+  Parts p = split(print(c.ins[i].in));
+  if (p.mnemonic != "mov.u32u32" || p.operands.size() != 2 || !immediate(p.operands[1], &start)) return 1;
+  if (!exits || steps != 1 || bound <= start) return 1;
+  return bound - start;
+}
+
 Stats stats(const Code& c) {
   Stats s;
+  std::vector<int64_t> at;  // the cycle each instruction starts at (before its stall)
   int64_t t = 0, last_sy = -1000000, last_ss = -1000000;
   for (const Ins& x : c.ins) {
     const Instr& in = x.in;
     const std::string& n = in.name();
     int rep = static_cast<int>(in.get_or("REPEAT", 0));
     ++s.instructions;
+    at.push_back(t);
     int64_t stall = 0;
     if (in.get_or("SY", 0)) stall = std::max<int64_t>(stall, last_sy + kSyLatency - t);
     if (in.get_or("SS", 0)) stall = std::max<int64_t>(stall, last_ss + kSsLatency - t);
@@ -39,6 +106,19 @@ Stats stats(const Code& c) {
       if (r < 48 * 4) s.max_reg = std::max(s.max_reg, r / 4);
     for (int r : x.fx.half_regs)
       if (r < 48 * 4) s.max_half_reg = std::max(s.max_half_reg, r / 4);
+  }
+  // counted loops: the body once more per further trip
+  s.loop_cycles = s.cycles();
+  std::vector<int64_t> pos = positions(c);
+  for (size_t j = 0; j < c.ins.size() && at.size() == c.ins.size(); ++j) {
+    const Ins& x = c.ins[j];
+    if (!(x.fx.is_jump || x.fx.is_branch) || x.target_id < 0) continue;
+    int64_t h = pos[static_cast<size_t>(x.target_id)];
+    if (h < 0 || h > static_cast<int64_t>(j)) continue;
+    int64_t trips = trip_count(c, static_cast<size_t>(h), j);
+    int64_t body = (j + 1 < at.size() ? at[j + 1] : s.cycles()) - at[static_cast<size_t>(h)];
+    s.loop_cycles += (trips - 1) * body;
+    s.counted_loops += trips > 1;
   }
   return s;
 }

@@ -8,7 +8,9 @@
 // cp (ALU sources read the register that already holds a copied value or constant) ->
 // coalesce (a texture coordinate goes into a pair whose second half already holds its constant) ->
 // reassoc ((X + K') + Y as (X + Y + K) + (K' - K) from a register that holds X + Y + K) ->
-// dce (remove ALU instructions nothing reads: the moves cp left without readers) -> relocate
+// dce (remove ALU instructions nothing reads: the moves cp left without readers) -> accum (one
+// register per accumulator for its whole life, accumulators updated side by side in consecutive
+// registers, the moves between them gone) -> relocate
 // (rename registers so accumulators form runs) -> rpt (pack runs into (rptN)) -> rename (a value
 // whose register was just used by other code gets a free register of its own) -> guards (merge
 // guarded blocks that test the same unchanged predicate: one branch and jump fewer each, and
@@ -30,6 +32,7 @@ bool cp(Code& c);
 bool coalesce(Code& c);
 bool reassoc(Code& c);
 bool dce(Code& c);
+bool accum(Code& c);
 bool relocate(Code& c);
 bool rpt(Code& c);
 bool rename(Code& c);
@@ -38,14 +41,15 @@ bool hoist(Code& c);
 bool tidy(Code& c);
 bool legalize(Code& c);
 
-// Names in pipeline order, and a lookup ("cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist",
+// Names in pipeline order, and a lookup ("cp", "coalesce", "reassoc", "dce", "accum", "relocate", "rpt", "rename", "guards", "hoist",
 // "tidy", "legalize").
 const std::vector<std::string>& pass_names();
 bool run_pass(const std::string& name, Code& c);
 
 // ---- the static cost model (cost.cpp)
 //
-// Per wave, straight through the program once (loops and branches not weighted):
+// Per wave, straight through the program once (loops and branches not weighted; Stats::loop_cycles
+// adds the bodies of counted loops once per further trip):
 //   issue: every instruction takes one cycle per element ((rptN): N+1), (nopN) adds N, and a
 //     (rptN)nop is N+1 cycles of nothing;
 //   sync stalls: an (sy) consumer waits until kSyLatency cycles after the latest (sy) producer
@@ -63,8 +67,17 @@ struct Stats {
   int max_reg = -1, max_half_reg = -1;  // highest full / half register used (r0-r47)
   int64_t issue_cycles = 0, nop_cycles = 0, stall_cycles = 0;
   int64_t cycles() const { return issue_cycles + nop_cycles + stall_cycles; }
+  // The same with each counted loop's body (trip_count) counted once per trip: cycles() plus
+  // (trips - 1) x the body's cycles in the straight walk. The pass driver ranks rewrites by it.
+  int64_t loop_cycles = 0;
+  int counted_loops = 0;  // loops whose trip count is known (> 1)
 };
 Stats stats(const Code& c);
+// Iterations of the loop whose body runs from `head` to the backward jump/branch at `back`, when
+// it is counted Mesa's way: a register C set by `mov.u32u32 C, K` before the loop (its last write
+// before `head`), stepped once in the body by `add.u|add.s C, C, 1`, then tested by
+// `cmps.s|u.ge p0.x, C, N` with a `br p0.x` leaving the body: N - K. Otherwise 1 (unknown).
+int64_t trip_count(const Code& c, size_t head, size_t back);
 
 // Estimated cycles to issue a straight-line run of instructions under the same rules, with the
 // delays a legalized program would have: its own delay nops are ignored, a read waits for its

@@ -5,7 +5,7 @@
 namespace opv::ir3::passes {
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names{"fold", "cp", "coalesce", "reassoc", "dce", "relocate", "rpt", "rename", "guards", "hoist", "tidy", "legalize"};
+  static const std::vector<std::string> names{"fold", "cp", "coalesce", "reassoc", "dce", "accum", "relocate", "rpt", "rename", "guards", "hoist", "tidy", "legalize"};
   return names;
 }
 
@@ -15,6 +15,7 @@ bool run_pass(const std::string& name, Code& c) {
   if (name == "coalesce") return coalesce(c);
   if (name == "reassoc") return reassoc(c);
   if (name == "dce") return dce(c);
+  if (name == "accum") return accum(c);
   if (name == "relocate") return relocate(c);
   if (name == "rpt") return rpt(c);
   if (name == "rename") return rename(c);
@@ -22,7 +23,7 @@ bool run_pass(const std::string& name, Code& c) {
   if (name == "hoist") return hoist(c);
   if (name == "tidy") return tidy(c);
   if (name == "legalize") return legalize(c);
-  fail("ir3 opt: unknown pass '", name, "' (passes: fold, cp, coalesce, reassoc, dce, relocate, rpt, rename, guards, hoist, tidy, legalize)");
+  fail("ir3 opt: unknown pass '", name, "' (passes: fold, cp, coalesce, reassoc, dce, accum, relocate, rpt, rename, guards, hoist, tidy, legalize)");
 }
 
 }  // namespace opv::ir3::passes
