@@ -50,6 +50,8 @@ struct Effects {
   int64_t target = 0;                     // branch/jump offset
   int len = 1, nops = 0;                  // issue slots: (rptN) elements, (nopN)
   bool counts = false;                    // fills delay slots (ALU and non-branch cat0; see legalize.cpp)
+  // The delay slots it fills: its issue slots and its (nopN), when it counts; else none.
+  int slots_filled() const { return counts ? len + nops : 0; }
   // per entry of reads / writes: the cycle after issue at which it is read (its (rptN) element,
   // plus 2 for a mad's third source) / written (its element)
   std::vector<int> read_at, write_at;

@@ -172,12 +172,17 @@ class Hoister {
     for (size_t k = b; k <= e; ++k) {
       const Ins& x = c_.ins[k];
       if (x.in.name() == "nop" && !x.in.get_or("SS", 0) && !x.in.get_or("SY", 0)) continue;
-      u.ins.push_back(k);
-      add_effects(u.fx, x.fx);
-      u.fx.len += std::max(1, x.fx.len);
-      if (x.fx.counts) u.counted += x.fx.len + x.fx.nops;
+      add_member(u, k);
     }
     return u;
+  }
+  // Instruction k joins a compound unit: its effects, its issue slots, the delay slots it fills.
+  void add_member(Unit& u, size_t k) const {
+    const Effects& f = c_.ins[k].fx;
+    u.ins.push_back(k);
+    add_effects(u.fx, f);
+    u.fx.len += std::max(1, f.len);
+    u.counted += f.slots_filled();
   }
   bool diamond_at(size_t i, Diamond& d) const { return passes::diamond_at(c_, flow_, i, &d); }
 
@@ -186,7 +191,7 @@ class Hoister {
     u.ins.push_back(i);
     u.fx = c_.ins[i].fx;
     u.fx.len = std::max(1, u.fx.len);
-    u.counted = u.fx.counts ? u.fx.len + u.fx.nops : 0;
+    u.counted = u.fx.slots_filled();
     return u;
   }
 
@@ -201,10 +206,7 @@ class Hoister {
       if (x.in.name() == "nop" && !(d.has_else && k == d.t)) continue;
       if (k == d.br && !d.has_else) u.fix_br = static_cast<int>(u.ins.size());
       if (d.has_else && k + 1 == d.t) u.fix_jump = static_cast<int>(u.ins.size());
-      u.ins.push_back(k);
-      add_effects(u.fx, x.fx);
-      u.fx.len += std::max(1, x.fx.len);
-      if (x.fx.counts) u.counted += x.fx.len + x.fx.nops;
+      add_member(u, k);
     }
     return u;
   }
