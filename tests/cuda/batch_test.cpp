@@ -185,7 +185,9 @@ TEST(CudaBatch, FixtureInflightWithOverlappedUploadsMatchesOneReplay) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t o = 0; o < got.size(); ++o) {
       EXPECT_TRUE(bit_equal(got[o].second, want[o].second)) << got[o].first << " seed " << seed;
-      if (!previous.empty()) EXPECT_FALSE(bit_equal(got[o].second, previous[o].second)) << "inputs reach outputs";
+      if (!previous.empty()) {
+        EXPECT_FALSE(bit_equal(got[o].second, previous[o].second)) << "inputs reach outputs";
+      }
     }
     previous = got;
   }

@@ -322,7 +322,8 @@ bool accum(Code& code) {
     if (d < 0) continue;
     int s = -1;
     if (pp.mnemonic == "mov.u32u32" || pp.mnemonic == "mov.f32f32") {
-      if (pp.operands.size() == 2 && pp.operands[1] == reg_name(full_reg(pp.operands[1]))) s = full_reg(pp.operands[1]);
+      if (pp.operands.size() == 2 && full_reg(pp.operands[1]) >= 0 && pp.operands[1] == reg_name(full_reg(pp.operands[1])))
+        s = full_reg(pp.operands[1]);
     } else if (c.ins[p].fx.cat == 3 && pp.mnemonic.rfind("mad", 0) == 0 && pp.operands.size() == 4) {
       s = full_reg(pp.operands[3]);
     }
