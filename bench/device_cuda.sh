@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # The cuda target on the lent GPU machine (issue 15; see BENCHMARKS.md "CUDA"). Two halves:
-#   bash bench/device_cuda.sh --bundle [--build DIR]
-#       here, after building ./build (or DIR): compiles the fp16 fixture and generated variants (make-model
-#       widths/depths/heads, fp32 and fp16; fp16_wide's stage 0 has enough pixel tiles for the
-#       ConvFFN's depthwise conv inside its launch) as ONNX, writes their onnxruntime references, and bundles opvision, the
-#       cuda test binaries and the libraries they need into .devrun/ (with bench/device_opencl.sh's
-#       and scripts/device_gtest.sh's bundles).
-#   bash bench/device_cuda.sh [--base-flags "COMPILE FLAGS"] [--batch N] [bench_cuda.py args]
+#   bash bench/device_cuda.sh --bundle [--build DIR] [--base-bin OPVISION]
+#       here, after building ./build (or DIR): bundles into .devrun/ opvision (stripped), the
+#       shared libraries it needs that the GPU image lacks (lib.tar.xz, as bench/device_opencl.sh),
+#       the shared fixture (ONNX + reference), the cuda test binaries (scripts/device_gtest.sh
+#       --bundle: stripped, without the libraries lib.tar.xz carries) and the onnxruntime
+#       references of generated variants (make-model widths/depths/heads, fp32 and fp16; fp16_wide's
+#       stage 0 has enough pixel tiles for the ConvFFN's depthwise conv inside its launch); the
+#       variants' ONNX is not carried: make-model is deterministic, so the GPU machine makes them
+#       again and checks their SHA-256 against the bundle's. --base-bin adds a second opvision
+#       binary (e.g. one built from an earlier commit) as .devrun/opvision_base for a before/after.
+#       Ends by checking that the working tree and .devrun fit the run tool's 64 MiB.
+#   bash bench/device_cuda.sh [--base-flags "COMPILE FLAGS"] [--base-bin] [--batch N] [bench_cuda.py args]
 #       on the GPU machine (the run tool carries .devrun): compiles the fixture there (NVRTC of the
 #       machine's CUDA; the bundle carries the ONNX, not a 21 MB artifact), the cuda gtests,
 #       `opvision verify --backend cuda` on every artifact, then bench/bench_cuda.py against PyTorch
 #       (latency, throughput with --inflight N frames in flight, torch.compile bounded by
 #       --compile-timeout S). --base-flags compiles a second fixture artifact with these extra
-#       compile flags (e.g. "--cuda-ffn off") and times it in the same rounds (a before/after).
+#       compile flags (e.g. "--cuda-ffn off"), --base-bin with the bundle's opvision_base (both:
+#       with that binary and those flags), and times it in the same rounds (a before/after; its
+#       per-kernel profile is printed too).
 #       --batch N (default 32; 0: none) also compiles the fixture with `compile --batch N`,
 #       verifies it (every sample slot against the batch-1 reference), prints its per-kernel
 #       profile, and times it in the throughput rounds against PyTorch's batch-N CUDA graph
@@ -26,31 +33,46 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 D="$ROOT/.devrun"
 V="$D/cuda_variants"
 ARCH=compute_80  # the bundled artifacts' PTX (compile --cuda-arch): compute_80+ has the tensor-core 1x1s
-if [[ "${1:-}" == "--bundle" ]]; then
-  B="$ROOT/build"
-  [[ "${2:-}" == "--build" ]] && B="$(cd "$3" && pwd)"
-  if [[ "$B" == "$ROOT/build" ]]; then
-    bash "$ROOT/bench/device_opencl.sh" --bundle
-  else  # device_opencl.sh --bundle's steps with another build folder
-    rm -rf "$D" && mkdir -p "$D/lib" "$D/shared/models"
-    cp "$B/opvision" "$D/"
-    for l in $(ldd "$B/opvision" | awk '{print $3}' | grep -E "dnnl|protobuf|onnx|zip|bz2|crypto|gomp|OpenCL"); do
-      cp -L "$l" "$D/lib/"
-    done
-    (cd "$D" && tar cf - lib | xz -T2 -6 > lib.tar.xz && rm -rf lib)
-    cp "$ROOT/../shared/models/"* "$D/shared/models/"
-  fi
-  bash "$ROOT/scripts/device_gtest.sh" --bundle "$B/test_cuda" "$B/test_backend"
-  strip "$D/opvision"  # the run tool carries at most 64 MiB
-  mkdir -p "$V"
-  OPV="$B/opvision"
-  # The fixture travels as its ONNX and is compiled on the GPU machine (an artifact is as large as
-  # the ONNX, and two of them, for a before/after, would not fit the run tool's 64 MiB).
-  rm -f "$V"/*.opv  # the variants travel as ONNX too (their PTX is most of an artifact) and are compiled there
-  # Generated variants: name, then make-model flags.
+# The generated variants: name, HxW, then make-model flags (seed 7).
+VARIANTS="fp32_small 64x128 --widths 16,32,32,64 --depths 1,1,2,1 --hidden 64
+fp16_small 64x128 --widths 16,32,32,64 --depths 1,1,2,1 --hidden 64 --fp16
+fp16_deep 64x128 --widths 32,64,64,128 --depths 2,2,4,2 --hidden 128 --fp16
+fp16_wide 128x256 --widths 64,16,16,16 --depths 1,1,1,1 --hidden 32 --heads 12,6 --fp16"
+make_variants() {  # make_variants OPVISION DIR: the variants' ONNX into DIR
   while read -r name hw flags; do
-    "$OPV" make-model "$V/$name.onnx" --height "${hw%x*}" --width "${hw#*x}" $flags --seed 7 >/dev/null
-    python3 - "$V/$name.onnx" "$V/${name}_ref.npz" <<'PY'
+    # shellcheck disable=SC2086
+    "$1" make-model "$2/$name.onnx" --height "${hw%x*}" --width "${hw#*x}" $flags --seed 7 >/dev/null
+  done <<<"$VARIANTS"
+}
+LIBS_RE="dnnl|protobuf|onnx|zip|bz2|crypto|gomp|OpenCL"  # what the GPU image lacks (device_opencl.sh's)
+if [[ "${1:-}" == "--bundle" ]]; then
+  shift
+  B="$ROOT/build"
+  BASE_BIN=""
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --build) B="$(cd "$2" && pwd)"; shift 2 ;;
+      --base-bin) BASE_BIN="$2"; shift 2 ;;
+      *) echo "device_cuda.sh --bundle: unknown argument $1" >&2; exit 2 ;;
+    esac
+  done
+  rm -rf "$D" && mkdir -p "$D/lib" "$D/shared/models" "$V"
+  cp "$B/opvision" "$D/" && strip "$D/opvision"
+  bins=("$B/opvision")
+  if [[ -n "$BASE_BIN" ]]; then
+    cp "$BASE_BIN" "$D/opvision_base" && strip "$D/opvision_base"
+    bins+=("$BASE_BIN")
+  fi
+  for bin in "${bins[@]}"; do
+    for l in $(ldd "$bin" | awk '{print $3}' | grep -E "$LIBS_RE"); do cp -L "$l" "$D/lib/"; done
+  done
+  (cd "$D" && tar cf - lib | xz -T2 -6 > lib.tar.xz && rm -rf lib)
+  cp "$ROOT/../shared/models/"* "$D/shared/models/"
+  bash "$ROOT/scripts/device_gtest.sh" --bundle "$B/test_cuda" "$B/test_backend"
+  # The variants: their references here (onnxruntime), their ONNX made again there.
+  make_variants "$B/opvision" "$V"
+  for m in "$V"/*.onnx; do
+    python3 - "$m" "${m%.onnx}_ref.npz" <<'PY'
 import sys, numpy as np, onnxruntime as ort
 sess = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
 rng = np.random.default_rng(3)
@@ -58,13 +80,18 @@ feeds = {i.name: rng.integers(0, 256, size=i.shape, dtype=np.uint8) for i in ses
 outs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
 np.savez(sys.argv[2], **feeds, **outs)
 PY
-  done <<'LIST'
-fp32_small 64x128 --widths 16,32,32,64 --depths 1,1,2,1 --hidden 64
-fp16_small 64x128 --widths 16,32,32,64 --depths 1,1,2,1 --hidden 64 --fp16
-fp16_deep 64x128 --widths 32,64,64,128 --depths 2,2,4,2 --hidden 128 --fp16
-fp16_wide 128x256 --widths 64,16,16,16 --depths 1,1,1,1 --hidden 32 --heads 12,6 --fp16
-LIST
-  du -sh "$V"
+  done
+  (cd "$V" && sha256sum ./*.onnx > onnx.sha256 && rm -f ./*.onnx)
+  # What the run tool carries: the working tree (tracked and untracked files git does not ignore)
+  # and .devrun; at most 64 MiB together.
+  tree=$(cd "$ROOT" && git ls-files -z -co --exclude-standard | xargs -0 -r stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  dev=$(du -sb "$D" | cut -f1)
+  du -sh "$D"/* "$D"/gtest/* "$D"/shared/models/* | sed 's/^/  /'
+  echo "carried: working tree $((tree >> 20)) MiB + .devrun $((dev >> 20)) MiB = $(((tree + dev) >> 20)) MiB (limit 64 MiB)"
+  if ((tree + dev > 64 << 20)); then
+    echo "device_cuda.sh --bundle: over the run tool's 64 MiB" >&2
+    exit 1
+  fi
   exit 0
 fi
 # shellcheck source=bench/device_env.sh
@@ -72,20 +99,33 @@ source "$ROOT/bench/device_env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 BASE_FLAGS=""
 BATCH=32
-while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" ]]; do
+OPVB=""  # the base artifacts' compiler (--base-bin: the bundle's opvision_base)
+while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" || "${1:-}" == "--base-bin" ]]; do
+  if [[ "$1" == "--base-bin" ]]; then
+    OPVB="$D/opvision_base"
+    [[ -x "$OPVB" ]] || { echo "--base-bin: the bundle has no opvision_base (device_cuda.sh --bundle --base-bin)" >&2; exit 2; }
+    shift
+    continue
+  fi
   [[ "$1" == "--base-flags" ]] && BASE_FLAGS="$2"
   [[ "$1" == "--batch" ]] && BATCH="$2"
   shift 2
 done
+BASE=""
+[[ -n "$BASE_FLAGS" || -n "$OPVB" ]] && BASE="${BASE_FLAGS:-no flags}${OPVB:+, compiled by opvision_base}"
+OPVB="${OPVB:-$OPV}"
 A=/tmp/opv/art  # artifacts compiled here
-mkdir -p "$A"
-echo "== compile the fixture (--cuda-arch $ARCH${BASE_FLAGS:+; base: $BASE_FLAGS})"
+VM=/tmp/opv/variants  # the variants' ONNX, made again here (the bundle carries their references)
+mkdir -p "$A" "$VM"
+make_variants "$OPV" "$VM"
+(cd "$VM" && sha256sum --quiet -c "$V/onnx.sha256") || { echo "the variants made here differ from the bundle's" >&2; exit 1; }
+echo "== compile the fixture (--cuda-arch $ARCH${BASE:+; base: $BASE})"
 "$OPV" compile "$M.onnx" -o "$A/fixture_fp16.opv" --target cuda --cuda-arch "$ARCH"
-for m in "$V"/*.onnx; do  # the generated variants (with --base-flags: both ways, verified both ways)
+for m in "$VM"/*.onnx; do  # the generated variants (with a base: both ways, verified both ways)
   "$OPV" compile "$m" -o "$A/$(basename "$m" .onnx).opv" --target cuda --cuda-arch "$ARCH" >/dev/null
-  if [[ -n "$BASE_FLAGS" ]]; then
+  if [[ -n "$BASE" ]]; then
     # shellcheck disable=SC2086
-    "$OPV" compile "$m" -o "$A/$(basename "$m" .onnx)_base.opv" --target cuda --cuda-arch "$ARCH" $BASE_FLAGS >/dev/null
+    "$OPVB" compile "$m" -o "$A/$(basename "$m" .onnx)_base.opv" --target cuda --cuda-arch "$ARCH" $BASE_FLAGS >/dev/null
   fi
 done
 BATCH_ARGS=()
@@ -95,9 +135,9 @@ if [[ "$BATCH" -gt 0 ]]; then
   BATCH_ARGS=(--inflight "$BATCH" --batch-art "$A/fixture_fp16_b$BATCH.opv")
 fi
 BASE_ARGS=()
-if [[ -n "$BASE_FLAGS" ]]; then
+if [[ -n "$BASE" ]]; then
   # shellcheck disable=SC2086
-  "$OPV" compile "$M.onnx" -o "$A/fixture_fp16_base.opv" --target cuda --cuda-arch "$ARCH" $BASE_FLAGS
+  "$OPVB" compile "$M.onnx" -o "$A/fixture_fp16_base.opv" --target cuda --cuda-arch "$ARCH" $BASE_FLAGS
   BASE_ARGS=(--base-art "$A/fixture_fp16_base.opv")
 fi
 echo "== gtests (cuda)"
@@ -119,6 +159,10 @@ if command -v nvcc >/dev/null; then  # registers/spills of the fused kernels (th
     [[ -s "/tmp/opv_$k.cu" ]] && timeout 60 nvcc -arch=sm_90 -Xptxas -v -c "/tmp/opv_$k.cu" -o /dev/null 2>&1 \
       | grep -E "registers|spill" | head -2 | sed "s/^/$k: /" || true
   done
+fi
+if [[ -n "$BASE" ]]; then  # the base artifact's kernels (the --art's come with bench_cuda.py)
+  echo "== base artifact: per-kernel profile"
+  "$OPV" bench "$A/fixture_fp16_base.opv" --backend cuda --iters 50 | sed -n '/^per kernel/,$p' | head -24
 fi
 if [[ "$BATCH" -gt 0 ]]; then  # the batch artifact's kernels (profiled: CUDA events per call, no graph)
   echo "== batch-$BATCH artifact: per-kernel profile"
