@@ -814,5 +814,119 @@ TEST(CudaCodegen, FfnDwMatchesApartBitForBitOnTheDevice) {
   }
 }
 
+// The fused ConvFFN's warps a block (ffn.cpp ffn_warps; kernel attr "cuda_ffn_warps" overrides):
+// `p` with every ConvFFN call's kernel generated again for `warps` and compiled to PTX for `arch`
+// (each call its own kernel; the buffers and the rest of the plan unchanged).
+plan::Plan with_ffn_warps(plan::Plan p, int64_t warps, const std::string& arch) {
+  for (plan::Call& c : p.calls) {
+    plan::Kernel k = p.kernels[size_t(c.kernel)];
+    if (k.attrs.i("cuda_ffn", 0) == 0) continue;
+    k.attrs.set("cuda_ffn_warps", warps);
+    c.kernel = int(p.kernels.size());
+    p.kernels.push_back(k);
+    const plan::cuda::Generated gen = plan::cuda::generate(p, c);
+    if (gen.source.empty()) throw std::runtime_error(gen.why);
+    plan::Kernel& nk = p.kernels.back();
+    nk.source = plan::cuda::compile_to_ptx(gen.source, nk.name, arch);
+    nk.options = plan::cuda::kPtxFormat;
+    nk.entry = gen.entry;
+    c.global = gen.global;
+    c.local = gen.local;
+  }
+  return p;
+}
+// The ConvFFN cases (NCHW, and NHWC for those without the depthwise conv inside).
+std::vector<std::pair<F16Case, plan::cuda::LayoutChoice>> ffn_warp_cases() {
+  std::vector<std::pair<F16Case, plan::cuda::LayoutChoice>> r;
+  for (const F16Case& t : f16_cases()) {
+    if (!t.ffn) continue;
+    r.push_back({t, plan::cuda::LayoutChoice::Nchw});
+    if (!t.ffn_dw) r.push_back({t, plan::cuda::LayoutChoice::Nhwc});
+  }
+  return r;
+}
+// The index of the plan's ConvFFN call (NHWC plans end with a Reorder).
+size_t ffn_call(const plan::Plan& p) {
+  for (size_t i = 0; i < p.calls.size(); ++i)
+    if (p.kernels[size_t(p.calls[i].kernel)].attrs.i("cuda_ffn", 0) == 1) return i;
+  throw std::runtime_error("no ConvFFN call");
+}
+plan::Plan lower_ffn_case(const F16Case& t, plan::cuda::LayoutChoice layout) {
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = "compute_80";
+  o.pass_ctx.cuda.fuse_ffn_dw = t.ffn_dw;
+  o.pass_ctx.cuda.layout = layout;
+  return lower(f16_graph(t, DType::F16), o);
+}
+
+// Layers whose hidden chunks are split over blocks run the 8-warp form (256 threads: warp w on
+// rows (w & 3) * 16 of each slab, pixel half w >> 2), the others the 4-warp one; the kernel attr
+// "cuda_ffn_warps" picks either, any other value is refused; both forms compile to PTX.
+TEST(CudaCodegen, FfnSplitLayersRunEightWarps) {
+  for (const auto& [t, layout] : ffn_warp_cases()) {
+    SCOPED_TRACE(t.name + (layout == plan::cuda::LayoutChoice::Nhwc ? " nhwc" : " nchw"));
+    const plan::Plan p = lower_ffn_case(t, layout);
+    const size_t f = ffn_call(p);
+    const plan::Call& c = p.calls[f];
+    const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+    EXPECT_FALSE(k.attrs.has("cuda_ffn_warps")) << "the choice is ffn_warps', not recorded";
+    EXPECT_EQ(k.name.find("_nhwc") != std::string::npos, layout == plan::cuda::LayoutChoice::Nhwc);
+    const plan::cuda::Generated gen = plan::cuda::generate(p, c);
+    ASSERT_FALSE(gen.source.empty()) << gen.why;
+    const bool split = gen.source.find("opv_cnt") != std::string::npos;
+    EXPECT_EQ(split, t.name.find("split") != std::string::npos);
+    const int64_t nt = split ? 256 : 128;
+    EXPECT_EQ(c.local[0], nt);
+    EXPECT_EQ(gen.local[0], nt);
+    EXPECT_EQ(c.global[0] % nt, 0);
+    EXPECT_NE(gen.source.find("__launch_bounds__(" + std::to_string(nt) + ")"), std::string::npos);
+    EXPECT_EQ(gen.source.find("wn = warp >> 2") != std::string::npos, split);
+    for (const int64_t w : {4, 8}) {
+      const plan::Plan q = with_ffn_warps(p, w, "compute_80");
+      const plan::Call& qc = q.calls[f];
+      EXPECT_EQ(qc.local[0], 32 * w);
+      EXPECT_EQ(qc.global[0] / qc.local[0], c.global[0] / c.local[0]) << "the same blocks";
+      EXPECT_NE(q.kernels[size_t(qc.kernel)].source.find(".target sm_80"), std::string::npos);
+    }
+    plan::Plan bad = p;
+    bad.kernels[size_t(bad.calls[f].kernel)].attrs.set("cuda_ffn_warps", int64_t(6));
+    const plan::cuda::Generated refused = plan::cuda::generate(bad, bad.calls[f]);
+    EXPECT_TRUE(refused.source.empty());
+    EXPECT_NE(refused.why.find("cuda_ffn_warps"), std::string::npos) << refused.why;
+  }
+}
+
+// The 8-warp and 4-warp ConvFFN kernels compute the same outputs bit for bit (the same fragments
+// into the same mma.sync in the same order, the split partials added in the same order), NCHW and
+// NHWC, with and without the depthwise conv inside, split or not; fresh random inputs, replayed
+// (the split counters reset).
+TEST(CudaCodegen, FfnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> b4, b8;
+  if (std::string why = test::open_cuda(&b4); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&b8); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 90;
+  for (const auto& [t, layout] : ffn_warp_cases()) {
+    SCOPED_TRACE(t.name + (layout == plan::cuda::LayoutChoice::Nhwc ? " nhwc" : " nchw"));
+    const plan::Plan p = lower_ffn_case(t, layout);
+    const plan::Plan p4 = with_ffn_warps(p, 4, "compute_80"), p8 = with_ffn_warps(p, 8, "compute_80");
+    b4->load(p4);
+    b8->load(p8);
+    for (int rep = 0; rep < 3; ++rep) {
+      std::vector<Tensor> in;
+      std::vector<const Tensor*> ins;
+      for (int i : p.inputs) in.push_back(test::random_f32(p.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
+      for (const Tensor& x : in) ins.push_back(&x);
+      const plan::Buffer& yb = p.buffers[size_t(p.outputs[0])];
+      Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+      b4->run(ins, {&a});
+      b8->run(ins, {&b});
+      ASSERT_EQ(a.nbytes(), b.nbytes());
+      EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+      EXPECT_GT(compare(a.cast(DType::F32), in[0].cast(DType::F32)).rel_l2, 1e-2) << "the output is not the input";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace opv

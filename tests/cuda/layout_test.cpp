@@ -200,8 +200,11 @@ TEST(CudaLayout, AutoChoosesNhwcWhereTensorCore1x1sAre) {
 
 TEST(CudaLayout, NhwcDomainEdgesAndKernels) {
   const plan::Plan p = generated(trunk(DType::F16), "compute_80", LayoutChoice::Nhwc);
-  for (const plan::Buffer& b : p.buffers)
-    if (b.kind != BufferKind::Intermediate) EXPECT_EQ(b.layout, Layout::Linear) << b.name;
+  for (const plan::Buffer& b : p.buffers) {
+    if (b.kind != BufferKind::Intermediate) {
+      EXPECT_EQ(b.layout, Layout::Linear) << b.name;
+    }
+  }
   // Reorders: the Output t4 (written through an NHWC temporary) and the Transpose's input; the
   // first conv reads the Linear model input itself.
   EXPECT_EQ(count_op(p, OpKind::Reorder), 2) << plan::dump_plan_text(p);
@@ -209,8 +212,9 @@ TEST(CudaLayout, NhwcDomainEdgesAndKernels) {
     const plan::Kernel& k = p.kernels[size_t(c.kernel)];
     bool nhwc = false;
     for (int b : c.outputs) nhwc |= p.buffers[size_t(b)].layout == Layout::NHWC;
-    if (k.op == OpKind::Transpose)
+    if (k.op == OpKind::Transpose) {
       for (int b : c.inputs) EXPECT_EQ(p.buffers[size_t(b)].layout, Layout::Linear) << "a Reorder before it";
+    }
     if (k.op == OpKind::Reorder) {
       EXPECT_NE(k.source.find("out0[i] = in0["), std::string::npos) << "a typed copy";
       continue;
@@ -249,14 +253,16 @@ TEST(CudaLayout, NhwcDomainEdgesAndKernels) {
   EXPECT_EQ(count_op(pk, OpKind::Reorder), 2);
   EXPECT_EQ(pk.buffers[size_t(pk.calls[0].outputs[0])].layout, Layout::Linear) << "the pack (Concat + Cast)";
   EXPECT_EQ(pk.kernels[size_t(pk.calls[1].kernel)].op, OpKind::Reorder);
-  // The ConvFFN in NHWC: one launch, X's tile read with plain ldmatrix, split or not.
+  // The ConvFFN in NHWC: one launch, X's tile read with plain ldmatrix, split or not (split: the
+  // 8-warp form, each warp loading one pixel half's fragment, .x2).
   for (auto build : {ffn_split, ffn_whole}) {
     const plan::Plan f = generated(build(DType::F16), "compute_80", LayoutChoice::Nhwc);
     ASSERT_EQ(f.calls.size(), 3u) << "depthwise, ConvFFN, the Output's Reorder";
     const plan::Kernel& k = f.kernels[size_t(f.calls[1].kernel)];
     EXPECT_EQ(k.name, "ffn_64_192_64_f16_nhwc");
-    EXPECT_NE(k.source.find("opv_ldsm4(r, Xs + "), std::string::npos);
+    EXPECT_NE(k.source.find(build == ffn_split ? "opv_ldsm2(r, Xs + " : "opv_ldsm4(r, Xs + "), std::string::npos);
     EXPECT_EQ(k.source.find("opv_ldsm4t(r, Xs + "), std::string::npos);
+    EXPECT_EQ(k.source.find("opv_ldsm2t(r, Xs + "), std::string::npos);
     EXPECT_EQ(k.source.find("opv_ws[") != std::string::npos, build == ffn_split) << "the hidden split's workspace";
   }
   // In f32 the 1x1 is the fp32 tile family, which reads any layout: no Reorder before it.
@@ -288,14 +294,20 @@ TEST(CudaLayout, FixtureAutoPlan) {
       ++reorders;
       EXPECT_EQ(p.buffers[size_t(c.inputs[0])].layout, Layout::NHWC) << c.label;
       EXPECT_EQ(y.layout, Layout::Linear) << c.label;
-      for (const plan::Call& r : p.calls)
-        for (int b : r.inputs)
-          if (b == c.outputs[0]) EXPECT_NE(p.kernels[size_t(r.kernel)].op, OpKind::Conv) << r.label;
+      for (const plan::Call& r : p.calls) {
+        for (int b : r.inputs) {
+          if (b == c.outputs[0]) {
+            EXPECT_NE(p.kernels[size_t(r.kernel)].op, OpKind::Conv) << r.label;
+          }
+        }
+      }
     }
     if (k.op != OpKind::Conv) continue;
     ++convs;
     ffn += k.name.starts_with("ffn_") && k.name.ends_with("_nhwc");
-    if (!plan::layout_free(y.shape)) EXPECT_EQ(y.layout, Layout::NHWC) << c.label;
+    if (!plan::layout_free(y.shape)) {
+      EXPECT_EQ(y.layout, Layout::NHWC) << c.label;
+    }
   }
   EXPECT_GT(convs, 20);
   EXPECT_GT(ffn, 0) << "ConvFFNs fused in NHWC";

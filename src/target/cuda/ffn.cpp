@@ -91,6 +91,14 @@ static bool ffn_size(FfnShape* sh) {
   s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, slabs + 1});
   return s.NB >= 2;
 }
+// Warps a block of the fused kernel, unless the kernel's attr "cuda_ffn_warps" says (4 or 8): 8
+// where the hidden chunks are split over blocks (S > 1: few pixel tiles, the last block of a tile
+// adds the partials), else 4. With 8, warp w computes rows (w & 3) * 16 of every slab for the
+// pixel half w >> 2: two warps a scheduler to hide each other's ldmatrix/mma latency, half the
+// accumulators a thread, and the last block's reduction over twice the threads (stage 2's twelve
+// partials in one batch of loads, not two). The same fragments meet the same mma.sync in the same
+// order, so the outputs are the 4-warp kernel's bit for bit.
+static int64_t ffn_warps(const FfnShape& s) { return s.S > 1 ? 8 : 4; }
 // The fused shape of fc1 call a and fc2 call b, or false.
 static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::vector<int>& readers, FfnShape* sh) {
   if (plan_sm(p) < 80) return false;
@@ -229,15 +237,24 @@ Generated ffn(const Plan& p, const Call& c) {
   const Ctx x2{p, c, k2};
   if (std::string why; !post_ops_ok(x2, &why)) return gen.why = why, gen;
   const int64_t TILE = s.Cout * kFfnBN;
+  // Warps a block (kernel attr "cuda_ffn_warps", else ffn_warps' choice): 4, each on 16 rows of a
+  // slab and both 8-pixel halves of the tile, or 8, warp w on rows (w & 3) * 16 and pixel half w >> 2.
+  const int64_t WARPS = k.attrs.i("cuda_ffn_warps", ffn_warps(s));
+  if (WARPS != 4 && WARPS != 8) return gen.why = "ConvFFN: cuda_ffn_warps must be 4 or 8", gen;
+  const bool w8 = WARPS == 8;
+  const int64_t NT = WARPS * 32;                        // threads a block
+  const std::string nts = std::to_string(NT);
+  const std::string wrow = w8 ? "wr" : "warp";          // the warp's 16-row group of a slab
   // float4s of every partial a thread loads at once in the last block's reduction (at most
-  // kFfnReduceInFlight: the fc2 accumulators are dead by then; a divisor of TILE / 512, which is
-  // even: Cout % 64 == 0)
-  int64_t nvb = std::max<int64_t>(1, std::min<int64_t>(TILE / 512, kFfnReduceInFlight / std::max<int64_t>(s.S, 1)));
-  while ((TILE / 512) % nvb) --nvb;
+  // kFfnReduceInFlight: the fc2 accumulators are dead by then; a divisor of TILE / (4 NT), a whole
+  // number: Cout % 64 == 0)
+  const int64_t NVT = TILE / (4 * NT);
+  int64_t nvb = std::max<int64_t>(1, std::min<int64_t>(NVT, kFfnReduceInFlight / std::max<int64_t>(s.S, 1)));
+  while (NVT % nvb) --nvb;
   std::ostringstream b;
   b << "  // ConvFFN: " << s.Cin << " -> " << s.Hd << " -> " << s.Cout << " channels over " << s.P << " pixels, "
     << kFfnBN << " pixels x " << kFfnHC << " hidden a step, hidden split " << s.S << " x " << s.CPB << " chunks, "
-    << s.NB << " weight slab buffers\n"
+    << s.NB << " weight slab buffers" << (w8 ? ", 8 warps (rows (w & 3) * 16, pixel half w >> 2)" : "") << "\n"
     << "  constexpr int BN = " << kFfnBN << ", HC = " << kFfnHC << ", LDX = BN + 8, LDG = BN + 8;\n"
     << "  constexpr int CIN = " << s.Cin << ", HD = " << s.Hd << ", COUT = " << s.Cout << ", P = " << s.P
     << ", S = " << s.S << ", CPB = " << s.CPB << ", NC = " << s.NC << ";\n"
@@ -252,6 +269,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "  const int sp = (int)(blockIdx.x % S);\n"
     << "  const opv_idx p0 = (tile % " << s.PT << ") * BN, n = tile / " << s.PT << ";\n"
     << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
+    << (w8 ? "  const int wr = warp & 3, wn = warp >> 2;  // the warp's 16 rows of a slab, its 8-pixel half\n" : "")
     << (DK ? "" : "  const unsigned short* Xg = in0 + n * (opv_idx)(CIN * P);\n")
     << "  const int c_beg = sp * CPB, c_end = c_beg + CPB < NC ? c_beg + CPB : NC;\n"
     << "  const int nsteps = (c_end - c_beg) * NSL;\n"
@@ -261,12 +279,12 @@ Generated ffn(const Plan& p, const Call& c) {
     << "    const int h0 = (c_beg + q / NSL) * HC, j = q % NSL;\n"
     << "    unsigned short* dst = Ws[q % NB];\n"
     << "    if (j < NS1) {  // W1 rows h0.., input channels j * SK1..\n"
-    << "#pragma unroll\n      for (int e = tid; e < 64 * (SK1 / 8); e += 128) {\n"
+    << "#pragma unroll\n      for (int e = tid; e < 64 * (SK1 / 8); e += " << nts << ") {\n"
     << "        const int r = e / (SK1 / 8), cc = e % (SK1 / 8);\n"
     << "        opv_cp16(dst + r * 64 + ((cc ^ (r & 7)) * 8), in1 + (opv_idx)(h0 + r) * CIN + j * SK1 + cc * 8, true);\n"
     << "      }\n"
     << "    } else {  // W2 rows (j - NS1) * 64.., hidden channels h0..\n"
-    << "#pragma unroll\n      for (int e = tid; e < 64 * 8; e += 128) {\n"
+    << "#pragma unroll\n      for (int e = tid; e < 64 * 8; e += " << nts << ") {\n"
     << "        const int r = e >> 3, cc = e & 7;\n"
     << "        opv_cp16(dst + r * 64 + ((cc ^ (r & 7)) * 8), in3 + (opv_idx)((j - NS1) * 64 + r) * HD + h0 + cc * 8, true);\n"
     << "      }\n"
@@ -280,19 +298,19 @@ Generated ffn(const Plan& p, const Call& c) {
   if (DK)
     ;  // X is computed below, while the first slabs are in flight
   else if (nhwc)
-    b << "  for (int e = tid; e < BN * (CIN / 8); e += 128) {\n"
+    b << "  for (int e = tid; e < BN * (CIN / 8); e += " << nts << ") {\n"
       << "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
       << "    const opv_idx q = p0 + pp;\n"
       << "    const bool ok = q < P;\n"
       << "    opv_cp16(Xs + pp * LDXN + cc, ok ? Xg + q * CIN + cc : Xg, ok);\n  }\n";
   else if (s.P % 8 == 0)
-    b << "  for (int e = tid; e < CIN * BN / 8; e += 128) {\n"
+    b << "  for (int e = tid; e < CIN * BN / 8; e += " << nts << ") {\n"
       << "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
       << "    const opv_idx q = p0 + pp;\n"
       << "    const bool ok = q < P;\n"
       << "    opv_cp16(Xs + r * LDX + pp, ok ? Xg + r * P + q : Xg, ok);\n  }\n";
   else
-    b << "  for (int e = tid; e < CIN * BN; e += 128) {\n"
+    b << "  for (int e = tid; e < CIN * BN; e += " << nts << ") {\n"
       << "    const int r = e / BN, pp = e % BN;\n"
       << "    const opv_idx q = p0 + pp;\n"
       << "    Xs[r * LDX + pp] = q < P ? Xg[r * P + q] : (unsigned short)0;\n  }\n";
@@ -331,10 +349,10 @@ Generated ffn(const Plan& p, const Call& c) {
         // memory latency per channel, not one per row).
         << "    int ch = warp * 2 + (lane >> 4);\n"
         << "    fetch(ch);\n"
-        << "    for (; ch < CIN; ch += 8) {  // CIN % 16 == 0: the warp stays whole\n"
+        << "    for (; ch < CIN; ch += " << 2 * WARPS << ") {  // CIN % 16 == 0: the warp stays whole\n"
         << "      float y0[DK], y1[DK], wr[DK];\n"
         << "#pragma unroll\n      for (int kh = 0; kh < DK; ++kh) y0[kh] = x0[kh], y1[kh] = x1[kh], wr[kh] = wl[kh];\n"
-        << "      if (ch + 8 < CIN) fetch(ch + 8);\n"
+        << "      if (ch + " << 2 * WARPS << " < CIN) fetch(ch + " << 2 * WARPS << ");\n"
         << "      float acc = 0.0f;\n"
         << "#pragma unroll\n      for (int kh = 0; kh < DK; ++kh)\n"
         << "#pragma unroll\n        for (int kw = 0; kw < DK; ++kw) {\n"
@@ -348,7 +366,7 @@ Generated ffn(const Plan& p, const Call& c) {
         << "    }\n";
     } else {
       // A thread per output pixel (pixels fastest across the lanes); the tile may span rows.
-      b << "    for (int e = tid; e < CIN * BN; e += 128) {\n"
+      b << "    for (int e = tid; e < CIN * BN; e += " << nts << ") {\n"
         << "      const int ch = e / BN, pp = e % BN;\n"
         << "      const opv_idx q = p0 + pp;\n"
         << "      float acc = 0.0f;\n"
@@ -369,8 +387,12 @@ Generated ffn(const Plan& p, const Call& c) {
     }
     b << "  }\n";
   }
-  b << "  float acc2[NS2][2][4];\n"
-    << "#pragma unroll\n  for (int a = 0; a < NS2; ++a)\n#pragma unroll\n    for (int c = 0; c < 2; ++c)\n#pragma unroll\n"
+  // Per warp: NWT n-tiles of 8 pixels (4 warps: both halves of the tile; 8 warps: half wn), the
+  // pixel column of n-tile nt (`col`), and the B fragments' ldmatrix (x4: both halves; x2: one).
+  const int64_t NWT = w8 ? 1 : 2;
+  const std::string nwt = std::to_string(NWT), col = w8 ? "wn * 8" : "nt * 8";
+  b << "  float acc2[NS2][" << nwt << "][4];\n"
+    << "#pragma unroll\n  for (int a = 0; a < NS2; ++a)\n#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n"
     << "      for (int r = 0; r < 4; ++r) acc2[a][c][r] = 0.0f;\n"
     << "  int q = 0;  // the slab in use\n"
     << "  auto next_slab = [&]() -> const unsigned short* {\n"
@@ -382,41 +404,51 @@ Generated ffn(const Plan& p, const Call& c) {
     << "  };\n"
     << "#pragma unroll 1\n  for (int ch = c_beg; ch < c_end; ++ch) {\n"
     << "    const int h0 = ch * HC;\n"
-    << "    float acc1[2][4];\n"
-    << "#pragma unroll\n    for (int c = 0; c < 2; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) acc1[c][r] = 0.0f;\n"
+    << "    float acc1[" << nwt << "][4];\n"
+    << "#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) acc1[c][r] = 0.0f;\n"
     << "#pragma unroll\n    for (int j = 0; j < NS1; ++j) {\n"
     << "      const unsigned short* w = next_slab();\n"
-    << "#pragma unroll\n      for (int kk = 0; kk < SK1 / 16; ++kk) {\n"
-    << "        unsigned a[4], r[4];\n"
-    << "        lda(a, w, warp * 16, kk * 16);\n"
-    << (nhwc ? "        opv_ldsm4(r, Xs + ((lane & 7) + (lane >> 4) * 8) * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
-             : "        opv_ldsm4t(r, Xs + (j * SK1 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8);\n")
-    << "        const unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};\n"
-    << "        opv_mma(acc1[0], a, b0);\n"
-    << "        opv_mma(acc1[1], a, b1);\n"
-    << "      }\n    }\n";
+    << "#pragma unroll\n      for (int kk = 0; kk < SK1 / 16; ++kk) {\n";
+  if (!w8) {
+    b << "        unsigned a[4], r[4];\n"
+      << "        lda(a, w, warp * 16, kk * 16);\n"
+      << (nhwc ? "        opv_ldsm4(r, Xs + ((lane & 7) + (lane >> 4) * 8) * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
+               : "        opv_ldsm4t(r, Xs + (j * SK1 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8);\n")
+      << "        const unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};\n"
+      << "        opv_mma(acc1[0], a, b0);\n"
+      << "        opv_mma(acc1[1], a, b1);\n";
+  } else {  // the x4 form's fragments of n-tile wn: r[2 wn], r[2 wn + 1]
+    b << "        unsigned a[4], r[2];\n"
+      << "        lda(a, w, wr * 16, kk * 16);\n"
+      << (nhwc ? "        opv_ldsm2(r, Xs + ((lane & 7) + wn * 8) * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
+               : "        opv_ldsm2t(r, Xs + (j * SK1 + kk * 16 + (lane & 15)) * LDX + wn * 8);\n")
+      << "        opv_mma(acc1[0], a, r);\n";
+  }
+  b << "      }\n    }\n";
   // fc1's epilogue: bias, post-ops, fp16 into the hidden tile (the previous chunk's fc2 finished
   // reading it: every thread passed this chunk's first next_slab barrier since).
-  b << "#pragma unroll\n    for (int nt = 0; nt < 2; ++nt)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
-    << "        const int hl = warp * 16 + g + (r >> 1) * 8;\n"
+  b << "#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+    << "        const int hl = " << wrow << " * 16 + g + (r >> 1) * 8;\n"
     << "        float v = acc1[nt][r]"
     << (c.inputs[2] >= 0 ? " + " + load(buf(2).dtype, "in2", "h0 + hl") : std::string()) << ";\n";
   for (int64_t q = po1; q < po2; ++q) b << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
-  b << "        Gs[hl * LDG + nt * 8 + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"
+  b << "        Gs[hl * LDG + " << col << " + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"
     // fc2: the first W2 slab's barrier also publishes the hidden tile.
-    << "    unsigned gb[4][4];\n"
+    << "    unsigned gb[4][" << (w8 ? 2 : 4) << "];\n"
     << "#pragma unroll\n    for (int j = 0; j < NS2; ++j) {\n"
     << "      const unsigned short* w = next_slab();\n"
     << "      if (j == 0) {\n"
     << "#pragma unroll\n        for (int kk = 0; kk < 4; ++kk)\n"
-    << "          opv_ldsm4t(gb[kk], Gs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDG + (lane >> 4) * 8);\n"
+    << (w8 ? "          opv_ldsm2t(gb[kk], Gs + (kk * 16 + (lane & 15)) * LDG + wn * 8);\n"
+           : "          opv_ldsm4t(gb[kk], Gs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDG + (lane >> 4) * 8);\n")
     << "      }\n"
     << "#pragma unroll\n      for (int kk = 0; kk < 4; ++kk) {\n"
     << "        unsigned a[4];\n"
-    << "        lda(a, w, warp * 16, kk * 16);\n"
-    << "        const unsigned b0[2] = {gb[kk][0], gb[kk][1]}, b1[2] = {gb[kk][2], gb[kk][3]};\n"
-    << "        opv_mma(acc2[j][0], a, b0);\n"
-    << "        opv_mma(acc2[j][1], a, b1);\n"
+    << "        lda(a, w, " << wrow << " * 16, kk * 16);\n"
+    << (w8 ? "        opv_mma(acc2[j][0], a, gb[kk]);\n"
+           : "        const unsigned b0[2] = {gb[kk][0], gb[kk][1]}, b1[2] = {gb[kk][2], gb[kk][3]};\n"
+             "        opv_mma(acc2[j][0], a, b0);\n"
+             "        opv_mma(acc2[j][1], a, b1);\n")
     << "      }\n    }\n"
     << "  }\n"
     << "  asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n";
@@ -425,10 +457,11 @@ Generated ffn(const Plan& p, const Call& c) {
       << "      (void)o0; (void)o1; (void)o2; (void)o3;\n"
       << "      float v = sum" << (c.inputs[4] >= 0 ? " + " + load(buf(4).dtype, "in4", "m") : std::string()) << ";\n"
       << post_ops(x2) << "      " << store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") << "\n";
+  const std::string mq = "    const opv_idx m = mt * 64 + " + wrow + " * 16 + g + (r >> 1) * 8, q = p0 + " + col + " + 2 * t + (r & 1);\n";
   if (s.S == 1) {
-    b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < 2; ++nt)\n"
+    b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
-      << "    const opv_idx m = mt * 64 + warp * 16 + g + (r >> 1) * 8, q = p0 + nt * 8 + 2 * t + (r & 1);\n"
+      << mq
       << "    if (q < P) {\n      const float sum = acc2[mt][nt][r];\n"
       << epi.str() << "    }\n  }\n";
   } else {
@@ -437,37 +470,46 @@ Generated ffn(const Plan& p, const Call& c) {
                  "  float4 v; asm volatile(\"ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\" : \"=f\"(v.x), \"=f\"(v.y), \"=f\"(v.z), \"=f\"(v.w) : \"l\"(p));\n"
                  "  return v;\n}\n" +
                  "__device__ unsigned int opv_cnt[" + I(s.N * s.PT) + "];  // partials written per tile (0 between launches)\n";
-    // Partials in fragment order: float4 j of thread tid is acc2[j / 2][j % 2][0..3], stored at
-    // [j][tid] (a warp writes 512 contiguous bytes); the last block's thread tid reads its own
+    // Partials in fragment order: float4 j of thread tid is acc2[j / NWT][j % NWT][0..3], stored
+    // at [j][tid] (a warp writes 512 contiguous bytes); the last block's thread tid reads its own
     // fragments' partials back and runs the epilogue at the fragments' coordinates.
     b << "  float* wsp = opv_ws + (tile * S + sp) * TILE;\n"
-      << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < 2; ++nt)\n"
-      << "      *(float4*)(wsp + ((mt * 2 + nt) * 128 + tid) * 4) = "
+      << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
+      << "      *(float4*)(wsp + ((mt * " << nwt << " + nt) * " << nts << " + tid) * 4) = "
          "make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]);\n"
       << "  __threadfence();\n  __syncthreads();\n"
       << "  if (tid == 0) last_ = atomicAdd(&opv_cnt[tile], 1u) == (unsigned)(S - 1);\n"
       << "  __syncthreads();\n  if (!last_) return;\n  __threadfence();\n"
       << "  const float* wst = opv_ws + tile * S * TILE;\n"
       // Every partial of NVB float4s per thread loaded before any is added (one wait per batch).
-      << "  constexpr int NV = TILE / 512, NVB = " << nvb << ";\n"
+      << "  constexpr int NV = TILE / " << 4 * NT << ", NVB = " << nvb << ";\n"
       << "#pragma unroll 1\n  for (int j0 = 0; j0 < NV; j0 += NVB) {\n"
       << "    float4 pv[S][NVB];\n"
       << "#pragma unroll\n    for (int sq = 0; sq < S; ++sq)\n#pragma unroll\n      for (int jj = 0; jj < NVB; ++jj)\n"
-      << "        pv[sq][jj] = opv_ldcg4(wst + sq * TILE + ((j0 + jj) * 128 + tid) * 4);\n"
+      << "        pv[sq][jj] = opv_ldcg4(wst + sq * TILE + ((j0 + jj) * " << nts << " + tid) * 4);\n"
       << "#pragma unroll\n    for (int jj = 0; jj < NVB; ++jj) {\n"
       << "      float4 t4 = pv[0][jj];\n"
       << "#pragma unroll\n      for (int sq = 1; sq < S; ++sq) {\n"
       << "        t4.x += pv[sq][jj].x; t4.y += pv[sq][jj].y; t4.z += pv[sq][jj].z; t4.w += pv[sq][jj].w;\n      }\n"
       << "      const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
-      << "      const int mt = (j0 + jj) >> 1, nt = (j0 + jj) & 1;\n"
+      << (w8 ? "      const int mt = j0 + jj;\n" : "      const int mt = (j0 + jj) >> 1, nt = (j0 + jj) & 1;\n")
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
-      << "    const opv_idx m = mt * 64 + warp * 16 + g + (r >> 1) * 8, q = p0 + nt * 8 + 2 * t + (r & 1);\n"
+      << mq
       << "    if (q < P) {\n"
       << "      const float sum = t4v[r];\n"
       << epi.str() << "    }\n      }\n    }\n  }\n"
       << "  if (tid == 0) opv_cnt[tile] = 0u;\n";
   }
-  const std::string workspace = gen.source;
+  std::string workspace = gen.source;
+  if (w8)  // ldmatrix .x2: one n-tile's B fragment (threads 0-15 give the row addresses)
+    workspace =
+        "__device__ __forceinline__ void opv_ldsm2(unsigned* r, const unsigned short* p) {\n"
+        "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(opv_smem(p)) : \"memory\");\n"
+        "}\n"
+        "__device__ __forceinline__ void opv_ldsm2t(unsigned* r, const unsigned short* p) {\n"
+        "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(opv_smem(p)) : \"memory\");\n"
+        "}\n" +
+        workspace;
   std::string params = std::string(c_type(Y.dtype)) + "* __restrict__ out0";
   for (size_t j = 0; j < c.inputs.size(); ++j)
     if (c.inputs[j] >= 0) params += std::string(", const ") + c_type(buf(j).dtype) + "* __restrict__ in" + std::to_string(j);
@@ -476,12 +518,12 @@ Generated ffn(const Plan& p, const Call& c) {
   src << "// generated by opvision src/target/cuda/codegen.cpp (kernel " << k.name
       << (DK ? ", ConvFFN depthwise -> fc1 -> fc2 in one launch" : ", ConvFFN fc1 -> fc2 in one launch") << ") -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
-      << kMmaHelpers << workspace << "extern \"C\" __global__ void __launch_bounds__(128) " << gen.entry << "(" << params
+      << kMmaHelpers << workspace << "extern \"C\" __global__ void __launch_bounds__(" << NT << ") " << gen.entry << "(" << params
       << ") {\n"
       << b.str() << "}\n";
   gen.source = src.str();
-  gen.global = {s.blocks() * 128, 0, 0};
-  gen.local = {128, 0, 0};
+  gen.global = {s.blocks() * NT, 0, 0};
+  gen.local = {NT, 0, 0};
   return gen;
 }
 
