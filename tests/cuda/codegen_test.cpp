@@ -313,6 +313,9 @@ struct F16Case {
 };
 std::vector<F16Case> f16_cases() {
   return {
+      // One 32 x 32 tile over 1024 channels, split-K over 16 blocks (the fixture's summarize conv:
+      // the last block loads 16 partials at once).
+      {"mma_split_k16_relu", 1, 1024, 32, 4, 8, 1},
       // K % 8 == 0 and P % 8 == 0 (16-byte cp.async); 3 tiles of 32 x 32, split-K over 9 blocks;
       // a partial channel tile (70 of 96).
       {"mma_split_k_residual_gelu", 1, 520, 70, 4, 6, 2},
