@@ -931,5 +931,158 @@ TEST(CudaCodegen, FfnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
   }
 }
 
+// ---- the squeeze-excitation gate in one launch (se.cpp) ------------------------------------------
+// x [N, C, H, W] -> mean over H, W (ReduceMean axes {2, 3} keepdims, or GlobalAveragePool) -> 1x1
+// conv to Hd (bias, ReLU) -> 1x1 conv to C (bias, Sigmoid) -> Mul with x (either order) -> GELU.
+struct SeCase {
+  std::string name;
+  int64_t N, C, Hd, H, W;
+  bool gap = false;      // GlobalAveragePool instead of ReduceMean
+  bool swap = false;     // Mul(gate, x) instead of Mul(x, gate)
+  int fc1_form, fc2_form;  // expected member forms (1 GEMV, 2 tensor cores)
+};
+std::vector<SeCase> se_cases() {
+  return {
+      // the fixture's final_conv SE: fc1 a GEMV (1024 channels), fc2 on the tensor cores (K = 64)
+      {"se_fixture", 1, 1024, 64, 4, 8, false, false, 1, 2},
+      // fc2 on the tensor cores over K = 40 (a partial K group: zeros past K), 3 x 5 pixels (no
+      // 16-byte rows), 264 channels (3 blocks of gate channels, the last partial), two images
+      {"se_partial", 2, 264, 40, 3, 5, true, true, 1, 2},
+      // both on the tensor cores (fc1: K = 48 < 256, no GEMV; 24 rows: a partial 16-row group)
+      {"se_mma_mma", 1, 48, 24, 7, 7, false, true, 2, 2},
+      // both GEMVs (K = 512 and 256)
+      {"se_gemv_gemv", 1, 512, 256, 2, 4, false, false, 1, 1},
+  };
+}
+ir::Graph se_graph(const SeCase& t, DType dt) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
+    return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
+  };
+  const Shape xs{t.N, t.C, t.H, t.W};
+  const int x = g.add_value({"x0", dt, xs, nullptr});
+  g.inputs.push_back(x);
+  const int m = g.add_value({"mean", dt, {t.N, t.C, 1, 1}, nullptr});
+  if (t.gap) {
+    g.add_node({"pool", OpKind::GlobalAveragePool, Attrs{}, {x}, {m}, {}});
+  } else {
+    Attrs r = ints({{"axes", {2, 3}}});
+    r.set("keepdims", int64_t(1));
+    g.add_node({"pool", OpKind::ReduceMean, r, {x}, {m}, {}});
+  }
+  Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
+  a.set("group", int64_t(1));
+  const float w1 = 2.0f / std::sqrt(float(t.C)), w2 = 2.0f / std::sqrt(float(t.Hd));
+  const int h = g.add_value({"squeeze", dt, {t.N, t.Hd, 1, 1}, nullptr});
+  g.add_node({"fc1", OpKind::Conv, a,
+              {m, g.add_const("w1", rounded({t.Hd, t.C, 1, 1}, 80, -w1, w1)), g.add_const("b1", rounded({t.Hd}, 81, -0.5f, 0.5f))},
+              {h}, {PostOp{OpKind::Relu}}});
+  const int gate = g.add_value({"gate", dt, {t.N, t.C, 1, 1}, nullptr});
+  g.add_node({"fc2", OpKind::Conv, a,
+              {h, g.add_const("w2", rounded({t.C, t.Hd, 1, 1}, 82, -w2, w2)), g.add_const("b2", rounded({t.C}, 83, -1.f, 1.f))},
+              {gate}, {PostOp{OpKind::Sigmoid}}});
+  const int y = g.add_value({"y", dt, xs, nullptr});
+  g.add_node({"scale", OpKind::Mul, Attrs{}, t.swap ? std::vector<int>{gate, x} : std::vector<int>{x, gate}, {y},
+              {PostOp{OpKind::Gelu}}});
+  g.outputs.push_back(y);
+  g.validate();
+  return g;
+}
+plan::Plan lower_se(const SeCase& t, bool fuse_se, const std::string& arch = "compute_80") {
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.fuse_se = fuse_se;
+  return lower(se_graph(t, DType::F16), o);
+}
+
+// The four calls become one (compute_80+, the default), recording the members' forms; off
+// (Options::fuse_se = false, meta cuda_se = 0) or at compute_75 they stay four; a gate that another
+// call reads too keeps them apart.
+TEST(CudaCodegen, SeGateIsOneLaunch) {
+  for (const SeCase& t : se_cases()) {
+    SCOPED_TRACE(t.name);
+    const plan::Plan p = lower_se(t, true);
+    ASSERT_EQ(p.calls.size(), 1u) << "pool, fc1, fc2 and the scale in one launch";
+    const plan::Call& c = p.calls[0];
+    const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+    EXPECT_EQ(k.attrs.i("cuda_se", 0), 1);
+    EXPECT_EQ(k.attrs.i("cl_batch", 0), 4);
+    EXPECT_EQ(k.attrs.ints("cuda_se_forms"), (std::vector<int64_t>{t.fc1_form, t.fc2_form}));
+    EXPECT_EQ(k.attrs.ints("cuda_batch_post_ops"), (std::vector<int64_t>{1, 1, 1}));
+    ASSERT_EQ(c.inputs.size(), 5u);
+    EXPECT_EQ(c.inputs[0], p.inputs[0]);
+    EXPECT_EQ(c.outputs[0], p.outputs[0]);
+    EXPECT_EQ(c.local[0], 512);
+    EXPECT_EQ(c.global[0], t.N * ((t.C + 127) / 128) * 512) << "a block per image and 128 gate channels";
+    EXPECT_NE(k.source.find(".target sm_80"), std::string::npos);
+    EXPECT_EQ(k.source.find("mma.sync.aligned.m16n8k16") != std::string::npos, t.fc1_form == 2 || t.fc2_form == 2);
+    EXPECT_FALSE(p.meta.has("cuda_se")) << "the default is not recorded";
+    // the CUDA C++ behind it
+    plan::Plan src = p;
+    plan::Kernel& sk = src.kernels[size_t(src.calls[0].kernel)];
+    sk.source.clear();
+    sk.options.clear();
+    const plan::cuda::Generated gen = plan::cuda::generate(src, src.calls[0]);
+    ASSERT_FALSE(gen.source.empty()) << gen.why;
+    EXPECT_NE(gen.source.find("SE gate"), std::string::npos);
+    EXPECT_EQ(gen.source.find("opv_ws"), std::string::npos) << "no workspace, no counter";
+    EXPECT_EQ(gen.source.find("atomic"), std::string::npos);
+
+    const plan::Plan apart = lower_se(t, false);
+    EXPECT_EQ(apart.calls.size(), 4u);
+    EXPECT_EQ(apart.meta.i("cuda_se", 1), 0);
+    EXPECT_FALSE(plan::PassCtx::from_meta(apart.meta).cuda.fuse_se);
+    EXPECT_EQ(lower_se(t, true, "compute_75").calls.size(), 4u) << "compute_75: no fusion";
+  }
+  // the gate also an output of the graph: read by the Mul and the caller, so the calls stay apart
+  ir::Graph g = se_graph(se_cases()[0], DType::F16);
+  for (const ir::Node& n : g.nodes)
+    if (n.name == "fc2") g.outputs.push_back(n.outputs[0]);
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = "compute_80";
+  EXPECT_GT(lower(g, o).calls.size(), 1u);
+  Attrs bad;
+  bad.set("cuda_se", int64_t(3));
+  EXPECT_THROW(plan::cuda::Options::from_meta(bad), Error);
+}
+
+// The one launch computes what the four calls compute, bit for bit (the same sums in the same
+// order, the same mma.sync chains, the same fp16 roundings; se.cpp), and both match the reference
+// backend; fresh random inputs, replayed.
+TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> one, four;
+  if (std::string why = test::open_cuda(&one); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&four); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 110;
+  for (const SeCase& t : se_cases()) {
+    SCOPED_TRACE(t.name);
+    const plan::Plan p1 = lower_se(t, true), p4 = lower_se(t, false);
+    ASSERT_EQ(p1.calls.size(), 1u);
+    ASSERT_EQ(p4.calls.size(), 4u);
+    CompileOptions ro;
+    ro.target = "reference";
+    auto ref = backend::create("reference");
+    ref->load(lower(se_graph(t, DType::F32), ro));
+    one->load(p1);
+    four->load(p4);
+    const Shape xs{t.N, t.C, t.H, t.W};
+    for (int rep = 0; rep < 3; ++rep) {
+      const Tensor x = test::random_f32(xs, seed++, -3.f, 3.f).cast(DType::F16);
+      const Tensor xr = x.cast(DType::F32);
+      Tensor a(DType::F16, xs), b(DType::F16, xs), want(DType::F32, xs);
+      one->run({&x}, {&a});
+      four->run({&x}, {&b});
+      ref->run({&xr}, {&want});
+      EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+      const ErrorMetrics e = compare(a.cast(DType::F32), want);
+      EXPECT_LT(e.rel_l2, 2e-3) << "replay " << rep;
+      EXPECT_LT(e.max_abs_rel, 1e-2) << "replay " << rep;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace opv

@@ -1,7 +1,7 @@
 /* Plan pass "cuda-codegen": one specialised CUDA C++ kernel per call (see codegen.h).
- *   0. Launch merging (batch_gemvs, fuse_ffn with its depthwise conv and fuse_ffn in ffn.cpp,
+ *   0. Launch merging (batch_gemvs, fuse_se in se.cpp, fuse_ffn with its depthwise conv and fuse_ffn in ffn.cpp,
  *      fuse_dw_pairs, fuse_concat_cast, fuse_pack_conv in pack_conv.cpp): independent fp16 GEMVs
- *      become one call, the ConvFFN's depthwise conv, fc1 and fc2 become one call
+ *      become one call, the SE gate's pool, 1x1, 1x1 and scale become one call, the ConvFFN's depthwise conv, fc1 and fc2 become one call
  *      (Options::fuse_ffn_dw), a depthwise conv and the depthwise conv reading it become one call,
  *      the ConvFFN's fc1 and fc2 become one call, a Concat and the Cast of its output become one
  *      call, and (opt-in, Options::fuse_pack) that input pack becomes part of the dense conv that
@@ -146,9 +146,7 @@ std::string bcast_offset(const Shape& out, const Buffer& in) { return bcast_offs
 // Long reductions over few outputs (the head GEMVs: Gemm/MatMul) run one warp
 // per output: the lanes split the reduction and add their partial sums with shuffles, so the
 // GPU has 32x the threads and each a 32x shorter serial chain.
-constexpr int kWarp = 32;
-constexpr int64_t kSplitMaxOutputs = 1 << 16;  // at most this many outputs ...
-constexpr int64_t kSplitMinSteps = 256;        // ... each summing at least this many products
+constexpr int64_t kSplitMinSteps = 256;        // ... each summing at least this many products (kSplitMaxOutputs: codegen_internal.h)
 
 
 // The post-op epilogue on `float v` at output coordinates o<d>; "" with *why when an operand
@@ -762,11 +760,7 @@ constexpr int64_t kMmaMaxSplit = 16;               // ... with at most this many
 constexpr int64_t kMmaSingleStageBytes = 40 << 10; // one stage of the whole block's channels, up to this
 constexpr int64_t kMmaDoubleStageBytes = 46 << 10; // two stages of KC channels, up to this
 constexpr int64_t kMmaReduceInFlight = 48;         // float4 loads a thread in flight in split-K's last block
-struct MmaShape {
-  int64_t BM = 32, BN = 32, WM = 1, WN = 1, WK = 4, S = 1, KB = 0, KC = 0, tiles = 0;
-  bool kmajor_b = false;  // B staged [BN][KC] (NHWC: B = W, contiguous along K) instead of [KC][BN]
-  int64_t stage_bytes(int64_t kc) const { return (BM * (kc + 8) + (kmajor_b ? BN * (kc + 8) : kc * (BN + 8))) * 2; }
-};
+// struct MmaShape: codegen_internal.h
 // The GEMM of N images, each M x P (rows x columns) over K: NCHW rows are output channels and
 // columns pixels; NHWC (kmajor_b) rows are pixels and columns output channels.
 MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K, bool kmajor_b) {
@@ -1459,6 +1453,7 @@ Generated generate(const Plan& p, const Call& c) {
   if (k.op == OpKind::Conv && k.attrs.i("cuda_dw_pair", 0) > 0) return dw_pair(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_ffn", 0) > 0) return ffn(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_pack_conv", 0) > 0) return pack_conv(p, c);
+  if (k.attrs.i("cuda_se", 0) > 0) return se_gate(p, c);
   if (c.outputs.size() != 1) return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)
     if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
@@ -1601,6 +1596,7 @@ Generated generate(const Plan& p, const Call& c) {
 bool codegen(Plan& p, const PassCtx& ctx) {
   OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");
   batch_gemvs(p);
+  if (ctx.cuda.fuse_se) fuse_se(p);  // before fuse_ffn: the SE gate's two 1x1s are not a ConvFFN
   // compile --cuda-ffn off keeps fc1 and fc2 apart; --cuda-ffn-dw off the depthwise conv before
   // them (then paired with the one before it where it can be)
   if (ctx.cuda.fuse_ffn && ctx.cuda.fuse_ffn_dw) fuse_ffn(p, true);

@@ -15,7 +15,9 @@
 // depthwise family have NHWC forms of their own; Gemm, MatMul, Softmax, Transpose and Reshape see
 // Linear buffers only. The depthwise pairs and the pack inside the stem are NCHW-only.
 // Launch-merging rewrites of the plan, before generation (pass "cuda-codegen"): independent fp16
-// GEMVs batched into one launch (the heads), a depthwise conv followed by another on its output
+// GEMVs batched into one launch (the heads), the squeeze-excitation gate (mean pool -> 1x1 ->
+// 1x1 -> scale of its input; se.cpp, Options::fuse_se) as one launch, bit-identical to the four
+// calls, a depthwise conv followed by another on its output
 // as one launch (RepMixer -> ConvFFN), the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one
 // tensor-core launch keeping the hidden tile in shared memory, its weights streamed through a ring
 // of shared-memory slabs by cp.async (compute_80+; compile --cuda-ffn off, Options::fuse_ffn,

@@ -45,6 +45,23 @@ std::string bcast_offset(const Shape& out, const Shape& in);
 // Whether b is stored channels-last in a way that matters (NHWC, more than one channel and pixel).
 bool nhwc_stored(const Buffer& b);
 bool conv1x1_tiled_ok(const Ctx& x);  // a dense 1x1 conv (stride 1, no padding) the 1x1 families take
+// One warp per output (Gemm/MatMul rows; fp16 1x1 convs on a 1x1 map): for calls of at most
+// kSplitMaxOutputs outputs.
+constexpr int kWarp = 32;
+constexpr int64_t kSplitMaxOutputs = 1 << 16;
+extern const char* kDot8;  // opv_u4 and opv_dot8 (8 fp16 products added to a float, GEMV rows)
+// The fp16 1x1 conv on a 1x1 map as a GEMV (conv1x1_gemv: a warp per output channel, lanes over
+// K in 8-channel steps, opv_warp_sum), taken where the output has at most kSplitMaxOutputs elements.
+bool conv1x1_gemv_ok(const Ctx& x);
+// The tensor-core 1x1 (conv1x1_mma, compute_80+) and its tiling (mma_shape: N images of an
+// M x P GEMM over K; kmajor_b for NHWC).
+bool conv1x1_mma_ok(const Ctx& x);
+struct MmaShape {
+  int64_t BM = 32, BN = 32, WM = 1, WN = 1, WK = 4, S = 1, KB = 0, KC = 0, tiles = 0;
+  bool kmajor_b = false;  // B staged [BN][KC] (NHWC: B = W, contiguous along K) instead of [KC][BN]
+  int64_t stage_bytes(int64_t kc) const { return (BM * (kc + 8) + (kmajor_b ? BN * (kc + 8) : kc * (BN + 8))) * 2; }
+};
+MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K, bool kmajor_b);
 
 // The kernel size of a stride-1, dilation-1, 'same'-padded depthwise conv call with unary
 // post-ops (float types, Linear), else 0 (codegen.cpp: the depthwise pairs; ffn.cpp).
@@ -73,6 +90,11 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
 // source of such a call (cuda_abi.h "ConvFFN").
 void fuse_ffn(Plan& p, bool with_dw);
 Generated ffn(const Plan& p, const Call& c);
+
+// se.cpp: the squeeze-excitation gate (a global mean pool, a 1x1 conv, a 1x1 conv, the scale)
+// merged into one call (Options::fuse_se), and the source of such a call (cuda_abi.h "SE gate").
+void fuse_se(Plan& p);
+Generated se_gate(const Plan& p, const Call& c);
 
 // pack_conv.cpp: the input pack (a Concat or Cast to float with element-wise post-ops, e.g. uint8
 // frames -> normalised fp16) folded into the dense conv that alone reads it (cuda_abi.h "pack").

@@ -53,6 +53,11 @@
 //                      3; Options::fuse_ffn_dw): inputs = [its X, W1, B1, W2, B2, its W, its B,
 //                      fc2's inputs from slot 3 on], fc2's operand slots move by 4.
 //                      Their post-ops are the members' in order, "cuda_batch_post_ops" = counts.
+//                      SE gate (ReduceMean/GlobalAveragePool, "cuda_se", compute_80+; Options::fuse_se):
+//                      a mean over H, W of an fp16 NCHW X, a 1x1 conv on it, a 1x1 conv on that,
+//                      and X times the result, as one launch (se.cpp): output = the Mul's, inputs
+//                      = [X, W1, B1, W2, B2]; "cl_batch" = 4, "cuda_se_forms" = the two convs'
+//                      forms (1 GEMV, 2 tensor cores); post-ops (unary) the convs' and the Mul's.
 //                      A Concat fused with the Cast of its output (no "cl_batch"): inputs = the
 //                      Concat's, then the Cast's post-op operands; output = the Cast's.
 //                      The pack inside a conv (Conv, "cuda_pack_conv", opt-in Options::fuse_pack):

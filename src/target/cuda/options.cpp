@@ -11,6 +11,7 @@ constexpr const char* kArchKey = "cuda_arch";
 constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
 constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
+constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept apart (absent = fused, the default)
 constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
@@ -55,6 +56,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kPackKey, int64_t(fuse_pack ? 1 : 0));
   else
     meta.erase(kPackKey);
+  if (fuse_se != Options().fuse_se)
+    meta.set(kSeKey, int64_t(fuse_se ? 1 : 0));
+  else
+    meta.erase(kSeKey);
   if (layout != Options().layout)
     meta.set(kLayoutKey, std::string(layout_choice_name(layout)));
   else
@@ -74,6 +79,9 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t pack = meta.i(kPackKey, o.fuse_pack ? 1 : 0);
   OPV_CHECK(pack == 0 || pack == 1, "plan meta ", kPackKey, " must be 0 or 1, got ", pack);
   o.fuse_pack = pack != 0;
+  const int64_t se = meta.i(kSeKey, o.fuse_se ? 1 : 0);
+  OPV_CHECK(se == 0 || se == 1, "plan meta ", kSeKey, " must be 0 or 1, got ", se);
+  o.fuse_se = se != 0;
   o.layout = parse_layout_choice(meta.s(kLayoutKey, layout_choice_name(o.layout)));
   return o;
 }

@@ -44,6 +44,11 @@ struct Options {
   // and the stem as two launches (7.5 + 17.2 us), and the inference 4 % slower (BENCHMARKS.md,
   // CUDA runs 12-13). compile --cuda-pack on turns it on.
   bool fuse_pack = false;
+  // The squeeze-excitation gate (a global mean pool, a 1x1 conv, a 1x1 conv on a 1x1 map, each
+  // result read only by the next, then the input scaled by the gate) as one launch (se.cpp;
+  // outputs bit-identical to the four calls); false keeps the four calls (a before/after; meta
+  // "cuda_se" = 0; no CLI flag yet).
+  bool fuse_se = true;
   // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
   // 3x3 + ConvFFN 7x7 in one launch) have no NHWC form: 25 single depthwise launches instead of 12.
@@ -51,13 +56,13 @@ struct Options {
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_layout", each only when
+  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_layout", each only when
   // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
     return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack &&
-           layout == o.layout;
+           fuse_se == o.fuse_se && layout == o.layout;
   }
 };
 

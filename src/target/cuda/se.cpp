@@ -1,0 +1,296 @@
+/* The squeeze-excitation gate of target "cuda" as one launch (part of plan pass "cuda-codegen",
+ * codegen.h; Options::fuse_se, on by default):
+ *   1. fuse_se: four consecutive calls
+ *        R   a mean over the whole map (ReduceMean over axes {2, 3} with keepdims, or
+ *            GlobalAveragePool) of an fp16 NCHW X [N, C, H, W], no post-ops;
+ *        F1  a dense fp16 1x1 conv on R's output (a 1x1 map), unary post-ops (ReLU);
+ *        F2  a dense fp16 1x1 conv on F1's output, unary post-ops (Sigmoid), output [N, C, 1, 1];
+ *        M   Mul of X and F2's output (either order), unary post-ops (GELU), output X's shape;
+ *      where R's, F1's and F2's outputs are each read only by the next call, become one call
+ *      (cuda_abi.h "SE gate"), provided F1 and F2 each take a kernel form that se_gate repeats
+ *      exactly (below); any other case keeps the four calls.
+ *   2. se_gate: that call's kernel. A block of kSeThreads threads takes image n and kSeRows
+ *      channels of the gate: it pools all C channels of its image, computes all of F1's outputs,
+ *      its kSeRows of F2's, and scales its channels of X. Every block pools and computes F1 again
+ *      (a few hundred KB from L2 a block; no inter-block communication, so no workspace, counter
+ *      or co-residency assumption).
+ * Numerics (the invariant): the fused call's outputs are bit-identical to the four calls':
+ *   - R: per channel the H*W elements added in float in row-major order from 0.0f, divided by
+ *     the float literal H*W, rounded to fp16 (reduce() in codegen.cpp; 16-byte loads where H*W
+ *     % 8 == 0 change no order);
+ *   - F1/F2: the form their own call would get (the plan records it, kernel attr
+ *     "cuda_se_forms"): 1 = GEMV (conv1x1_gemv: lane l sums channels l*8 + 256j, j = 0.., with
+ *     opv_dot8, then opv_warp_sum; lane 0's total), 2 = tensor cores (conv1x1_mma with one tile
+ *     column and no split-K: per K group wk of mma_shape's WK, an mma.sync m16n8k16 chain over
+ *     stage st, step ks at channels st*KC + wk*(KC/WK) + ks*16, zeros past K, the groups' results
+ *     added in order 0..WK-1; the same instruction on the same row and column gives the same
+ *     float); then + bias, the call's post-ops, rounded to fp16 (as each stored output is);
+ *   - M: X * gate in float (fp16 values), the post-ops, rounded to fp16 (elementwise()).
+ * Plan form: one call, output = M's, inputs = [X, W1, B1, W2, B2] (absent bias -1); kernel = R's
+ * with "cuda_se" = 1, "cl_batch" = 4, "cuda_se_forms" = [F1's, F2's], post-ops = F1's, F2's, M's,
+ * "cuda_batch_post_ops" = their counts.
+ */
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plan/layout.h"
+#include "target/c_expr.h"
+#include "target/cuda/codegen_internal.h"
+
+namespace opv::plan::cuda::detail {
+
+constexpr int kSeThreads = 512;                          // 16 warps a block
+constexpr int kSeWarps = kSeThreads / kWarp;
+constexpr int64_t kSeRows = 128;                         // gate channels (F2 outputs) a block
+constexpr int64_t kSeSmemBytes = 40 << 10;               // pooled + hidden vectors + gate, at most
+constexpr int kSeGemv = 1, kSeMma = 2;                   // member forms ("cuda_se_forms")
+
+// The form the 1x1 conv call `c` on a 1x1 map gets in generate() (kSeGemv, kSeMma with one
+// tile column and no split-K), or 0 when it is neither (the fusion then leaves the calls alone).
+static int se_fc_form(const Plan& p, const Call& c) {
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  if (k.op != OpKind::Conv || !k.source.empty() || k.attrs.i("cl_batch", 0) > 0 || c.outputs.size() != 1 ||
+      c.inputs.size() < 2 || c.inputs.size() > 3 || c.inputs[0] < 0 || c.inputs[1] < 0)
+    return 0;
+  Ctx x{p, c, k};
+  x.sm = plan_sm(p);
+  if (!conv1x1_tiled_ok(x)) return 0;
+  const Shape& xs = x.in(0).shape;
+  if (xs[2] != 1 || xs[3] != 1 || x.in(0).dtype != DType::F16 || x.in(1).dtype != DType::F16 ||
+      x.out().dtype != DType::F16 || nhwc_stored(x.out()))
+    return 0;
+  if (x.has(2) && !is_float(x.in(2).dtype)) return 0;
+  for (const PostOp& po : k.post_ops)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return 0;
+  if (numel(x.out().shape) <= kSplitMaxOutputs && conv1x1_gemv_ok(x)) return kSeGemv;
+  if (!conv1x1_mma_ok(x)) return 0;
+  return mma_shape(xs[0], x.out().shape[1], 1, xs[1], false).S == 1 ? kSeMma : 0;
+}
+
+static bool se_mean_ok(const Plan& p, const Call& r) {
+  const Kernel& k = p.kernels.at(size_t(r.kernel));
+  if (!k.source.empty() || k.attrs.i("cl_batch", 0) > 0 || !k.post_ops.empty() || r.outputs.size() != 1 ||
+      r.inputs.size() != 1 || r.inputs[0] < 0)
+    return false;
+  if (k.op == OpKind::ReduceMean) {
+    std::vector<int64_t> axes = k.attrs.ints("axes");
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<int64_t>{2, 3}) return false;
+  } else if (k.op != OpKind::GlobalAveragePool) {
+    return false;
+  }
+  const Buffer& X = p.buffers.at(size_t(r.inputs[0]));
+  const Buffer& Y = p.buffers.at(size_t(r.outputs[0]));
+  return X.shape.size() == 4 && X.dtype == DType::F16 && Y.dtype == DType::F16 &&
+         (X.layout == Layout::Linear || layout_free(X.shape)) && !nhwc_stored(Y) &&
+         Y.shape == Shape{X.shape[0], X.shape[1], 1, 1} && numel(X.shape) > 0 && numel(X.shape) < INT32_MAX / 2;
+}
+
+void fuse_se(Plan& p) {
+  if (plan_sm(p) < 80) return;  // the tensor-core form of F1/F2 needs compute_80 (GEMV-only SEs stay apart too)
+  const std::vector<int> readers = reader_counts(p);
+  auto only_next = [&](int b) {
+    return b >= 0 && readers.at(size_t(b)) == 1 && p.buffers.at(size_t(b)).kind == BufferKind::Intermediate;
+  };
+  std::vector<Call> calls;
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    bool ok = i + 3 < p.calls.size() && se_mean_ok(p, p.calls[i]);
+    int f1 = 0, f2 = 0;
+    if (ok) {
+      const Call &r = p.calls[i], &a = p.calls[i + 1], &b = p.calls[i + 2], &m = p.calls[i + 3];
+      const Kernel& mk = p.kernels.at(size_t(m.kernel));
+      const Buffer& X = p.buffers.at(size_t(r.inputs[0]));
+      f1 = se_fc_form(p, a);
+      f2 = f1 ? se_fc_form(p, b) : 0;
+      ok = f2 && a.inputs[0] == r.outputs[0] && only_next(r.outputs[0]) && b.inputs[0] == a.outputs[0] &&
+           only_next(a.outputs[0]) && only_next(b.outputs[0]) &&
+           p.buffers.at(size_t(b.outputs[0])).shape == p.buffers.at(size_t(r.outputs[0])).shape;
+      ok = ok && mk.op == OpKind::Mul && mk.source.empty() && mk.attrs.i("cl_batch", 0) == 0 && m.inputs.size() == 2 &&
+           m.outputs.size() == 1 &&
+           ((m.inputs[0] == r.inputs[0] && m.inputs[1] == b.outputs[0]) ||
+            (m.inputs[1] == r.inputs[0] && m.inputs[0] == b.outputs[0]));
+      if (ok) {
+        const Buffer& Y = p.buffers.at(size_t(m.outputs[0]));
+        ok = Y.shape == X.shape && Y.dtype == DType::F16 && (Y.layout == Layout::Linear || layout_free(Y.shape));
+        for (const PostOp& po : mk.post_ops) ok = ok && po.input < 0 && !unary_expr(po, "v").empty();
+        const int64_t C = X.shape[1], Hd = p.buffers.at(size_t(a.outputs[0])).shape[1];
+        ok = ok && (C + Hd + kSeRows) * 2 + 64 <= kSeSmemBytes;
+      }
+    }
+    if (!ok) {
+      calls.push_back(p.calls[i]);
+      continue;
+    }
+    const Call &r = p.calls[i], &a = p.calls[i + 1], &b = p.calls[i + 2], &m = p.calls[i + 3];
+    const Kernel &ka = p.kernels.at(size_t(a.kernel)), &kb = p.kernels.at(size_t(b.kernel)),
+                 &km = p.kernels.at(size_t(m.kernel));
+    Kernel k = p.kernels.at(size_t(r.kernel));
+    const Shape& xs = p.buffers.at(size_t(r.inputs[0])).shape;
+    k.name = "se_gate_" + std::to_string(xs[1]) + "_" + std::to_string(p.buffers.at(size_t(a.outputs[0])).shape[1]) +
+             "_" + std::to_string(xs[2] * xs[3]) + "_f16";
+    k.post_ops = ka.post_ops;
+    k.post_ops.insert(k.post_ops.end(), kb.post_ops.begin(), kb.post_ops.end());
+    k.post_ops.insert(k.post_ops.end(), km.post_ops.begin(), km.post_ops.end());
+    k.attrs.set("cl_batch", int64_t(4));
+    k.attrs.set("cuda_se", int64_t(1));
+    k.attrs.set("cuda_se_forms", std::vector<int64_t>{f1, f2});
+    k.attrs.set("cuda_batch_post_ops", std::vector<int64_t>{int64_t(ka.post_ops.size()), int64_t(kb.post_ops.size()),
+                                                            int64_t(km.post_ops.size())});
+    auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
+    Call f;
+    f.inputs = {r.inputs[0], a.inputs[1], in(a, 2), b.inputs[1], in(b, 2)};
+    f.outputs = m.outputs;
+    f.label = r.label + "+" + a.label + "+" + b.label + "+" + m.label;
+    f.kernel = int(p.kernels.size());
+    p.kernels.push_back(std::move(k));
+    calls.push_back(std::move(f));
+    i += 3;
+  }
+  p.calls = std::move(calls);
+}
+
+// The code of one 1x1 conv member on the block's vector `src` (fp16 in shared memory, K long):
+// rows [rbase, rbase + rows) of the M outputs (rows < M), each + bias (param `bias`, "" none),
+// post-ops `po`, rounded to fp16 into dst[row - rbase].
+static std::string se_fc(int form, int64_t M, int64_t K, int64_t N, const std::string& w, const std::string& bias,
+                         DType bias_dt, const std::vector<PostOp>& po, const std::string& src, const std::string& dst,
+                         const std::string& rbase, int64_t rows) {
+  std::string epi = "        float v = s" + (bias.empty() ? std::string() : " + " + load(bias_dt, bias, "m")) + ";\n";
+  for (const PostOp& q : po) epi += "        v = " + unary_expr(q, "v") + ";\n";
+  epi += "        " + dst + "[m - (" + rbase + ")] = opv_f2h(v);\n";
+  std::ostringstream s;
+  if (form == kSeGemv) {  // conv1x1_gemv's lanes, steps and warp sum
+    s << "  for (int o = warp; o < " << rows << "; o += " << kSeWarps << ") {\n"
+      << "    const int m = " << rbase << " + o;\n"
+      << "    if (m >= " << M << ") break;\n"
+      << "    float acc = 0.0f;\n"
+      << "    for (int kk = lane * 8; kk < " << K << "; kk += " << 8 * kWarp << ")\n"
+      << "      acc = opv_dot8(*(const opv_u4*)(" << src << " + kk), *(const opv_u4*)(" << w << " + m * " << K
+      << " + kk), acc);\n"
+      << "    acc = opv_warp_sum(acc);\n"
+      << "    if (lane == 0) {\n      const float s = acc;\n  " << epi << "    }\n  }\n";
+    return s.str();
+  }
+  // conv1x1_mma's chains for one pixel column (no split-K): this warp's 16-row groups
+  const MmaShape sh = mma_shape(N, M, 1, K, false);
+  const int64_t nst = (K + sh.KC - 1) / sh.KC, steps = sh.KC / sh.WK / 16;
+  s << "  for (int q = warp; q < " << (rows + 15) / 16 << "; q += " << kSeWarps << ") {\n"
+    << "    const int mb = " << rbase << " + q * 16;\n"
+    << "    if (mb >= " << M << ") break;\n"
+    << "    const int g = lane >> 2, t = lane & 3;\n"
+    << "    auto wv = [&](int m, int k) -> unsigned { return (m < " << M << " && k < " << K << ") ? (unsigned)" << w
+    << "[m * " << K << " + k] : 0u; };\n"
+    << "    auto hv = [&](int k) -> unsigned { return k < " << K << " ? (unsigned)" << src << "[k] : 0u; };\n"
+    << "    float s0 = 0.0f, s1 = 0.0f;  // rows mb + g, mb + g + 8: the K groups' sums in order\n"
+    << "#pragma unroll\n    for (int wk = 0; wk < " << sh.WK << "; ++wk) {\n"
+    << "      float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+    << "      for (int st = 0; st < " << nst << "; ++st)\n"
+    << "#pragma unroll\n        for (int ks = 0; ks < " << steps << "; ++ks) {\n"
+    << "          const int k = st * " << sh.KC << " + wk * " << sh.KC / sh.WK << " + ks * 16 + 2 * t;\n"
+    << "          unsigned a[4], b[2];\n"
+    << "          a[0] = wv(mb + g, k) | (wv(mb + g, k + 1) << 16);\n"
+    << "          a[1] = wv(mb + g + 8, k) | (wv(mb + g + 8, k + 1) << 16);\n"
+    << "          a[2] = wv(mb + g, k + 8) | (wv(mb + g, k + 9) << 16);\n"
+    << "          a[3] = wv(mb + g + 8, k + 8) | (wv(mb + g + 8, k + 9) << 16);\n"
+    << "          b[0] = hv(k) | (hv(k + 1) << 16);  // every column: the vector (column 0's sums are the call's)\n"
+    << "          b[1] = hv(k + 8) | (hv(k + 9) << 16);\n"
+    << "          opv_mma(c, a, b);\n"
+    << "        }\n"
+    << "      if (wk == 0) s0 = c[0], s1 = c[2]; else s0 += c[0], s1 += c[2];\n"
+    << "    }\n"
+    << "    if (t == 0) {\n"
+    << "      for (int h = 0; h < 2; ++h) {\n"
+    << "        const int m = mb + g + h * 8;\n"
+    << "        if (m >= " << M << ") break;\n"
+    << "        const float s = h ? s1 : s0;\n"
+    << epi << "      }\n    }\n  }\n";
+  return s.str();
+}
+
+Generated se_gate(const Plan& p, const Call& c) {
+  Generated gen;
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
+  const std::vector<int64_t> forms = k.attrs.ints("cuda_se_forms");
+  if (c.outputs.size() != 1 || c.inputs.size() != 5 || c.inputs[0] < 0 || c.inputs[1] < 0 || c.inputs[3] < 0 ||
+      npo.size() != 3 || forms.size() != 2 || size_t(npo[0] + npo[1] + npo[2]) != k.post_ops.size())
+    return gen.why = "SE gate call out of shape", gen;
+  auto buf = [&](size_t j) -> const Buffer& { return p.buffers.at(size_t(c.inputs[j])); };
+  const Buffer& X = buf(0);
+  const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
+  const Shape& xs = X.shape;
+  if (xs.size() != 4 || Y.shape != xs || X.dtype != DType::F16 || Y.dtype != DType::F16 || buf(1).shape.size() != 4 ||
+      buf(3).shape.size() != 4 || buf(1).shape[1] != xs[1] || buf(3).shape[0] != xs[1] ||
+      buf(3).shape[1] != buf(1).shape[0])
+    return gen.why = "SE gate call out of shape", gen;
+  const int64_t N = xs[0], C = xs[1], HW = xs[2] * xs[3], Hd = buf(1).shape[0];
+  for (size_t j = 0; j < 2; ++j) {
+    const int64_t K = j ? Hd : C;
+    if (forms[j] == kSeGemv ? K % 8 != 0 : forms[j] != kSeMma) return gen.why = "SE gate member form", gen;
+  }
+  for (const PostOp& po : k.post_ops)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return gen.why = "SE gate: post-op not unary", gen;
+  auto range = [&](int64_t from, int64_t n) {
+    return std::vector<PostOp>(k.post_ops.begin() + from, k.post_ops.begin() + from + n);
+  };
+  const int64_t MB = (C + kSeRows - 1) / kSeRows;  // blocks an image
+  std::ostringstream b;
+  b << "  // SE gate: mean over " << HW << " pixels of " << C << " channels -> 1x1 to " << Hd << " (form " << forms[0]
+    << ") -> 1x1 to " << C << " (form " << forms[1] << ") -> scale; " << kSeRows << " gate channels a block\n"
+    << "  __shared__ __align__(16) unsigned short sq[" << C << "];  // the pooled vector (fp16, as R's output)\n"
+    << "  __shared__ __align__(16) unsigned short sh[" << Hd << "];  // F1's output (fp16)\n"
+    << "  __shared__ __align__(16) unsigned short sg[" << kSeRows << "];  // this block's gate channels (fp16)\n"
+    << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;\n"
+    << "  const int n = blockIdx.x / " << MB << ", r0 = (blockIdx.x % " << MB << ") * " << kSeRows << ";\n"
+    << "  const unsigned short* xn = in0 + n * " << C * HW << ";\n"
+    << "  unsigned short* yn = out0 + n * " << C * HW << ";\n"
+    << "  (void)lane;\n";
+  // 1. R: per channel, row-major order from 0.0f
+  b << "  for (int c = tid; c < " << C << "; c += " << kSeThreads << ") {\n    float acc = 0.0f;\n";
+  if (HW % 8 == 0) {
+    b << "    for (int q = 0; q < " << HW << "; q += 8) {\n"
+      << "      const opv_u4 u = *(const opv_u4*)(xn + c * " << HW << " + q);\n"
+      << "      const unsigned e[4] = {u.x, u.y, u.z, u.w};\n"
+      << "#pragma unroll\n      for (int j = 0; j < 4; ++j) {\n"
+      << "        acc += opv_h2f((unsigned short)(e[j] & 0xffffu));\n"
+      << "        acc += opv_h2f((unsigned short)(e[j] >> 16));\n      }\n    }\n";
+  } else {
+    b << "    for (int q = 0; q < " << HW << "; ++q) acc += opv_h2f(xn[c * " << HW << " + q]);\n";
+  }
+  b << "    sq[c] = opv_f2h(acc / " << float_literal(double(HW)) << ");\n  }\n  __syncthreads();\n";
+  // 2. F1: all Hd outputs of the image
+  b << se_fc(int(forms[0]), Hd, C, N, "in1", c.inputs[2] >= 0 ? "in2" : "", c.inputs[2] >= 0 ? buf(2).dtype : DType::F32,
+             range(0, npo[0]), "sq", "sh", "0", Hd)
+    << "  __syncthreads();\n";
+  // 3. F2: this block's gate channels
+  b << se_fc(int(forms[1]), C, Hd, N, "in3", c.inputs[4] >= 0 ? "in4" : "", c.inputs[4] >= 0 ? buf(4).dtype : DType::F32,
+             range(npo[0], npo[1]), "sh", "sg", "r0", kSeRows)
+    << "  __syncthreads();\n";
+  // 4. M: this block's channels of X times the gate
+  b << "  const int nch = " << C << " - r0 < " << kSeRows << " ? " << C << " - r0 : " << kSeRows << ";\n"
+    << "  for (int e = tid; e < nch * " << HW << "; e += " << kSeThreads << ") {\n"
+    << "    const int o = r0 * " << HW << " + e;\n"
+    << "    float v = ((opv_h2f(xn[o])) * (opv_h2f(sg[e / " << HW << "])));\n";
+  for (const PostOp& po : range(npo[0] + npo[1], npo[2])) b << "    v = " << unary_expr(po, "v") << ";\n";
+  b << "    yn[o] = opv_f2h(v);\n  }\n";
+  std::string params = "unsigned short* __restrict__ out0";
+  for (size_t j = 0; j < c.inputs.size(); ++j)
+    if (c.inputs[j] >= 0) params += std::string(", const ") + c_type(buf(j).dtype) + "* __restrict__ in" + std::to_string(j);
+  gen.entry = "opv_" + k.name;
+  std::ostringstream src;
+  src << "// generated by opvision src/target/cuda/se.cpp (kernel " << k.name
+      << ", SE gate: mean pool -> 1x1 -> 1x1 -> scale in one launch) -- do not edit\n"
+      << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
+      << kDot8 << kMmaHelpers << "extern \"C\" __global__ void __launch_bounds__(" << kSeThreads << ") " << gen.entry
+      << "(" << params << ") {\n"
+      << b.str() << "}\n";
+  gen.source = src.str();
+  gen.global = {N * MB * kSeThreads, 0, 0};
+  gen.local = {kSeThreads, 0, 0};
+  return gen;
+}
+
+}  // namespace opv::plan::cuda::detail
