@@ -40,7 +40,9 @@ void replay(const char* kind, bool must_exist) {
       ++total;
     }
   }
-  if (must_exist) EXPECT_GT(total, 0u) << "no inputs under " << root;
+  if (must_exist) {
+    EXPECT_GT(total, 0u) << "no inputs under " << root;
+  }
 }
 
 }  // namespace

@@ -124,6 +124,83 @@ TEST(Ir3Passes, RptRefusesDependentElementsAndConflictingMoves) {
   EXPECT_EQ(run(war), run(w2));
 }
 
+TEST(Ir3Passes, RptGathersElementsInAnyOrder) {
+  // Mesa's scheduler often issues the lanes of one pattern as x, y, w, z, or starts with y: the
+  // group is assembled at the first of them, whichever element it is.
+  std::vector<uint64_t> orig = assemble(R"(
+    cov.u32f32 r1.x, r0.x
+    mov.f32f32 r2.y, c2.y
+    mov.f32f32 r2.x, c2.x
+    mov.f32f32 r2.w, c2.w
+    mov.f32f32 r2.z, c2.z
+    (rpt5)nop
+    mad.f32 r2.x, c1.x, r1.x, r2.x
+    mad.f32 r2.y, c1.y, r1.x, r2.y
+    mad.f32 r2.w, c1.w, r1.x, r2.w
+    mad.f32 r2.z, c1.z, r1.x, r2.z
+    shl.b r3.x, r0.x, 4
+    (rpt2)nop
+    add.u r4.x, c0.x, r3.x
+    mov.u32u32 r4.y, c0.y
+    (rpt5)nop
+    stg.u32 g[r4.x], r2.x, 4
+    end
+  )");
+  std::vector<uint64_t> opt = run_passes(orig, {"rpt", "legalize"});
+  EXPECT_EQ(count(opt, "(rpt3)mad.f32 r2.x, (r)c1.x, r1.x, (r)r2.x"), 1) << disassemble(opt);
+  EXPECT_EQ(count(opt, "(rpt3)mov.f32f32 r2.x, (r)c2.x"), 1) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run(orig), run(opt));
+  // element 0 reads what element 1, earlier in the program, wrote: issuing it first would read
+  // the old value, so the two stay apart
+  std::vector<uint64_t> raw = assemble(R"(
+    mov.f32f32 r2.z, c1.x
+    (rpt5)nop
+    add.f r2.y, r2.z, c1.y
+    add.f r2.x, r2.y, c1.y
+    shl.b r3.x, r0.x, 4
+    (rpt2)nop
+    add.u r4.x, c0.x, r3.x
+    mov.u32u32 r4.y, c0.y
+    (rpt5)nop
+    stg.u32 g[r4.x], r2.x, 4
+    end
+  )");
+  std::vector<uint64_t> r2 = run_passes(raw, {"rpt", "legalize"});
+  EXPECT_EQ(count(r2, "(rpt1)add.f"), 0) << disassemble(r2);
+  EXPECT_EQ(run(raw), run(r2));
+}
+
+TEST(Ir3Passes, ControlFlowListsSuccessorsAndWhatIsNotModelled) {
+  // 0 mov, 1 br over 2, 2 mov, 3 jump back to 0, 4 end
+  passes::Code c(assemble(R"(
+    mov.u32u32 r1.x, 0
+    br p0.x, #2
+    mov.u32u32 r1.y, 1
+    jump #-3
+    end
+  )"));
+  passes::Cfg g = passes::control_flow(c);
+  ASSERT_EQ(g.succ.size(), 5u);
+  EXPECT_EQ(g.succ[0], (std::vector<size_t>{1}));
+  EXPECT_EQ(g.succ[1], (std::vector<size_t>{2, 3}));
+  EXPECT_EQ(g.succ[2], (std::vector<size_t>{3}));
+  EXPECT_EQ(g.succ[3], (std::vector<size_t>{0}));
+  EXPECT_TRUE(g.succ[4].empty());
+  EXPECT_EQ(std::count(g.modelled.begin(), g.modelled.end(), false), 0);
+  // a kill (a control-flow form the passes do not model) has no known successors, and
+  // liveness keeps every register live there
+  passes::Code u(assemble(R"(
+    mov.u32u32 r1.x, 0
+    kill p0.x
+    end
+  )"));
+  passes::Cfg gu = passes::control_flow(u);
+  EXPECT_FALSE(gu.modelled[1]);
+  EXPECT_TRUE(gu.succ[1].empty());
+  EXPECT_TRUE(passes::liveness(u)[1].all());
+}
+
 TEST(Ir3Passes, HoistAndLegalizeKeepResultsAndAreHazardFree) {
   std::vector<uint64_t> orig = assemble(kMadBlock);
   for (const std::vector<std::string>& p : std::vector<std::vector<std::string>>{

@@ -160,20 +160,10 @@ bool accum(Code& code) {
 
   // control flow: successors; anything we do not model ends the pass
   std::vector<int64_t> pos = positions(c);
-  std::vector<std::vector<size_t>> succ(n), preds(n);
-  for (size_t p = 0; p < n; ++p) {
-    const Ins& x = c.ins[p];
-    bool known = !is_control(x) || x.fx.is_branch || x.fx.is_jump || x.fx.is_end || is_pred_marker(x) ||
-                 static_cast<int>(x.in.bits >> 61) == 7;
-    if (!known) return false;
-    if (x.fx.is_end) continue;
-    if (!x.fx.is_jump && p + 1 < n) succ[p].push_back(p + 1);
-    if (x.target_id >= 0) {
-      int64_t t = pos[static_cast<size_t>(x.target_id)];
-      if (t < 0) return false;
-      if (std::find(succ[p].begin(), succ[p].end(), static_cast<size_t>(t)) == succ[p].end()) succ[p].push_back(static_cast<size_t>(t));
-    }
-  }
+  const Cfg cfg = control_flow(c);
+  if (std::find(cfg.modelled.begin(), cfg.modelled.end(), false) != cfg.modelled.end()) return false;
+  const std::vector<std::vector<size_t>>& succ = cfg.succ;
+  std::vector<std::vector<size_t>> preds(n);
   for (size_t p = 0; p < n; ++p)
     for (size_t s : succ[p]) preds[s].push_back(p);
   const std::vector<bool> pred = predicated(c);
@@ -566,21 +556,14 @@ bool accum(Code& code) {
     for (const Occ& o : occ[p]) touched |= moved[static_cast<size_t>(o.web)];
     if (!touched) continue;
     const Parts& pp = parts[p];
-    std::string text = pp.flags + pp.mnemonic;
+    std::vector<int> to(pp.operands.size(), -1);
     for (size_t s = 0; s < pp.operands.size(); ++s) {
-      std::string op = pp.operands[s];
-      int r = full_reg(op);
+      int r = full_reg(pp.operands[s]);
       int w = r < 0 ? -1 : s == 0 ? def_web(p, r) : use_web(p, r);
-      if (w >= 0 && moved[static_cast<size_t>(w)]) op = op.substr(0, op.rfind('r')) + reg_name(reg[static_cast<size_t>(w)]);
-      text += (s ? ", " : " ") + op;
+      if (w >= 0 && moved[static_cast<size_t>(w)]) to[s] = reg[static_cast<size_t>(w)];
     }
     Instr re;
-    try {
-      re = parse(text, c.gen);
-    } catch (const Error&) {
-      return false;
-    }
-    if (!re.valid() || re.name() != c.ins[p].in.name()) return false;
+    if (!rename_at(c.ins[p], to, c.gen, &re)) return false;
     c.set(p, re);
   }
   for (size_t p = n; p-- > 0;) {

@@ -162,9 +162,30 @@ std::vector<int64_t> positions(const Code& c) {
   return pos;
 }
 
+Cfg control_flow(const Code& c) {
+  const size_t n = c.ins.size();
+  const std::vector<int64_t> pos = positions(c);
+  Cfg g{std::vector<std::vector<size_t>>(n), std::vector<bool>(n, true)};
+  for (size_t i = 0; i < n; ++i) {
+    const Ins& x = c.ins[i];
+    bool known = !is_control(x) || x.fx.is_branch || x.fx.is_jump || x.fx.is_end || is_pred_marker(x) ||
+                 static_cast<int>(x.in.bits >> 61) == 7;
+    int64_t t = x.target_id >= 0 ? pos[static_cast<size_t>(x.target_id)] : -1;
+    if (!known || (x.target_id >= 0 && t < 0)) {
+      g.modelled[i] = false;
+      continue;
+    }
+    if (x.fx.is_end) continue;
+    if (!x.fx.is_jump && i + 1 < n) g.succ[i].push_back(i + 1);
+    if (t >= 0 && std::find(g.succ[i].begin(), g.succ[i].end(), static_cast<size_t>(t)) == g.succ[i].end())
+      g.succ[i].push_back(static_cast<size_t>(t));
+  }
+  return g;
+}
+
 std::vector<Live> liveness(const Code& c) {
   size_t n = c.ins.size();
-  std::vector<int64_t> pos = positions(c);
+  const Cfg g = control_flow(c);
   std::vector<bool> pred = predicated(c);
   // What a write kills. A half write in the merged file (the default when the kernel's
   // mergedregs is not known) kills nothing: were the files in fact separate, the full register
@@ -197,16 +218,10 @@ std::vector<Live> liveness(const Code& c) {
     for (size_t i = n; i-- > 0;) {
       const Ins& x = c.ins[i];
       Live live;
-      bool known = !is_control(x) || x.fx.is_branch || x.fx.is_jump || x.fx.is_end || is_pred_marker(x) ||
-                   static_cast<int>(x.in.bits >> 61) == 7;
-      if (!known) {
+      if (!g.modelled[i]) {
         live = all;
       } else if (!x.fx.is_end) {
-        if (!x.fx.is_jump && i + 1 < n) live |= in[i + 1];
-        if (x.target_id >= 0) {
-          int64_t t = pos[static_cast<size_t>(x.target_id)];
-          if (t >= 0) live |= in[static_cast<size_t>(t)];
-        }
+        for (size_t t : g.succ[i]) live |= in[t];
         if (!pred[i])
           for (int u : kills[i])
             if (u < kUnitsMax) live.reset(static_cast<size_t>(u));
@@ -344,23 +359,34 @@ bool scalar_alu(const Ins& x) {
   return x.fx.cat != 1 || x.in.name().rfind("mov-", 0) == 0;
 }
 
-bool rename_operands(const Ins& x, int from, int to, size_t first, size_t last, int gen, Instr* out) {
+bool rename_at(const Ins& x, const std::vector<int>& to, int gen, Instr* out) {
   Parts p = split(print(x.in));
-  bool any = false;
-  for (size_t k = first; k < p.operands.size() && k < last; ++k) {
+  for (size_t k = 0; k < p.operands.size() && k < to.size(); ++k) {
+    if (to[k] < 0) continue;
     std::string& op = p.operands[k];
-    if (full_reg(op) != from) continue;
-    if (op.find("(r)") != std::string::npos || op.find('<') != std::string::npos) return false;
-    op = op.substr(0, op.rfind('r')) + reg_name(to);
-    any = true;
+    if (full_reg(op) < 0 || op.find("(r)") != std::string::npos || op.find('<') != std::string::npos) return false;
+    op = op.substr(0, op.rfind('r')) + reg_name(to[k]);
   }
-  if (!any) return false;
   std::string text = p.flags + p.mnemonic;
   for (size_t k = 0; k < p.operands.size(); ++k) text += (k ? ", " : " ") + p.operands[k];
-  Instr re = parse(text, gen);
+  Instr re;
+  try {
+    re = parse(text, gen);
+  } catch (const Error&) {
+    return false;
+  }
   if (!re.valid() || re.name() != x.in.name()) return false;
   *out = re;
   return true;
+}
+
+bool rename_operands(const Ins& x, int from, int to, size_t first, size_t last, int gen, Instr* out) {
+  Parts p = split(print(x.in));
+  std::vector<int> at(p.operands.size(), -1);
+  bool any = false;
+  for (size_t k = first; k < p.operands.size() && k < last; ++k)
+    if (full_reg(p.operands[k]) == from) at[k] = to, any = true;
+  return any && rename_at(x, at, gen, out);
 }
 
 Flow flow(const Code& c) {
@@ -502,6 +528,7 @@ std::string advance(const std::string& op, int k) {
   int n, c;
   if (!parse_reg(op, prefix, kind, n, c)) return "";
   int id = n * 4 + c + k;
+  if (id < 0) return "";
   if (kind != 'c' && (n >= 48 || id / 4 >= 48)) return "";
   std::string out = prefix + (kind == 'h' ? "hr" : kind == 'r' ? "r" : "c") + std::to_string(id / 4) + "." + "xyzw"[id % 4];
   return out;

@@ -87,6 +87,15 @@ bool is_pred_marker(const Ins& x);
 // Per index: inside a predicated construct (between predt/predf and prede), where a write
 // happens only in some lanes.
 std::vector<bool> predicated(const Code& c);
+// Control-flow successors of every instruction (index order): the next one unless it jumps or
+// ends, and its branch/jump target. `modelled[i]` is false for control flow the passes do not
+// model (anything in is_control but branches, jumps, end, predication markers and cat7) and for
+// a branch whose target is no longer in the program; such an instruction's list is empty.
+struct Cfg {
+  std::vector<std::vector<size_t>> succ;
+  std::vector<bool> modelled;
+};
+Cfg control_flow(const Code& c);
 // Live-in register units of every instruction (index order), a backward dataflow over the
 // control-flow graph: a write inside a predicated construct does not kill (other lanes keep the
 // old value); control flow that is not modelled keeps everything live.
@@ -136,6 +145,10 @@ bool scalar_alu(const Ins& x);
 // no (r) or relative form) renamed `to`, re-assembled; false if one names it otherwise, none
 // does, or the text does not assemble back to the same instruction.
 bool rename_operands(const Ins& x, int from, int to, size_t first, size_t last, int gen, Instr* out);
+// x with operand k renamed full register to[k] wherever to[k] >= 0 (prefixes kept; the operand
+// must name a full register plainly), re-assembled; false if one cannot be renamed or the text
+// does not assemble back to the same instruction.
+bool rename_at(const Ins& x, const std::vector<int>& to, int gen, Instr* out);
 
 // Branch structure for range checks: the index of every instruction id, and per index the
 // branches/jumps that target it.
@@ -176,7 +189,8 @@ struct Parts {
 };
 Parts split(const std::string& text);
 // Operand text advanced by k components ("r1.w" + 1 = "r2.x", "c3.y" + 2 = "c3.w", with any
-// "(r)"/"(neg)"/"(abs)" prefix kept); "" when the operand is not a register or const.
+// "(r)"/"(neg)"/"(abs)" prefix kept; k may be negative); "" when the operand is not a register
+// or const, or the result falls outside the file.
 std::string advance(const std::string& operand, int k);
 // The full register an operand names ("(r)(neg)r2.w" -> regid 11; rN.c with N < 48), or -1
 // (half registers, consts, immediates).

@@ -2,14 +2,15 @@
 //
 // A (rptN) instruction issues N+1 elements; element k writes dst+k and reads each source
 // marked (r) at +k (registers and consts), the others unchanged. Steps, per region (code.h):
-// (1) a leader is an unrepeated cat1/cat2/cat3 instruction writing a general register;
-// (2) look ahead (within kWindow instructions) for the next member: same mnemonic and
-// modifiers, destination = leader's + k, every source either the leader's or the leader's + k,
-// the same choice for every member; (3) the member may join only if it can move up to the
-// leader's place: no instruction in between (outside the group) writes what it reads, or
-// reads or writes what it writes, and it reads nothing an earlier element writes (elements
-// issue back to back, so an element must not depend on another); (4) up to 4 elements (the
-// REPEAT field's range); (5) the packed instruction is assembled from Mesa syntax and must
+// (1) a leader is an unrepeated cat1/cat2/cat3 instruction writing a general register; it may be
+// any element o of its group (the o giving the most elements wins); (2) look ahead (within
+// kWindow instructions, in any order) for the other elements: same mnemonic and modifiers,
+// destination = leader's + (k - o), every source either the leader's or the leader's + (k - o),
+// the same choice for every member; (3) a member may join only if it can move up to the
+// leader's place: no instruction in between (outside the group) writes what it reads, or reads
+// or writes what it writes; and no element reads what an earlier element writes (elements issue
+// back to back) nor writes what an earlier one read later in the program; (4) up to 4 elements
+// (the REPEAT field's range); (5) the packed instruction is assembled from Mesa syntax and must
 // decode back to the same mnemonic; members are removed; (6) the packing is kept only if the
 // region's estimated issue time (estimate_cycles, passes.h) does not grow. Delay nops and sync
 // flags on the members are dropped: the legalize pass recomputes them.
@@ -27,6 +28,7 @@ namespace {
 
 constexpr size_t kWindow = 48;
 constexpr int kMaxElements = 4;
+constexpr size_t kNone = ~size_t{0};
 
 bool conflicts(const Effects& a, const Effects& b) {  // any RAW/WAR/WAW between a and b
   for (int w : a.writes) {
@@ -47,6 +49,19 @@ bool leader_ok(const Ins& x, const Parts& p) {
   for (const std::string& op : p.operands)
     if (op.find('<') != std::string::npos || op.find("a0") != std::string::npos) return false;  // relative
   if (cat == 1 && x.in.name().rfind("mov-", 0) != 0) return false;  // swz/gat/sct/movmsk
+  return true;
+}
+
+// Whether b may issue as a later element of one (rptN) than a: b must not read or write what a
+// writes (elements issue back to back), and a must not read what b writes unless a came first in
+// the program (a write-after-read that keeps its order).
+bool may_follow(const Effects& a, const Effects& b, bool a_first_in_program) {
+  auto has = [](const std::vector<int>& v, int u) { return std::find(v.begin(), v.end(), u) != v.end(); };
+  for (int w : a.writes)
+    if (has(b.reads, w) || has(b.writes, w)) return false;
+  if (!a_first_in_program)
+    for (int w : b.writes)
+      if (has(a.reads, w)) return false;
   return true;
 }
 
@@ -74,41 +89,69 @@ bool rpt(Code& c) {
     for (size_t i = 0; i < R.size(); ++i) {
       const Parts p0 = parts[i];
       if (!leader_ok(R[i], p0)) continue;
-      std::vector<size_t> group{i};
-      std::vector<int> mode(p0.operands.size(), -1);  // per source: 0 same, 1 advancing
-      for (size_t j = i + 1; j < R.size() && j < i + kWindow && static_cast<int>(group.size()) < kMaxElements; ++j) {
-        const Parts& pj = parts[j];
-        if (pj.mnemonic != p0.mnemonic || pj.operands.size() != p0.operands.size()) continue;
-        if (!leader_ok(R[j], pj)) continue;
-        int k = static_cast<int>(group.size());
-        if (pj.operands[0] != advance(p0.operands[0], k)) continue;
-        std::vector<int> m = mode;
-        bool ok = true;
-        for (size_t s = 1; s < p0.operands.size() && ok; ++s) {
-          bool same = pj.operands[s] == p0.operands[s];
-          std::string adv = advance(p0.operands[s], k);
-          bool advd = !adv.empty() && pj.operands[s] == adv;
-          if (m[s] == 0) ok = same;
-          else if (m[s] == 1) ok = advd;
-          else if (same) m[s] = 0;
-          else if (advd) m[s] = 1;
-          else ok = false;
+      // The leader is element o of the group for the o that gives the most elements.
+      std::vector<size_t> group;  // program index of element k
+      std::vector<int> mode;      // per source: 0 same, 1 advancing
+      int lead = 0;
+      for (int o = 0; o < kMaxElements; ++o) {
+        if (advance(p0.operands[0], -o).empty()) break;
+        std::vector<size_t> at(kMaxElements, kNone);
+        at[static_cast<size_t>(o)] = i;
+        std::vector<int> m(p0.operands.size(), -1);
+        std::vector<int> order;
+        for (int k = o - 1; k >= 0; --k) order.push_back(k);
+        for (int k = o + 1; k < kMaxElements; ++k) order.push_back(k);
+        int lo = o, hi = o;  // elements found: lo..hi
+        for (int k : order) {
+          if (k > o && k != hi + 1) break;
+          size_t found = kNone;
+          for (size_t j = i + 1; j < R.size() && j < i + kWindow && found == kNone; ++j) {
+            const Parts& pj = parts[j];
+            if (std::find(at.begin(), at.end(), j) != at.end()) continue;
+            if (pj.mnemonic != p0.mnemonic || pj.operands.size() != p0.operands.size() || !leader_ok(R[j], pj)) continue;
+            if (pj.operands[0] != advance(p0.operands[0], k - o)) continue;
+            std::vector<int> mj = m;
+            bool ok = true;
+            for (size_t s = 1; s < p0.operands.size() && ok; ++s) {
+              bool same = pj.operands[s] == p0.operands[s];
+              std::string adv = advance(p0.operands[s], k - o);
+              bool advd = !adv.empty() && pj.operands[s] == adv;
+              if (mj[s] == 0) ok = same;
+              else if (mj[s] == 1) ok = advd;
+              else if (same) mj[s] = 0;
+              else if (advd) mj[s] = 1;
+              else ok = false;
+            }
+            // movable up to the leader past everything outside the group
+            for (size_t q = i + 1; q < j && ok; ++q)
+              if (std::find(at.begin(), at.end(), q) == at.end() && conflicts(R[q].fx, R[j].fx)) ok = false;
+            for (int g = 0; g < kMaxElements && ok; ++g) {
+              size_t pg = at[static_cast<size_t>(g)];
+              if (pg == kNone) continue;
+              ok = g < k ? may_follow(R[pg].fx, R[j].fx, pg < j) : may_follow(R[j].fx, R[pg].fx, j < pg);
+            }
+            if (ok) found = j, m = mj;
+          }
+          if (found == kNone) {
+            if (k < o) lo = -1;
+            if (k < o) break;
+            continue;
+          }
+          at[static_cast<size_t>(k)] = found;
+          if (k < o) lo = k;
+          else hi = k;
         }
-        if (!ok) continue;
-        // movable up to the leader, and independent of the earlier elements
-        std::set<size_t> in_group(group.begin(), group.end());
-        for (size_t q = i + 1; q < j && ok; ++q)
-          if (!in_group.count(q) && conflicts(R[q].fx, R[j].fx)) ok = false;
-        for (size_t g : group)
-          for (int w : R[g].fx.writes)
-            if (std::find(R[j].fx.reads.begin(), R[j].fx.reads.end(), w) != R[j].fx.reads.end()) ok = false;
-        if (!ok) break;  // the next element cannot come from further down either
-        mode = m;
-        group.push_back(j);
+        if (lo != 0) continue;
+        if (hi + 1 > static_cast<int>(group.size())) {
+          group.assign(at.begin(), at.begin() + hi + 1);
+          mode = m;
+          lead = o;
+        }
       }
       if (group.size() < 2) continue;
-      std::string text = "(rpt" + std::to_string(group.size() - 1) + ")" + p0.mnemonic + " " + p0.operands[0];
-      for (size_t s = 1; s < p0.operands.size(); ++s) text += ", " + (mode[s] == 1 ? with_r(p0.operands[s]) : p0.operands[s]);
+      std::string text = "(rpt" + std::to_string(group.size() - 1) + ")" + p0.mnemonic + " " + advance(p0.operands[0], -lead);
+      for (size_t s = 1; s < p0.operands.size(); ++s)
+        text += ", " + (mode[s] == 1 ? with_r(advance(p0.operands[s], -lead)) : p0.operands[s]);
       Instr packed;
       try {
         packed = parse(text, c.gen);
@@ -121,13 +164,17 @@ bool rpt(Code& c) {
       std::vector<Ins> T = R;
       T[i].in = packed;
       T[i].fx = effects(packed, c.merged_regs);
-      for (size_t g = group.size(); g-- > 1;) T.erase(T.begin() + static_cast<ptrdiff_t>(group[g]));
+      std::vector<size_t> drop;
+      for (size_t g : group)
+        if (g != i) drop.push_back(g);
+      std::sort(drop.rbegin(), drop.rend());
+      for (size_t g : drop) T.erase(T.begin() + static_cast<ptrdiff_t>(g));
       // the members now issue at the leader's place: refuse when that makes the region slower
       // (a member reading a load's result would make the wait come earlier)
       if (estimate_cycles(T) > estimate_cycles(R)) continue;
       R = std::move(T);
       parts[i] = split(print(packed));
-      for (size_t g = group.size(); g-- > 1;) parts.erase(parts.begin() + static_cast<ptrdiff_t>(group[g]));
+      for (size_t g : drop) parts.erase(parts.begin() + static_cast<ptrdiff_t>(g));
       changed = true;
     }
     if (!changed) continue;
