@@ -46,6 +46,7 @@ constexpr int kSeThreads = 512;                          // 16 warps a block
 constexpr int kSeWarps = kSeThreads / kWarp;
 constexpr int64_t kSeRows = 128;                         // gate channels (F2 outputs) a block
 constexpr int64_t kSeSmemBytes = 40 << 10;               // pooled + hidden vectors + gate, at most
+constexpr int64_t kSeXVectors = 4;                      // M's prefetched 16-byte vectors a thread, at most
 constexpr int kSeGemv = 1, kSeMma = 2;                   // member forms ("cuda_se_forms")
 
 // The form the 1x1 conv call `c` on a 1x1 map gets in generate() (kSeGemv, kSeMma with one
@@ -154,48 +155,96 @@ void fuse_se(Plan& p) {
 
 // The code of one 1x1 conv member on the block's vector `src` (fp16 in shared memory, K long):
 // rows [rbase, rbase + rows) of the M outputs (rows < M), each + bias (param `bias`, "" none),
-// post-ops `po`, rounded to fp16 into dst[row - rbase].
-static std::string se_fc(int form, int64_t M, int64_t K, int64_t N, const std::string& w, const std::string& bias,
-                         DType bias_dt, const std::vector<PostOp>& po, const std::string& src, const std::string& dst,
-                         const std::string& rbase, int64_t rows) {
+// post-ops `po`, rounded to fp16 into dst[row - rbase]. The weights the warp needs go into
+// registers (`pre`, emitted at the kernel's start, so their loads overlap the pool's) where they
+// take at most kSePrefetchRegs a thread; `body` computes from them (else loads them itself).
+constexpr int64_t kSePrefetchRegs = 64;
+struct SeFc {
+  std::string pre, body;
+};
+static SeFc se_fc(int form, const std::string& tag, int64_t M, int64_t K, int64_t N, const std::string& w,
+                  const std::string& bias, DType bias_dt, const std::vector<PostOp>& po, const std::string& src,
+                  const std::string& dst, const std::string& rbase, int64_t rows) {
   std::string epi = "        float v = s" + (bias.empty() ? std::string() : " + " + load(bias_dt, bias, "m")) + ";\n";
   for (const PostOp& q : po) epi += "        v = " + unary_expr(q, "v") + ";\n";
   epi += "        " + dst + "[m - (" + rbase + ")] = opv_f2h(v);\n";
-  std::ostringstream s;
+  std::ostringstream pre, s;
+  const std::string wa = tag + "w";  // the prefetched weights
   if (form == kSeGemv) {  // conv1x1_gemv's lanes, steps and warp sum
-    s << "  for (int o = warp; o < " << rows << "; o += " << kSeWarps << ") {\n"
-      << "    const int m = " << rbase << " + o;\n"
-      << "    if (m >= " << M << ") break;\n"
-      << "    float acc = 0.0f;\n"
-      << "    for (int kk = lane * 8; kk < " << K << "; kk += " << 8 * kWarp << ")\n"
-      << "      acc = opv_dot8(*(const opv_u4*)(" << src << " + kk), *(const opv_u4*)(" << w << " + m * " << K
-      << " + kk), acc);\n"
-      << "    acc = opv_warp_sum(acc);\n"
+    const int64_t rpw = (rows + kSeWarps - 1) / kSeWarps, its = (K + 8 * kWarp - 1) / (8 * kWarp);
+    if (rpw * its * 4 <= kSePrefetchRegs) {
+      pre << "  opv_u4 " << wa << "[" << rpw << "][" << its << "];  // " << tag << ": this warp's rows, this lane's 8-channel steps\n"
+          << "#pragma unroll\n  for (int j = 0; j < " << rpw << "; ++j)\n"
+          << "#pragma unroll\n    for (int it = 0; it < " << its << "; ++it) {\n"
+          << "      const int o = warp + j * " << kSeWarps << ", m = " << rbase << " + o, kk = lane * 8 + it * " << 8 * kWarp << ";\n"
+          << "      " << wa << "[j][it] = (o < " << rows << " && m < " << M << " && kk < " << K << ") ? *(const opv_u4*)(" << w
+          << " + m * " << K << " + kk) : opv_u4{0u, 0u, 0u, 0u};\n    }\n";
+      s << "#pragma unroll\n  for (int j = 0; j < " << rpw << "; ++j) {\n"
+        << "    const int o = warp + j * " << kSeWarps << ", m = " << rbase << " + o;\n"
+        << "    if (o >= " << rows << " || m >= " << M << ") break;\n"
+        << "    float acc = 0.0f;\n"
+        << "#pragma unroll\n    for (int it = 0; it < " << its << "; ++it)\n"
+        << "      if (lane * 8 + it * " << 8 * kWarp << " < " << K << ") acc = opv_dot8(*(const opv_u4*)(" << src
+        << " + lane * 8 + it * " << 8 * kWarp << "), " << wa << "[j][it], acc);\n";
+    } else {
+      s << "  for (int o = warp; o < " << rows << "; o += " << kSeWarps << ") {\n"
+        << "    const int m = " << rbase << " + o;\n"
+        << "    if (m >= " << M << ") break;\n"
+        << "    float acc = 0.0f;\n"
+        << "    for (int kk = lane * 8; kk < " << K << "; kk += " << 8 * kWarp << ")\n"
+        << "      acc = opv_dot8(*(const opv_u4*)(" << src << " + kk), *(const opv_u4*)(" << w << " + m * " << K
+        << " + kk), acc);\n";
+    }
+    s << "    acc = opv_warp_sum(acc);\n"
       << "    if (lane == 0) {\n      const float s = acc;\n  " << epi << "    }\n  }\n";
-    return s.str();
+    return {pre.str(), s.str()};
   }
   // conv1x1_mma's chains for one pixel column (no split-K): this warp's 16-row groups
   const MmaShape sh = mma_shape(N, M, 1, K, false);
-  const int64_t nst = (K + sh.KC - 1) / sh.KC, steps = sh.KC / sh.WK / 16;
-  s << "  for (int q = warp; q < " << (rows + 15) / 16 << "; q += " << kSeWarps << ") {\n"
-    << "    const int mb = " << rbase << " + q * 16;\n"
-    << "    if (mb >= " << M << ") break;\n"
+  const int64_t nst = (K + sh.KC - 1) / sh.KC, steps = sh.KC / sh.WK / 16, ng = (rows + 15) / 16;
+  const int64_t qpw = (ng + kSeWarps - 1) / kSeWarps;
+  const bool fetch = qpw * sh.WK * nst * steps * 4 <= kSePrefetchRegs;
+  const std::string wv = tag + "wv";
+  pre << "  auto " << wv << " = [&](int m, int k) -> unsigned { return (m < " << M << " && k < " << K << ") ? (unsigned)" << w
+      << "[m * " << K << " + k] : 0u; };\n";
+  // A fragment j (0..3) of rows mb.., channels k.. (k = the step's first + 2t): conv1x1_mma's ldmatrix registers
+  auto frag = [&](const std::string& dst4) {
+    return "          " + dst4 + "[0] = " + wv + "(mb + g, k) | (" + wv + "(mb + g, k + 1) << 16);\n" +
+           "          " + dst4 + "[1] = " + wv + "(mb + g + 8, k) | (" + wv + "(mb + g + 8, k + 1) << 16);\n" +
+           "          " + dst4 + "[2] = " + wv + "(mb + g, k + 8) | (" + wv + "(mb + g, k + 9) << 16);\n" +
+           "          " + dst4 + "[3] = " + wv + "(mb + g + 8, k + 8) | (" + wv + "(mb + g + 8, k + 9) << 16);\n";
+  };
+  const std::string kexpr = "st * " + std::to_string(sh.KC) + " + wk * " + std::to_string(sh.KC / sh.WK) + " + ks * 16 + 2 * (lane & 3)";
+  if (fetch) {
+    pre << "  unsigned " << wa << "[" << qpw << "][" << sh.WK << "][" << nst * steps << "][4];  // " << tag
+        << ": A fragments of this warp's 16-row groups\n"
+        << "#pragma unroll\n  for (int qi = 0; qi < " << qpw << "; ++qi) {\n"
+        << "    const int q = warp + qi * " << kSeWarps << ", mb = q < " << ng << " ? " << rbase << " + q * 16 : " << M
+        << ", g = lane >> 2;\n"
+        << "#pragma unroll\n    for (int wk = 0; wk < " << sh.WK << "; ++wk)\n"
+        << "#pragma unroll\n      for (int st = 0; st < " << nst << "; ++st)\n"
+        << "#pragma unroll\n        for (int ks = 0; ks < " << steps << "; ++ks) {\n"
+        << "          const int k = " << kexpr << ";\n"
+        << frag(wa + "[qi][wk][st * " + std::to_string(steps) + " + ks]") << "        }\n  }\n";
+  }
+  s << "#pragma unroll\n  for (int qi = 0; qi < " << qpw << "; ++qi) {\n"
+    << "    const int q = warp + qi * " << kSeWarps << ", mb = " << rbase << " + q * 16;\n"
+    << "    if (q >= " << ng << " || mb >= " << M << ") break;\n"
     << "    const int g = lane >> 2, t = lane & 3;\n"
-    << "    auto wv = [&](int m, int k) -> unsigned { return (m < " << M << " && k < " << K << ") ? (unsigned)" << w
-    << "[m * " << K << " + k] : 0u; };\n"
     << "    auto hv = [&](int k) -> unsigned { return k < " << K << " ? (unsigned)" << src << "[k] : 0u; };\n"
     << "    float s0 = 0.0f, s1 = 0.0f;  // rows mb + g, mb + g + 8: the K groups' sums in order\n"
     << "#pragma unroll\n    for (int wk = 0; wk < " << sh.WK << "; ++wk) {\n"
     << "      float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
-    << "      for (int st = 0; st < " << nst << "; ++st)\n"
+    << "#pragma unroll\n      for (int st = 0; st < " << nst << "; ++st)\n"
     << "#pragma unroll\n        for (int ks = 0; ks < " << steps << "; ++ks) {\n"
-    << "          const int k = st * " << sh.KC << " + wk * " << sh.KC / sh.WK << " + ks * 16 + 2 * t;\n"
-    << "          unsigned a[4], b[2];\n"
-    << "          a[0] = wv(mb + g, k) | (wv(mb + g, k + 1) << 16);\n"
-    << "          a[1] = wv(mb + g + 8, k) | (wv(mb + g + 8, k + 1) << 16);\n"
-    << "          a[2] = wv(mb + g, k + 8) | (wv(mb + g, k + 9) << 16);\n"
-    << "          a[3] = wv(mb + g + 8, k + 8) | (wv(mb + g + 8, k + 9) << 16);\n"
-    << "          b[0] = hv(k) | (hv(k + 1) << 16);  // every column: the vector (column 0's sums are the call's)\n"
+    << "          const int k = " << kexpr << ";\n"
+    << "          unsigned b[2];\n";
+  if (fetch) {
+    s << "          const unsigned* a = " << wa << "[qi][wk][st * " << steps << " + ks];\n";
+  } else {
+    s << "          unsigned a[4];\n" << frag("a");
+  }
+  s << "          b[0] = hv(k) | (hv(k + 1) << 16);  // every column: the vector (column 0's sums are the call's)\n"
     << "          b[1] = hv(k + 8) | (hv(k + 9) << 16);\n"
     << "          opv_mma(c, a, b);\n"
     << "        }\n"
@@ -207,7 +256,7 @@ static std::string se_fc(int form, int64_t M, int64_t K, int64_t N, const std::s
     << "        if (m >= " << M << ") break;\n"
     << "        const float s = h ? s1 : s0;\n"
     << epi << "      }\n    }\n  }\n";
-  return s.str();
+  return {pre.str(), s.str()};
 }
 
 Generated se_gate(const Plan& p, const Call& c) {
@@ -247,7 +296,16 @@ Generated se_gate(const Plan& p, const Call& c) {
     << "  const int n = blockIdx.x / " << MB << ", r0 = (blockIdx.x % " << MB << ") * " << kSeRows << ";\n"
     << "  const unsigned short* xn = in0 + n * " << C * HW << ";\n"
     << "  unsigned short* yn = out0 + n * " << C * HW << ";\n"
-    << "  (void)lane;\n";
+    << "  const int nch = " << C << " - r0 < " << kSeRows << " ? " << C << " - r0 : " << kSeRows << ";  // this block's gate channels\n"
+    << "  (void)lane; (void)nch;\n";
+  // The members' weights into registers first (their loads overlap the pool's)
+  const SeFc f1 = se_fc(int(forms[0]), "f1", Hd, C, N, "in1", c.inputs[2] >= 0 ? "in2" : "",
+                        c.inputs[2] >= 0 ? buf(2).dtype : DType::F32, range(0, npo[0]), "sq", "sh", "0", Hd);
+  const SeFc f2 = se_fc(int(forms[1]), "f2", C, Hd, N, "in3", c.inputs[4] >= 0 ? "in4" : "",
+                        c.inputs[4] >= 0 ? buf(4).dtype : DType::F32, range(npo[0], npo[1]), "sh", "sg", "r0", kSeRows);
+  std::ostringstream xpre;  // M's prefetch (below)
+  const size_t pre_at = size_t(b.tellp());
+  b << f1.pre << f2.pre;
   // 1. R: per channel, row-major order from 0.0f
   b << "  for (int c = tid; c < " << C << "; c += " << kSeThreads << ") {\n    float acc = 0.0f;\n";
   if (HW % 8 == 0) {
@@ -261,21 +319,38 @@ Generated se_gate(const Plan& p, const Call& c) {
     b << "    for (int q = 0; q < " << HW << "; ++q) acc += opv_h2f(xn[c * " << HW << " + q]);\n";
   }
   b << "    sq[c] = opv_f2h(acc / " << float_literal(double(HW)) << ");\n  }\n  __syncthreads();\n";
-  // 2. F1: all Hd outputs of the image
-  b << se_fc(int(forms[0]), Hd, C, N, "in1", c.inputs[2] >= 0 ? "in2" : "", c.inputs[2] >= 0 ? buf(2).dtype : DType::F32,
-             range(0, npo[0]), "sq", "sh", "0", Hd)
-    << "  __syncthreads();\n";
-  // 3. F2: this block's gate channels
-  b << se_fc(int(forms[1]), C, Hd, N, "in3", c.inputs[4] >= 0 ? "in4" : "", c.inputs[4] >= 0 ? buf(4).dtype : DType::F32,
-             range(npo[0], npo[1]), "sh", "sg", "r0", kSeRows)
-    << "  __syncthreads();\n";
-  // 4. M: this block's channels of X times the gate
-  b << "  const int nch = " << C << " - r0 < " << kSeRows << " ? " << C << " - r0 : " << kSeRows << ";\n"
-    << "  for (int e = tid; e < nch * " << HW << "; e += " << kSeThreads << ") {\n"
-    << "    const int o = r0 * " << HW << " + e;\n"
-    << "    float v = ((opv_h2f(xn[o])) * (opv_h2f(sg[e / " << HW << "])));\n";
-  for (const PostOp& po : range(npo[0] + npo[1], npo[2])) b << "    v = " << unary_expr(po, "v") << ";\n";
-  b << "    yn[o] = opv_f2h(v);\n  }\n";
+  // 2. F1: all Hd outputs of the image; 3. F2: this block's gate channels
+  b << f1.body << "  __syncthreads();\n" << f2.body << "  __syncthreads();\n";
+  // 4. M: this block's channels of X times the gate (X's slice prefetched as 16-byte vectors at
+  // the start where H*W % 8 == 0 and it takes at most kSeXVectors a thread)
+  const std::vector<PostOp> mpo = range(npo[0] + npo[1], npo[2]);
+  const int64_t xvec = (kSeRows * HW / 8 + kSeThreads - 1) / kSeThreads;
+  if (HW % 8 == 0 && xvec <= kSeXVectors) {
+    b << "#pragma unroll\n  for (int j = 0; j < " << xvec << "; ++j) {\n"
+      << "    const int e8 = (tid + j * " << kSeThreads << ") * 8;\n"
+      << "    if (e8 >= nch * " << HW << ") break;\n"
+      << "    const unsigned e[4] = {xv[j].x, xv[j].y, xv[j].z, xv[j].w};\n"
+      << "    unsigned r[4];\n"
+      << "#pragma unroll\n    for (int q = 0; q < 8; ++q) {\n"
+      << "      const unsigned short xh = (unsigned short)((q & 1) ? e[q >> 1] >> 16 : e[q >> 1] & 0xffffu);\n"
+      << "      float v = ((opv_h2f(xh)) * (opv_h2f(sg[(e8 + q) / " << HW << "])));\n";
+    for (const PostOp& po : mpo) b << "      v = " << unary_expr(po, "v") << ";\n";
+    b << "      const unsigned h = opv_f2h(v);\n"
+      << "      if (q & 1) r[q >> 1] |= h << 16; else r[q >> 1] = h;\n    }\n"
+      << "    *(opv_u4*)(yn + r0 * " << HW << " + e8) = opv_u4{r[0], r[1], r[2], r[3]};\n  }\n";
+    xpre << "  opv_u4 xv[" << xvec << "];  // this thread's 8-element vectors of the block's slice of X\n"
+         << "#pragma unroll\n  for (int j = 0; j < " << xvec << "; ++j) {\n"
+         << "    const int e8 = (tid + j * " << kSeThreads << ") * 8;\n"
+         << "    xv[j] = e8 < nch * " << HW << " ? *(const opv_u4*)(xn + r0 * " << HW << " + e8) : opv_u4{0u, 0u, 0u, 0u};\n  }\n";
+  } else {
+    b << "  for (int e = tid; e < nch * " << HW << "; e += " << kSeThreads << ") {\n"
+      << "    const int o = r0 * " << HW << " + e;\n"
+      << "    float v = ((opv_h2f(xn[o])) * (opv_h2f(sg[e / " << HW << "])));\n";
+    for (const PostOp& po : mpo) b << "    v = " << unary_expr(po, "v") << ";\n";
+    b << "    yn[o] = opv_f2h(v);\n  }\n";
+  }
+  std::string body = b.str();
+  body.insert(pre_at, xpre.str());
   std::string params = "unsigned short* __restrict__ out0";
   for (size_t j = 0; j < c.inputs.size(); ++j)
     if (c.inputs[j] >= 0) params += std::string(", const ") + c_type(buf(j).dtype) + "* __restrict__ in" + std::to_string(j);
@@ -286,7 +361,7 @@ Generated se_gate(const Plan& p, const Call& c) {
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
       << kDot8 << kMmaHelpers << "extern \"C\" __global__ void __launch_bounds__(" << kSeThreads << ") " << gen.entry
       << "(" << params << ") {\n"
-      << b.str() << "}\n";
+      << body << "}\n";
   gen.source = src.str();
   gen.global = {N * MB * kSeThreads, 0, 0};
   gen.local = {kSeThreads, 0, 0};
