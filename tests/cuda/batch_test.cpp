@@ -128,8 +128,11 @@ TEST(CudaBatch, VariantsCompileAtBatch3) {
       const plan::Plan p = compile_cuda(path, f, 3);
       EXPECT_EQ(p.meta.i("batch"), 3);
       for (int in : p.inputs) EXPECT_EQ(p.buffers[size_t(in)].shape[0], 3);
-      for (const plan::Kernel& k : p.kernels)
-        if (!k.source.empty()) EXPECT_EQ(k.options, plan::cuda::kPtxFormat) << k.name;  // every kernel went through NVRTC
+      for (const plan::Kernel& k : p.kernels) {
+        if (!k.source.empty()) {
+          EXPECT_EQ(k.options, plan::cuda::kPtxFormat) << k.name;  // every kernel went through NVRTC
+        }
+      }
     }
   }
 }
