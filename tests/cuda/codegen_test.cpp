@@ -400,12 +400,14 @@ ir::Graph pack_graph(const F16Case& t, DType dt) {
   g.validate();
   return g;
 }
+// Random values in [lo, hi) rounded to fp16, stored as dt: the test graphs' weights and inputs.
+Tensor f16_random(const Shape& s, uint64_t seed, float lo, float hi, DType dt) {
+  return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
+}
 ir::Graph dw_pair_graph(const F16Case& t, DType dt) {
   ir::Graph g;
   g.source = "cuda_codegen_test";
-  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
-    return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
-  };
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
   const Shape xs{t.N, t.C, t.H, t.W};
   const int x = g.add_value({"x0", dt, xs, nullptr});
   g.inputs.push_back(x);
@@ -428,9 +430,7 @@ ir::Graph dw_pair_graph(const F16Case& t, DType dt) {
 ir::Graph heads_graph(const F16Case& t, DType dt) {
   ir::Graph g;
   g.source = "cuda_codegen_test";
-  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
-    return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
-  };
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
   const int x = g.add_value({"x0", dt, {t.N, t.C}, nullptr});  // N rows: a batch-N artifact's heads
   g.inputs.push_back(x);
   Attrs tb;
@@ -457,9 +457,7 @@ ir::Graph heads_graph(const F16Case& t, DType dt) {
 ir::Graph ffn_graph(const F16Case& t, DType dt) {
   ir::Graph g;
   g.source = "cuda_codegen_test";
-  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
-    return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
-  };
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
   const Shape xs{t.N, t.C, t.H, t.W};
   int x = g.add_value({"x0", dt, xs, nullptr});
   int res = -1;
@@ -504,9 +502,7 @@ ir::Graph f16_graph(const F16Case& t, DType dt) {
   if (t.pack) return pack_graph(t, dt);
   ir::Graph g;
   g.source = "cuda_codegen_test";
-  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
-    return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
-  };
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
   const Shape xs = t.gemv ? Shape{1, t.C} : Shape{t.N, t.C, t.H, t.W};
   const Shape ys = t.gemv ? Shape{1, t.M} : Shape{t.N, t.M, t.H, t.W};
   const int x = g.add_value({"x0", dt, xs, nullptr});
@@ -957,9 +953,7 @@ std::vector<SeCase> se_cases() {
 ir::Graph se_graph(const SeCase& t, DType dt) {
   ir::Graph g;
   g.source = "cuda_codegen_test";
-  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) {
-    return test::random_f32(s, seed, lo, hi).cast(DType::F16).cast(dt);
-  };
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
   const Shape xs{t.N, t.C, t.H, t.W};
   const int x = g.add_value({"x0", dt, xs, nullptr});
   g.inputs.push_back(x);

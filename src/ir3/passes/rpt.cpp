@@ -103,7 +103,6 @@ bool rpt(Code& c) {
         for (int k = o + 1; k < kMaxElements; ++k) order.push_back(k);
         int lo = o, hi = o;  // elements found: lo..hi
         for (int k : order) {
-          if (k > o && k != hi + 1) break;
           size_t found = kNone;
           for (size_t j = i + 1; j < R.size() && j < i + kWindow && found == kNone; ++j) {
             const Parts& pj = parts[j];
@@ -132,10 +131,9 @@ bool rpt(Code& c) {
             }
             if (ok) found = j, m = mj;
           }
-          if (found == kNone) {
+          if (found == kNone) {  // below the leader the group fails; above it, it ends
             if (k < o) lo = -1;
-            if (k < o) break;
-            continue;
+            break;
           }
           at[static_cast<size_t>(k)] = found;
           if (k < o) lo = k;
