@@ -16,8 +16,6 @@
 // flags on the members are dropped: the legalize pass recomputes them.
 // Progress: true when at least one group was packed.
 #include <algorithm>
-#include <map>
-#include <set>
 
 #include "core/error.h"
 #include "ir3/passes/passes.h"
@@ -30,14 +28,15 @@ constexpr size_t kWindow = 48;
 constexpr int kMaxElements = 4;
 constexpr size_t kNone = ~size_t{0};
 
-bool conflicts(const Effects& a, const Effects& b) {  // any RAW/WAR/WAW between a and b
-  for (int w : a.writes) {
-    if (std::find(b.reads.begin(), b.reads.end(), w) != b.reads.end()) return true;
-    if (std::find(b.writes.begin(), b.writes.end(), w) != b.writes.end()) return true;
-  }
-  for (int w : b.writes)
-    if (std::find(a.reads.begin(), a.reads.end(), w) != a.reads.end()) return true;
+// Whether any unit of `units` is in `set`.
+bool hits(const std::vector<int>& units, const std::vector<int>& set) {
+  for (int u : units)
+    if (std::find(set.begin(), set.end(), u) != set.end()) return true;
   return false;
+}
+
+bool conflicts(const Effects& a, const Effects& b) {  // any RAW/WAR/WAW between a and b
+  return hits(a.writes, b.reads) || hits(a.writes, b.writes) || hits(b.writes, a.reads);
 }
 
 bool leader_ok(const Ins& x, const Parts& p) {
@@ -56,13 +55,7 @@ bool leader_ok(const Ins& x, const Parts& p) {
 // writes (elements issue back to back), and a must not read what b writes unless a came first in
 // the program (a write-after-read that keeps its order).
 bool may_follow(const Effects& a, const Effects& b, bool a_first_in_program) {
-  auto has = [](const std::vector<int>& v, int u) { return std::find(v.begin(), v.end(), u) != v.end(); };
-  for (int w : a.writes)
-    if (has(b.reads, w) || has(b.writes, w)) return false;
-  if (!a_first_in_program)
-    for (int w : b.writes)
-      if (has(a.reads, w)) return false;
-  return true;
+  return a_first_in_program ? !hits(a.writes, b.reads) && !hits(a.writes, b.writes) : !conflicts(a, b);
 }
 
 std::string with_r(const std::string& op) {
