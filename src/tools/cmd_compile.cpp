@@ -64,6 +64,9 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-pack", "on|off", "cuda: compute the uint8 input pack (Concat/Cast + normalisation) inside the stem "
               "convolution that alone reads it: one launch fewer, but slower on the H200 so far (BENCHMARKS.md). "
               "Recorded in the plan when on", "off")
+      .option("--cuda-se", "on|off", "cuda: the squeeze-excitation gate (mean pool -> 1x1 conv -> 1x1 conv -> scale of "
+              "the input) as one launch where it fits (compute_80+; bit-identical to the four calls); off keeps the four "
+              "calls (a before/after of the fusion). Recorded in the plan when off", "on")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "
               "auto (the plan's choice: nhwc where it has tensor-core 1x1 convs, compute_80+ fp16). Recorded in the plan "
@@ -123,6 +126,7 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_ffn = on_off(a, "--cuda-ffn", "on");
   opts.pass_ctx.cuda.fuse_ffn_dw = on_off(a, "--cuda-ffn-dw", "off");
   opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
+  opts.pass_ctx.cuda.fuse_se = on_off(a, "--cuda-se", "on");
   try {
     opts.pass_ctx.cuda.layout = plan::cuda::parse_layout_choice(a.get("--cuda-layout", "nchw"));
   } catch (const Error& e) {

@@ -185,3 +185,47 @@ def test_opt_runs_passes_with_the_recorded_compile_options(cli, tmp_path):
         widths[batch] = {int(n) for n in re.findall(r"_x(\d+)\b", p.stdout)}
     assert widths["2"] == {2}, widths
     assert max(widths["4"]) > 2, widths
+
+
+def test_cuda_se_switch_changes_the_launch_count(cli, tmp_path):
+    """compile --cuda-se on|off (target cuda, compute_80): the make-model's squeeze-excitation gate
+    (ReduceMean -> 1x1 + Relu -> 1x1 + Sigmoid -> Mul) is one launch by default and with on, four
+    with off; off is recorded in the plan meta (cuda_se=0), the default is not recorded; at
+    compute_75 there is nothing to fuse, so the switch changes nothing. Compile only (NVRTC, no
+    GPU); skipped where this build has no cuda target or no NVRTC."""
+    p = cli.run("compile", "--help")
+    assert p.returncode == 0, describe(p)
+    if not re.search(r"--target \S*cuda", p.stdout):
+        pytest.skip("this build has no cuda target (OPV_CUDA=OFF)")
+    assert "--cuda-se on|off" in p.stdout and "squeeze-excitation gate" in p.stdout, describe(p)
+    model = tmp_path / "m.onnx"
+    # final conv 256 channels, SE hidden 16: a gate se.cpp fuses (that of --widths 16,32,48,64,
+    # 128 channels and 8 hidden, is not fused, so it would show nothing)
+    p = cli.run("make-model", model, "--fp16", "--height", "32", "--width", "64", "--widths", "32,64,96,128",
+                "--depths", "1,1,1,1", "--hidden", "32")
+    assert p.returncode == 0, describe(p)
+
+    def compile_cuda(name, *extra):
+        art = tmp_path / f"{name}.opv"
+        p = cli.run("compile", model, "-o", art, "--target", "cuda", *extra, timeout=600)
+        if p.returncode != 0 and "nvrtc" in p.stderr.lower():
+            pytest.skip(f"NVRTC is not available here: {p.stderr.strip()[:300]}")
+        assert p.returncode == 0, describe(p)
+        m = SUMMARY.search(p.stderr)
+        assert m and m.group(1) == "cuda", describe(p)
+        p = cli.run("inspect", art)
+        assert p.returncode == 0, describe(p)
+        meta = [kv for ln in p.stdout.splitlines() if ln.startswith("meta ") for kv in ln.split()[1:]]
+        return int(m.group(2)), meta, "se_gate_" in p.stdout   # calls, meta key=value list, fused kernel
+
+    calls_default, meta_default, fused_default = compile_cuda("default", "--cuda-arch", "compute_80")
+    calls_on, meta_on, fused_on = compile_cuda("on", "--cuda-arch", "compute_80", "--cuda-se", "on")
+    calls_off, meta_off, fused_off = compile_cuda("off", "--cuda-arch", "compute_80", "--cuda-se", "off")
+    assert calls_on == calls_default and calls_off == calls_default + 3, (calls_default, calls_on, calls_off)
+    assert fused_default and fused_on and not fused_off
+    assert not [kv for kv in meta_default + meta_on if kv.startswith("cuda_se=")], (meta_default, meta_on)
+    assert "cuda_se=0" in meta_off, meta_off
+    # compute_75: no tensor-core form, the gate stays four calls either way
+    calls_75_on, _, fused_75 = compile_cuda("on75", "--cuda-se", "on")
+    calls_75_off, _, _ = compile_cuda("off75", "--cuda-se", "off")
+    assert calls_75_on == calls_75_off and not fused_75, (calls_75_on, calls_75_off)

@@ -1,6 +1,6 @@
 // Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-ffn-dw,
-// --cuda-pack, --cuda-layout), handed to its plan passes in plan::PassCtx. Recorded in plan meta
-// ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_layout";
+// --cuda-pack, --cuda-se, --cuda-layout), handed to its plan passes in plan::PassCtx. Recorded in plan meta
+// ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_se", "cuda_layout";
 // only values that differ from the defaults) like the opencl options, so `opvision opt` and
 // readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
@@ -47,7 +47,7 @@ struct Options {
   // The squeeze-excitation gate (a global mean pool, a 1x1 conv, a 1x1 conv on a 1x1 map, each
   // result read only by the next, then the input scaled by the gate) as one launch (se.cpp;
   // outputs bit-identical to the four calls); false keeps the four calls (a before/after; meta
-  // "cuda_se" = 0; no CLI flag yet).
+  // "cuda_se" = 0). compile --cuda-se off turns it off.
   bool fuse_se = true;
   // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
