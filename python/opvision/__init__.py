@@ -166,6 +166,14 @@ class InferenceSession:
         """The backend the session runs on (the plan's target)."""
         return self._s.backend
 
+    @property
+    def batch(self) -> Optional[int]:
+        """Samples per inference of an artifact compiled with ``batch=N`` (``compile --batch N``,
+        plan meta ``batch``, as ``opvision inspect`` shows it): every input and output then has
+        leading dimension N, sample k's outputs computed from sample k's inputs alone. None when
+        the model keeps its own batch (compiled without it)."""
+        return self._s.batch
+
     def get_inputs(self) -> List[NodeArg]:
         """The model's inputs, in model order."""
         return list(self._inputs)

@@ -16,11 +16,20 @@ Dataset layout (DATASET_DIR):
     ``img`` and ``big_img``, both ``(F, 1, 12, 128, 256)`` uint8). Every member has the same F >= 1.
     Members that are not model inputs are ignored.
   * A ``.npy`` shard is the one input of a single-input model, shape ``(F, *input.shape)``.
+  * A batch-N artifact (``opvision compile --batch N``, ``InferenceSession.batch``: inputs and
+    outputs ``[N, ...]``) replays the same dataset: a frame is one sample, ``(1, *input.shape[1:])``
+    (the batch-1 model's input shape), and the segment's frames run N at a time, one inference per
+    group of N consecutive frames; the last group of a segment whose F is not a multiple of N is
+    padded with zero frames, whose outputs are discarded. The outputs have the batch-1 layout
+    below, frame f's being sample f % N of inference f // N.
 
 Outputs (OUT_DIR, created if missing), one file per segment, named after it:
   * ``--format npz`` (default): ``<segment>.npz`` with one member per model output, named as the
     output, of shape ``(F, *output.shape)`` and the output's dtype; frame f of it is
-    ``InferenceSession.run`` on frame f of the shard, bit for bit (same backend and threads).
+    ``InferenceSession.run`` on frame f of the shard, bit for bit (same backend and threads);
+    with a batch-N artifact ``(F, 1, *output.shape[1:])``, frame f's row equal to the batch-1
+    artifact's within the backend's tolerance, not necessarily bit for bit (the cpu backend's
+    batch-N kernels round differently: max_abs_rel ~5e-7 on a make-model variant).
   * ``--format parquet``: ``<segment>.parquet``, one row per frame: column ``frame`` (int32) and
     per model output a column of that name holding the frame's output flattened (a fixed-size
     list of the output's dtype); the schema metadata ``opvision.shapes`` (JSON) gives each
@@ -33,7 +42,8 @@ work, with the shard named. Segments whose output is already present and complet
 The rest become a Ray Dataset of one row per segment (``ray.data.from_items``), mapped with
 ``map_batches`` over a pool of N actors (SegmentReplayer): each actor opens one
 opvision.InferenceSession in its constructor and runs every segment it is given through it, one
-frame at a time (run_into, no copies), then writes the segment's output to a temporary file in
+frame at a time (N frames at a time with a batch-N artifact; run_into, no copies but the padded
+last group's), then writes the segment's output to a temporary file in
 OUT_DIR and renames it into place (atomic on POSIX), so a killed or retried task never leaves a
 partial or a second copy of a segment. A worker process that dies is restarted by Ray and its
 segment retried (``max_restarts=-1``, ``max_task_retries`` = --retries). Ray Data draws the
@@ -67,7 +77,7 @@ from . import InferenceSession, NodeArg
 from .errors import Error
 
 __all__ = ["DatasetError", "SegmentsFailed", "Segment", "SegmentReplayer", "ReplayResult", "replay", "list_segments",
-           "check_shard", "load_shard", "read_segment", "output_path", "write_atomic", "main"]
+           "check_shard", "load_shard", "read_segment", "output_path", "write_atomic", "frame_specs", "main"]
 
 SHARD_SUFFIXES = (".npz", ".npy")
 FORMATS = ("npz", "parquet")
@@ -144,10 +154,37 @@ def _framed(shape: Sequence[int]) -> str:
     return "(F, " + ", ".join(str(d) for d in shape) + ")"
 
 
+def frame_specs(session: InferenceSession) -> Tuple[int, List[NodeArg], List[NodeArg]]:
+    """(N, inputs, outputs) of one frame of `session`'s model: N frames per inference; a frame's
+    inputs and outputs as NodeArgs. N = 1 and the model's own inputs and outputs, unless the model
+    is a batch-N artifact with N > 1 (session.batch, compile --batch N): then a frame is one sample,
+    each input and output ``[1, *shape[1:]]``.
+
+    Raises:
+        Error: the artifact records batch N but an input or output has no leading dimension N."""
+    batch = session.batch
+    inputs, outputs = session.get_inputs(), session.get_outputs()
+    if batch is None or batch == 1:
+        return 1, inputs, outputs
+    for what, specs in (("input", inputs), ("output", outputs)):
+        for a in specs:
+            if not a.shape or a.shape[0] != batch:
+                raise Error(f"the model is a batch-{batch} artifact (compile --batch {batch}), but its {what} "
+                            f"'{a.name}' has shape {a.shape}, not [{batch}, ...]: it cannot be replayed frame by frame")
+    per_frame = [[NodeArg(a.name, a.dtype.name, [1] + a.shape[1:]) for a in specs] for specs in (inputs, outputs)]
+    return batch, per_frame[0], per_frame[1]
+
+
+def _batch_note(batch: int) -> str:
+    return (f" (the model is a batch-{batch} artifact, compile --batch {batch}: a frame is one sample of its "
+            f"[{batch}, ...] inputs, {batch} frames run per inference)" if batch > 1 else "")
+
+
 def _check_arrays(path: str, arrays: Mapping[Optional[str], Tuple[Tuple[int, ...], np.dtype]],
-                  inputs: Sequence[NodeArg]) -> int:
-    """The one check of a shard against the model's inputs (headers or loaded arrays alike);
-    returns its frame count F."""
+                  inputs: Sequence[NodeArg], batch: int = 1) -> int:
+    """The one check of a shard against one frame's inputs (frame_specs; headers or loaded
+    arrays alike); returns its frame count F. `batch` (frames per inference) is named in the
+    messages."""
     if None in arrays:  # an .npy: the single input
         if len(inputs) != 1:
             raise DatasetError(f"shard {path}: an .npy shard holds one array, but the model has "
@@ -167,7 +204,8 @@ def _check_arrays(path: str, arrays: Mapping[Optional[str], Tuple[Tuple[int, ...
                                f"input is {i.dtype} (shape {want})")
         if len(shape) != len(i.shape) + 1 or list(shape[1:]) != i.shape or shape[0] < 1:
             raise DatasetError(f"shard {path}: member '{i.name}' has shape {tuple(shape)}, expected "
-                               f"{want}: the input's shape with the frames stacked on a first axis")
+                               f"{want}: the input's shape with the frames stacked on a first axis"
+                               + _batch_note(batch))
         if frames is not None and shape[0] != frames:
             raise DatasetError(f"shard {path}: member '{i.name}' has {shape[0]} frames, "
                                f"'{inputs[0].name}' has {frames}")
@@ -175,12 +213,13 @@ def _check_arrays(path: str, arrays: Mapping[Optional[str], Tuple[Tuple[int, ...
     return int(frames)
 
 
-def check_shard(path: str, inputs: Sequence[NodeArg]) -> int:
-    """Checks a shard's members against the model inputs from its headers; returns F."""
-    return _check_arrays(path, _array_headers(path), inputs)
+def check_shard(path: str, inputs: Sequence[NodeArg], batch: int = 1) -> int:
+    """Checks a shard's members against one frame's inputs (frame_specs) from its headers;
+    returns F."""
+    return _check_arrays(path, _array_headers(path), inputs, batch)
 
 
-def load_shard(path: str, inputs: Sequence[NodeArg]) -> Tuple[Dict[str, np.ndarray], int]:
+def load_shard(path: str, inputs: Sequence[NodeArg], batch: int = 1) -> Tuple[Dict[str, np.ndarray], int]:
     """{input name: (F, *shape) C-contiguous array} of a shard, checked; and F."""
     try:
         if path.endswith(".npy"):
@@ -191,12 +230,13 @@ def load_shard(path: str, inputs: Sequence[NodeArg]) -> Tuple[Dict[str, np.ndarr
                 loaded = {i.name: z[i.name] for i in inputs if i.name in names}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
         raise DatasetError(f"shard {path}: cannot read it: {e}") from None
-    frames = _check_arrays(path, {k: (v.shape, v.dtype) for k, v in loaded.items()}, inputs)
+    frames = _check_arrays(path, {k: (v.shape, v.dtype) for k, v in loaded.items()}, inputs, batch)
     return {k: np.ascontiguousarray(v) for k, v in loaded.items()}, frames
 
 
-def list_segments(dataset_dir: str, inputs: Sequence[NodeArg]) -> List[Segment]:
-    """The shards of a dataset directory, sorted by name, each checked against the model."""
+def list_segments(dataset_dir: str, inputs: Sequence[NodeArg], batch: int = 1) -> List[Segment]:
+    """The shards of a dataset directory, sorted by name, each checked against one frame's
+    inputs (frame_specs)."""
     d = pathlib.Path(dataset_dir)
     if not d.is_dir():
         raise DatasetError(f"dataset directory {d} " + ("is not a directory" if d.exists() else "does not exist"))
@@ -208,7 +248,7 @@ def list_segments(dataset_dir: str, inputs: Sequence[NodeArg]) -> List[Segment]:
             seen[p.stem] = str(p)
     if not seen:
         raise DatasetError(f"dataset directory {d} holds no .npz or .npy shards")
-    return [Segment(name, path, check_shard(path, inputs)) for name, path in sorted(seen.items())]
+    return [Segment(name, path, check_shard(path, inputs, batch)) for name, path in sorted(seen.items())]
 
 
 # ------------------------------------------------------------------------------------ outputs
@@ -288,7 +328,7 @@ def output_complete(path: str, outputs: Sequence[NodeArg], frames: int) -> bool:
         if path.endswith(".parquet"):
             import pyarrow.parquet as pq
             meta = pq.read_metadata(path)
-            names = set(meta.schema.names)
+            names = set(meta.schema.to_arrow_schema().names)  # top-level columns (schema.names: leaves)
             return meta.num_rows == frames and all(o.name in names for o in outputs)
         heads = _array_headers(path)
     except Exception:  # unreadable: not complete, it is written again
@@ -306,6 +346,10 @@ class SegmentReplayer:
     earlier attempt of this task that died after its rename; "failed" when the segment raised an
     opvision.Error or OSError, whose message is then in "error"), seconds (model time) and pid.
 
+    A batch-N artifact runs N frames per inference (frame_specs): full groups straight from the
+    shard's arrays into the output arrays (views, no copies), the last partial group through
+    buffers allocated once, padded with zeros.
+
     crash_once: test-only fault injection, never set in production: (segment, marker path). The
     first time this segment is replayed (while the marker file does not exist) the actor creates
     the marker and kills its own process (os._exit) after writing the temporary output and
@@ -317,8 +361,10 @@ class SegmentReplayer:
                  crash_once: Optional[Tuple[str, str]] = None, cpu_precision: str = "fp32") -> None:
         self.session = InferenceSession(model, backend=backend, threads=threads, device=device,
                                         cpu_precision=cpu_precision)
-        self.inputs = self.session.get_inputs()
-        self.outputs = self.session.get_outputs()
+        self.batch, self.inputs, self.outputs = frame_specs(self.session)
+        if self.batch > 1:  # the padded last group of a segment: staged here, allocated once
+            self.pad_in = {i.name: np.zeros(i.shape, i.dtype) for i in self.session.get_inputs()}
+            self.pad_out = self.session.allocate_outputs()
         self.out_dir, self.fmt, self.crash_once = out_dir, fmt, crash_once
         self.skip_existing = skip_existing
 
@@ -342,18 +388,42 @@ class SegmentReplayer:
                 "pid": np.array(rows["pid"], np.int64), "error": np.array(rows["error"])}
 
     def replay_segment(self, name: str, shard: str) -> Tuple[int, str, float]:
-        feeds, frames = load_shard(shard, self.inputs)
+        feeds, frames = load_shard(shard, self.inputs, self.batch)
         path = output_path(self.out_dir, name, self.fmt)
         if self.skip_existing and output_complete(path, self.outputs, frames):
             return frames, "present", 0.0
         self._remove_stale_temps(name)
         outs = {o.name: np.empty([frames] + o.shape, o.dtype) for o in self.outputs}
         t0 = time.perf_counter()
-        for f in range(frames):
-            self.session.run_into({k: v[f] for k, v in feeds.items()}, {k: v[f] for k, v in outs.items()})
+        if self.batch == 1:
+            for f in range(frames):
+                self.session.run_into({k: v[f] for k, v in feeds.items()}, {k: v[f] for k, v in outs.items()})
+        else:
+            self._run_groups(feeds, outs, frames)
         seconds = time.perf_counter() - t0
         write_atomic(path, outs, self.fmt, before_rename=self._maybe_crash(name))
         return frames, "written", seconds
+
+    def _run_groups(self, feeds: Mapping[str, np.ndarray], outs: Mapping[str, np.ndarray], frames: int) -> None:
+        """Frames [g, g + N) as inference g // N, sample k = frame g + k (batch-N artifacts)."""
+        n = self.batch
+
+        def samples(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+            # frames lo..hi-1 of (F, 1, *rest) as (hi - lo, *rest): a view of the contiguous array
+            return a[lo:hi].reshape((hi - lo,) + a.shape[2:])
+
+        full = frames - frames % n
+        for g in range(0, full, n):
+            self.session.run_into({k: samples(v, g, g + n) for k, v in feeds.items()},
+                                  {k: samples(v, g, g + n) for k, v in outs.items()})
+        if full < frames:
+            rest = frames - full
+            for k, v in feeds.items():
+                self.pad_in[k][:rest] = samples(v, full, frames)
+                self.pad_in[k][rest:] = 0
+            self.session.run_into(self.pad_in, self.pad_out)
+            for k, v in outs.items():
+                samples(v, full, frames)[...] = self.pad_out[k][:rest]
 
     def _remove_stale_temps(self, name: str) -> None:
         """Temporary files of this segment left by an attempt whose process died (its task is
@@ -389,6 +459,7 @@ class ReplayResult:
     skipped: List[str]               # segments complete before this run (not given to Ray)
     frames: int                      # frames replayed by this run
     wall_seconds: float              # Ray Data execution, actor start included, ray.init not
+    batch: int = 1                   # frames per inference (a batch-N artifact's N, frame_specs)
 
     @property
     def frames_per_second(self) -> float:
@@ -418,7 +489,9 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
     `workers` Ray actors (see the module docstring for the layout and the guarantees).
 
     Args:
-        model: a .opv artifact for `backend`, or an .onnx model (compiled by each worker).
+        model: a .opv artifact for `backend`, or an .onnx model (compiled by each worker). A
+            batch-N artifact (compile --batch N) replays the same dataset N frames per inference
+            (module docstring); its outputs have the batch-1 layout.
         workers: actors in the pool, each with one session of `threads` threads.
         fmt: "npz" or "parquet".
         address: a Ray cluster to join; None starts Ray here unless it is already initialised.
@@ -431,8 +504,8 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
             (InferenceSession's argument of that name).
 
     Raises:
-        DatasetError: the dataset does not fit the model (names the shard), found before Ray
-            starts.
+        DatasetError: the dataset does not fit the model (names the shard; and the batch of a
+            batch-N artifact), found before Ray starts.
         SegmentsFailed: segments failed in the workers (the others are written).
         InvalidArgument, LoadError, ...: the model or the options (opvision.Error subclasses).
         Error: Ray is missing, or a worker failed other than by a segment's error (a bug, or a
@@ -452,9 +525,9 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
     model = os.fspath(model)
     probe = InferenceSession(model, backend=backend, threads=1, device=device,
                              cpu_precision=cpu_precision)  # fail early, read specs
-    inputs, outputs = probe.get_inputs(), probe.get_outputs()
+    batch, inputs, outputs = frame_specs(probe)
     del probe
-    segments = list_segments(os.fspath(dataset_dir), inputs)
+    segments = list_segments(os.fspath(dataset_dir), inputs, batch)
     out_dir = os.fspath(out_dir)
     try:
         os.makedirs(out_dir, exist_ok=True)
@@ -464,7 +537,7 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
                if skip_existing and output_complete(output_path(out_dir, s.name, fmt), outputs, s.frames)]
     todo = [s for s in segments if s.name not in set(skipped)]
     if not todo:
-        return ReplayResult([], skipped, 0, 0.0)
+        return ReplayResult([], skipped, 0, 0.0, batch)
 
     ray = _import_ray()
     if not ray.is_initialized():
@@ -502,7 +575,7 @@ def replay(model: str, dataset_dir: str, out_dir: str, workers: int = 1, backend
     wall = time.perf_counter() - t0
     rows = sorted(({k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in rows),
                   key=lambda r: r["segment"])
-    result = ReplayResult(rows, skipped, sum(r["frames"] for r in rows), wall)
+    result = ReplayResult(rows, skipped, sum(r["frames"] for r in rows), wall, batch)
     failures = {r["segment"]: r["error"] for r in rows if r["status"] == "failed"}
     if failures:
         raise SegmentsFailed(failures, result)
@@ -518,7 +591,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "segment to OUT_DIR.",
         epilog="DATASET_DIR: one shard per segment, <segment>.npz with one member per model input "
                "(named as the input, shape (F, *input shape), the input's dtype: F frames stacked "
-               "on a first axis) or <segment>.npy for a single-input model. OUT_DIR/<segment>.npz "
+               "on a first axis) or <segment>.npy for a single-input model. A batch-N MODEL "
+               "(opvision compile --batch N) replays the same dataset N frames per inference: a "
+               "frame is one sample, the last group of a segment is padded with zero frames whose "
+               "outputs are discarded, and the outputs have the batch-1 layout. OUT_DIR/<segment>.npz "
                "holds one member per model output, shape (F, *output shape); "
                "OUT_DIR/<segment>.parquet one row per frame (see `pydoc opvision.replay`). "
                "Outputs are written to a temporary file and renamed, so they are whole or absent: "
@@ -526,7 +602,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                "(--no-skip replays them again). A worker that dies is restarted and its segment "
                "retried. On a cluster (--address), opvision must be installed on every node and "
                "the paths must be the same on all of them.")
-    ap.add_argument("model", help="the model: a .opv artifact for --backend, or an .onnx")
+    ap.add_argument("model", help="the model: a .opv artifact for --backend (a batch-N one, compile --batch N, "
+                                  "runs N frames per inference), or an .onnx")
     ap.add_argument("dataset_dir", help="the directory of .npz/.npy shards, one per segment")
     ap.add_argument("out_dir", help="where the per-segment outputs go (created if missing)")
     ap.add_argument("--workers", type=int, default=1, help="worker actors, one session each (default 1)")
@@ -563,7 +640,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     present = sum(1 for s in r.segments if s["status"] == "present")
     print(f"replayed {len(r.segments)} segments ({r.frames} frames) in {r.wall_seconds:.2f} s: "
-          f"{r.frames_per_second:.1f} frames/s with {a.workers} worker(s) into {a.out_dir}"
+          f"{r.frames_per_second:.1f} frames/s with {a.workers} worker(s)"
+          + (f", {r.batch} frames per inference" if r.batch > 1 else "") + f" into {a.out_dir}"
           + (f"; {len(r.skipped)} complete before this run, skipped" if r.skipped else "")
           + (f"; {present} found complete on a retry" if present else ""))
     return 0

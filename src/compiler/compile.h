@@ -18,6 +18,9 @@ using PassObserver = plan::PassObserver;
 // Largest CompileOptions::batch the CLI and the Python API accept (tensor size limits still
 // apply per value).
 constexpr int64_t kMaxCompileBatch = 4096;
+// The plan meta key of CompileOptions::batch (read by `inspect` and the Python API's
+// InferenceSession.batch).
+constexpr const char* kBatchMetaKey = "batch";
 
 struct CompileOptions {
   std::string target = "cpu";             // backend the plan is lowered for
@@ -26,7 +29,7 @@ struct CompileOptions {
   // plan_pass_mandatory); graph passes are still controlled by disable_passes only.
   std::vector<std::string> only_passes;
   // compile --batch (and opvision.compile(batch=)): > 0 rewrites the imported batch-1 graph to
-  // this batch (ir::set_batch) and records it in the plan's meta ("batch"); 0 keeps the model's
+  // this batch (ir::set_batch) and records it in the plan's meta (kBatchMetaKey); 0 keeps the model's
   // own batch (nothing recorded). The callers accept 1..kMaxCompileBatch.
   int64_t batch = 0;
   bool verbose = false;                    // print per-pass progress to stderr

@@ -69,7 +69,7 @@ plan::Plan lower_graph(const ir::Graph& g, const CompileOptions& opts) {
   bool has_f16 = false;
   for (const ir::Value& v : g.values) has_f16 |= v.dtype == DType::F16;
   p.meta.set("precision", has_f16 ? "f16" : "f32");
-  if (opts.batch > 0) p.meta.set("batch", opts.batch);  // compile --batch (the graph was rewritten)
+  if (opts.batch > 0) p.meta.set(kBatchMetaKey, opts.batch);  // compile --batch (the graph was rewritten)
   std::vector<int> buf_of(g.values.size(), -1);
   std::vector<int> boundary_of(g.values.size(), -1);  // model-dtype buffer for inputs/outputs
 

@@ -279,6 +279,14 @@ class PySession {
 
   std::string backend_name() const { return session_->plan().target; }
 
+  // Samples per inference of a compile --batch N artifact (plan meta "batch", as `inspect` shows
+  // it); nullopt when the model keeps its own batch.
+  std::optional<int64_t> batch() const {
+    const Attrs& meta = session_->plan().meta;
+    if (!meta.has(kBatchMetaKey)) return std::nullopt;
+    return meta.i(kBatchMetaKey);
+  }
+
   nb::list inputs() const {
     nb::list r;
     for (const auto& [name, b] : session_->input_specs()) r.append(describe_spec(name, *b));
@@ -416,6 +424,7 @@ NB_MODULE(_opvision, m) {
       .def(nb::init<const std::string&, const std::string&, int64_t, const std::string&, const std::string&>(),
            nb::arg("path"), nb::arg("backend"), nb::arg("threads"), nb::arg("device"), nb::arg("cpu_precision"))
       .def_prop_ro("backend", &PySession::backend_name)
+      .def_prop_ro("batch", &PySession::batch, "samples per inference of a compile --batch artifact, else None")
       .def("inputs", &PySession::inputs, "[(name, numpy dtype name, shape)] in model order")
       .def("outputs", &PySession::outputs, "[(name, numpy dtype name, shape)] in model order")
       .def("run", &PySession::run, nb::arg("feed"), nb::arg("names").none())

@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/qcom/capture_stream.h"
 #include "backend/qcom/sim_device.h"
+#include "compiler/compile.h"
 #include "ir3/capture.h"
 #include "ir3/passes/passes.h"
 #include "plan/passes/passes.h"
@@ -114,8 +115,8 @@ int cmd_inspect(int argc, char** argv) {
     std::string inputs;
     for (const plan::Buffer& b : plan.buffers)
       if (b.kind == plan::BufferKind::Input) inputs += (inputs.empty() ? "" : ", ") + b.name + shape_str(b.shape);
-    if (plan.meta.has("batch"))
-      std::printf("batch %lld (compile --batch; inputs %s)\n", (long long)plan.meta.i("batch"), inputs.c_str());
+    if (plan.meta.has(kBatchMetaKey))
+      std::printf("batch %lld (compile --batch; inputs %s)\n", (long long)plan.meta.i(kBatchMetaKey), inputs.c_str());
     else
       std::printf("batch as the model (inputs %s)\n", inputs.c_str());
   }

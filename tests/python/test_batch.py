@@ -115,20 +115,23 @@ def test_python_compile_batch_matches_batch1_reference_in_every_slot(opvision, s
 
 
 def test_python_compile_batch_matches_cli(opvision, cli, small):
-    """batch=3 is the CLI's --batch 3: the two artifacts give bit-identical outputs, and batch=None
-    keeps the model's batch of 1."""
+    """batch=3 is the CLI's --batch 3: the two artifacts give bit-identical outputs and both report
+    InferenceSession.batch 3; batch=None keeps the model's batch of 1 and reports None."""
     path, _, _, _, root = small
     py_art, cli_art, b1 = root / "py_cmp.opv", root / "cli_cmp.opv", root / "py_b1.opv"
     opvision.compile(path, py_art, target="cpu", batch=3)
     p = cli.run("compile", path, "-o", cli_art, "--target", "cpu", "--batch", "3")
     assert p.returncode == 0, describe(p)
     a, b = opvision.InferenceSession(py_art), opvision.InferenceSession(cli_art)
+    assert a.batch == 3 and b.batch == 3   # plan meta batch, as `inspect` prints it
     rng = np.random.default_rng(2)
     feed = {i.name: rng.integers(0, 256, i.shape, dtype=np.uint8) for i in a.get_inputs()}
     for x, y in zip(a.run(None, feed), b.run(None, feed)):
         assert np.array_equal(x, y)
     opvision.compile(path, b1, target="cpu", batch=None)
     assert [i.shape[0] for i in opvision.InferenceSession(b1).get_inputs()] == [1, 1]
+    assert opvision.InferenceSession(b1).batch is None   # the model's own batch: nothing recorded
+    assert opvision.InferenceSession(path).batch is None  # an .onnx compiled in memory
 
 
 def test_python_compile_batch_bad_values(opvision, small, tmp_path):

@@ -49,6 +49,15 @@ def model(cli, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def model_b3(cli, model):
+    """The same model compiled with --batch 3: inputs and outputs [3, ...]."""
+    art = model.parent / "small_b3.opv"
+    p = cli.run("compile", model.parent / "small.onnx", "-o", art, "--batch", "3")
+    assert p.returncode == 0, describe(p)
+    return art
+
+
+@pytest.fixture(scope="module")
 def dataset(opvision, model, tmp_path_factory):
     """(dataset dir, {segment: {output name: (F, *shape) expected}}): the shards of FRAMES, and
     what a single-process session gives for each frame."""
@@ -182,6 +191,62 @@ def test_segment_failing_in_a_worker(replay, ray_cluster, model, dataset, tmp_pa
     check_outputs(replay, tmp_path / "out", {k: expected[k] for k in ("seg0", "seg1")})
 
 
+def design_errors(got, ref):
+    """DESIGN.md's metrics: rel_l2 = ||got - ref|| / ||ref||, max_abs_rel = max|got - ref| / max|ref|."""
+    d = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+    return (float(np.linalg.norm(d)) / (float(np.linalg.norm(ref)) or 1.0),
+            float(d.max()) / (float(np.abs(ref).max()) or 1.0))
+
+
+def grouped_by_hand(opvision, art, ds, n):
+    """{segment: {output: (F, 1, ...)}}: the batch-n session run on each segment's frames n at a
+    time, the last group zero-padded and its padding's rows dropped (what replay should do)."""
+    s = opvision.InferenceSession(art, backend="cpu", threads=1)
+    want = {}
+    for seg, frames in FRAMES.items():
+        shard = dict(np.load(ds / f"{seg}.npz"))
+        rows = {o.name: [] for o in s.get_outputs()}
+        for g in range(0, frames, n):
+            feed = {}
+            for k, v in shard.items():
+                x = np.zeros((n,) + v.shape[2:], v.dtype)
+                part = v[g:g + n, 0]
+                x[:len(part)] = part
+                feed[k] = x
+            for o, y in zip(s.get_outputs(), s.run(None, feed)):
+                rows[o.name].append(y)
+        want[seg] = {k: np.concatenate(v)[:frames, None] for k, v in rows.items()}
+    return want
+
+
+@pytest.mark.parametrize("fmt", ["npz", "parquet"])
+def test_batch_artifact_replays_frames_in_groups(opvision, replay, ray_cluster, model_b3, dataset, tmp_path, fmt):
+    """A batch-3 artifact over the batch-1 dataset (segments of 3, 2, 4 and 3 frames: a full
+    group; a padded group only; a full and a padded one): one output per frame in the batch-1
+    layout, equal bit for bit to the batch-3 session run on the frames grouped by hand, and to
+    the batch-1 artifact's single-process outputs within the cpu backend's fp32 tolerance
+    (DESIGN.md: rel_l2 and max_abs_rel <= 1e-4)."""
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    ds, expected = dataset
+    assert opvision.InferenceSession(model_b3).batch == 3
+    r = replay.replay(model_b3, ds, tmp_path, workers=2, fmt=fmt, progress=False)
+    assert r.batch == 3 and r.frames == sum(FRAMES.values())
+    assert {row["segment"]: row["frames"] for row in r.segments} == FRAMES
+    assert all(row["status"] == "written" for row in r.segments)
+    check_outputs(replay, tmp_path, grouped_by_hand(opvision, model_b3, ds, 3), fmt)
+    for seg, want in expected.items():
+        got = replay.read_segment(str(tmp_path / f"{seg}.{fmt}"))
+        for name, ref in want.items():
+            assert got[name].shape == ref.shape and got[name].dtype == ref.dtype, (seg, name)
+            for f in range(FRAMES[seg]):   # frame by frame: each row is its own frame's
+                rel_l2, max_abs_rel = design_errors(got[name][f], ref[f])
+                assert rel_l2 <= 1e-4 and max_abs_rel <= 1e-4, (seg, name, f, rel_l2, max_abs_rel)
+    # the batch-1 replay's complete outputs are this one's too (same layout): nothing to redo
+    r = replay.replay(model_b3, ds, tmp_path, workers=1, fmt=fmt, progress=False)
+    assert r.segments == [] and r.skipped == sorted(FRAMES)
+
+
 # ------------------------------------------------------------------ bad input (no Ray needed)
 def write_shard(d, name, **arrays):
     d.mkdir(exist_ok=True)
@@ -226,6 +291,38 @@ def test_bad_dataset_errors(opvision, replay, model, tmp_path):
             assert n in str(e.value), (tag, str(e.value))
 
 
+def test_frame_specs(opvision, replay, model, model_b3):
+    """frame_specs: a batch-1 model's frame is its input; a batch-3 artifact's is one sample
+    [1, ...] of each input and output (3 frames per inference); an artifact whose recorded batch
+    its inputs or outputs do not carry is refused naming the tensor."""
+    s1, s3 = opvision.InferenceSession(model), opvision.InferenceSession(model_b3)
+    assert s1.batch is None
+    n, ins, outs = replay.frame_specs(s1)
+    assert n == 1 and [i.shape for i in ins] == [i.shape for i in s1.get_inputs()]
+    n, ins, outs = replay.frame_specs(s3)
+    assert n == 3
+    assert [(i.name, i.dtype, i.shape) for i in ins] == [(i.name, i.dtype, i.shape) for i in s1.get_inputs()]
+    assert [(o.name, o.dtype, o.shape) for o in outs] == [(o.name, o.dtype, o.shape) for o in s1.get_outputs()]
+
+    class Mismatched:   # what a batch-3 meta over a batch-1 output would look like
+        batch = 3
+        get_inputs = s3.get_inputs
+        get_outputs = s1.get_outputs
+    with pytest.raises(opvision.Error, match=r"batch-3 artifact .* output '.*' has shape \[1, "):
+        replay.frame_specs(Mismatched())
+
+
+def test_batch_artifact_bad_dataset(opvision, replay, model_b3, tmp_path):
+    """A dataset whose frames are already batched ((F, 3, ...) instead of (F, 1, ...)) is refused
+    before Ray starts, naming the shard, the expected per-frame shape and the artifact's batch."""
+    d = write_shard(tmp_path / "prebatched", "segP", **frames_of(opvision, model_b3))   # (2, 3, ...) each
+    with pytest.raises(replay.DatasetError) as e:
+        replay.replay(model_b3, d, tmp_path / "out", workers=1, progress=False)
+    for needle in ("segP.npz", "shape (2, 3, 12, 64, 128)", "(F, 1, 12, 64, 128)", "batch-3 artifact"):
+        assert needle in str(e.value), str(e.value)
+    assert not (tmp_path / "out").exists()
+
+
 def run_cli(package_dir, *args, cwd=None, extra=""):
     env = dict(os.environ, PYTHONPATH=str(package_dir) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     code = extra + "import sys; from opvision.replay import main; sys.exit(main(sys.argv[1:]))"
@@ -246,6 +343,8 @@ def test_cli_bad_input_is_one_line(opvision, package_dir, model, tmp_path):
     assert p.returncode == 2 and "missing.opv" in p.stderr and "Traceback" not in p.stderr, describe(p)
     p = run_cli(package_dir, "--help")
     assert p.returncode == 0 and "skipped" in p.stdout and "--address" in p.stdout, describe(p)
+    assert "batch-N MODEL (opvision compile --batch N) replays the same dataset N frames per inference" in \
+        " ".join(p.stdout.split()), describe(p)
 
 
 def test_import_without_ray(opvision, package_dir, model, dataset, tmp_path):
