@@ -111,6 +111,8 @@ SimStats Replayer::launch(const CaptureLaunch& l) {
   ++stats_.launches;
   stats_.instructions += s.instructions;
   stats_.fiber_instructions += s.fiber_instructions;
+  stats_.mad_f32 += s.mad_f32;
+  stats_.mad_f32_packed += s.mad_f32_packed;
   stats_.waves += s.waves;
   return s;
 }

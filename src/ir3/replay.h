@@ -38,6 +38,7 @@ struct ReplayOptions {
 
 struct ReplayStats {
   uint64_t launches = 0, instructions = 0, fiber_instructions = 0, waves = 0;
+  uint64_t mad_f32 = 0, mad_f32_packed = 0;  // SimStats': mad.f32 elements issued, and in (rptN) groups
 };
 
 class Replayer {

@@ -84,6 +84,7 @@ struct Rec {
   Op op = Op::Nop;
   std::string name;
   int repeat = 0;
+  bool mad_f32 = false;
   bool full = true, dst_half = false;
   Operand dst, src[4];
   int src_type = 0, dst_type = 0, type = 0;
@@ -304,6 +305,7 @@ struct Simulator::Impl {
     const std::string& n = r.name;
     int cat = static_cast<int>(in.bits >> 61);
     r.repeat = static_cast<int>(in.get_or("REPEAT", 0));
+    r.mad_f32 = n == "mad.f32";
     if (cat == 0) {
       r.imm = detail::sign_extend(in.bits & 0xffffffffu, 32);
       r.inv1 = static_cast<int>(in.get_or("INV1", 0));
@@ -892,6 +894,10 @@ struct Simulator::Impl {
       cur = &r;
       if (++w.steps > cfg.max_steps) bad("more than " + std::to_string(cfg.max_steps) + " steps: endless loop?");
       ++stats.instructions;
+      if (r.mad_f32) {
+        stats.mad_f32 += static_cast<uint64_t>(r.repeat) + 1;
+        if (r.repeat > 0) stats.mad_f32_packed += static_cast<uint64_t>(r.repeat) + 1;
+      }
       if (!r.name.empty() && r.name[0] == '!') bad("`" + r.name.substr(1) + "` is not simulated");
       std::vector<size_t>& at = at_;    // reused across steps (no allocation per instruction)
       std::vector<size_t>& act = act_;

@@ -65,6 +65,9 @@ struct SimConfig {
 struct SimStats {
   uint64_t instructions = 0;  // instructions issued (per wave, summed)
   uint64_t fiber_instructions = 0;
+  // mad.f32 elements issued (per wave, summed; an (rptN) instruction issues N + 1), and those
+  // issued inside (rptN) groups, N > 0
+  uint64_t mad_f32 = 0, mad_f32_packed = 0;
   uint64_t barriers = 0;
   uint64_t waves = 0;
 };

@@ -73,10 +73,14 @@ int cmd_ir3_replay(int argc, char** argv) {
   NamedArrays outs = capture_outputs(cap, rep.run(feed.bytes));
   const ir3::ReplayStats& st = rep.stats();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!quiet)
+  if (!quiet) {
     std::fprintf(stderr, "[ir3 replay] %llu launches, %llu wave instructions, %llu fiber instructions in %.1f s\n",
                  (unsigned long long)st.launches, (unsigned long long)st.instructions,
                  (unsigned long long)st.fiber_instructions, secs);
+    std::fprintf(stderr, "[ir3 replay] mad.f32 issued per wave: %llu, in (rpt) groups %llu (%.1f %%)\n",
+                 (unsigned long long)st.mad_f32, (unsigned long long)st.mad_f32_packed,
+                 st.mad_f32 ? 100.0 * static_cast<double>(st.mad_f32_packed) / static_cast<double>(st.mad_f32) : 0.0);
+  }
   if (a.has("--output")) {
     NamedArrays all = feed.arrays;
     for (auto& e : outs) all.push_back(e);

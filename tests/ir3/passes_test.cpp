@@ -454,6 +454,62 @@ TEST(Ir3Passes, HoistSpeculatesOutOfPredicatedStores) {
   EXPECT_LT(text.find("mov.u32u32 r4.y"), text.find("predt")) << text;
 }
 
+// Two predicated loads whose sections each fill the address pair r5.x/r5.y before their load
+// (Mesa's IMAGE=2 shape). The second section writes r5 before reading it, so only the lanes that
+// wrote read it: r5.y is dead after the first construct, and the first section's `mov r5.y`
+// may move in front of its predt, where other work hides its delay. A register the second
+// section reads without writing it first stays live.
+TEST(Ir3Passes, PredicatedSectionsCoverTheirOwnReads) {
+  std::vector<uint64_t> orig = assemble(R"(
+    shl.b r3.x, r0.x, 2
+    cmps.u.lt p0.x, r0.x, 40
+    cov.u32f32 r1.x, r0.x
+    add.u r5.x, c3.x, r3.x
+    mul.f r2.x, r1.x, (0.5)
+    mul.f r2.y, r1.x, (1.0)
+    mul.f r2.z, r1.x, (2.0)
+    mul.f r2.w, r1.x, (4.0)
+    predt
+    mov.u32u32 r5.y, c3.y
+    (rpt5)nop
+    ldg.f32 r6.x, g[r5.x], 1
+    predf
+    mov.f32f32 r6.x, (0.0)
+    prede
+    predt
+    add.u r5.x, r5.x, 4
+    mov.u32u32 r5.y, c3.y
+    (rpt5)nop
+    ldg.f32 r6.y, g[r5.x], 1
+    predf
+    mov.f32f32 r6.y, (0.0)
+    prede
+    (sy)add.f r10.x, r6.x, r6.y
+    add.f r10.y, r2.x, r2.y
+    add.f r10.z, r2.z, r2.w
+    add.u r4.x, c0.x, r3.x
+    mov.u32u32 r4.y, c0.y
+    (rpt5)nop
+    stg.f32 g[r4.x], r10.x, 3
+    end
+  )");
+  passes::Code c(orig);
+  std::vector<passes::Live> live = passes::liveness(c);
+  size_t second = 0;  // the second predt
+  for (size_t i = 0, seen = 0; i < c.ins.size(); ++i)
+    if (c.ins[i].in.name() == "predt" && ++seen == 2) second = i;
+  ASSERT_GT(second, 0u);
+  EXPECT_FALSE(passes::reg_live(live[second], 4 * 5 + 1));  // r5.y: written before read
+  EXPECT_TRUE(passes::reg_live(live[second], 4 * 5 + 0));   // r5.x: read by the add first
+  std::vector<uint64_t> base = run_passes(orig, {"legalize"});
+  std::vector<uint64_t> opt = run_passes(orig, {"hoist", "legalize"});
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run_with_input(orig), run_with_input(opt)) << disassemble(opt);
+  EXPECT_LT(passes::stats(opt).cycles(), passes::stats(base).cycles()) << disassemble(opt);
+  std::string text = disassemble(opt);
+  EXPECT_LT(text.find("mov.u32u32 r5.y"), text.find("predt")) << text;
+}
+
 // With separate half and full register files (mergedregs=0), a half register read after the
 // join does not keep the full register it would alias in a merged file alive: the then-block's
 // `mov r2.y, 0` may leave the block only when the kernel says its files are separate.
@@ -633,7 +689,9 @@ TEST(Ir3Passes, AccumPacksTheLoopsOfRealConvolutions) {
     mads += after.mads, packed += after.packed;
     passes::Stats s0 = passes::stats(kern.code), s1 = passes::stats(code);
     EXPECT_LE(s1.max_reg, s0.max_reg + 4) << kern.name;
-    if (loops == 1) EXPECT_EQ(validate_kernel(cap, static_cast<int>(k), code, 1, 11), "") << kern.name;
+    if (loops == 1) {
+      EXPECT_EQ(validate_kernel(cap, static_cast<int>(k), code, 1, 11), "") << kern.name;
+    }
   }
   EXPECT_GE(loops, 10);
   EXPECT_GE(packed * 100, mads * 85) << packed << " of " << mads;
@@ -719,6 +777,25 @@ TEST(Ir3Passes, CpSharesConstantsAndCopiesAndDceRemovesTheMoves) {
   EXPECT_EQ(count(opt, "mov.u32u32 r2."), 1) << disassemble(opt);
   EXPECT_EQ(count(opt, "r5.x"), 0) << disassemble(opt);
   EXPECT_EQ(count(opt, "mad.f32"), 4) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run(orig), run(opt));
+}
+
+// A move of a register onto itself goes even though its register is read later (only the
+// self-move: the copy into r5.x that the store reads stays).
+TEST(Ir3Passes, DceRemovesMovesOntoThemselves) {
+  std::vector<uint64_t> orig = stored(R"(
+    cov.u32f32 r1.x, r0.x
+    mov.u32u32 r1.x, r1.x
+    (rpt5)nop
+    mov.u32u32 r5.x, r1.x
+    mov.u32u32 r5.y, r1.x
+    mov.u32u32 r5.z, r1.x
+    mov.u32u32 r5.w, r1.x
+  )", "r5.x", 4);
+  std::vector<uint64_t> opt = run_passes(orig, {"dce", "legalize"});
+  EXPECT_EQ(count(opt, "mov.u32u32 r1.x, r1.x"), 0) << disassemble(opt);
+  EXPECT_EQ(count(opt, "mov.u32u32 r5."), 4) << disassemble(opt);
   EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
   EXPECT_EQ(run(orig), run(opt));
 }
@@ -860,6 +937,52 @@ TEST(Ir3Passes, RenameFreesReusedTemporariesForHoist) {
   EXPECT_LE(passes::stats(renamed).max_reg, passes::stats(orig).max_reg);
   EXPECT_TRUE(check_hazards(renamed).empty()) << disassemble(renamed);
   EXPECT_EQ(run(orig), run(renamed));
+}
+
+// Mesa's texel blocks overlap: the second load fills r8.w-r9.z, so it must wait until the packed
+// group has read the first texel's r8.w, and the two texture waits follow each other. rename
+// gives the second texel a block of its own (shifting the group's (r) run with it); hoist then
+// issues both loads before the first wait. A block whose reader is a store (here the output
+// itself) keeps its registers.
+namespace {
+
+std::vector<uint64_t> overlapping_texels(const std::string& out) {
+  return stored(R"(
+    cov.u32f32 r1.x, r0.x
+    add.u r2.x, r0.x, 1
+    mov.u32u32 r2.y, 0
+    add.u r3.x, r0.x, 2
+    mov.u32u32 r3.y, 0
+    mov.f32f32 r4.x, c2.x
+    mov.f32f32 r4.y, c2.y
+    mov.f32f32 r4.z, c2.z
+    mov.f32f32 r4.w, c2.w
+    (rpt5)nop
+    isam.1d (f32)(xyzw)r8.x, r2.x, s#0, t#0
+    (sy)(rpt3)mad.f32 r4.x, r1.x, (r)r8.x, (r)r4.x
+    isam.1d (f32)(xyzw)r8.w, r3.x, s#1, t#1
+    (sy)(rpt3)mad.f32 r4.x, r1.x, (r)r8.w, (r)r4.x
+  )", out, 4);
+}
+
+}  // namespace
+
+TEST(Ir3Passes, RenameGivesOverlappingTexelsBlocksOfTheirOwn) {
+  std::vector<uint64_t> orig = overlapping_texels("r4.x");
+  std::vector<uint64_t> renamed = run_passes(orig, {"rename", "hoist", "legalize"});
+  std::vector<uint64_t> plain = run_passes(orig, {"hoist", "legalize"});
+  EXPECT_EQ(count(renamed, "(xyzw)r8.w"), 0) << disassemble(renamed);
+  EXPECT_EQ(count(renamed, "(r)r8.w"), 0) << disassemble(renamed);
+  EXPECT_EQ(count(renamed, "(rpt3)mad.f32"), 2) << disassemble(renamed);
+  EXPECT_LT(passes::stats(renamed).cycles(), passes::stats(plain).cycles()) << disassemble(renamed) << disassemble(plain);
+  EXPECT_LE(passes::stats(renamed).max_reg, passes::stats(orig).max_reg + 4);
+  EXPECT_TRUE(check_hazards(renamed).empty()) << disassemble(renamed);
+  EXPECT_EQ(run_with_images(orig), run_with_images(renamed));
+
+  std::vector<uint64_t> stored_block = overlapping_texels("r8.w");
+  std::vector<uint64_t> kept = run_passes(stored_block, {"rename", "legalize"});
+  EXPECT_EQ(count(kept, "isam.1d (f32)(xyzw)r8.w"), 1) << disassemble(kept);
+  EXPECT_EQ(run_with_images(stored_block), run_with_images(kept));
 }
 
 // Mesa's allocator lets loop accumulators wander: acc0 and acc2 are computed into other

@@ -304,7 +304,7 @@ TEST(Ir3Sim, HalfRegsRelativeAddressingIboSfuAndGroups) {
   for (int i = 0; i < L * G; ++i) in[i] = 7 * i + 3;
   uint64_t a = r.sim.alloc(4 * L * G), b = r.sim.alloc(4 * L * G);
   r.sim.write(a, in.data(), 4 * in.size());
-  r.sim.ibos = {{a, 4 * static_cast<uint64_t>(L)}, {b, 4 * static_cast<uint64_t>(L)}};
+  r.sim.ibos = {{a, 4 * static_cast<uint64_t>(L), false, {}}, {b, 4 * static_cast<uint64_t>(L), false, {}}};
   SimConfig cfg;
   cfg.local_size = {L, 1, 1};
   cfg.num_groups = {G, 1, 1};

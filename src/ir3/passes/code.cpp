@@ -209,7 +209,15 @@ std::vector<Live> liveness(const Code& c) {
       if (std::find(half.begin(), half.end(), u) == half.end() || std::find(full.begin(), full.end(), u) != full.end()) keep.push_back(u);
     kills[i] = keep;
   }
-  std::vector<Live> in(n);
+  // Inside a predicated section a write does not kill what is live after the construct (the
+  // lanes that skip the section keep the old value), but it does cover the section's own later
+  // reads (they run only in the lanes that wrote): per predicated instruction, `through` is what
+  // is live after its section, `local` the section's reads from it on that no earlier write of
+  // the section covers, and its live-in set their union.
+  auto in_section = [&](size_t i) {  // i + 1 continues i's predicated section
+    return i + 1 < n && pred[i + 1] && g.succ[i].size() == 1 && g.succ[i][0] == i + 1;
+  };
+  std::vector<Live> in(n), through(n), local(n);
   Live all;
   all.set();
   bool changed = true;
@@ -221,12 +229,23 @@ std::vector<Live> liveness(const Code& c) {
       if (!g.modelled[i]) {
         live = all;
       } else if (!x.fx.is_end) {
-        for (size_t t : g.succ[i]) live |= in[t];
-        if (!pred[i])
+        if (pred[i] && in_section(i)) {
+          through[i] = through[i + 1];
+          local[i] = local[i + 1];
           for (int u : kills[i])
-            if (u < kUnitsMax) live.reset(static_cast<size_t>(u));
+            if (u < kUnitsMax) local[i].reset(static_cast<size_t>(u));
+        } else {
+          through[i].reset(), local[i].reset();
+          for (size_t t : g.succ[i]) through[i] |= in[t];
+        }
+        if (!pred[i]) {
+          for (int u : kills[i])
+            if (u < kUnitsMax) through[i].reset(static_cast<size_t>(u));
+        }
+        Live& reads = pred[i] ? local[i] : through[i];
         for (int u : x.fx.reads)
-          if (u < kUnitsMax) live.set(static_cast<size_t>(u));
+          if (u < kUnitsMax) reads.set(static_cast<size_t>(u));
+        live = through[i] | local[i];
       }
       if (live != in[i]) in[i] = live, changed = true;
     }
@@ -367,6 +386,10 @@ bool rename_at(const Ins& x, const std::vector<int>& to, int gen, Instr* out) {
     if (full_reg(op) < 0 || op.find("(r)") != std::string::npos || op.find('<') != std::string::npos) return false;
     op = op.substr(0, op.rfind('r')) + reg_name(to[k]);
   }
+  return assemble(p, x.in, gen, out);
+}
+
+bool assemble(const Parts& p, const Instr& like, int gen, Instr* out) {
   std::string text = p.flags + p.mnemonic;
   for (size_t k = 0; k < p.operands.size(); ++k) text += (k ? ", " : " ") + p.operands[k];
   Instr re;
@@ -375,7 +398,7 @@ bool rename_at(const Ins& x, const std::vector<int>& to, int gen, Instr* out) {
   } catch (const Error&) {
     return false;
   }
-  if (!re.valid() || re.name() != x.in.name()) return false;
+  if (!re.valid() || re.name() != like.name()) return false;
   *out = re;
   return true;
 }

@@ -188,6 +188,9 @@ struct Parts {
   std::vector<std::string> operands;
 };
 Parts split(const std::string& text);
+// p's text (flags, mnemonic, operands) assembled into *out; false unless it assembles to an
+// instruction of the same name as `like`.
+bool assemble(const Parts& p, const Instr& like, int gen, Instr* out);
 // Operand text advanced by k components ("r1.w" + 1 = "r2.x", "c3.y" + 2 = "c3.w", with any
 // "(r)"/"(neg)"/"(abs)" prefix kept; k may be negative); "" when the operand is not a register
 // or const, or the result falls outside the file.

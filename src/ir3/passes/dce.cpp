@@ -8,8 +8,12 @@
 // modelled keeps everything live). Removing dead instructions cannot make another dead one
 // live, so every dead instruction of one liveness solution goes at once; repeated until none is
 // left (a move whose only reader was dead becomes dead in turn). Its delay nops and sync flags
-// go with it: the legalize pass recomputes what the remaining program needs.
+// go with it: the legalize pass recomputes what the remaining program needs. A move of a full
+// register onto itself (`mov.u32u32 r1.z, r1.z`, which cp leaves where it renamed a back-edge
+// move's source) changes nothing and goes whether or not its register is read later.
 // Progress: true when an instruction was removed.
+#include <string>
+
 #include "ir3/passes/passes.h"
 
 namespace opv::ir3::passes {
@@ -29,6 +33,14 @@ bool removable(const Ins& x) {
   return true;
 }
 
+// `mov.u32u32 X, X` / `mov.u16u16 hX, hX`: an unrepeated move of a register onto itself.
+bool self_move(const Ins& x) {
+  if (x.fx.cat != 1 || x.in.get_or("REPEAT", 1) != 0) return false;
+  Parts p = split(print(x.in));
+  return (p.mnemonic == "mov.u32u32" || p.mnemonic == "mov.u16u16") && p.operands.size() == 2 &&
+         p.operands[0] == p.operands[1] && is_gpr(p.operands[0]);
+}
+
 }  // namespace
 
 bool dce(Code& c) {
@@ -39,6 +51,10 @@ bool dce(Code& c) {
     for (size_t i = 0; i + 1 < c.ins.size(); ++i) {
       const Ins& x = c.ins[i];
       if (!removable(x)) continue;
+      if (self_move(x)) {
+        dead.push_back(i);
+        continue;
+      }
       bool used = false;
       for (int u : x.fx.writes) used = used || live[i + 1].test(static_cast<size_t>(u));
       if (!used) dead.push_back(i);
