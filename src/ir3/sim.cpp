@@ -140,8 +140,13 @@ struct Simulator::Impl {
   }
 
   // ------------------------------------------------------------ registers
+  // The register accessors are on every operand's path: the r0-r47 case stays inline, the
+  // rest (shared, address, predicate registers and errors) is out of line.
   uint32_t rd_full(Wave& w, Fiber& f, int n) {
-    if (n >= 0 && n < kFiberRegs) return f.r[n];
+    if (static_cast<unsigned>(n) < static_cast<unsigned>(kFiberRegs)) [[likely]] return f.r[n];
+    return rd_full_other(w, f, n);
+  }
+  [[gnu::noinline]] uint32_t rd_full_other(Wave& w, Fiber& f, int n) {
     if (n >= kFiberRegs && n < kFiberRegs + kSharedRegs) return w.shared[n - kFiberRegs];
     if (n == kRegA0) return static_cast<uint32_t>(f.a0);
     if (n == kRegA1) return static_cast<uint32_t>(f.a1);
@@ -149,6 +154,10 @@ struct Simulator::Impl {
     bad("read of register id " + std::to_string(n));
   }
   void wr_full(Wave& w, Fiber& f, int n, uint32_t v) {
+    if (static_cast<unsigned>(n) < static_cast<unsigned>(kFiberRegs)) [[likely]] f.r[n] = v;
+    else wr_full_other(w, f, n, v);
+  }
+  [[gnu::noinline]] void wr_full_other(Wave& w, Fiber& f, int n, uint32_t v) {
     if (n >= 0 && n < kFiberRegs) f.r[n] = v;
     else if (n >= kFiberRegs && n < kFiberRegs + kSharedRegs) w.shared[n - kFiberRegs] = v;
     else if (n == kRegA0) f.a0 = static_cast<int16_t>(v);
@@ -164,6 +173,11 @@ struct Simulator::Impl {
     return kFiberRegs + ((m - kFiberRegs) >> 1);
   }
   uint32_t rd_half(Wave& w, Fiber& f, int m) {
+    if (cfg.merged_regs && static_cast<unsigned>(m) < static_cast<unsigned>(kFiberRegs)) [[likely]]
+      return (f.r[m >> 1] >> ((m & 1) * 16)) & 0xffff;
+    return rd_half_other(w, f, m);
+  }
+  [[gnu::noinline]] uint32_t rd_half_other(Wave& w, Fiber& f, int m) {
     if (m >= kRegA0) return rd_full(w, f, m) & 0xffff;
     if (!cfg.merged_regs) {  // separate half register file (hr0.x-hr47.w, shared hr48-hr55)
       if (m >= 0 && m < kFiberRegs) return f.h[m];
@@ -175,6 +189,15 @@ struct Simulator::Impl {
     return (rd_full(w, f, n) >> sh) & 0xffff;
   }
   void wr_half(Wave& w, Fiber& f, int m, uint32_t v) {
+    if (cfg.merged_regs && static_cast<unsigned>(m) < static_cast<unsigned>(kFiberRegs)) [[likely]] {
+      uint32_t& full = f.r[m >> 1];
+      const int sh = (m & 1) * 16;
+      full = (full & ~(0xffffu << sh)) | ((v & 0xffff) << sh);
+      return;
+    }
+    wr_half_other(w, f, m, v);
+  }
+  [[gnu::noinline]] void wr_half_other(Wave& w, Fiber& f, int m, uint32_t v) {
     if (m >= kRegA0) return wr_full(w, f, m, v);
     if (!cfg.merged_regs) {
       if (m >= 0 && m < kFiberRegs) f.h[m] = static_cast<uint16_t>(v);
@@ -195,8 +218,13 @@ struct Simulator::Impl {
     uint32_t v = S.consts[idx];
     return half ? (v >> ((n & 1) * 16)) & 0xffff : v;
   }
-  uint32_t rd(Wave& w, Fiber& f, const Operand& o, bool half, int i) {
+  [[gnu::always_inline]] uint32_t rd(Wave& w, Fiber& f, const Operand& o, bool half, int i) {
     int k = o.r ? i : 0;
+    if (o.kind == Operand::Reg) [[likely]]
+      return half ? rd_half(w, f, o.num + k) : rd_full(w, f, o.num + k);
+    return rd_other(w, f, o, half, k);
+  }
+  [[gnu::noinline]] uint32_t rd_other(Wave& w, Fiber& f, const Operand& o, bool half, int k) {
     switch (o.kind) {
       case Operand::Reg: return half ? rd_half(w, f, o.num + k) : rd_full(w, f, o.num + k);
       case Operand::Const: return rd_const(o.num + k, half);
@@ -210,7 +238,7 @@ struct Simulator::Impl {
     }
     bad("missing operand");
   }
-  void wr(Wave& w, Fiber& f, int n, bool half, uint32_t v) {
+  [[gnu::always_inline]] void wr(Wave& w, Fiber& f, int n, bool half, uint32_t v) {
     if (half) wr_half(w, f, n, v);
     else wr_full(w, f, n, v);
   }
@@ -880,9 +908,17 @@ struct Simulator::Impl {
   void run_wave(Wave& w, size_t wave_index) {
     w.at_barrier = false;
     for (;;) {
+      // the live fibers at the lowest pc, in lane order (one pass)
+      std::vector<size_t>& at = at_;  // reused across steps (no allocation per instruction)
+      std::vector<size_t>& act = act_;
+      at.clear();
       uint32_t pc = UINT32_MAX;
-      for (const Fiber& f : w.f)
-        if (f.live) pc = std::min(pc, f.pc);
+      for (size_t i = 0; i < w.f.size(); ++i) {
+        const Fiber& f = w.f[i];
+        if (!f.live || f.pc > pc) continue;
+        if (f.pc < pc) pc = f.pc, at.clear();
+        at.push_back(i);
+      }
       if (pc == UINT32_MAX) {
         w.done = true;
         return;
@@ -899,12 +935,7 @@ struct Simulator::Impl {
         if (r.repeat > 0) stats.mad_f32_packed += static_cast<uint64_t>(r.repeat) + 1;
       }
       if (!r.name.empty() && r.name[0] == '!') bad("`" + r.name.substr(1) + "` is not simulated");
-      std::vector<size_t>& at = at_;    // reused across steps (no allocation per instruction)
-      std::vector<size_t>& act = act_;
-      at.clear();
       act.clear();
-      for (size_t i = 0; i < w.f.size(); ++i)
-        if (w.f[i].live && w.f[i].pc == pc) at.push_back(i);
       for (size_t i : at)
         if (lane_pred(w, i)) act.push_back(i);
       stats.fiber_instructions += act.size();
