@@ -154,10 +154,6 @@ passes::Code::Grid launch_grid(const Capture& cap, int k) {
 
 namespace {
 
-// How much slower (with loops, and straight through) than the fastest rewrite a rewrite that
-// packs more mad.f32 may be and still be preferred: 0.5 %.
-constexpr int64_t kPackTolerancePermille = 5;
-
 // Whether a rewrite is slower than the original by the cost model (with loops, then straight).
 bool slower(const passes::Stats& a, const passes::Stats& orig) {
   return a.loop_cycles > orig.loop_cycles || (a.loop_cycles == orig.loop_cycles && a.cycles() > orig.cycles());
@@ -262,14 +258,15 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
       if (a.st.loop_cycles != b.st.loop_cycles) return a.st.loop_cycles < b.st.loop_cycles;
       return a.st.cycles() != b.st.cycles() ? a.st.cycles() < b.st.cycles() : a.st.instructions < b.st.instructions;
     });
-    // Among the candidates within kPackTolerance of the fastest (with loops and straight), the
+    // Among the candidates within OptOptions::pack_tolerance_permille of the fastest (with loops and straight), the
     // one that packs the most mad.f32 goes first: an (rptN) group is one instruction to fetch
     // instead of N+1, which the cost model does not count, so a near-tie is settled by packing.
     if (!cands.empty()) {
       const passes::Stats best = cands.front().st;
+      const int64_t tol = opts.pack_tolerance_permille;
       auto near = [&](const Candidate& c) {
-        return c.st.loop_cycles * 1000 <= best.loop_cycles * (1000 + kPackTolerancePermille) &&
-               c.st.cycles() * 1000 <= best.cycles() * (1000 + kPackTolerancePermille) && !slower(c.st, r.before);
+        return c.st.loop_cycles * 1000 <= best.loop_cycles * (1000 + tol) &&
+               c.st.cycles() * 1000 <= best.cycles() * (1000 + tol) && !slower(c.st, r.before);
       };
       auto split = std::stable_partition(cands.begin(), cands.end(), near);
       std::stable_sort(cands.begin(), split, [](const Candidate& a, const Candidate& b) {

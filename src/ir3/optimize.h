@@ -22,6 +22,9 @@ struct OptOptions {
   int validate_sets = 3;            // random input sets per kernel (0 = no validation)
   uint64_t seed = 1;
   std::vector<bool> only;           // per kernel: rewrite it (empty = all; the others keep their code)
+  // How much slower (with loops, and straight through) than the fastest validated rewrite a
+  // rewrite that packs more mad.f32 may be and still be kept, in tenths of a percent.
+  int pack_tolerance_permille = 5;
   std::function<void(size_t, size_t, const std::string&)> progress;  // kernel i of n
 };
 

@@ -8,6 +8,7 @@
 #include "tools/ir3_cli.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,16 @@ uint64_t flag_uint(const char* flag, const std::string& text, uint64_t lo, uint6
   unsigned long long v = text.empty() || text[0] == '-' || text[0] == '+' ? 0 : std::strtoull(text.c_str(), &end, 10);
   if (end == nullptr || end == text.c_str() || *end != '\0' || errno != 0 || v < lo || v > hi)
     fail("option ", flag, ": '", text, "' is not an integer in [", lo, ", ", hi, "]");
+  return v;
+}
+
+// A decimal percentage in [0, hi] ("0.5", "3"); errors name the flag and the range.
+double flag_percent(const char* flag, const std::string& text, double hi) {
+  errno = 0;
+  char* end = nullptr;
+  double v = text.empty() ? -1.0 : std::strtod(text.c_str(), &end);
+  if (end == nullptr || end == text.c_str() || *end != '\0' || errno != 0 || !(v >= 0.0 && v <= hi))
+    fail("option ", flag, ": '", text, "' is not a percentage in [0, ", hi, "]");
   return v;
 }
 
@@ -376,13 +387,16 @@ std::string json_str(const std::string& s) {
   return o + "\"";
 }
 
+// ir3 opt --pack-tolerance's default, in percent (OptOptions::pack_tolerance_permille).
+constexpr const char* kDefaultPackTolerance = "0.5";
+
 int cmd_opt(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed", "--kernels"});
+  Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed", "--kernels", "--pack-tolerance"});
   if (a.help || a.pos.size() != 1) {
     std::printf(
         "usage: opvision ir3 opt IN -o OUT [--pass fold,cp,coalesce,reassoc,dce,accum,relocate,\n"
         "                        rpt,rename,guards,hoist,tidy,legalize] [--validate N] [--seed S]\n"
-        "                        [--kernels LIST] [--report] [--json]\n"
+        "                        [--kernels LIST] [--pack-tolerance PCT] [--report] [--json]\n"
         "  Rewrites real a630 code with the binary passes, in the order given (default: all):\n"
         "    fold      (captures only) integer arithmetic whose value the kernel's launch grid decides\n"
         "              (evaluated for every fiber, and per iteration in counted loops) becomes a move:\n"
@@ -424,8 +438,10 @@ int cmd_opt(int argc, char** argv) {
         "  When rpt runs before hoist, each kernel also tries rpt after hoist and no rpt, and each\n"
         "  order also without rename, and each of those without accum; it keeps the validated\n"
         "  result with the fewest cycles with loops (then static cycles), or its own code if none\n"
-        "  is faster; of results within 0.5 %% of the fastest (both counts) the one with the most\n"
-        "  mad.f32 in rpt groups goes first (a group is one instruction to fetch, not N+1).\n"
+        "  is faster; of results within PCT %% of the fastest (both counts; --pack-tolerance,\n"
+        "  default %s) the one with the most mad.f32 in rpt groups goes first (a group is one\n"
+        "  instruction to fetch, not N+1, and the single-wave cost model sees neither fetch nor\n"
+        "  the waits other waves hide).\n"
         "  --kernels LIST (captures): rewrite only these kernels, by index (0-based, as in the\n"
         "  capture) or name, comma-separated; the others keep their code.\n"
         "  Single programs: only the hazard check applies (no launch to validate against).\n"
@@ -434,7 +450,7 @@ int cmd_opt(int argc, char** argv) {
         "  --report prints per-kernel and total instructions, mad.f32 in rpt groups, max_reg and the\n"
         "  static issue cycles of the documented cost model (src/ir3/passes/passes.h), and the same\n"
         "  with each counted loop's body once per trip ('with loops'); --json the same\n"
-        "  as JSON on stdout.\n");
+        "  as JSON on stdout.\n", kDefaultPackTolerance);
     return a.help ? 0 : 2;
   }
   OPV_CHECK(a.flag("-o"), "missing -o OUT");
@@ -454,6 +470,8 @@ int cmd_opt(int argc, char** argv) {
     o.passes = names;
     o.validate_sets = int(flag_uint("--validate", a.get("--validate", "3"), 0, 100));
     o.seed = flag_uint("--seed", a.get("--seed", "1"), 0, UINT32_MAX);
+    o.pack_tolerance_permille = static_cast<int>(
+        std::lround(10.0 * flag_percent("--pack-tolerance", a.get("--pack-tolerance", kDefaultPackTolerance), 100.0)));
     if (a.flag("--kernels")) {
       o.only.assign(cap.kernels.size(), false);
       for (const std::string& want : split_list(a.get("--kernels"))) {

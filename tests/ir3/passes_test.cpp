@@ -495,12 +495,18 @@ TEST(Ir3Passes, PredicatedSectionsCoverTheirOwnReads) {
   )");
   passes::Code c(orig);
   std::vector<passes::Live> live = passes::liveness(c);
-  size_t second = 0;  // the second predt
+  size_t first = 0, second = 0;  // the two predt
   for (size_t i = 0, seen = 0; i < c.ins.size(); ++i)
-    if (c.ins[i].in.name() == "predt" && ++seen == 2) second = i;
+    if (c.ins[i].in.name() == "predt") (++seen == 1 ? first : second) = i;
   ASSERT_GT(second, 0u);
   EXPECT_FALSE(passes::reg_live(live[second], 4 * 5 + 1));  // r5.y: written before read
   EXPECT_TRUE(passes::reg_live(live[second], 4 * 5 + 0));   // r5.x: read by the add first
+  // r6.x is written on both sides of the first construct (the load, the zero): dead before it,
+  // though read after it; so is r6.y, written on both sides of the second; r5.x, which the
+  // second reads first, stays live inside the first
+  EXPECT_FALSE(passes::reg_live(live[first], 4 * 6 + 0));
+  EXPECT_TRUE(passes::reg_live(live[first + 1], 4 * 5 + 0));
+  EXPECT_FALSE(passes::reg_live(live[first], 4 * 6 + 1));
   std::vector<uint64_t> base = run_passes(orig, {"legalize"});
   std::vector<uint64_t> opt = run_passes(orig, {"hoist", "legalize"});
   EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);

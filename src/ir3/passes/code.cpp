@@ -209,45 +209,85 @@ std::vector<Live> liveness(const Code& c) {
       if (std::find(half.begin(), half.end(), u) == half.end() || std::find(full.begin(), full.end(), u) != full.end()) keep.push_back(u);
     kills[i] = keep;
   }
-  // Inside a predicated section a write does not kill what is live after the construct (the
-  // lanes that skip the section keep the old value), but it does cover the section's own later
-  // reads (they run only in the lanes that wrote): per predicated instruction, `through` is what
-  // is live after its section, `local` the section's reads from it on that no earlier write of
-  // the section covers, and its live-in set their union.
-  auto in_section = [&](size_t i) {  // i + 1 continues i's predicated section
-    return i + 1 < n && pred[i + 1] && g.succ[i].size() == 1 && g.succ[i][0] == i + 1;
+  // A predicated construct `predt A [predf B] prede` (or starting at predf), everything inside
+  // plain and straight (each instruction's only successor the next), runs A on some lanes and B
+  // on the others. For the lanes running a section, liveness inside it is the ordinary one from
+  // what is live after the construct (its writes kill: every such lane executes them); the other
+  // lanes pass through it, needing what is live where their own section starts (for lanes that
+  // skip A) or after the construct (for lanes done with A, inside B). A register both sections
+  // write is therefore dead before the construct unless a section reads it first. Predicated code
+  // that is not such a construct keeps the conservative rule: its writes kill nothing.
+  std::vector<size_t> construct_end(n, SIZE_MAX), construct_mid(n, 0);  // at the first marker
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& m = c.ins[i].in.name();
+    if (m != "predt" && m != "predf") continue;
+    size_t mid = 0, end = 0;
+    bool ok = true;
+    for (size_t k = i + 1; k < n && ok && !end; ++k) {
+      const std::string& mk = c.ins[k].in.name();
+      if (mk == "prede") end = k;
+      else if ((mk == "predt" || mk == "predf") && mk != m && !mid) mid = k;
+      else if (is_control(c.ins[k]) || !g.modelled[k] || g.succ[k] != std::vector<size_t>{k + 1}) ok = false;
+    }
+    if (!ok || !end) continue;
+    construct_end[i] = end, construct_mid[i] = mid;
+    i = end;
+  }
+  std::vector<size_t> construct_at(n, SIZE_MAX);  // prede -> its first marker
+  for (size_t i = 0; i < n; ++i)
+    if (construct_end[i] != SIZE_MAX) construct_at[construct_end[i]] = i;
+  auto step = [&](Live cur, size_t k) {  // ordinary backward step over instruction k
+    for (int u : kills[k])
+      if (u < kUnitsMax) cur.reset(static_cast<size_t>(u));
+    for (int u : c.ins[k].fx.reads)
+      if (u < kUnitsMax) cur.set(static_cast<size_t>(u));
+    return cur;
   };
-  std::vector<Live> in(n), through(n), local(n);
+  std::vector<Live> in(n);
   Live all;
   all.set();
   bool changed = true;
+  auto set_in = [&](size_t i, const Live& live) {
+    if (live != in[i]) in[i] = live, changed = true;
+  };
   while (changed) {
     changed = false;
     for (size_t i = n; i-- > 0;) {
+      if (construct_at[i] != SIZE_MAX) {  // a whole construct [first, i]
+        const size_t first = construct_at[i], mid = construct_mid[first];
+        Live after;
+        for (size_t t : g.succ[i]) after |= in[t];
+        set_in(i, after);
+        const size_t a_end = mid ? mid : i;
+        Live b_start = after;  // lanes of the second section, where it starts
+        std::vector<Live> b_lanes;
+        if (mid) {
+          for (size_t k = i; k-- > mid + 1;) b_start = step(b_start, k), b_lanes.push_back(b_start);
+          for (size_t k = mid + 1, q = b_lanes.size(); k < i; ++k) set_in(k, b_lanes[--q] | after);
+          set_in(mid, b_start | after);
+        }
+        Live a_cur = after;
+        for (size_t k = a_end; k-- > first + 1;) {
+          a_cur = step(a_cur, k);
+          set_in(k, mid ? a_cur | b_start : a_cur | after);
+        }
+        set_in(first, mid ? a_cur | b_start : a_cur | after);
+        i = first;
+        continue;
+      }
       const Ins& x = c.ins[i];
       Live live;
       if (!g.modelled[i]) {
         live = all;
       } else if (!x.fx.is_end) {
-        if (pred[i] && in_section(i)) {
-          through[i] = through[i + 1];
-          local[i] = local[i + 1];
+        for (size_t t : g.succ[i]) live |= in[t];
+        if (!pred[i])
           for (int u : kills[i])
-            if (u < kUnitsMax) local[i].reset(static_cast<size_t>(u));
-        } else {
-          through[i].reset(), local[i].reset();
-          for (size_t t : g.succ[i]) through[i] |= in[t];
-        }
-        if (!pred[i]) {
-          for (int u : kills[i])
-            if (u < kUnitsMax) through[i].reset(static_cast<size_t>(u));
-        }
-        Live& reads = pred[i] ? local[i] : through[i];
+            if (u < kUnitsMax) live.reset(static_cast<size_t>(u));
         for (int u : x.fx.reads)
-          if (u < kUnitsMax) reads.set(static_cast<size_t>(u));
-        live = through[i] | local[i];
+          if (u < kUnitsMax) live.set(static_cast<size_t>(u));
       }
-      if (live != in[i]) in[i] = live, changed = true;
+      set_in(i, live);
     }
   }
   return in;
