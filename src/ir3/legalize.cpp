@@ -380,8 +380,20 @@ std::string to_string(const Hazard& h) {
   return o.str();
 }
 
+// An instruction's Info depends only on its word, the generation and the register-file mode,
+// and ir3 opt checks and fixes many programs that differ in a few words (legalize's pruning
+// checks the whole program once per flag it tries): the descriptions are kept per thread,
+// dropped when the table grows past kMaxCached words.
+static InfoCache& shared_cache(int gen, bool merged) {
+  constexpr size_t kMaxCached = 1 << 18;
+  static thread_local std::map<std::pair<int, bool>, InfoCache> caches;
+  InfoCache& cache = caches[{gen, merged}];
+  if (cache.size() > kMaxCached) cache.clear();
+  return cache;
+}
+
 std::vector<Hazard> check_hazards(const std::vector<uint64_t>& prog, int gen, bool merged_regs) {
-  Analysis a = analyse(prog, gen, merged_regs);
+  Analysis a = analyse(prog, gen, merged_regs, &shared_cache(gen, merged_regs));
   std::vector<Hazard> out;
   for (size_t i = 0; i < prog.size(); ++i) {
     auto h = hazards_for(a.at[i], a.info[i], i);
@@ -399,7 +411,7 @@ std::vector<Hazard> check_hazards(const std::vector<uint64_t>& prog, int gen, bo
 // re-analysing once per fixed block (the largest fixture kernel has hundreds of them).
 bool legalize(std::vector<uint64_t>& prog, int gen, bool merged_regs) {
   bool changed = false;
-  InfoCache cache;
+  InfoCache& cache = shared_cache(gen, merged_regs);
   auto info_of = [&](uint64_t w) {
     auto it = cache.find(w);
     if (it != cache.end()) return it->second;

@@ -106,13 +106,15 @@ struct Fiber {
   uint16_t h[kFiberRegs] = {};  // half registers when the file is not merged
   int32_t a0 = 0, a1 = 0;
   bool p[4] = {};
-  uint32_t pc = 0;
-  bool live = false;
   std::vector<uint8_t> priv;
 };
 
 struct Wave {
   std::vector<Fiber> f;
+  // per fiber: its pc, and whether it has not ended (kept out of Fiber, whose registers make it
+  // large, so the per-step scan for the lowest pc reads a few cache lines)
+  std::vector<uint32_t> pc;
+  std::vector<uint8_t> live;
   uint32_t shared[kSharedRegs] = {};
   uint16_t hshared[kSharedRegs] = {};
   int pred_mode = 0;  // 0 none, 1 true, 2 false
@@ -914,9 +916,8 @@ struct Simulator::Impl {
       at.clear();
       uint32_t pc = UINT32_MAX;
       for (size_t i = 0; i < w.f.size(); ++i) {
-        const Fiber& f = w.f[i];
-        if (!f.live || f.pc > pc) continue;
-        if (f.pc < pc) pc = f.pc, at.clear();
+        if (!w.live[i] || w.pc[i] > pc) continue;
+        if (w.pc[i] < pc) pc = w.pc[i], at.clear();
         at.push_back(i);
       }
       if (pc == UINT32_MAX) {
@@ -939,19 +940,19 @@ struct Simulator::Impl {
       for (size_t i : at)
         if (lane_pred(w, i)) act.push_back(i);
       stats.fiber_instructions += act.size();
-      for (size_t i : at) w.f[i].pc = pc + 1;
+      for (size_t i : at) w.pc[i] = pc + 1;
       switch (r.op) {
         case Op::Nop:
         case Op::Fence: break;
         case Op::End:
-          for (size_t i : at) w.f[i].live = false;
+          for (size_t i : at) w.live[i] = false;
           break;
         case Op::Kill:
           for (size_t i : act)
-            if (w.f[i].p[r.comp1] != static_cast<bool>(r.inv1)) w.f[i].live = false;
+            if (w.f[i].p[r.comp1] != static_cast<bool>(r.inv1)) w.live[i] = false;
           break;
         case Op::Jump:
-          for (size_t i : at) w.f[i].pc = static_cast<uint32_t>(pc + r.imm);
+          for (size_t i : at) w.pc[i] = static_cast<uint32_t>(pc + r.imm);
           break;
         case Op::Br: {
           auto c1 = [&](size_t i) { return w.f[i].p[r.comp1] != static_cast<bool>(r.inv1); };
@@ -961,18 +962,18 @@ struct Simulator::Impl {
             for (size_t i : act) any |= c1(i), all &= c1(i);
             bool take = r.brtype == 4 ? any : all;
             if (take)
-              for (size_t i : at) w.f[i].pc = static_cast<uint32_t>(pc + r.imm);
+              for (size_t i : at) w.pc[i] = static_cast<uint32_t>(pc + r.imm);
           } else {
             for (size_t i : act) {
               bool t = r.brtype == 0 ? c1(i) : r.brtype == 1 ? (c1(i) || c2(i)) : (c1(i) && c2(i));
-              if (t) w.f[i].pc = static_cast<uint32_t>(pc + r.imm);
+              if (t) w.pc[i] = static_cast<uint32_t>(pc + r.imm);
             }
           }
           break;
         }
         case Op::GetOne:
           // the first active fiber takes the branch, the others fall through (assumed)
-          if (!act.empty()) w.f[act.front()].pc = static_cast<uint32_t>(pc + r.imm);
+          if (!act.empty()) w.pc[act.front()] = static_cast<uint32_t>(pc + r.imm);
           break;
         case Op::PredT:
         case Op::PredF:
@@ -990,7 +991,7 @@ struct Simulator::Impl {
             for (int k = 0; k <= r.repeat; ++k) {
               uint32_t m = 0;
               for (size_t j = 0; j < 32 && k * 32 + j < w.f.size(); ++j)
-                if (w.f[k * 32 + j].live && w.f[k * 32 + j].pc == pc + 1) m |= 1u << j;
+                if (w.live[k * 32 + j] && w.pc[k * 32 + j] == pc + 1) m |= 1u << j;
               wr(w, w.f[i], r.dst.num + k, false, m);
             }
           }
@@ -1127,11 +1128,13 @@ SimStats Simulator::run(const SimConfig& cfg) {
         for (size_t wi = 0; wi < nwaves; ++wi) {
           Wave& w = waves[wi];
           w.f.resize(cfg.wave_size);
+          w.pc.assign(cfg.wave_size, 0);
+          w.live.assign(cfg.wave_size, 0);
           for (int l = 0; l < cfg.wave_size; ++l) {
             Fiber& f = w.f[l];
             uint32_t li = static_cast<uint32_t>(wi * cfg.wave_size + l);
-            f.live = li < group_threads;
-            if (!f.live) continue;
+            w.live[l] = li < group_threads;
+            if (!w.live[l]) continue;
             f.priv.assign(cfg.private_mem_bytes, 0);
             uint32_t ids[3] = {li % cfg.local_size[0], (li / cfg.local_size[0]) % cfg.local_size[1],
                                li / (cfg.local_size[0] * cfg.local_size[1])};
