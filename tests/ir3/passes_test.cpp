@@ -991,6 +991,44 @@ TEST(Ir3Passes, RenameGivesOverlappingTexelsBlocksOfTheirOwn) {
   EXPECT_EQ(run_with_images(stored_block), run_with_images(kept));
 }
 
+// The last element moves up past a move whose reader then has one delay slot fewer filled (a
+// texture read between them fills none): the region's straight-line estimate grows by a cycle,
+// which hoist can recover and is worth a whole group, so the four pack. A member that would
+// make a texel's wait come earlier (reading the load's result at the leader's place) costs a
+// whole texture latency and stays apart.
+TEST(Ir3Passes, RptAcceptsACycleOfDelayForAWholeGroup) {
+  auto program = [](const std::string& last) {
+    return stored(R"(
+    cov.u32f32 r1.x, r0.x
+    add.u r6.x, r0.x, 1
+    mov.u32u32 r6.y, 0
+    mov.f32f32 r2.x, c2.x
+    mov.f32f32 r2.y, c2.y
+    mov.f32f32 r2.z, c2.z
+    mov.f32f32 r2.w, c2.w
+    (rpt5)nop
+    isam.1d (f32)(xyzw)r8.x, r6.x, s#0, t#0
+    mad.f32 r2.x, c1.x, r1.x, r2.x
+    mad.f32 r2.y, c1.y, r1.x, r2.y
+    mad.f32 r2.z, c1.z, r1.x, r2.z
+    mov.f32f32 r5.x, c3.x
+    )" + last + R"(
+    isam.1d (f32)(xyzw)r12.x, r6.x, s#1, t#1
+    add.f r5.y, r5.x, r5.x
+    add.f r2.y, r2.y, r5.y
+  )", "r2.x", 4);
+  };
+  std::vector<uint64_t> orig = program("mad.f32 r2.w, c1.w, r1.x, r2.w");
+  std::vector<uint64_t> opt = run_passes(orig, {"rpt", "legalize"});
+  EXPECT_EQ(count(opt, "(rpt3)mad.f32 r2.x"), 1) << disassemble(opt);
+  EXPECT_TRUE(check_hazards(opt).empty()) << disassemble(opt);
+  EXPECT_EQ(run_with_images(orig), run_with_images(opt));
+  std::vector<uint64_t> waits = program("(sy)mad.f32 r2.w, r8.x, r1.x, r2.w");
+  std::vector<uint64_t> kept = run_passes(waits, {"rpt", "legalize"});
+  EXPECT_EQ(count(kept, "(rpt3)mad.f32"), 0) << disassemble(kept);
+  EXPECT_EQ(run_with_images(waits), run_with_images(kept));
+}
+
 // Mesa's allocator lets loop accumulators wander: acc0 and acc2 are computed into other
 // registers and moved back at the back edge, and the four sit in scattered registers. accum gives
 // each one register for its whole life (the back-edge moves go) and the four consecutive ones,
