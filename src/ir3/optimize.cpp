@@ -258,9 +258,10 @@ std::vector<KernelOpt> optimize_capture(Capture& cap, const OptOptions& opts) {
       if (a.st.loop_cycles != b.st.loop_cycles) return a.st.loop_cycles < b.st.loop_cycles;
       return a.st.cycles() != b.st.cycles() ? a.st.cycles() < b.st.cycles() : a.st.instructions < b.st.instructions;
     });
-    // Among the candidates within OptOptions::pack_tolerance_permille of the fastest (with loops and straight), the
-    // one that packs the most mad.f32 goes first: an (rptN) group is one instruction to fetch
-    // instead of N+1, which the cost model does not count, so a near-tie is settled by packing.
+    // Among the candidates within OptOptions::pack_tolerance_permille of the fastest (with loops
+    // and straight), the one that packs the most mad.f32 goes first: an (rptN) group is one
+    // instruction to fetch instead of N+1, which the cost model does not count, so a near-tie is
+    // settled by packing.
     if (!cands.empty()) {
       const passes::Stats best = cands.front().st;
       const int64_t tol = opts.pack_tolerance_permille;

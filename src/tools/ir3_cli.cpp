@@ -388,7 +388,7 @@ std::string json_str(const std::string& s) {
 }
 
 // ir3 opt --pack-tolerance's default, in percent (OptOptions::pack_tolerance_permille).
-constexpr const char* kDefaultPackTolerance = "0.5";
+constexpr const char* kDefaultPackTolerance = "3";
 
 int cmd_opt(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed", "--kernels", "--pack-tolerance"});

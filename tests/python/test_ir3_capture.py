@@ -156,6 +156,14 @@ def test_opt_small_capture_validates_and_still_matches_onnxruntime(cli, small_mo
     kept = sorted((tmp_path / "one" / "kernels").iterdir())[1:]
     assert all(k.read_bytes() == (DATA / "small_fp16" / "kernels" / k.name).read_bytes() for k in kept)
     assert_error(cli.run("ir3", "opt", DATA / "small_fp16", "-o", tmp_path / "x", "--kernels", "nosuch"), "nosuch")
+    # --pack-tolerance: a wider near-tie margin never keeps fewer mad.f32 packed, and still validates
+    p = cli.run("ir3", "opt", DATA / "small_fp16", "-o", tmp_path / "wide", "--pack-tolerance", "100", "--validate", "1",
+                "--json", timeout=900)
+    assert p.returncode == 0, describe(p)
+    wide = json.loads(p.stdout)["per_inference"]
+    assert wide["validated"] == wide["kernels"] and wide["after"]["mad_f32_packed"] >= per["after"]["mad_f32_packed"], wide
+    for bad in ("-1", "101", "abc", ""):
+        assert_error(cli.run("ir3", "opt", DATA / "small_fp16", "-o", tmp_path / "x", "--pack-tolerance", bad), "--pack-tolerance")
 
 
 def test_opt_single_program_forms(cli, tmp_path):
