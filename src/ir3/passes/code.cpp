@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "ir3/semantics.h"
@@ -24,21 +26,54 @@ bool is_marker(const Instr& in) {
 
 }  // namespace
 
+namespace {
+
+// A decoded word and its effects in both register-file modes, remembered per thread: ir3 opt
+// decodes the same words many times over (every candidate order's every stage is re-read, and
+// legalize re-checks whole programs). decode() and effects() are functions of (word, gen) and
+// (instruction, mode); words that do not decode are not remembered.
+struct Decoded {
+  Instr in;
+  std::optional<Effects> fx[2];  // [merged_regs], computed when first asked for
+};
+
+Decoded* decoded(uint64_t word, int gen) {
+  constexpr size_t kMaxCached = 1 << 18;
+  static thread_local std::map<int, std::unordered_map<uint64_t, Decoded>> memo;
+  std::unordered_map<uint64_t, Decoded>& m = memo[gen];
+  auto it = m.find(word);
+  if (it != m.end()) return &it->second;
+  Instr in = decode(word, gen);
+  if (!in.valid()) return nullptr;
+  if (m.size() > kMaxCached) m.clear();
+  return &m.emplace(word, Decoded{in, {}}).first->second;
+}
+
+}  // namespace
+
+Instr decode_cached(uint64_t word, int gen) {
+  const Decoded* d = decoded(word, gen);
+  return d ? d->in : decode(word, gen);
+}
+
 Code::Code(const std::vector<uint64_t>& words, int g, bool merged) : gen(g), merged_regs(merged) {
   size_t last_end = words.size();
   std::vector<Instr> dec;
   for (size_t i = 0; i < words.size(); ++i) {
-    Instr in = decode(words[i], gen);
-    OPV_CHECK(in.valid(), "ir3 passes: instruction ", i, " does not decode");
-    if (in.name() == "end") last_end = i;
-    dec.push_back(in);
+    const Decoded* d = decoded(words[i], gen);
+    OPV_CHECK(d, "ir3 passes: instruction ", i, " does not decode");
+    if (d->in.name() == "end") last_end = i;
+    dec.push_back(d->in);
   }
   OPV_CHECK(last_end < words.size(), "ir3 passes: the program has no `end`");
   dec.resize(last_end + 1);
   for (size_t i = 0; i < dec.size(); ++i) {
     Ins x;
     x.in = dec[i];
-    x.fx = effects(dec[i], merged_regs);
+    Decoded* d = decoded(words[i], gen);  // again: the table may have been dropped meanwhile
+    std::optional<Effects>& fx = d->fx[merged_regs ? 1 : 0];
+    if (!fx) fx = effects(x.in, merged_regs);
+    x.fx = *fx;
     x.id = next_id_++;
     ins.push_back(x);
   }
@@ -89,11 +124,14 @@ std::vector<uint64_t> Code::emit() const {
       OPV_CHECK(t >= 0, "ir3 passes: a branch target was removed");
       int64_t off = t - static_cast<int64_t>(i);
       w = (w & ~uint64_t(0xffffffff)) | (static_cast<uint64_t>(off) & 0xffffffffu);  // cat0 offset: low 32 bits
-      OPV_CHECK(decode(w, gen).valid(), "ir3 passes: re-targeted branch does not decode");
+      OPV_CHECK(decoded(w, gen), "ir3 passes: re-targeted branch does not decode");
     }
     out.push_back(w);
   }
-  uint64_t nop = encode(parse("nop", gen));
+  static thread_local std::map<int, uint64_t> nops;  // the padding word, assembled once per gen
+  auto it = nops.find(gen);
+  if (it == nops.end()) it = nops.emplace(gen, encode(parse("nop", gen))).first;
+  const uint64_t nop = it->second;
   while (out.size() % 16) out.push_back(nop);
   return out;
 }

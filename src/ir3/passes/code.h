@@ -21,6 +21,10 @@ struct Ins {
   int target_id = -1;  // branch/jump: the id of the target instruction
 };
 
+// decode(word, gen), remembered per thread (the passes and ir3 opt re-read the same words many
+// times); words that do not decode are decoded afresh each time (an invalid Instr).
+Instr decode_cached(uint64_t word, int gen);
+
 class Code {
  public:
   // Decodes `words` up to the last `end` (the nop padding after it is dropped and re-added by

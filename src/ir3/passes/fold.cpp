@@ -225,6 +225,93 @@ uint32_t eval(const std::string& m, uint32_t a, uint32_t b, uint32_t c, const Sr
   return 0;
 }
 
+// eval()'s mnemonic resolved once per instruction (evaluate() runs it for every fiber and
+// iteration): the same cases in the same order; Other (a mnemonic eval() does not list, or a
+// cmps. spelling too short for its condition) takes eval() itself.
+enum class EvalKind : uint8_t {
+  Cmp, Add, Sub, MinU, MaxU, MinS, MaxS, AbsNeg, And, Or, Xor, Not, Shl, Shr, Ashr, Mull, Madsh, Sel, Shrg, Shlg,
+  Mov32, Lo16, Sext16, Zero, Other
+};
+struct EvalOp {
+  EvalKind kind = EvalKind::Other;
+  bool is_signed = false;  // Cmp: cmps.s
+  int cc = 5;              // Cmp: 0 lt, 1 le, 2 gt, 3 ge, 4 eq, 5 anything else (ne)
+};
+
+EvalOp eval_op(const std::string& m) {
+  EvalOp o;
+  if (m.rfind("cmps.", 0) == 0) {
+    if (m.size() < 7) return o;  // Other: eval() itself (its substr throws, as before)
+    o.kind = EvalKind::Cmp;
+    o.is_signed = m[5] == 's';
+    const std::string cc = m.substr(7);
+    o.cc = cc == "lt" ? 0 : cc == "le" ? 1 : cc == "gt" ? 2 : cc == "ge" ? 3 : cc == "eq" ? 4 : 5;
+    return o;
+  }
+  static const std::pair<const char*, EvalKind> kTable[] = {
+      {"add.u", EvalKind::Add},          {"add.s", EvalKind::Add},         {"sub.u", EvalKind::Sub},
+      {"sub.s", EvalKind::Sub},          {"min.u", EvalKind::MinU},        {"max.u", EvalKind::MaxU},
+      {"min.s", EvalKind::MinS},         {"max.s", EvalKind::MaxS},        {"absneg.s", EvalKind::AbsNeg},
+      {"and.b", EvalKind::And},          {"or.b", EvalKind::Or},           {"xor.b", EvalKind::Xor},
+      {"not.b", EvalKind::Not},          {"shl.b", EvalKind::Shl},         {"shr.b", EvalKind::Shr},
+      {"ashr.b", EvalKind::Ashr},        {"mull.u", EvalKind::Mull},       {"madsh.m16", EvalKind::Madsh},
+      {"sel.b32", EvalKind::Sel},        {"shrg", EvalKind::Shrg},         {"shlg", EvalKind::Shlg},
+      {"mov.u32u32", EvalKind::Mov32},   {"mov.u16u16", EvalKind::Lo16},   {"cov.u32u16", EvalKind::Lo16},
+      {"cov.s32s16", EvalKind::Lo16},    {"cov.u16s32", EvalKind::Lo16},   {"cov.s16s32", EvalKind::Sext16},
+  };
+  for (const auto& [name, kind] : kTable)
+    if (m == name) {
+      o.kind = kind;
+      return o;
+    }
+  o.kind = EvalKind::Zero;
+  return o;
+}
+
+// eval(m, ...) for the resolved op (m only for Other).
+uint32_t eval(const EvalOp& o, const std::string& m, uint32_t a, uint32_t b, uint32_t c, const Src& sa, bool half_dst) {
+  auto s32 = [](uint32_t v) { return static_cast<int64_t>(static_cast<int32_t>(v)); };
+  const uint32_t mask = half_dst ? 0xffffu : 0xffffffffu;
+  auto put = [&](int64_t v) { return static_cast<uint32_t>(v) & mask; };
+  switch (o.kind) {
+    case EvalKind::Cmp: {
+      const int64_t x = o.is_signed ? s32(a) : int64_t(a), y = o.is_signed ? s32(b) : int64_t(b);
+      const bool r = o.cc == 0 ? x < y : o.cc == 1 ? x <= y : o.cc == 2 ? x > y : o.cc == 3 ? x >= y : o.cc == 4 ? x == y : x != y;
+      return r ? 1u : 0u;
+    }
+    case EvalKind::Add: return put(int64_t(a) + b);
+    case EvalKind::Sub: return put(int64_t(a) - b);
+    case EvalKind::MinU: return put(std::min(a, b));
+    case EvalKind::MaxU: return put(std::max(a, b));
+    case EvalKind::MinS: return put(std::min(s32(a), s32(b)));
+    case EvalKind::MaxS: return put(std::max(s32(a), s32(b)));
+    case EvalKind::AbsNeg: {
+      int64_t x = s32(a);
+      if (sa.abs) x = x < 0 ? -x : x;
+      if (sa.neg) x = -x;
+      return put(x);
+    }
+    case EvalKind::And: return put(a & b);
+    case EvalKind::Or: return put(a | b);
+    case EvalKind::Xor: return put(a ^ b);
+    case EvalKind::Not: return put(~a);
+    case EvalKind::Shl: return put(static_cast<uint64_t>(a) << (b & 31));
+    case EvalKind::Shr: return put(a >> (b & 31));
+    case EvalKind::Ashr: return put(s32(a) >> (b & 31));
+    case EvalKind::Mull: return put(static_cast<uint64_t>(a & 0xffff) * (b & 0xffff));
+    case EvalKind::Madsh: return put(static_cast<uint32_t>(((a >> 16) * (b & 0xffff)) << 16) + c);
+    case EvalKind::Sel: return put(b != 0 ? a : c);
+    case EvalKind::Shrg: return put((b >> (a & 31)) | c);
+    case EvalKind::Shlg: return put((b << (a & 31)) | c);
+    case EvalKind::Mov32: return a;
+    case EvalKind::Lo16: return a & 0xffff;
+    case EvalKind::Sext16: return static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(a & 0xffff)));
+    case EvalKind::Zero: return 0;
+    case EvalKind::Other: break;
+  }
+  return eval(m, a, b, c, sa, half_dst);
+}
+
 // The source operand positions a mnemonic reads as 16-bit values (the rest are full).
 bool half_source(const std::string& m) { return m == "mov.u16u16" || m == "cov.u16s32" || m == "cov.s16s32"; }
 
@@ -337,8 +424,9 @@ Val Folder::evaluate(const std::string& m, const std::vector<std::string>& ops, 
     if ((s.kind == Src::Full || s.kind == Src::Half) && !in[k]) return nullptr;
   }
   auto out = std::make_shared<Vec>(dom);
+  const EvalOp op = eval_op(m);
   for (size_t q = 0; q < dom; ++q)
-    (*out)[q] = eval(m, in[0] ? (*in[0])[q] : uni[0], in[1] ? (*in[1])[q] : uni[1], in[2] ? (*in[2])[q] : uni[2], (*src)[0], *half_dst);
+    (*out)[q] = eval(op, m, in[0] ? (*in[0])[q] : uni[0], in[1] ? (*in[1])[q] : uni[1], in[2] ? (*in[2])[q] : uni[2], (*src)[0], *half_dst);
   return out;
 }
 

@@ -47,7 +47,7 @@ bool legalize(Code& c) {
   auto non_nops = [&](const std::vector<uint64_t>& v) {
     std::vector<size_t> idx;
     for (size_t i = 0; i < v.size(); ++i)
-      if (decode(v[i], c.gen).name() != "nop") idx.push_back(i);
+      if (decode_cached(v[i], c.gen).name() != "nop") idx.push_back(i);
     return idx;
   };
   bool loop = false;
@@ -55,9 +55,9 @@ bool legalize(Code& c) {
   std::vector<size_t> a = non_nops(given), b = non_nops(w);
   if (loop && a.size() == b.size())
     for (size_t k = 0; k < b.size(); ++k) {
-      Instr had = decode(given[a[k]], c.gen);
+      Instr had = decode_cached(given[a[k]], c.gen);
       for (const char* flag : {"SY", "SS"}) {
-        Instr now = decode(w[b[k]], c.gen);
+        Instr now = decode_cached(w[b[k]], c.gen);
         if (!now.get_or(flag, 0) || had.get_or(flag, 0)) continue;
         std::vector<uint64_t> trial = w;
         trial[b[k]] = with_field(now, flag, 0).bits;
