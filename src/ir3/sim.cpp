@@ -996,6 +996,14 @@ struct Simulator::Impl {
             }
           }
           break;
+        case Op::Alu2:  // exec_lane's cases, with the dispatch out of the lane loop
+          for (size_t i : act)
+            for (int k = 0; k <= r.repeat; ++k) alu2(w, w.f[i], r, k);
+          break;
+        case Op::Alu3:
+          for (size_t i : act)
+            for (int k = 0; k <= r.repeat; ++k) alu3(w, w.f[i], r, k);
+          break;
         default:
           for (size_t i : act) exec_lane(w, w.f[i], r, i);
           break;
