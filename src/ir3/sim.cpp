@@ -133,7 +133,7 @@ struct Simulator::Impl {
   SimStats stats;
   const Rec* cur = nullptr;
   size_t cur_pc = 0;
-  std::vector<size_t> at_, act_;  // run_wave scratch: fibers at the pc, and those active
+  std::vector<size_t> at_{}, act_{};  // run_wave scratch: fibers at the pc, and those active
   bool trace_ = false;  // SimConfig::trace_group is the group running now
   size_t trace_lane_ = 0;
 
