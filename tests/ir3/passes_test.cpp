@@ -516,6 +516,29 @@ TEST(Ir3Passes, PredicatedSectionsCoverTheirOwnReads) {
   EXPECT_LT(text.find("mov.u32u32 r5.y"), text.find("predt")) << text;
 }
 
+// A section that rewrites p0 changes which lanes run the other section, so a register both
+// sections write is not known dead before the construct: liveness keeps the conservative rule.
+TEST(Ir3Passes, PredicatedConstructsThatWriteP0KeepWritesLive) {
+  auto live_at_predt = [](const std::string& first_section) {
+    passes::Code c(assemble(R"(
+      cmps.u.lt p0.x, r0.x, 40
+      predt
+    )" + first_section + R"(
+      mov.u32u32 r6.x, 1
+      predf
+      mov.u32u32 r6.x, 2
+      prede
+      add.u r6.y, r6.x, r0.x
+      end
+    )"));
+    size_t t = 0;
+    while (c.ins[t].in.name() != "predt") ++t;
+    return passes::reg_live(passes::liveness(c)[t], 4 * 6 + 0);
+  };
+  EXPECT_FALSE(live_at_predt(""));
+  EXPECT_TRUE(live_at_predt("cmps.u.lt p0.x, r0.x, 20"));
+}
+
 // With separate half and full register files (mergedregs=0), a half register read after the
 // join does not keep the full register it would alias in a merged file alive: the then-block's
 // `mov r2.y, 0` may leave the block only when the kernel says its files are separate.

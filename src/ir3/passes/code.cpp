@@ -253,8 +253,9 @@ std::vector<Live> liveness(const Code& c) {
   // what is live after the construct (its writes kill: every such lane executes them); the other
   // lanes pass through it, needing what is live where their own section starts (for lanes that
   // skip A) or after the construct (for lanes done with A, inside B). A register both sections
-  // write is therefore dead before the construct unless a section reads it first. Predicated code
-  // that is not such a construct keeps the conservative rule: its writes kill nothing.
+  // write is therefore dead before the construct unless a section reads it first. Nothing inside
+  // may write p0 (the lanes of B must be those that skipped A). Predicated code that is not such
+  // a construct keeps the conservative rule: its writes kill nothing.
   std::vector<size_t> construct_end(n, SIZE_MAX), construct_mid(n, 0);  // at the first marker
   for (size_t i = 0; i < n; ++i) {
     const std::string& m = c.ins[i].in.name();
@@ -266,6 +267,7 @@ std::vector<Live> liveness(const Code& c) {
       if (mk == "prede") end = k;
       else if ((mk == "predt" || mk == "predf") && mk != m && !mid) mid = k;
       else if (is_control(c.ins[k]) || !g.modelled[k] || g.succ[k] != std::vector<size_t>{k + 1}) ok = false;
+      for (int u : c.ins[k].fx.writes) ok = ok && (u < 2 * kRegP0 || u >= 2 * (kRegP0 + 4));
     }
     if (!ok || !end) continue;
     construct_end[i] = end, construct_mid[i] = mid;

@@ -90,7 +90,6 @@ int load_block(const Ins& x, int* count) {
   return lo;
 }
 
-// (1)-(3) of the header's texture part for the load at d; true when it was renamed.
 // Per instruction: whether it reads a register whose latest writer before it (in index order)
 // is a load (cat5, or cat6 reading memory): a consumer that waits for a texel.
 std::vector<bool> texel_readers(const Code& c) {
@@ -106,6 +105,7 @@ std::vector<bool> texel_readers(const Code& c) {
   return out;
 }
 
+// (1)-(3) of the header's texture part for the load at d; true when it was renamed.
 bool rename_load(Code& c, std::vector<Live>& live, const Flow& fl, const std::vector<bool>& pred,
                  const std::vector<bool>& waits, int max_reg, size_t d) {
   const size_t n = c.ins.size();
@@ -170,16 +170,21 @@ bool rename_load(Code& c, std::vector<Live>& live, const Flow& fl, const std::ve
   }
   std::vector<size_t> exits;
   if (!closed_range(c, fl, d, last, &exits)) return false;
-  // a component live at an exit must have been written again before any branch leaves
+  // a component live at an exit must have been written again before any branch leaves; and
+  // when a component is written again inside the range, control must run through the range in
+  // index order (no branch inside it to a place inside it), so that every read of it before
+  // that write, and none after, sees L's value
   size_t first_branch_out = SIZE_MAX;
+  bool inner_edge = false;
   for (size_t k = d + 1; k <= last; ++k)
     if (c.ins[k].target_id >= 0) {
       const int64_t t = fl.pos[static_cast<size_t>(c.ins[k].target_id)];
-      if (t <= static_cast<int64_t>(d) || t > static_cast<int64_t>(last)) {
-        first_branch_out = k;
-        break;
-      }
+      if (t <= static_cast<int64_t>(d) || t > static_cast<int64_t>(last)) first_branch_out = std::min(first_branch_out, k);
+      else inner_edge = true;
     }
+  if (inner_edge)
+    for (size_t w : end)
+      if (w <= last) return false;
   for (size_t e : exits) {
     if (e >= n) continue;
     for (int r = b; r < b + cnt; ++r) {
