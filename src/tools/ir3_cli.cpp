@@ -387,9 +387,6 @@ std::string json_str(const std::string& s) {
   return o + "\"";
 }
 
-// ir3 opt --pack-tolerance's default, in percent (OptOptions::pack_tolerance_permille).
-constexpr const char* kDefaultPackTolerance = "3";
-
 int cmd_opt(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {"--gen", "-o", "--pass", "--validate", "--seed", "--kernels", "--pack-tolerance"});
   if (a.help || a.pos.size() != 1) {
@@ -439,7 +436,7 @@ int cmd_opt(int argc, char** argv) {
         "  order also without rename, and each of those without accum; it keeps the validated\n"
         "  result with the fewest cycles with loops (then static cycles), or its own code if none\n"
         "  is faster; of results within PCT %% of the fastest (both counts; --pack-tolerance,\n"
-        "  default %s) the one with the most mad.f32 in rpt groups goes first (a group is one\n"
+        "  default %g) the one with the most mad.f32 in rpt groups goes first (a group is one\n"
         "  instruction to fetch, not N+1, and the single-wave cost model sees neither fetch nor\n"
         "  the waits other waves hide).\n"
         "  --kernels LIST (captures): rewrite only these kernels, by index (0-based, as in the\n"
@@ -450,7 +447,7 @@ int cmd_opt(int argc, char** argv) {
         "  --report prints per-kernel and total instructions, mad.f32 in rpt groups, max_reg and the\n"
         "  static issue cycles of the documented cost model (src/ir3/passes/passes.h), and the same\n"
         "  with each counted loop's body once per trip ('with loops'); --json the same\n"
-        "  as JSON on stdout.\n", kDefaultPackTolerance);
+        "  as JSON on stdout.\n", OptOptions{}.pack_tolerance_permille / 10.0);
     return a.help ? 0 : 2;
   }
   OPV_CHECK(a.flag("-o"), "missing -o OUT");
@@ -470,8 +467,9 @@ int cmd_opt(int argc, char** argv) {
     o.passes = names;
     o.validate_sets = int(flag_uint("--validate", a.get("--validate", "3"), 0, 100));
     o.seed = flag_uint("--seed", a.get("--seed", "1"), 0, UINT32_MAX);
-    o.pack_tolerance_permille = static_cast<int>(
-        std::lround(10.0 * flag_percent("--pack-tolerance", a.get("--pack-tolerance", kDefaultPackTolerance), 100.0)));
+    if (a.flag("--pack-tolerance"))
+      o.pack_tolerance_permille =
+          static_cast<int>(std::lround(10.0 * flag_percent("--pack-tolerance", a.get("--pack-tolerance"), 100.0)));
     if (a.flag("--kernels")) {
       o.only.assign(cap.kernels.size(), false);
       for (const std::string& want : split_list(a.get("--kernels"))) {
