@@ -22,7 +22,7 @@ struct OptOptions {
   int validate_sets = 3;            // random input sets per kernel (0 = no validation)
   uint64_t seed = 1;
   std::vector<bool> only;           // per kernel: rewrite it (empty = all; the others keep their code)
-  // How much slower (with loops, and straight through) than the fastest validated rewrite a
+  // How much slower (with loops) than the fastest validated rewrite a
   // rewrite that packs more mad.f32 may be and still be kept, in tenths of a percent. The cost
   // model is one wave's latency: it sees neither instruction fetch, which a (rptN) group cuts to
   // one instruction, nor the waits that the a630's other waves hide (t12_fp16_openpilot: 3 %

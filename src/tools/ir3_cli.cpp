@@ -359,20 +359,20 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 void print_stats_row(const char* tag, const std::string& name, const passes::Stats& s) {
-  std::printf("  %-6s %-44.44s %6d instr %5d/%-5d mad.f32 in rpt  max_reg %2d/%-2d  %7lld cycles (%lld nop, %lld stall)  %8lld with loops\n",
-              tag, name.c_str(), s.instructions, s.mad_f32_packed, s.mad_f32, s.max_reg, s.max_half_reg,
+  std::printf("  %-6s %-44.44s %6d instr %5d/%-5d mad.f32 in rpt (%d serial)  max_reg %2d/%-2d %2d waves  %7lld cycles (%lld nop, %lld stall)  %8lld with loops\n",
+              tag, name.c_str(), s.instructions, s.mad_f32_packed, s.mad_f32, s.mad_f32_serial, s.max_reg, s.max_half_reg, s.waves,
               static_cast<long long>(s.cycles()), static_cast<long long>(s.nop_cycles), static_cast<long long>(s.stall_cycles),
               static_cast<long long>(s.loop_cycles));
 }
 
 std::string json_stats(const passes::Stats& s) {
-  char b[400];
+  char b[512];
   std::snprintf(b, sizeof b,
-                "{\"instructions\":%d,\"nop_instructions\":%d,\"mad_f32\":%d,\"mad_f32_packed\":%d,\"rpt_groups\":%d,"
-                "\"max_reg\":%d,\"max_half_reg\":%d,\"cycles\":%lld,\"issue_cycles\":%lld,\"nop_cycles\":%lld,\"stall_cycles\":%lld,"
+                "{\"instructions\":%d,\"nop_instructions\":%d,\"mad_f32\":%d,\"mad_f32_packed\":%d,\"mad_f32_serial\":%d,\"rpt_groups\":%d,"
+                "\"max_reg\":%d,\"max_half_reg\":%d,\"waves\":%d,\"cycles\":%lld,\"issue_cycles\":%lld,\"nop_cycles\":%lld,\"stall_cycles\":%lld,"
                 "\"loop_cycles\":%lld,\"counted_loops\":%d}",
-                s.instructions, s.nop_instructions, s.mad_f32, s.mad_f32_packed, s.rpt_groups, s.max_reg, s.max_half_reg,
-                static_cast<long long>(s.cycles()), static_cast<long long>(s.issue_cycles), static_cast<long long>(s.nop_cycles),
+                s.instructions, s.nop_instructions, s.mad_f32, s.mad_f32_packed, s.mad_f32_serial, s.rpt_groups, s.max_reg, s.max_half_reg,
+                s.waves, static_cast<long long>(s.cycles()), static_cast<long long>(s.issue_cycles), static_cast<long long>(s.nop_cycles),
                 static_cast<long long>(s.stall_cycles), static_cast<long long>(s.loop_cycles), s.counted_loops);
   return b;
 }
@@ -435,7 +435,7 @@ int cmd_opt(int argc, char** argv) {
         "  When rpt runs before hoist, each kernel also tries rpt after hoist and no rpt, and each\n"
         "  order also without rename, and each of those without accum; it keeps the validated\n"
         "  result with the fewest cycles with loops (then static cycles), or its own code if none\n"
-        "  is faster; of results within PCT %% of the fastest (both counts; --pack-tolerance,\n"
+        "  is faster; of results within PCT %% of the fastest with loops (--pack-tolerance,\n"
         "  default %g) the one with the most mad.f32 in rpt groups goes first (a group is one\n"
         "  instruction to fetch, not N+1, and the single-wave cost model sees neither fetch nor\n"
         "  the waits other waves hide).\n"
@@ -444,10 +444,12 @@ int cmd_opt(int argc, char** argv) {
         "  Single programs: only the hazard check applies (no launch to validate against).\n"
         "  End a pass list with legalize: the other passes move instructions without fixing delays,\n"
         "  so without it the hazard check refuses their output.\n"
-        "  --report prints per-kernel and total instructions, mad.f32 in rpt groups, max_reg and the\n"
-        "  static issue cycles of the documented cost model (src/ir3/passes/passes.h), and the same\n"
-        "  with each counted loop's body once per trip ('with loops'); --json the same\n"
-        "  as JSON on stdout.\n", OptOptions{}.pack_tolerance_permille / 10.0);
+        "  --report prints per-kernel and total instructions, mad.f32 in rpt groups ('serial': single\n"
+        "  mad.f32 that feed or depend on every other mad.f32 of their straight-line block, which no\n"
+        "  bit-exact reordering can pack), max_reg, the waves an a630 SP holds at that footprint\n"
+        "  (Mesa's occupancy formula; the total shows the fewest), the static issue cycles of the\n"
+        "  documented cost model (src/ir3/passes/passes.h), and the same with each counted loop's\n"
+        "  body once per trip ('with loops'); --json the same as JSON on stdout.\n", OptOptions{}.pack_tolerance_permille / 10.0);
     return a.help ? 0 : 2;
   }
   OPV_CHECK(a.flag("-o"), "missing -o OUT");
@@ -494,9 +496,11 @@ int cmd_opt(int argc, char** argv) {
       t.nop_instructions += s.nop_instructions * w;
       t.mad_f32 += s.mad_f32 * w;
       t.mad_f32_packed += s.mad_f32_packed * w;
+      t.mad_f32_serial += s.mad_f32_serial * w;
       t.rpt_groups += s.rpt_groups * w;
       t.max_reg = std::max(t.max_reg, s.max_reg);
       t.max_half_reg = std::max(t.max_half_reg, s.max_half_reg);
+      t.waves = t.waves == 0 ? s.waves : std::min(t.waves, s.waves);  // the fewest of any kernel
       t.issue_cycles += s.issue_cycles * w;
       t.nop_cycles += s.nop_cycles * w;
       t.stall_cycles += s.stall_cycles * w;

@@ -88,6 +88,44 @@ TEST(Ir3Passes, RptPacksIndependentAccumulatorsAndKeepsResults) {
   EXPECT_EQ(s.mad_f32_packed, 4);
 }
 
+TEST(Ir3Passes, StatsCountMadsWithoutAnIndependentPartnerAsSerial) {
+  // A dot product one term at a time: each mad.f32 reads the one before (through a move, too),
+  // so none of the three has a partner. Then a block where two chains run side by side: none is
+  // serial. A branch target starts a block: the lone mad.f32 after it is serial.
+  passes::Stats s = passes::stats(assemble(R"(
+    mad.f32 r1.x, r0.x, r0.y, c0.x
+    mov.f32f32 r1.y, r1.x
+    mad.f32 r1.z, r0.z, r0.w, r1.y
+    mad.f32 r1.w, r0.x, r0.z, r1.z
+    br p0.x, #5
+    mad.f32 r2.x, r0.x, r0.y, c0.x
+    mad.f32 r2.y, r0.z, r0.w, c0.y
+    mad.f32 r2.z, r2.x, r0.y, r2.x
+    mad.f32 r2.w, r2.y, r0.w, r2.y
+    mad.f32 r3.x, r0.x, r0.w, c0.z
+    end
+  )"));
+  EXPECT_EQ(s.mad_f32, 8);
+  // block 1: 3 serial; block 2 (r2.x .. r2.w): each has a partner in the other chain; r3.x, the
+  // branch's target (independent of block 2), starts a block of its own: alone there, serial.
+  EXPECT_EQ(s.mad_f32_serial, 4);
+  // packed elements are never serial
+  EXPECT_EQ(passes::stats(assemble("(rpt1)mad.f32 r1.x, r0.x, (r)r0.y, (r)r1.x\nend\n")).mad_f32_serial, 0);
+}
+
+TEST(Ir3Passes, WavesFollowMesasOccupancyFormula) {
+  // 96 vec4 registers per fiber slot, waves in pairs, at most 16 (a630, THREAD64)
+  EXPECT_EQ(passes::waves(-1, -1), 16);
+  EXPECT_EQ(passes::waves(11, -1), 16);
+  EXPECT_EQ(passes::waves(12, -1), 14);
+  EXPECT_EQ(passes::waves(17, -1), 10);
+  EXPECT_EQ(passes::waves(23, -1), 8);
+  EXPECT_EQ(passes::waves(31, -1), 6);
+  EXPECT_EQ(passes::waves(47, -1), 4);
+  EXPECT_EQ(passes::waves(11, 5), 12);  // hr0-hr5: 3 more vec4 registers, 15 in all
+  EXPECT_EQ(passes::stats(assemble("mov.f32f32 r17.w, r0.x\nend\n")).waves, 10);
+}
+
 TEST(Ir3Passes, RptRefusesDependentElementsAndConflictingMoves) {
   // element 1 reads element 0's result: not packable
   std::vector<uint64_t> chain = assemble(R"(

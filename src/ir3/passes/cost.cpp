@@ -70,8 +70,75 @@ int64_t trip_count(const Code& c, size_t head, size_t back) {
   return bound - start;
 }
 
+namespace {
+
+// Stats::mad_f32_serial: per straight-line block, the ancestors (register producers, transitively)
+// of every instruction as a bitset over the block; a single mad.f32 whose ancestors and
+// descendants together hold every other mad.f32 of the block has no partner to pack with.
+int serial_mads(const Code& c) {
+  const size_t n = c.ins.size();
+  std::vector<bool> leader(n + 1, false);
+  std::vector<int64_t> pos = positions(c);
+  for (size_t i = 0; i < n; ++i) {
+    const Ins& x = c.ins[i];
+    if (x.target_id >= 0 && pos[static_cast<size_t>(x.target_id)] >= 0) leader[static_cast<size_t>(pos[static_cast<size_t>(x.target_id)])] = true;
+  }
+  int serial = 0;
+  size_t b = 0;
+  while (b < n) {
+    size_t e = b;  // the block: [b, e), no control instruction inside, no target after b
+    while (e < n && !is_control(c.ins[e]) && (e == b || !leader[e])) ++e;
+    if (e == b) {
+      ++b;
+      continue;
+    }
+    const size_t m = e - b, words = (m + 63) / 64;
+    std::vector<uint64_t> anc(m * words, 0);
+    std::vector<int> last(kUnitsMax, -1);
+    std::vector<size_t> mads;  // the block's mad.f32 instructions ((rptN) groups included)
+    for (size_t i = 0; i < m; ++i) {
+      const Ins& x = c.ins[b + i];
+      uint64_t* a = &anc[i * words];
+      for (int u : x.fx.reads) {
+        if (u < 0 || u >= kUnitsMax || last[static_cast<size_t>(u)] < 0) continue;
+        const size_t j = static_cast<size_t>(last[static_cast<size_t>(u)]);
+        const uint64_t* aj = &anc[j * words];
+        for (size_t w = 0; w < words; ++w) a[w] |= aj[w];
+        a[j / 64] |= uint64_t{1} << (j % 64);
+      }
+      for (int u : x.fx.writes)
+        if (u >= 0 && u < kUnitsMax) last[static_cast<size_t>(u)] = static_cast<int>(i);
+      if (x.in.name() == "mad.f32") mads.push_back(i);
+    }
+    for (size_t i : mads) {
+      if (c.ins[b + i].in.get_or("REPEAT", 0) > 0) continue;  // a group's elements are partners
+      bool alone = true;
+      for (size_t j : mads) {
+        if (j == i) continue;
+        const size_t lo = std::min(i, j), hi = std::max(i, j);
+        if (!((anc[hi * words + lo / 64] >> (lo % 64)) & 1)) {
+          alone = false;
+          break;
+        }
+      }
+      serial += alone;
+    }
+    b = e;
+  }
+  return serial;
+}
+
+}  // namespace
+
+int waves(int max_reg, int max_half_reg) {
+  constexpr int kRegFileVec4 = 96, kGranularity = 2, kMaxWaves = 16;  // a6xx gen1 (a615/a618/a630)
+  const int regs = std::max(0, max_reg + 1) + std::max(0, max_half_reg + 2) / 2;
+  return regs == 0 ? kMaxWaves : std::min(kMaxWaves, kRegFileVec4 / regs * kGranularity);
+}
+
 Stats stats(const Code& c) {
   Stats s;
+  s.mad_f32_serial = serial_mads(c);
   std::vector<int64_t> at;  // the cycle each instruction starts at (before its stall)
   int64_t t = 0, last_sy = -1000000, last_ss = -1000000;
   for (const Ins& x : c.ins) {
@@ -107,6 +174,7 @@ Stats stats(const Code& c) {
     for (int r : x.fx.half_regs)
       if (r < 48 * 4) s.max_half_reg = std::max(s.max_half_reg, r / 4);
   }
+  s.waves = waves(s.max_reg, s.max_half_reg);
   // counted loops: the body once more per further trip
   s.loop_cycles = s.cycles();
   std::vector<int64_t> pos = positions(c);

@@ -63,8 +63,16 @@ struct Stats {
   int instructions = 0;       // up to and including `end`
   int nop_instructions = 0;
   int mad_f32 = 0, mad_f32_packed = 0;  // mad.f32 elements, and those inside (rptN) groups
+  // mad.f32 elements with no independent mad.f32 in their straight-line block (between control
+  // flow and branch targets): each one feeds or depends on (through registers, transitively) every
+  // other there, as in a dot product accumulated one term at a time. No reordering that keeps
+  // every rounding can put two of them in one (rptN) group, so mad_f32 - mad_f32_serial bounds
+  // what any bit-exact packing reaches.
+  int mad_f32_serial = 0;
   int rpt_groups = 0;         // ALU instructions with (rptN), N > 0
   int max_reg = -1, max_half_reg = -1;  // highest full / half register used (r0-r47)
+  // Waves an a630 SP can hold at this footprint (occupancy; waves(), below).
+  int waves = 0;
   int64_t issue_cycles = 0, nop_cycles = 0, stall_cycles = 0;
   int64_t cycles() const { return issue_cycles + nop_cycles + stall_cycles; }
   // The same with each counted loop's body (trip_count) counted once per trip: cycles() plus
@@ -73,6 +81,13 @@ struct Stats {
   int counted_loops = 0;  // loops whose trip count is known (> 1)
 };
 Stats stats(const Code& c);
+// Waves per SP that a register footprint allows on the a630, as Mesa's ir3_collect_info counts
+// them for a 64-fiber wave (THREAD64, how tinygrad and our qcom path launch compute): the
+// footprint in vec4 registers is max_reg + 1 plus half the half registers ((max_half_reg + 2) / 2),
+// the SP's file holds 96 of them per fiber slot, waves come in pairs, at most 16. r0-r11 keep 16
+// waves, r0-r17 10, r0-r23 8, r0-r31 6, r0-r47 4: a rewrite that grows the footprint trades
+// the latency other waves hide for what it saves in one.
+int waves(int max_reg, int max_half_reg);
 // Iterations of the loop whose body runs from `head` to the backward jump/branch at `back`, when
 // it is counted Mesa's way: a register C set by `mov.u32u32 C, K` before the loop (its last write
 // before `head`), stepped once in the body by `add.u|add.s C, C, 1`, then tested by
