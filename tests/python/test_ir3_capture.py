@@ -137,6 +137,15 @@ def test_opt_small_capture_validates_and_still_matches_onnxruntime(cli, small_mo
     assert per["changed"] > 0 and per["validated"] == per["kernels"]
     assert per["after"]["mad_f32_packed"] > per["before"]["mad_f32_packed"]
     assert per["after"]["instructions"] < per["before"]["instructions"]
+    # serial mad.f32 (no independent mad.f32 in their block) are never in a group, and no pass
+    # reassociates, so none makes more of them; waves: Mesa's a630 occupancy of the footprint
+    for k in doc["kernels"]:
+        for side in ("before", "after"):
+            s = k[side]
+            assert 0 <= s["mad_f32_serial"] and s["mad_f32_packed"] + s["mad_f32_serial"] <= s["mad_f32"], k
+            vec4 = s["max_reg"] + 1 + (s["max_half_reg"] + 2) // 2
+            assert s["waves"] == (min(16, 96 // vec4 * 2) if vec4 else 16), k
+        assert k["after"]["mad_f32_serial"] <= k["before"]["mad_f32_serial"], k
     print(per)
     print(replay_ok(cli, out, model, ref))
     # each pass followed by legalize also validates; without legalize the delays are wrong, which
