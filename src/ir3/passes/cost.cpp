@@ -72,30 +72,17 @@ int64_t trip_count(const Code& c, size_t head, size_t back) {
 
 namespace {
 
-// Stats::mad_f32_serial: per straight-line block, the ancestors (register producers, transitively)
-// of every instruction as a bitset over the block; a single mad.f32 whose ancestors and
-// descendants together hold every other mad.f32 of the block has no partner to pack with.
+// Stats::mad_f32_serial: per region (Code::regions(), the straight-line runs rpt packs within),
+// the ancestors (register producers, transitively) of every instruction as a bitset over the
+// region; a single mad.f32 whose ancestors and descendants together hold every other mad.f32 of
+// the region has no partner to pack with.
 int serial_mads(const Code& c) {
-  const size_t n = c.ins.size();
-  std::vector<bool> leader(n + 1, false);
-  std::vector<int64_t> pos = positions(c);
-  for (size_t i = 0; i < n; ++i) {
-    const Ins& x = c.ins[i];
-    if (x.target_id >= 0 && pos[static_cast<size_t>(x.target_id)] >= 0) leader[static_cast<size_t>(pos[static_cast<size_t>(x.target_id)])] = true;
-  }
   int serial = 0;
-  size_t b = 0;
-  while (b < n) {
-    size_t e = b;  // the block: [b, e), no control instruction inside, no target after b
-    while (e < n && !is_control(c.ins[e]) && (e == b || !leader[e])) ++e;
-    if (e == b) {
-      ++b;
-      continue;
-    }
+  for (auto [b, e] : c.regions()) {
     const size_t m = e - b, words = (m + 63) / 64;
     std::vector<uint64_t> anc(m * words, 0);
     std::vector<int> last(kUnitsMax, -1);
-    std::vector<size_t> mads;  // the block's mad.f32 instructions ((rptN) groups included)
+    std::vector<size_t> mads;  // the region's mad.f32 instructions ((rptN) groups included)
     for (size_t i = 0; i < m; ++i) {
       const Ins& x = c.ins[b + i];
       uint64_t* a = &anc[i * words];
@@ -123,7 +110,6 @@ int serial_mads(const Code& c) {
       }
       serial += alone;
     }
-    b = e;
   }
   return serial;
 }

@@ -63,8 +63,8 @@ struct Stats {
   int instructions = 0;       // up to and including `end`
   int nop_instructions = 0;
   int mad_f32 = 0, mad_f32_packed = 0;  // mad.f32 elements, and those inside (rptN) groups
-  // mad.f32 elements with no independent mad.f32 in their straight-line block (between control
-  // flow and branch targets): each one feeds or depends on (through registers, transitively) every
+  // mad.f32 elements with no independent mad.f32 in their straight-line block (Code::regions():
+  // between control flow and branch targets): each one feeds or depends on (through registers, transitively) every
   // other there, as in a dot product accumulated one term at a time. No reordering that keeps
   // every rounding can put two of them in one (rptN) group, so mad_f32 - mad_f32_serial bounds
   // what any bit-exact packing reaches.
