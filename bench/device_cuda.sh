@@ -11,7 +11,7 @@
 #       again and checks their SHA-256 against the bundle's. --base-bin adds a second opvision
 #       binary (e.g. one built from an earlier commit) as .devrun/opvision_base for a before/after.
 #       Ends by checking that the working tree and .devrun fit the run tool's 64 MiB.
-#   bash bench/device_cuda.sh [--base-flags "COMPILE FLAGS"] [--base-bin] [--batch N] [bench_cuda.py args]
+#   bash bench/device_cuda.sh [--arch compute_NN] [--base-flags "COMPILE FLAGS"] [--base-bin] [--batch N] [bench_cuda.py args]
 #       on the GPU machine (the run tool carries .devrun): compiles the fixture there (NVRTC of the
 #       machine's CUDA; the bundle carries the ONNX, not a 21 MB artifact), the cuda gtests,
 #       `opvision verify --backend cuda` on every artifact, then bench/bench_cuda.py against PyTorch
@@ -20,6 +20,8 @@
 #       compile flags (e.g. "--cuda-ffn off"), --base-bin with the bundle's opvision_base (both:
 #       with that binary and those flags), and times it in the same rounds (a before/after; its
 #       per-kernel profile is printed too).
+#       --arch (default compute_80): the PTX architecture every artifact is compiled for (compute_90:
+#       the H200's own, with the thread-block cluster forms of the split layers).
 #       --batch N (default 32; 0: none) also compiles the fixture with `compile --batch N`,
 #       verifies it (every sample slot against the batch-1 reference), prints its per-kernel
 #       profile, and times it in the throughput rounds against PyTorch's batch-N CUDA graph
@@ -100,7 +102,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 BASE_FLAGS=""
 BATCH=32
 OPVB=""  # the base artifacts' compiler (--base-bin: the bundle's opvision_base)
-while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" || "${1:-}" == "--base-bin" ]]; do
+while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" || "${1:-}" == "--base-bin" || "${1:-}" == "--arch" ]]; do
   if [[ "$1" == "--base-bin" ]]; then
     OPVB="$D/opvision_base"
     [[ -x "$OPVB" ]] || { echo "--base-bin: the bundle has no opvision_base (device_cuda.sh --bundle --base-bin)" >&2; exit 2; }
@@ -109,6 +111,7 @@ while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" || "${1:-}" == "--b
   fi
   [[ "$1" == "--base-flags" ]] && BASE_FLAGS="$2"
   [[ "$1" == "--batch" ]] && BATCH="$2"
+  [[ "$1" == "--arch" ]] && ARCH="$2"
   shift 2
 done
 BASE=""

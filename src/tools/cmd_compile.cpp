@@ -67,6 +67,10 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-se", "on|off", "cuda: the squeeze-excitation gate (mean pool -> 1x1 conv -> 1x1 conv -> scale of "
               "the input) as one launch where it fits (compute_80+; bit-identical to the four calls); off keeps the four "
               "calls (a before/after of the fusion). Recorded in the plan when off", "on")
+      .option("--cuda-cluster", "on|off", "cuda: layers whose fused ConvFFN splits its hidden channels over blocks add "
+              "the split partials inside a thread-block cluster, through distributed shared memory (compute_90+; "
+              "bit-identical); off keeps the global-memory partials and the last block's sum (a before/after). Recorded "
+              "in the plan when off", "on")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "
               "auto (the plan's choice: nhwc where it has tensor-core 1x1 convs, compute_80+ fp16). Recorded in the plan "
@@ -127,6 +131,7 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_ffn_dw = on_off(a, "--cuda-ffn-dw", "off");
   opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
   opts.pass_ctx.cuda.fuse_se = on_off(a, "--cuda-se", "on");
+  opts.pass_ctx.cuda.cluster = on_off(a, "--cuda-cluster", "on");
   try {
     opts.pass_ctx.cuda.layout = plan::cuda::parse_layout_choice(a.get("--cuda-layout", "nchw"));
   } catch (const Error& e) {

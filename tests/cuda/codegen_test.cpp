@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_driver.h"
 #include "compiler/compile.h"
 #include "core/metrics.h"
 #include "target/cuda/codegen.h"
@@ -680,8 +681,10 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       if (mma) {
         EXPECT_EQ(gen.local[0], 128);
         EXPECT_NE(gen.source.find("__launch_bounds__(128)"), std::string::npos);
-        EXPECT_EQ(gen.source.find("opv_cnt") != std::string::npos, t.name.find("split") != std::string::npos)
-            << "a split-K workspace exactly where the tiles alone are too few";
+        const bool split = t.name.find("split") != std::string::npos;
+        EXPECT_EQ(gen.source.find("opv_cnt") != std::string::npos, split && arch == "compute_80")
+            << "a split-K workspace exactly where the tiles alone are too few (compute_90: a cluster instead)";
+        EXPECT_EQ(gen.source.find("__cluster_dims__(") != std::string::npos, split && arch == "compute_90");
         EXPECT_EQ(gen.source.find("opv_cp16(a + ") != std::string::npos, t.name != "mma_odd_sizes_relu")
             << "16-byte copies exactly where the rows are 16-byte aligned";
       }
@@ -925,6 +928,136 @@ TEST(CudaCodegen, FfnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
       EXPECT_GT(compare(a.cast(DType::F32), in[0].cast(DType::F32)).rel_l2, 1e-2) << "the output is not the input";
     }
   }
+}
+
+// A case lowered for `arch` with Options::cluster on or off (the F16 cases' graphs).
+plan::Plan lower_ffn_case_at(const F16Case& t, plan::cuda::LayoutChoice layout, const std::string& arch, bool cluster) {
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.fuse_ffn_dw = t.ffn_dw;
+  o.pass_ctx.cuda.layout = layout;
+  o.pass_ctx.cuda.cluster = cluster;
+  return lower(f16_graph(t, DType::F16), o);
+}
+
+// From compute_90 the split layers' kernels declare a cluster of their S blocks (the PTX requires
+// it), unsplit layers and compute_80 plans never do, Options::cluster = false (meta cuda_cluster =
+// 0) keeps the global-memory partials; the attr can force the workspace form, and is refused where
+// no cluster can be (compute_80, no split).
+TEST(CudaCodegen, FfnSplitLayersRunAsOneClusterFromCompute90) {
+  std::string nvrtc_why;
+  const bool nvrtc = plan::cuda::nvrtc_available(&nvrtc_why);
+  for (const auto& [t, layout] : ffn_warp_cases()) {
+    SCOPED_TRACE(t.name + (layout == plan::cuda::LayoutChoice::Nhwc ? " nhwc" : " nchw"));
+    const bool split = t.name.find("split") != std::string::npos;
+    for (const bool on : {true, false}) {
+      const plan::Plan p = lower_ffn_case_at(t, layout, "compute_90", on);
+      EXPECT_EQ(p.meta.has("cuda_cluster"), !on) << "recorded only when off";
+      const size_t f = ffn_call(p);
+      const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[f]);
+      ASSERT_FALSE(gen.source.empty()) << gen.why;
+      const bool cl = gen.source.find("__cluster_dims__(") != std::string::npos;
+      EXPECT_EQ(cl, on && split);
+      EXPECT_EQ(gen.source.find("opv_cnt") != std::string::npos, split && !on) << "the counter only without a cluster";
+      if (cl) {
+        EXPECT_NE(gen.source.find("mapa.shared::cluster"), std::string::npos);
+        const int64_t S = std::stoll(gen.source.substr(gen.source.find("__cluster_dims__(") + 17));
+        EXPECT_GE(S, 2);
+        EXPECT_EQ((gen.global[0] / gen.local[0]) % S, 0) << "the grid is whole clusters";
+        if (nvrtc) {
+          const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "ffn", "compute_90");
+          EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(S)), std::string::npos);
+        }
+      }
+    }
+    const plan::Plan p80 = lower_ffn_case_at(t, layout, "compute_80", true);
+    const plan::cuda::Generated g80 = plan::cuda::generate(p80, p80.calls[ffn_call(p80)]);
+    ASSERT_FALSE(g80.source.empty()) << g80.why;
+    EXPECT_EQ(g80.source.find("__cluster_dims__"), std::string::npos) << "clusters need compute_90";
+    plan::Plan forced = p80;
+    forced.kernels[size_t(forced.calls[ffn_call(forced)].kernel)].attrs.set("cuda_ffn_cluster", int64_t(1));
+    const plan::cuda::Generated refused = plan::cuda::generate(forced, forced.calls[ffn_call(forced)]);
+    EXPECT_TRUE(refused.source.empty());
+    EXPECT_NE(refused.why.find("cuda_ffn_cluster"), std::string::npos) << refused.why;
+  }
+}
+
+// Split-K tensor-core 1x1s likewise (codegen.cpp conv1x1_mma): from compute_90 the S blocks of a
+// tile are one cluster, unsplit tiles and compute_80 plans never.
+TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
+  std::string nvrtc_why;
+  const bool nvrtc = plan::cuda::nvrtc_available(&nvrtc_why);
+  int clustered = 0;
+  for (const F16Case& t : f16_cases()) {
+    if (t.name.rfind("mma_", 0) != 0) continue;
+    SCOPED_TRACE(t.name);
+    const bool split = t.name.find("split") != std::string::npos;
+    for (const std::string arch : {"compute_80", "compute_90"})
+      for (const bool on : {true, false}) {
+        const plan::Plan p = lower_ffn_case_at(t, plan::cuda::LayoutChoice::Nchw, arch, on);
+        ASSERT_EQ(p.calls.size(), 1u);
+        const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
+        ASSERT_FALSE(gen.source.empty()) << gen.why;
+        const bool cl = gen.source.find("__cluster_dims__(") != std::string::npos;
+        EXPECT_EQ(cl, split && on && arch == "compute_90") << arch << (on ? " on" : " off");
+        EXPECT_EQ(gen.source.find("opv_cnt") != std::string::npos, split && !cl);
+        if (!cl) continue;
+        ++clustered;
+        const int64_t S = std::stoll(gen.source.substr(gen.source.find("__cluster_dims__(") + 17));
+        EXPECT_NE(gen.source.find("split-K " + std::to_string(S) + " x "), std::string::npos) << "a cluster is a tile's S blocks";
+        EXPECT_EQ((gen.global[0] / gen.local[0]) % S, 0) << "the grid is whole clusters";
+        if (nvrtc)
+          EXPECT_NE(plan::cuda::compile_to_ptx(gen.source, "mma", arch).find(".reqnctapercluster " + std::to_string(S)),
+                    std::string::npos);
+      }
+  }
+  EXPECT_GE(clustered, 3) << "the split-K cases (S = 16, 9, 2)";
+}
+
+// The cluster forms (split ConvFFN and split-K 1x1s) and the global-memory forms compute the same
+// outputs bit for bit (the same partials added in the same order), on a compute_90+ device; NCHW
+// and NHWC, fresh random inputs, replayed (the workspace forms' counters reset, the clusters'
+// shared partials refill).
+TEST(CudaCodegen, ClusterSplitsMatchWorkspaceBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> bc, bw;
+  if (std::string why = test::open_cuda(&bc); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&bw); !why.empty()) GTEST_SKIP() << why;
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "thread-block clusters need an sm_90+ device";
+  uint64_t seed = 190;
+  int cases = 0;
+  for (const F16Case& t : f16_cases()) {
+    if (t.name.find("split") == std::string::npos || (!t.ffn && t.name.rfind("mma_", 0) != 0)) continue;
+    for (const auto layout : {plan::cuda::LayoutChoice::Nchw, plan::cuda::LayoutChoice::Nhwc}) {
+      SCOPED_TRACE(t.name + (layout == plan::cuda::LayoutChoice::Nhwc ? " nhwc" : " nchw"));
+      const plan::Plan pc = lower_ffn_case_at(t, layout, "compute_90", true);
+      const plan::Plan pw = lower_ffn_case_at(t, layout, "compute_90", false);
+      bool has_cluster = false;
+      for (const plan::Kernel& k : pc.kernels) has_cluster |= k.source.find(".reqnctapercluster") != std::string::npos;
+      for (const plan::Kernel& k : pw.kernels) EXPECT_EQ(k.source.find(".reqnctapercluster"), std::string::npos);
+      ASSERT_TRUE(has_cluster) << "the case has a split kernel";
+      ++cases;
+      bc->load(pc);
+      bw->load(pw);
+      for (int rep = 0; rep < 3; ++rep) {
+        std::vector<Tensor> in;
+        std::vector<const Tensor*> ins;
+        for (int i : pc.inputs)
+          in.push_back(test::random_f32(pc.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
+        for (const Tensor& x : in) ins.push_back(&x);
+        const plan::Buffer& yb = pc.buffers[size_t(pc.outputs[0])];
+        Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+        bc->run(ins, {&a});
+        bw->run(ins, {&b});
+        ASSERT_EQ(a.nbytes(), b.nbytes());
+        EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+        int64_t nonzero = 0;
+        for (int64_t e = 0; e < a.numel(); ++e) nonzero += a.get_f64(e) != 0.0;
+        EXPECT_GT(nonzero, a.numel() / 2) << "the outputs were written (the backend zero-fills outputs)";
+      }
+    }
+  }
+  EXPECT_GE(cases, 8) << "2 ConvFFN + 3 split-K cases, NCHW and NHWC";
 }
 
 // ---- the squeeze-excitation gate in one launch (se.cpp) ------------------------------------------

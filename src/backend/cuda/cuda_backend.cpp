@@ -19,7 +19,8 @@
 //      plan input and output; with Options.cuda_inflight > 1 and cuda_overlap_uploads, a second
 //      device copy of every input (the upload slot the next replay writes while this one runs);
 //   4. build(): cuModuleLoadDataEx per kernel a call uses (the PTX is JIT-compiled for the device;
-//      a failure quotes the JIT log), cuModuleGetFunction(entry); per call the argument array
+//      a failure quotes the JIT log), cuModuleGetFunction(entry) (kernels compiled for clusters of
+//      more than 8 blocks get CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED); per call the argument array
 //      (device pointers of the outputs, then the present inputs) checked against the kernel's
 //      parameters where the driver can tell (cuFuncGetParamInfo), and grid/block from
 //      Call.global/local (0 = 1; grid = ceil(global / local)) checked against the kernel's
@@ -70,6 +71,7 @@ using plan::Layout;
 constexpr size_t kJitLogBytes = 8192;  // JIT error log kept for a failed module load
 constexpr int kMaxKernelParams = 4096; // bound of the parameter count probe (cuFuncGetParamInfo)
 constexpr int kUnknownParams = -1;      // the driver cannot list a kernel's parameters
+constexpr int kPortableClusterBlocks = 8;  // wider thread-block clusters need the function's opt-in
 
 std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
 
@@ -396,6 +398,13 @@ void CudaBackend::build() {
     ++info_.modules;
     cu::check(d.cuModuleGetFunction(&fn, m, k.entry.c_str()), "cuModuleGetFunction",
               detail::concat("kernel '", k.name, "' entry '", k.entry, "'"));
+    // A kernel compiled for thread-block clusters wider than the portable 8 (ffn.cpp's hidden
+    // split of 12 blocks) launches only once the function allows it.
+    int cluster = 0;
+    if (d.cuFuncGetAttribute(&cluster, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, fn) == CUDA_SUCCESS &&
+        cluster > kPortableClusterBlocks)
+      cu::check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "cuFuncSetAttribute",
+                detail::concat("kernel '", k.name, "': a cluster of ", cluster, " blocks"));
   }
   std::vector<int> params(kernels_.size(), kUnknownParams);  // per kernel, counted once
   rt_.resize(calls_.size());

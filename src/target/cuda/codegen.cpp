@@ -818,6 +818,19 @@ __device__ __forceinline__ void opv_mma(float* c, const unsigned* a, const unsig
 }
 __device__ __forceinline__ float opv_ldcg(const float* p) { float v; asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p)); return v; }
 )";
+// Module-scope helpers of kernels whose blocks form thread-block clusters (compute_90+): the
+// cluster-wide barrier (release/acquire: shared-memory writes before it are visible to every block
+// of the cluster after it) and a 16-byte load from a peer block's shared memory (an address from
+// mapa.shared::cluster).
+const char* kClusterHelpers = R"(__device__ __forceinline__ void opv_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float4 opv_ld_cluster4(unsigned a) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+  return v;
+}
+)";
 // The whole kernel body (after `i`); *blocks: the launch's block count; *globals: module-scope
 // declarations (helpers, split-K workspace).
 // NHWC (X and Y channels-last): the transposed GEMM Y[p, m] = sum_c X[p, c] W[m, c], rows =
@@ -838,7 +851,17 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   const int64_t smem = std::max(nbuf * stage_halves * 2, sh.WK * TILE * 4);
   *blocks = sh.tiles * sh.S;
   *globals = kMmaHelpers;
-  if (sh.S > 1)
+  // Split-K through a thread-block cluster (compute_90+, Options::cluster): the S blocks of a tile
+  // are one cluster (rank = sp); each leaves its partial tile in its shared memory, and after a
+  // cluster barrier every block adds float4s f = sp * threads + tid, + S * threads, ... of the tile
+  // from all S (ld.shared::cluster, in split order from 0: the workspace form's sums bit for bit)
+  // and runs their epilogue; a second barrier keeps every block's partial alive until all have
+  // read it. No workspace, fence, counter or last-block pass.
+  const bool cluster = sh.S > 1 && x.sm >= 90 && Options::from_meta(x.p.meta).cluster;
+  if (cluster) {
+    x.cluster = sh.S;
+    *globals += kClusterHelpers;
+  } else if (sh.S > 1)
     *globals += "__device__ __align__(16) float opv_ws[" + I(sh.tiles * sh.S * TILE) + "];  // split-K partial tiles\n" +
                 "__device__ __forceinline__ float4 opv_ldcg4(const float* p) {\n"
                 "  float4 v; asm volatile(\"ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\" : \"=f\"(v.x), \"=f\"(v.y), \"=f\"(v.z), \"=f\"(v.w) : \"l\"(p));\n"
@@ -961,7 +984,29 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   const int64_t nv = TILE / (4 * kMmaThreads);
   int64_t nvb = std::max<int64_t>(1, std::min<int64_t>(nv, kMmaReduceInFlight / std::max<int64_t>(sh.S, 1)));
   while (nv % nvb) --nvb;
-  if (sh.S == 1) {
+  if (cluster) {
+    b << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {  // the K groups' sum: this block's partial, in place\n"
+      << "    float sum = red[o];\n"
+      << "#pragma unroll\n    for (int q = 1; q < WK; ++q) sum += red[q * TILE + o];\n"
+      << "    red[o] = sum;\n  }\n"
+      << "  opv_cluster_sync();  // every block's partial visible to the cluster\n"
+      << "  unsigned peer[S];  // the S partials' addresses in the cluster's shared window\n"
+      << "#pragma unroll\n  for (int q = 0; q < S; ++q)\n"
+      << "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(peer[q]) : \"r\"(opv_smem(red)), \"r\"(q));\n"
+      << "#pragma unroll 1\n  for (int f = sp * " << kMmaThreads << " + tid; f < TILE / 4; f += S * " << kMmaThreads << ") {\n"
+      << "    float4 pv[S];\n"
+      << "#pragma unroll\n    for (int q = 0; q < S; ++q) pv[q] = opv_ld_cluster4(peer[q] + (unsigned)f * 16u);\n"
+      << "    float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+      << "#pragma unroll\n    for (int q = 0; q < S; ++q) {\n"
+      << "      s4[0] += pv[q].x; s4[1] += pv[q].y; s4[2] += pv[q].z; s4[3] += pv[q].w;\n    }\n"
+      << "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n"
+      << "    const int o = f * 4 + e;\n"
+      << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
+      << "    if (m < M && p < P) {\n"
+      << "      const float sum = s4[e];\n"
+      << epi.str() << "    }\n    }\n  }\n"
+      << "  opv_cluster_sync();  // no block leaves while a peer may still read its partial\n";
+  } else if (sh.S == 1) {
     b << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {\n"
       << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
       << "    if (m < M && p < P) {\n"
@@ -1578,6 +1623,7 @@ Generated generate(const Plan& p, const Call& c) {
       << kPrelude << "typedef " << (wide ? "long long" : "int") << " opv_idx;  // "
       << (wide ? "a buffer of this kernel has 2^31 elements or more" : "every index of this kernel fits an int") << "\n"
       << globals << x.globals << "extern \"C\" __global__ void "
+      << (x.cluster > 0 ? "__cluster_dims__(" + std::to_string(x.cluster) + ", 1, 1) " : std::string())
       << (block != kBlock ? "__launch_bounds__(" + std::to_string(block) + ") " : std::string()) << g.entry << "("
       << params << ") {\n"
       << (x.split ? "  const opv_idx t_ = (opv_idx)blockIdx.x * (opv_idx)blockDim.x + (opv_idx)threadIdx.x;\n"

@@ -20,6 +20,7 @@ struct Ctx {
   int sm = 75;         // the virtual architecture's number (plan meta cuda_arch): >= 80 enables mma.sync
   bool split = false;  // one warp per output (`lane` in scope; Gemm/MatMul), see kSplitMaxOutputs
   mutable std::string globals{};  // module-scope declarations a family needs (helpers, workspaces)
+  mutable int64_t cluster = 0;    // > 0: the family's blocks run as thread-block clusters of this many
   // The code that ends a split reduction (warp sum, lanes 1.. leave).
   std::string reduce_end() const { return split ? "  acc = opv_warp_sum(acc);\n  if (lane != 0) return;\n" : ""; }
   const Buffer& in(size_t j) const { return p.buffers.at(size_t(c.inputs.at(j))); }
@@ -30,6 +31,7 @@ struct Ctx {
 
 extern const char* kPrelude;     // helpers every generated source starts with (F16 conversions, ...)
 extern const char* kMmaHelpers;  // module-scope PTX helpers of the mma kernels (ldmatrix, mma.sync, cp.async)
+extern const char* kClusterHelpers;  // cluster barrier and peer shared-memory load (compute_90+)
 
 int plan_sm(const Plan& p);  // the plan's virtual architecture number (meta cuda_arch): 75, 80, 90, ...
 std::string I(int64_t v);    // an index literal: plain when it fits an int, else opv_idx

@@ -19,6 +19,7 @@
 
 #include "target/c_expr.h"
 #include "target/cuda/codegen_internal.h"
+#include "target/cuda/options.h"
 
 namespace opv::plan::cuda::detail {
 
@@ -65,6 +66,9 @@ constexpr int64_t kFfnSlabBytes = 64 * 64 * 2, kFfnMaxSlabs = 6;  // a slab buff
 // H200, with the split stages folded: ffn_256 36.5 us a call traced against 12 + 5 apart).
 constexpr int64_t kFfnDwMaxSplit = 1;
 constexpr int64_t kFfnDwMaxK = 15;  // largest depthwise kernel taken (its taps unrolled)
+// Split layers as one thread-block cluster per pixel tile (Options::cluster, compute_90+): at most
+// this many blocks a cluster (8 is the portable limit; the backend opts the wider ones in).
+constexpr int64_t kFfnMaxCluster = 16;
 struct FfnShape {
   int64_t N = 0, Cin = 0, Hd = 0, Cout = 0, P = 0, OW = 0;  // given
   int64_t PT = 0, NC = 0, CPB = 0, S = 0, SK1 = 0, NB = 0;   // ffn_size
@@ -237,6 +241,15 @@ Generated ffn(const Plan& p, const Call& c) {
   const Ctx x2{p, c, k2};
   if (std::string why; !post_ops_ok(x2, &why)) return gen.why = why, gen;
   const int64_t TILE = s.Cout * kFfnBN;
+  // The split's partials through a cluster (kernel attr "cuda_ffn_cluster" 0/1 overrides the
+  // default: compute_90+ and Options::cluster): the S blocks of a tile are one cluster, each keeps
+  // its partial tile in its slab ring (TILE floats must fit) and sums a share of the tile from all S.
+  const bool can_cluster = s.S > 1 && s.S <= kFfnMaxCluster && TILE * 4 <= s.NB * kFfnSlabBytes && plan_sm(p) >= 90;
+  const int64_t cl_attr = k.attrs.i("cuda_ffn_cluster", can_cluster && Options::from_meta(p.meta).cluster ? 1 : 0);
+  if (cl_attr != 0 && cl_attr != 1) return gen.why = "ConvFFN: cuda_ffn_cluster must be 0 or 1", gen;
+  if (cl_attr == 1 && !can_cluster)
+    return gen.why = "ConvFFN: cuda_ffn_cluster needs a hidden split of 2-16 blocks, compute_90 and the partial tile within the slab ring", gen;
+  const bool cluster = cl_attr == 1;
   // Warps a block (kernel attr "cuda_ffn_warps", else ffn_warps' choice): 4, each on 16 rows of a
   // slab and both 8-pixel halves of the tile, or 8, warp w on rows (w & 3) * 16 and pixel half w >> 2.
   const int64_t WARPS = k.attrs.i("cuda_ffn_warps", ffn_warps(s));
@@ -458,7 +471,44 @@ Generated ffn(const Plan& p, const Call& c) {
       << "      float v = sum" << (c.inputs[4] >= 0 ? " + " + load(buf(4).dtype, "in4", "m") : std::string()) << ";\n"
       << post_ops(x2) << "      " << store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") << "\n";
   const std::string mq = "    const opv_idx m = mt * 64 + " + wrow + " * 16 + g + (r >> 1) * 8, q = p0 + " + col + " + 2 * t + (r & 1);\n";
-  if (s.S == 1) {
+  // The last sum's fragment: mt (and nt with 4 warps) of fragment float4 j.
+  const std::string frag_of_j = w8 ? "      const int mt = j;\n" : "      const int mt = j >> 1, nt = j & 1;\n";
+  if (cluster) {
+    // The tile's S blocks are one cluster (rank = sp, blockIdx.x % S). Each stores its partial in
+    // fragment order into its own slab ring (float4 j of thread tid at [j][tid], as the workspace
+    // form stores it); after a cluster barrier every block sums float4s f = rank * NT + tid, + S *
+    // NT, ... of the tile from all S rings (ld.shared::cluster, in split order: the workspace
+    // form's sums bit for bit) and runs the epilogue at the coordinates of f's fragment (j = f /
+    // NT of thread f % NT); a second barrier keeps every ring alive until all have read it.
+    gen.source = kClusterHelpers;
+    b << "  __syncthreads();  // every warp is done with the slabs: the ring holds the partial now\n"
+      << "  float* red = (float*)&Ws[0][0];\n"
+      << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
+      << "      *(float4*)(red + ((mt * " << nwt << " + nt) * " << nts << " + tid) * 4) = "
+         "make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]);\n"
+      << "  opv_cluster_sync();  // every block's partial visible to the cluster\n"
+      << "  unsigned peer[S];  // the S rings' addresses in the cluster's shared window\n"
+      << "#pragma unroll\n  for (int sq = 0; sq < S; ++sq)\n"
+      << "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(peer[sq]) : \"r\"(opv_smem(red)), \"r\"(sq));\n"
+      << "#pragma unroll 1\n  for (int f = sp * " << nts << " + tid; f < TILE / 4; f += S * " << nts << ") {\n"
+      << "    float4 pv[S];\n"
+      << "#pragma unroll\n    for (int sq = 0; sq < S; ++sq) pv[sq] = opv_ld_cluster4(peer[sq] + (unsigned)f * 16u);\n"
+      << "    float4 t4 = pv[0];\n"
+      << "#pragma unroll\n    for (int sq = 1; sq < S; ++sq) {\n"
+      << "      t4.x += pv[sq].x; t4.y += pv[sq].y; t4.z += pv[sq].z; t4.w += pv[sq].w;\n    }\n"
+      << "    const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
+      << "    const int j = f / " << nts << ", ft = f % " << nts << ";\n"
+      << "    {  // the coordinates of thread ft's fragment j\n"
+      << "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n"
+      << (w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n      (void)wr; (void)wn;\n" : "      (void)warp;\n")
+      << frag_of_j
+      << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+      << mq
+      << "    if (q < P) {\n"
+      << "      const float sum = t4v[r];\n"
+      << epi.str() << "    }\n      }\n    }\n  }\n"
+      << "  opv_cluster_sync();  // no block leaves while a peer may still read its ring\n";
+  } else if (s.S == 1) {
     b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq
@@ -516,9 +566,12 @@ Generated ffn(const Plan& p, const Call& c) {
   gen.entry = "opv_" + k.name;
   std::ostringstream src;
   src << "// generated by opvision src/target/cuda/codegen.cpp (kernel " << k.name
-      << (DK ? ", ConvFFN depthwise -> fc1 -> fc2 in one launch" : ", ConvFFN fc1 -> fc2 in one launch") << ") -- do not edit\n"
+      << (DK ? ", ConvFFN depthwise -> fc1 -> fc2 in one launch" : ", ConvFFN fc1 -> fc2 in one launch")
+      << (cluster ? ", the hidden split's blocks one cluster" : "") << ") -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
-      << kMmaHelpers << workspace << "extern \"C\" __global__ void __launch_bounds__(" << NT << ") " << gen.entry << "(" << params
+      << kMmaHelpers << workspace << "extern \"C\" __global__ void "
+      << (cluster ? "__cluster_dims__(" + std::to_string(s.S) + ", 1, 1) " : std::string()) << "__launch_bounds__(" << NT
+      << ") " << gen.entry << "(" << params
       << ") {\n"
       << b.str() << "}\n";
   gen.source = src.str();

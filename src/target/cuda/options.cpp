@@ -12,6 +12,7 @@ constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent =
 constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept apart (absent = fused, the default)
+constexpr const char* kClusterKey = "cuda_cluster";  // 0 = split ConvFFN partials through global memory (absent = clusters)
 constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
@@ -60,6 +61,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kSeKey, int64_t(fuse_se ? 1 : 0));
   else
     meta.erase(kSeKey);
+  if (cluster != Options().cluster)
+    meta.set(kClusterKey, int64_t(cluster ? 1 : 0));
+  else
+    meta.erase(kClusterKey);
   if (layout != Options().layout)
     meta.set(kLayoutKey, std::string(layout_choice_name(layout)));
   else
@@ -82,6 +87,9 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t se = meta.i(kSeKey, o.fuse_se ? 1 : 0);
   OPV_CHECK(se == 0 || se == 1, "plan meta ", kSeKey, " must be 0 or 1, got ", se);
   o.fuse_se = se != 0;
+  const int64_t cl = meta.i(kClusterKey, o.cluster ? 1 : 0);
+  OPV_CHECK(cl == 0 || cl == 1, "plan meta ", kClusterKey, " must be 0 or 1, got ", cl);
+  o.cluster = cl != 0;
   o.layout = parse_layout_choice(meta.s(kLayoutKey, layout_choice_name(o.layout)));
   return o;
 }

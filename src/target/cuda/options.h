@@ -1,6 +1,7 @@
 // Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-ffn-dw,
-// --cuda-pack, --cuda-se, --cuda-layout), handed to its plan passes in plan::PassCtx. Recorded in plan meta
-// ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_se", "cuda_layout";
+// --cuda-pack, --cuda-se, --cuda-cluster, --cuda-layout), handed to its plan passes in plan::PassCtx.
+// Recorded in plan meta ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_se",
+// "cuda_cluster", "cuda_layout";
 // only values that differ from the defaults) like the opencl options, so `opvision opt` and
 // readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
@@ -49,6 +50,13 @@ struct Options {
   // outputs bit-identical to the four calls); false keeps the four calls (a before/after; meta
   // "cuda_se" = 0). compile --cuda-se off turns it off.
   bool fuse_se = true;
+  // Fused ConvFFN layers that split their hidden chunks over S blocks (few pixel tiles) run those S
+  // blocks as one thread-block cluster (compute_90+, S <= 16): the partial tiles stay in each
+  // block's shared memory and every block adds its share of the tile from all S through distributed
+  // shared memory, in split order (bit-identical), instead of global-memory partials, a counter and
+  // the last block's sum (ffn.cpp). false keeps the latter (a before/after; meta "cuda_cluster" = 0).
+  // compile --cuda-cluster off turns it off.
+  bool cluster = true;
   // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
   // 3x3 + ConvFFN 7x7 in one launch) have no NHWC form: 25 single depthwise launches instead of 12.
@@ -56,13 +64,13 @@ struct Options {
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_layout", each only when
+  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_layout", each only when
   // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
     return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack &&
-           fuse_se == o.fuse_se && layout == o.layout;
+           fuse_se == o.fuse_se && cluster == o.cluster && layout == o.layout;
   }
 };
 

@@ -1,0 +1,180 @@
+// The latency floor of a chain of small dependent GPU steps (issue 15's 0.10 ms goal is 46 such
+// steps): what one step costs when it does no work, or one small dependent read and write, as
+//   (a) a kernel per step, the steps a chain of kernel nodes in one CUDA graph (opvision's form);
+//   (b) one persistent kernel, the steps separated by a grid-wide barrier (an atomic counter);
+//   (c) one thread-block cluster, the steps separated by barrier.cluster (sm_90), data in
+//       distributed shared memory.
+// Wall time per replay / steps, median of the rounds; every replay checked (the last step's
+// value must equal the chain length). Built and run on the GPU machine (nvcc there):
+//   nvcc -O2 -arch=sm_90 bench/cuda_floor.cu -o cuda_floor && ./cuda_floor [STEPS] [BLOCKS]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x)                                                                            \
+  do {                                                                                   \
+    cudaError_t e_ = (x);                                                                \
+    if (e_ != cudaSuccess) {                                                             \
+      std::fprintf(stderr, "cuda_floor: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
+      std::exit(1);                                                                      \
+    }                                                                                    \
+  } while (0)
+
+constexpr int kThreads = 256;
+
+__global__ void empty_step(float*) {}
+// One dependent step: every block reads its 256 floats of the previous step and writes them + 1.
+__global__ void rw_step(const float* __restrict__ x, float* __restrict__ y) {
+  const int i = blockIdx.x * kThreads + threadIdx.x;
+  y[i] = x[i] + 1.0f;
+}
+// All steps in one launch: a grid barrier (monotonic counter; every block co-resident) per step.
+__global__ void persistent(float* a, float* b, unsigned* counter, int steps, unsigned base) {
+  const int i = blockIdx.x * kThreads + threadIdx.x;
+  for (int s = 0; s < steps; ++s) {
+    const float* x = (s & 1) ? b : a;
+    float* y = (s & 1) ? a : b;
+    y[i] = __ldcg(x + i) + 1.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      const unsigned target = base + (unsigned)(s + 1) * gridDim.x;
+      atomicAdd(counter, 1u);
+      while (atomicAdd(counter, 0u) < target) {}
+      __threadfence();
+    }
+    __syncthreads();
+  }
+}
+// All steps in one cluster: each block's 256 floats in shared memory; step s reads the NEXT block's
+// values through distributed shared memory (mapa + ld.shared::cluster), then a cluster barrier.
+__global__ void cluster_steps(float* out, int steps) {
+  __shared__ float v[2][kThreads];
+  unsigned rank, n;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  v[0][threadIdx.x] = 0.0f;
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  for (int s = 0; s < steps; ++s) {
+    const unsigned src = (unsigned)__cvta_generic_to_shared(&v[s & 1][threadIdx.x]);
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(src), "r"((rank + 1) % n));
+    float x;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(x) : "r"(remote) : "memory");
+    v[(s + 1) & 1][threadIdx.x] = x + 1.0f;
+    asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  }
+  out[blockIdx.x * kThreads + threadIdx.x] = v[steps & 1][threadIdx.x];
+}
+
+template <class F>
+double time_us(F&& replay, int iters) {  // median wall time of one replay, microseconds
+  for (int i = 0; i < 20; ++i) replay();
+  CK(cudaDeviceSynchronize());
+  std::vector<double> t;
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    replay();
+    CK(cudaDeviceSynchronize());
+    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 46;
+  int blocks = argc > 2 ? std::atoi(argv[2]) : 0;
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  if (blocks <= 0) blocks = prop.multiProcessorCount;
+  const int n = blocks * kThreads;
+  float *a, *b;
+  unsigned* counter;
+  CK(cudaMalloc(&a, n * sizeof(float)));
+  CK(cudaMalloc(&b, n * sizeof(float)));
+  CK(cudaMalloc(&counter, sizeof(unsigned)));
+  CK(cudaMemset(counter, 0, sizeof(unsigned)));
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  std::printf("%s, %d SMs; %d steps of %d blocks x %d threads; us per step (median replay / steps)\n", prop.name,
+              prop.multiProcessorCount, steps, blocks, kThreads);
+  std::vector<float> h(n);
+  auto check = [&](const float* p, float want, const char* what) {
+    CK(cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; ++i)
+      if (h[i] != want) {
+        std::fprintf(stderr, "cuda_floor: %s: element %d is %g, want %g\n", what, i, h[i], want);
+        std::exit(1);
+      }
+  };
+  const int iters = 200;
+  for (int rw = 0; rw < 2; ++rw) {  // (a): a graph of `steps` kernel nodes, each on the one before
+    CK(cudaMemset(a, 0, n * sizeof(float)));
+    cudaGraph_t g;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int s = 0; s < steps; ++s) {
+      if (rw) rw_step<<<blocks, kThreads, 0, st>>>((s & 1) ? b : a, (s & 1) ? a : b);
+      else empty_step<<<blocks, kThreads, 0, st>>>(a);
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    cudaGraphExec_t ge;
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    const double us = time_us([&] { CK(cudaGraphLaunch(ge, st)); }, iters);
+    if (rw) {  // one more replay from zeros: the chain's last buffer holds `steps`
+      CK(cudaMemset(a, 0, n * sizeof(float)));
+      CK(cudaGraphLaunch(ge, st));
+      CK(cudaStreamSynchronize(st));
+      check((steps & 1) ? b : a, float(steps), "graph chain");
+    }
+    std::printf("  (a) graph of kernels, %-24s %7.2f us/step  (%.1f us a replay)\n",
+                rw ? "a dependent read+write:" : "empty:", us / steps, us);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+  }
+  {  // (b): one persistent kernel (blocks <= SMs: all co-resident)
+    unsigned base = 0;
+    CK(cudaMemset(counter, 0, sizeof(unsigned)));
+    const double us = time_us(
+        [&] {
+          persistent<<<blocks, kThreads, 0, st>>>(a, b, counter, steps, base);
+          base += unsigned(steps) * unsigned(blocks);
+        },
+        iters);
+    CK(cudaMemset(a, 0, n * sizeof(float)));
+    persistent<<<blocks, kThreads, 0, st>>>(a, b, counter, steps, base);
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGetLastError());
+    check((steps & 1) ? b : a, float(steps), "persistent");
+    std::printf("  (b) one kernel, grid barrier per step:   %7.2f us/step  (%.1f us a launch)\n", us / steps, us);
+  }
+  for (int cl : {8, 16}) {  // (c): one cluster of cl blocks
+    CK(cudaFuncSetAttribute(cluster_steps, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(cl);
+    cfg.blockDim = dim3(kThreads);
+    cfg.stream = st;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cl;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    const double us = time_us([&] { CK(cudaLaunchKernelEx(&cfg, cluster_steps, a, steps)); }, iters);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(h.data(), a, cl * kThreads * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < cl * kThreads; ++i)
+      if (h[i] != float(steps)) {
+        std::fprintf(stderr, "cuda_floor: cluster %d: element %d is %g\n", cl, i, h[i]);
+        return 1;
+      }
+    std::printf("  (c) one cluster of %2d, barrier.cluster + DSMEM read per step: %6.2f us/step  (%.1f us a launch)\n",
+                cl, us / steps, us);
+  }
+  return 0;
+}
