@@ -345,6 +345,10 @@ std::vector<F16Case> f16_cases() {
       // Few planes (8) over many rows: each plane cut into 4 bands of 10 rows (the last 7), every
       // band computing the first conv on its halo rows too.
       {"dw_pair_bands", 1, 8, 8, 37, 20, 0, false, false, true},
+      // Rows of 32 fp16 values: staged with 16-byte loads, 4 outputs of a row a thread (the
+      // fixture's form; the two cases above: 4-byte loads and 4-output strips over 20 columns, and
+      // element loads with a thread per output over 9).
+      {"dw_pair_vec_rows", 2, 12, 12, 11, 32, 0, false, false, true},
       // The input pack's Concat and Cast in one launch (uint8 in, fp16 out, broadcast operands).
       {"concat_cast_pack", 2, 3, 6, 4, 6, 0, false, false, false, true},
       // fc1 -> GELU -> fc2 -> residual in one launch, the hidden tile on chip: 63 pixels (element

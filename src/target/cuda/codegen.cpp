@@ -1279,6 +1279,10 @@ void batch_gemvs(Plan& p) {
 // separate call would store it, then the second conv of the band's rows from that. Planes are cut
 // into bands (of at least kDwPairMinBandRows rows, towards kDwPairTargetBlocks blocks) only where
 // there are few planes: the halo rows' first conv is computed by both bands beside them.
+// Input rows are staged with 16-byte loads where fp16 rows are a multiple of 8 wide (4-byte loads
+// where even), and a thread computes R = 4 (2) adjacent outputs of a row where the width allows:
+// each row of taps is read from shared memory once into registers for all R (a 7x7: 10 reads for
+// 4 outputs, not 49 per output), every output's taps still summed in the order kh, then kw.
 // Plan form: one call, outputs [first's, second's], inputs [X, W1, B1, W2, B2] (absent bias -1);
 // kernel = the first's with "cl_batch" = 2 (two calls in one launch: validate.cpp checks the
 // form's shapes no further), "cuda_dw_pair" = 1, post-ops = first's then second's (unary only),
@@ -1422,16 +1426,38 @@ Generated dw_pair(const Plan& p, const Call& c) {
   const int64_t ha = (ka - 1) / 2, hb = (kb - 1) / 2, XW = W + 2 * ha, XH = BH + 2 * hb + 2 * ha, TW = W + 2 * hb,
                 TH = BH + 2 * hb;
   auto dtype_of = [&](size_t j) { return p.buffers.at(size_t(c.inputs[j])).dtype; };
+  // V: input elements a thread stages at once (fp16 rows of W % 8 == 0: 16-byte loads; W even: 4
+  // bytes); R: outputs of one row a thread computes (W % R == 0), its taps' inputs read once from
+  // shared memory into registers and used by all R (7x7: 10 reads for 4 outputs, not 49 each).
+  const int64_t V = X.dtype != DType::F16 ? 1 : W % 8 == 0 ? 8 : W % 2 == 0 ? 2 : 1;
+  const int64_t R = W % 4 == 0 && W >= 8 ? 4 : W % 2 == 0 ? 2 : 1;
   std::ostringstream b;
-  b << "  __shared__ float xs[" << XH * XW << "], ts[" << TH * TW << "], wa[" << ka * ka << "], wb[" << kb * kb << "];\n"
+  b << "  // " << V << " input elements a staging load, " << R << " outputs of a row a thread\n"
+    << "  __shared__ float xs[" << XH * XW << "], ts[" << TH * TW << "], wa[" << ka * ka << "], wb[" << kb * kb << "];\n"
     << "  const opv_idx plane = blockIdx.x / " << NBAND << ", c = plane % " << I(C) << ";\n"
     << "  const int R0 = (int)(blockIdx.x % " << NBAND << ") * " << BH << ";\n"
-    << "  const int tid = threadIdx.x;\n"
-    << "  for (int e = tid; e < " << XH * XW << "; e += " << kDwPairThreads << ") {\n"
-    << "    const int r = R0 - " << hb + ha << " + e / " << XW << ", q = e % " << XW << " - " << ha << ";\n"
-    << "    xs[e] = (r >= 0 && r < " << H << " && q >= 0 && q < " << W << ") ? "
-    << load(X.dtype, "in0", "plane * " + I(HW) + " + r * " + I(W) + " + q") << " : 0.0f;\n  }\n"
-    << "  for (int e = tid; e < " << TH * TW << "; e += " << kDwPairThreads << ") {\n"
+    << "  const int tid = threadIdx.x;\n";
+  if (V == 1) {
+    b << "  for (int e = tid; e < " << XH * XW << "; e += " << kDwPairThreads << ") {\n"
+      << "    const int r = R0 - " << hb + ha << " + e / " << XW << ", q = e % " << XW << " - " << ha << ";\n"
+      << "    xs[e] = (r >= 0 && r < " << H << " && q >= 0 && q < " << W << ") ? "
+      << load(X.dtype, "in0", "plane * " + I(HW) + " + r * " + I(W) + " + q") << " : 0.0f;\n  }\n";
+  } else {
+    // The map's columns of each staged row V at a time (zero rows outside the map), the border columns zero.
+    const std::string vt = V == 8 ? "uint4" : "unsigned";
+    b << "  for (int e = tid; e < " << XH * (W / V) << "; e += " << kDwPairThreads << ") {\n"
+      << "    const int rr = e / " << W / V << ", q = (e % " << W / V << ") * " << V << ", r = R0 - " << hb + ha << " + rr;\n"
+      << "    __align__(16) unsigned short hv[" << V << "];\n"
+      << "    if (r >= 0 && r < " << H << ") *(" << vt << "*)hv = *(const " << vt << "*)(in0 + plane * " << I(HW) << " + r * "
+      << I(W) << " + q);\n"
+      << "#pragma unroll\n    for (int j = 0; j < " << V << "; ++j) xs[rr * " << XW << " + " << ha << " + q + j] = r >= 0 && r < " << H
+      << " ? opv_h2f(hv[j]) : 0.0f;\n  }\n";
+    if (ha > 0)
+      b << "  for (int e = tid; e < " << XH * 2 * ha << "; e += " << kDwPairThreads << ") {\n"
+        << "    const int rr = e / " << 2 * ha << ", j = e % " << 2 * ha << ";\n"
+        << "    xs[rr * " << XW << " + (j < " << ha << " ? j : " << W << " + j)] = 0.0f;\n  }\n";
+  }
+  b << "  for (int e = tid; e < " << TH * TW << "; e += " << kDwPairThreads << ") {\n"
     << "    const int q = e % " << TW << " - " << hb << ";\n"
     << "    if (q < 0 || q >= " << W << ") ts[e] = 0.0f;\n  }\n"
     << "  for (int e = tid; e < " << ka * ka << "; e += " << kDwPairThreads << ") wa[e] = "
@@ -1439,34 +1465,51 @@ Generated dw_pair(const Plan& p, const Call& c) {
     << "  for (int e = tid; e < " << kb * kb << "; e += " << kDwPairThreads << ") wb[e] = "
     << load(dtype_of(3), "in3", "c * " + I(kb * kb) + " + e") << ";\n"
     << "  __syncthreads();\n";
-  // conv over `src` (sw floats a row) at tile row i (its kh-th row is src row i + kh), column q.
+  // R outputs (tile row i, columns q0 .. q0 + R - 1) of a conv over `src` (sw floats a row; output
+  // column q's kh-th row of taps is src row i + kh, columns q .. q + kk - 1): each tap row's R + kk
+  // - 1 inputs into registers, then every output's taps in the order kh, then kw (fmaf from 0, as a
+  // thread per output sums them), the bias, the post-ops: v[r].
   auto conv_acc = [&](const std::string& src, int64_t kk, int64_t sw, const std::string& w, int bias_slot,
                       int64_t po_from, int64_t po_n) {
-    b << "    float acc = 0.0f;\n"
-      << "#pragma unroll\n    for (int kh = 0; kh < " << kk << "; ++kh)\n"
-      << "#pragma unroll\n      for (int kw = 0; kw < " << kk << "; ++kw)\n"
-      << "        acc = fmaf(" << src << "[(i + kh) * " << sw << " + q + kw], " << w << "[kh * " << kk << " + kw], acc);\n";
-    if (c.inputs[size_t(bias_slot)] >= 0)
-      b << "    acc += " << load(dtype_of(size_t(bias_slot)), "in" + std::to_string(bias_slot), "c") << ";\n";
-    b << "    float v = acc;\n";
-    for (int64_t q = po_from; q < po_from + po_n; ++q) b << "    v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
+    b << "    float acc[" << R << "];\n"
+      << "#pragma unroll\n    for (int u = 0; u < " << R << "; ++u) acc[u] = 0.0f;\n"
+      << "#pragma unroll\n    for (int kh = 0; kh < " << kk << "; ++kh) {\n"
+      << "      float xr[" << R + kk - 1 << "];\n"
+      << "#pragma unroll\n      for (int j = 0; j < " << R + kk - 1 << "; ++j) xr[j] = " << src << "[(i + kh) * " << sw << " + q0 + j];\n"
+      << "#pragma unroll\n      for (int u = 0; u < " << R << "; ++u)\n"
+      << "#pragma unroll\n        for (int kw = 0; kw < " << kk << "; ++kw) acc[u] = fmaf(xr[u + kw], " << w << "[kh * " << kk
+      << " + kw], acc[u]);\n"
+      << "    }\n"
+      << "    float v[" << R << "];\n"
+      << "#pragma unroll\n    for (int u = 0; u < " << R << "; ++u) {\n"
+      << "      float vv = acc[u]"
+      << (c.inputs[size_t(bias_slot)] >= 0 ? " + " + load(dtype_of(size_t(bias_slot)), "in" + std::to_string(bias_slot), "c")
+                                            : std::string())
+      << ";\n";
+    for (int64_t q = po_from; q < po_from + po_n; ++q) b << "      vv = " << unary_expr(k.post_ops[size_t(q)], "vv") << ";\n";
+    b << "      v[u] = vv;\n    }\n";
   };
+  const int64_t NS = W / R;  // strips of R outputs a row
   // The first conv on ts's rows (T row r = R0 - hb + i; zero outside the map), stored for the band's rows.
-  b << "  for (int e = tid; e < " << TH * W << "; e += " << kDwPairThreads << ") {\n"
-    << "    const int i = e / " << W << ", q = e % " << W << ", r = R0 - " << hb << " + i;\n"
-    << "    if (r < 0 || r >= " << H << ") {\n      ts[i * " << TW << " + q + " << hb << "] = 0.0f;\n      continue;\n    }\n";
+  b << "  for (int e = tid; e < " << TH * NS << "; e += " << kDwPairThreads << ") {\n"
+    << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ", r = R0 - " << hb << " + i;\n"
+    << "    if (r < 0 || r >= " << H << ") {\n"
+    << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) ts[i * " << TW << " + q0 + j + " << hb << "] = 0.0f;\n"
+    << "      continue;\n    }\n";
   conv_acc("xs", ka, XW, "wa", 2, 0, npo[0]);
-  b << "    if (r >= R0 && r < R0 + " << BH << ") " << store(T.dtype, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q", "v")
-    << "\n"
-    << "    ts[i * " << TW << " + q + " << hb << "] = " << (T.dtype == DType::F16 ? "opv_h2f(opv_f2h(v))" : "v")
-    << ";  // what the second conv reads: the stored value\n  }\n"
+  b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) {\n"
+    << "      if (r >= R0 && r < R0 + " << BH << ") "
+    << store(T.dtype, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q0 + j", "v[j]") << "\n"
+    << "      ts[i * " << TW << " + q0 + j + " << hb << "] = " << (T.dtype == DType::F16 ? "opv_h2f(opv_f2h(v[j]))" : "v[j]")
+    << ";  // what the second conv reads: the stored value\n    }\n  }\n"
     << "  __syncthreads();\n";
   // The second conv on the band's rows (row R0 + i: ts rows i .. i + kb - 1).
-  b << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << W << ";\n"
+  b << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << NS << ";\n"
     << "  for (int e = tid; e < nout; e += " << kDwPairThreads << ") {\n"
-    << "    const int i = e / " << W << ", q = e % " << W << ";\n";
+    << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ";\n";
   conv_acc("ts", kb, TW, "wb", 4, npo[0], npo[1]);
-  b << "    " << store(U.dtype, "out1", "plane * " + I(HW) + " + (R0 + i) * " + I(W) + " + q", "v") << "\n  }\n";
+  b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) "
+    << store(U.dtype, "out1", "plane * " + I(HW) + " + (R0 + i) * " + I(W) + " + q0 + j", "v[j]") << "\n  }\n";
   std::string params = std::string(c_type(T.dtype)) + "* __restrict__ out0, " + c_type(U.dtype) + "* __restrict__ out1";
   for (size_t j = 0; j < c.inputs.size(); ++j)
     if (c.inputs[j] >= 0)
