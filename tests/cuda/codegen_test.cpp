@@ -345,10 +345,11 @@ std::vector<F16Case> f16_cases() {
       // Few planes (8) over many rows: each plane cut into 4 bands of 10 rows (the last 7), every
       // band computing the first conv on its halo rows too.
       {"dw_pair_bands", 1, 8, 8, 37, 20, 0, false, false, true},
-      // Rows of 32 fp16 values: staged with 16-byte loads, 4 outputs of a row a thread (the
-      // fixture's form; the two cases above: 4-byte loads and 4-output strips over 20 columns, and
-      // element loads with a thread per output over 9).
-      {"dw_pair_vec_rows", 2, 12, 12, 11, 32, 0, false, false, true},
+      // Rows of fp16 values a multiple of 8 wide: staged with 16-byte loads; 1024 outputs a plane:
+      // 4 outputs of a row a thread; 512: 2 (the two cases above: 4-byte and element loads, a
+      // thread per output).
+      {"dw_pair_vec_rows_r4", 2, 12, 12, 8, 128, 0, false, false, true},
+      {"dw_pair_vec_rows_r2", 1, 4, 4, 8, 64, 0, false, false, true},
       // The input pack's Concat and Cast in one launch (uint8 in, fp16 out, broadcast operands).
       {"concat_cast_pack", 2, 3, 6, 4, 6, 0, false, false, false, true},
       // fc1 -> GELU -> fc2 -> residual in one launch, the hidden tile on chip: 63 pixels (element
@@ -669,6 +670,15 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].attrs.i("cl_batch", 0), 2);
       const int64_t bands = t.name == "dw_pair_bands" ? 4 : 1;
       EXPECT_EQ(p.calls[0].global[0], t.N * t.C * bands * p.calls[0].local[0]) << "a block per band of a plane";
+      // Staging width (fp16 rows: 8 where W % 8 == 0, 2 where even) and outputs a thread (R x 256
+      // outputs a band at least).
+      const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
+      ASSERT_FALSE(gen.source.empty()) << gen.why;
+      const int64_t V = t.W % 8 == 0 ? 8 : t.W % 2 == 0 ? 2 : 1;
+      const int64_t R = t.name == "dw_pair_vec_rows_r4" ? 4 : t.name == "dw_pair_vec_rows_r2" ? 2 : 1;
+      EXPECT_NE(gen.source.find("// " + std::to_string(V) + " input elements a staging load, " + std::to_string(R) +
+                                " outputs of a row a thread"),
+                std::string::npos);
       continue;
     }
     CompileOptions o;

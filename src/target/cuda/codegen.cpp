@@ -1280,7 +1280,8 @@ void batch_gemvs(Plan& p) {
 // into bands (of at least kDwPairMinBandRows rows, towards kDwPairTargetBlocks blocks) only where
 // there are few planes: the halo rows' first conv is computed by both bands beside them.
 // Input rows are staged with 16-byte loads where fp16 rows are a multiple of 8 wide (4-byte loads
-// where even), and a thread computes R = 4 (2) adjacent outputs of a row where the width allows:
+// where even), and a thread computes R = 4 (2) adjacent outputs of a row where the width allows
+// and the band has R x 256 outputs or more (so no thread goes idle; not yet timed on a GPU):
 // each row of taps is read from shared memory once into registers for all R (a 7x7: 10 reads for
 // 4 outputs, not 49 per output), every output's taps still summed in the order kh, then kw.
 // Plan form: one call, outputs [first's, second's], inputs [X, W1, B1, W2, B2] (absent bias -1);
@@ -1430,7 +1431,11 @@ Generated dw_pair(const Plan& p, const Call& c) {
   // bytes); R: outputs of one row a thread computes (W % R == 0), its taps' inputs read once from
   // shared memory into registers and used by all R (7x7: 10 reads for 4 outputs, not 49 each).
   const int64_t V = X.dtype != DType::F16 ? 1 : W % 8 == 0 ? 8 : W % 2 == 0 ? 2 : 1;
-  const int64_t R = W % 4 == 0 && W >= 8 ? 4 : W % 2 == 0 ? 2 : 1;
+  // R only where the band's second-conv outputs still give every thread a strip: no thread that
+  // the one-output form keeps busy is left idle (the small late-stage planes keep R = 1).
+  int64_t R = 1;
+  for (const int64_t r : {4, 2})
+    if (R == 1 && W % r == 0 && BH * W / r >= kDwPairThreads) R = r;
   std::ostringstream b;
   b << "  // " << V << " input elements a staging load, " << R << " outputs of a row a thread\n"
     << "  __shared__ float xs[" << XH * XW << "], ts[" << TH * TW << "], wa[" << ka * ka << "], wb[" << kb * kb << "];\n"
