@@ -968,6 +968,7 @@ TEST(CudaCodegen, FfnSplitLayersRunAsOneClusterFromCompute90) {
     for (const bool on : {true, false}) {
       const plan::Plan p = lower_ffn_case_at(t, layout, "compute_90", on);
       EXPECT_EQ(p.meta.has("cuda_cluster"), !on) << "recorded only when off";
+      EXPECT_EQ(plan::cuda::Options::from_meta(p.meta).cluster, on) << "read back from the plan";
       const size_t f = ffn_call(p);
       const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[f]);
       ASSERT_FALSE(gen.source.empty()) << gen.why;
@@ -995,6 +996,9 @@ TEST(CudaCodegen, FfnSplitLayersRunAsOneClusterFromCompute90) {
     EXPECT_TRUE(refused.source.empty());
     EXPECT_NE(refused.why.find("cuda_ffn_cluster"), std::string::npos) << refused.why;
   }
+  Attrs bad;
+  bad.set("cuda_cluster", int64_t(2));
+  EXPECT_THROW(plan::cuda::Options::from_meta(bad), Error);
 }
 
 // Split-K tensor-core 1x1s likewise (codegen.cpp conv1x1_mma): from compute_90 the S blocks of a

@@ -229,3 +229,42 @@ def test_cuda_se_switch_changes_the_launch_count(cli, tmp_path):
     calls_75_on, _, fused_75 = compile_cuda("on75", "--cuda-se", "on")
     calls_75_off, _, _ = compile_cuda("off75", "--cuda-se", "off")
     assert calls_75_on == calls_75_off and not fused_75, (calls_75_on, calls_75_off)
+
+
+def test_cuda_cluster_switch(cli, tmp_path):
+    """compile --cuda-cluster on|off (target cuda): at compute_90 the split layers' kernels (the
+    fixture-like make-model's late 1x1s run split-K) declare thread-block clusters by default and
+    with on, never with off, which the plan meta records (cuda_cluster=0); at compute_80 there are
+    none either way. Compile only (NVRTC, no GPU); skipped where this build has no cuda target or
+    no NVRTC."""
+    p = cli.run("compile", "--help")
+    assert p.returncode == 0, describe(p)
+    if not re.search(r"--target \S*cuda", p.stdout):
+        pytest.skip("this build has no cuda target (OPV_CUDA=OFF)")
+    assert "--cuda-cluster on|off" in p.stdout and "thread-block cluster" in p.stdout, describe(p)
+    model = tmp_path / "m.onnx"
+    p = cli.run("make-model", model, "--fp16", "--height", "32", "--width", "64", "--widths", "32,64,96,128",
+                "--depths", "1,1,1,1", "--hidden", "32")
+    assert p.returncode == 0, describe(p)
+
+    def clusters(name, *extra):
+        art = tmp_path / f"{name}.opv"
+        p = cli.run("compile", model, "-o", art, "--target", "cuda", *extra, timeout=600)
+        if p.returncode != 0 and "nvrtc" in p.stderr.lower():
+            pytest.skip(f"NVRTC is not available here: {p.stderr.strip()[:300]}")
+        assert p.returncode == 0, describe(p)
+        meta = cli.run("inspect", art)
+        assert meta.returncode == 0, describe(meta)
+        src = cli.run("inspect", art, "--source", "conv2d")
+        assert src.returncode == 0, describe(src)
+        return src.stdout.count("__cluster_dims__("), "cuda_cluster=0" in meta.stdout
+
+    n_default, rec_default = clusters("default", "--cuda-arch", "compute_90")
+    n_on, rec_on = clusters("on", "--cuda-arch", "compute_90", "--cuda-cluster", "on")
+    n_off, rec_off = clusters("off", "--cuda-arch", "compute_90", "--cuda-cluster", "off")
+    n_80, _ = clusters("c80", "--cuda-arch", "compute_80")
+    assert n_default > 0 and n_on == n_default, (n_default, n_on)
+    assert n_off == 0 and n_80 == 0, (n_off, n_80)
+    assert rec_off and not rec_default and not rec_on
+    p = cli.run("compile", model, "-o", tmp_path / "bad.opv", "--target", "cuda", "--cuda-cluster", "maybe")
+    assert p.returncode != 0 and "--cuda-cluster" in p.stderr, describe(p)
