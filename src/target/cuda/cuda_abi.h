@@ -36,7 +36,10 @@
 //                      included: src/backend/cuda/graph_deps.h), so calls that touch disjoint
 //                      memory may run concurrently (--cuda-graph chain: plan order). Calls that
 //                      share a kernel may share its module's __device__ workspace (split-K 1x1
-//                      convs, the fused ConvFFN), so they stay in plan order.
+//                      convs, the fused ConvFFN), so they stay in plan order. From compute_90
+//                      (Options::cluster) those split layers instead run a tile's blocks as one
+//                      thread-block cluster (the PTX requires it: .reqnctapercluster; the backend
+//                      opts clusters wider than 8 in) and keep no workspace.
 //   Merged calls       kernel attr "cl_batch" = n original calls in one launch (validate.cpp skips
 //                      its shape check for these, as for opencl's batches):
 //                      batched fp16 GEMVs (Gemm): outputs = the members' outputs in order, inputs
