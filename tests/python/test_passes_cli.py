@@ -187,23 +187,30 @@ def test_opt_runs_passes_with_the_recorded_compile_options(cli, tmp_path):
     assert max(widths["4"]) > 2, widths
 
 
+def _cuda_help_and_model(cli, tmp_path, option, phrase):
+    """`compile --help` (skipping where this build has no cuda target), checked to list `option`
+    with `phrase`; then an fp16 make-model whose final conv has 256 channels and an SE gate of
+    hidden 16 (one se.cpp fuses; that of --widths 16,32,48,64, 128 channels and 8 hidden, is not)
+    and whose late 1x1s split over blocks: its path."""
+    p = cli.run("compile", "--help")
+    assert p.returncode == 0, describe(p)
+    if not re.search(r"--target \S*cuda", p.stdout):
+        pytest.skip("this build has no cuda target (OPV_CUDA=OFF)")
+    assert option in p.stdout and phrase in p.stdout, describe(p)
+    model = tmp_path / "m.onnx"
+    p = cli.run("make-model", model, "--fp16", "--height", "32", "--width", "64", "--widths", "32,64,96,128",
+                "--depths", "1,1,1,1", "--hidden", "32")
+    assert p.returncode == 0, describe(p)
+    return model
+
+
 def test_cuda_se_switch_changes_the_launch_count(cli, tmp_path):
     """compile --cuda-se on|off (target cuda, compute_80): the make-model's squeeze-excitation gate
     (ReduceMean -> 1x1 + Relu -> 1x1 + Sigmoid -> Mul) is one launch by default and with on, four
     with off; off is recorded in the plan meta (cuda_se=0), the default is not recorded; at
     compute_75 there is nothing to fuse, so the switch changes nothing. Compile only (NVRTC, no
     GPU); skipped where this build has no cuda target or no NVRTC."""
-    p = cli.run("compile", "--help")
-    assert p.returncode == 0, describe(p)
-    if not re.search(r"--target \S*cuda", p.stdout):
-        pytest.skip("this build has no cuda target (OPV_CUDA=OFF)")
-    assert "--cuda-se on|off" in p.stdout and "squeeze-excitation gate" in p.stdout, describe(p)
-    model = tmp_path / "m.onnx"
-    # final conv 256 channels, SE hidden 16: a gate se.cpp fuses (that of --widths 16,32,48,64,
-    # 128 channels and 8 hidden, is not fused, so it would show nothing)
-    p = cli.run("make-model", model, "--fp16", "--height", "32", "--width", "64", "--widths", "32,64,96,128",
-                "--depths", "1,1,1,1", "--hidden", "32")
-    assert p.returncode == 0, describe(p)
+    model = _cuda_help_and_model(cli, tmp_path, "--cuda-se on|off", "squeeze-excitation gate")
 
     def compile_cuda(name, *extra):
         art = tmp_path / f"{name}.opv"
@@ -237,15 +244,7 @@ def test_cuda_cluster_switch(cli, tmp_path):
     with on, never with off, which the plan meta records (cuda_cluster=0); at compute_80 there are
     none either way. Compile only (NVRTC, no GPU); skipped where this build has no cuda target or
     no NVRTC."""
-    p = cli.run("compile", "--help")
-    assert p.returncode == 0, describe(p)
-    if not re.search(r"--target \S*cuda", p.stdout):
-        pytest.skip("this build has no cuda target (OPV_CUDA=OFF)")
-    assert "--cuda-cluster on|off" in p.stdout and "thread-block cluster" in p.stdout, describe(p)
-    model = tmp_path / "m.onnx"
-    p = cli.run("make-model", model, "--fp16", "--height", "32", "--width", "64", "--widths", "32,64,96,128",
-                "--depths", "1,1,1,1", "--hidden", "32")
-    assert p.returncode == 0, describe(p)
+    model = _cuda_help_and_model(cli, tmp_path, "--cuda-cluster on|off", "thread-block cluster")
 
     def clusters(name, *extra):
         art = tmp_path / f"{name}.opv"
