@@ -820,10 +820,15 @@ __device__ __forceinline__ float opv_ldcg(const float* p) { float v; asm volatil
 )";
 // Module-scope helpers of kernels whose blocks form thread-block clusters (compute_90+): the
 // cluster-wide barrier (release/acquire: shared-memory writes before it are visible to every block
-// of the cluster after it) and a 16-byte load from a peer block's shared memory (an address from
-// mapa.shared::cluster).
+// of the cluster after it), the address of the same shared variable in block `rank` of the cluster
+// (mapa.shared::cluster), and a 16-byte load from such an address.
 const char* kClusterHelpers = R"(__device__ __forceinline__ void opv_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned opv_cluster_addr(const void* p, unsigned rank) {
+  unsigned a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(opv_smem(p)), "r"(rank));
+  return a;
 }
 __device__ __forceinline__ float4 opv_ld_cluster4(unsigned a) {
   float4 v;
@@ -991,8 +996,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "    red[o] = sum;\n  }\n"
       << "  opv_cluster_sync();  // every block's partial visible to the cluster\n"
       << "  unsigned peer[S];  // the S partials' addresses in the cluster's shared window\n"
-      << "#pragma unroll\n  for (int q = 0; q < S; ++q)\n"
-      << "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(peer[q]) : \"r\"(opv_smem(red)), \"r\"(q));\n"
+      << "#pragma unroll\n  for (int q = 0; q < S; ++q) peer[q] = opv_cluster_addr(red, q);\n"
       << "#pragma unroll 1\n  for (int f = sp * " << kMmaThreads << " + tid; f < TILE / 4; f += S * " << kMmaThreads << ") {\n"
       << "    float4 pv[S];\n"
       << "#pragma unroll\n    for (int q = 0; q < S; ++q) pv[q] = opv_ld_cluster4(peer[q] + (unsigned)f * 16u);\n"

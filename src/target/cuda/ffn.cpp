@@ -471,6 +471,14 @@ Generated ffn(const Plan& p, const Call& c) {
       << "      float v = sum" << (c.inputs[4] >= 0 ? " + " + load(buf(4).dtype, "in4", "m") : std::string()) << ";\n"
       << post_ops(x2) << "      " << store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") << "\n";
   const std::string mq = "    const opv_idx m = mt * 64 + " + wrow + " * 16 + g + (r >> 1) * 8, q = p0 + " + col + " + 2 * t + (r & 1);\n";
+  // The block's partial tile in fragment order from `dst` (float4 j of thread tid is acc2[j / NWT]
+  // [j % NWT][0..3], stored at [j][tid]: a warp writes 512 contiguous bytes), as both split forms
+  // store it.
+  auto store_partial = [&](const std::string& dst) {
+    b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
+      << "      *(float4*)(" << dst << " + ((mt * " << nwt << " + nt) * " << nts << " + tid) * 4) = "
+         "make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]);\n";
+  };
   // The last sum's fragment: mt (and nt with 4 warps) of fragment float4 j.
   const std::string frag_of_j = w8 ? "      const int mt = j;\n" : "      const int mt = j >> 1, nt = j & 1;\n";
   if (cluster) {
@@ -482,14 +490,11 @@ Generated ffn(const Plan& p, const Call& c) {
     // NT of thread f % NT); a second barrier keeps every ring alive until all have read it.
     gen.source = kClusterHelpers;
     b << "  __syncthreads();  // every warp is done with the slabs: the ring holds the partial now\n"
-      << "  float* red = (float*)&Ws[0][0];\n"
-      << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
-      << "      *(float4*)(red + ((mt * " << nwt << " + nt) * " << nts << " + tid) * 4) = "
-         "make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]);\n"
-      << "  opv_cluster_sync();  // every block's partial visible to the cluster\n"
+      << "  float* red = (float*)&Ws[0][0];\n";
+    store_partial("red");
+    b << "  opv_cluster_sync();  // every block's partial visible to the cluster\n"
       << "  unsigned peer[S];  // the S rings' addresses in the cluster's shared window\n"
-      << "#pragma unroll\n  for (int sq = 0; sq < S; ++sq)\n"
-      << "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(peer[sq]) : \"r\"(opv_smem(red)), \"r\"(sq));\n"
+      << "#pragma unroll\n  for (int sq = 0; sq < S; ++sq) peer[sq] = opv_cluster_addr(red, sq);\n"
       << "#pragma unroll 1\n  for (int f = sp * " << nts << " + tid; f < TILE / 4; f += S * " << nts << ") {\n"
       << "    float4 pv[S];\n"
       << "#pragma unroll\n    for (int sq = 0; sq < S; ++sq) pv[sq] = opv_ld_cluster4(peer[sq] + (unsigned)f * 16u);\n"
@@ -500,7 +505,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << "    const int j = f / " << nts << ", ft = f % " << nts << ";\n"
       << "    {  // the coordinates of thread ft's fragment j\n"
       << "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n"
-      << (w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n      (void)wr; (void)wn;\n" : "      (void)warp;\n")
+      << (w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n" : "")
       << frag_of_j
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq
@@ -520,14 +525,11 @@ Generated ffn(const Plan& p, const Call& c) {
                  "  float4 v; asm volatile(\"ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\" : \"=f\"(v.x), \"=f\"(v.y), \"=f\"(v.z), \"=f\"(v.w) : \"l\"(p));\n"
                  "  return v;\n}\n" +
                  "__device__ unsigned int opv_cnt[" + I(s.N * s.PT) + "];  // partials written per tile (0 between launches)\n";
-    // Partials in fragment order: float4 j of thread tid is acc2[j / NWT][j % NWT][0..3], stored
-    // at [j][tid] (a warp writes 512 contiguous bytes); the last block's thread tid reads its own
+    // Partials in fragment order (store_partial); the last block's thread tid reads its own
     // fragments' partials back and runs the epilogue at the fragments' coordinates.
-    b << "  float* wsp = opv_ws + (tile * S + sp) * TILE;\n"
-      << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
-      << "      *(float4*)(wsp + ((mt * " << nwt << " + nt) * " << nts << " + tid) * 4) = "
-         "make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]);\n"
-      << "  __threadfence();\n  __syncthreads();\n"
+    b << "  float* wsp = opv_ws + (tile * S + sp) * TILE;\n";
+    store_partial("wsp");
+    b << "  __threadfence();\n  __syncthreads();\n"
       << "  if (tid == 0) last_ = atomicAdd(&opv_cnt[tile], 1u) == (unsigned)(S - 1);\n"
       << "  __syncthreads();\n  if (!last_) return;\n  __threadfence();\n"
       << "  const float* wst = opv_ws + tile * S * TILE;\n"
