@@ -1,5 +1,5 @@
 // CUDA driver layer (see cuda_driver.h).
-// 1. load(): dlopen("libcuda.so.1"), dlsym every entry point under the symbol cuda.h maps its API
+// 1. load(): dlopen("libcuda.so.1") (or the library OPV_CUDA_DRIVER names), dlsym every entry point under the symbol cuda.h maps its API
 //    name to (two-level stringizing expands the macro: OPV_CUDA_SYMBOL(cuMemAlloc) =
 //    "cuMemAlloc_v2"), cuInit(0), cuDriverGetVersion; any failure is kept as the message every
 //    later driver() call throws;
@@ -39,10 +39,15 @@ const char* older_same_prototype(const std::string& symbol) {
 Loaded load() {
   Loaded l;
   dlerror();
-  void* lib = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+  // OPV_CUDA_DRIVER: another library with the driver's entry points in place of libcuda.so.1
+  // (libopv_cudasim.so, the PTX simulator: sim/driver.cpp).
+  const char* env = std::getenv("OPV_CUDA_DRIVER");
+  const std::string path = env && *env ? env : kLibrary;
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* why = dlerror();
-    l.error = detail::concat("cuda backend: no CUDA driver (", why ? why : kLibrary, ")");
+    l.error = detail::concat("cuda backend: no CUDA driver (", why ? why : path,
+                             env && *env ? "; named by OPV_CUDA_DRIVER" : "", ")");
     return l;
   }
   std::string missing;
@@ -64,7 +69,7 @@ Loaded load() {
 #undef OPV_CUDA_LOAD_OPTIONAL
   if (l.table.cuDriverGetVersion) l.table.cuDriverGetVersion(&l.table.version);
   if (!missing.empty()) {
-    l.error = detail::concat("cuda backend: the CUDA driver in ", kLibrary, " (CUDA ", version_text(l.table.version),
+    l.error = detail::concat("cuda backend: the CUDA driver in ", path, " (CUDA ", version_text(l.table.version),
                              ") lacks entry points this build (cuda.h of CUDA ", version_text(CUDA_VERSION),
                              ") needs: ", missing, "; update the driver");
     return l;

@@ -1,0 +1,397 @@
+// libopv_cudasim.so: the entry points of the CUDA driver API that the cuda backend uses
+// (cuda_driver.h's table), backed by the PTX simulator (ptx.h) instead of a GPU. Point the backend
+// at it with OPV_CUDA_DRIVER=/path/to/libopv_cudasim.so and every `--backend cuda` path (run,
+// verify, bench, the tests) runs the generated kernels on the CPU, with their memory accesses
+// checked.
+// One simulated device, "cudasim", of compute capability OPV_CUDASIM_SM (default 90: clusters
+// allowed). Everything is synchronous: a launch, a copy or a graph replay has finished when the
+// call returns; streams and events are tokens, graphs are their nodes in the order added (a
+// topological order: a node's dependencies exist before it). Modules take PTX text only.
+// OPV_CUDASIM_DUMP=DIR writes each module's PTX as loaded to DIR/moduleN.ptx.
+// Errors: a launch that faults returns CUDA_ERROR_ILLEGAL_ADDRESS (memory) or
+// CUDA_ERROR_LAUNCH_FAILED (anything else), and cuGetErrorString for that code then gives the
+// simulator's message, naming the kernel, block, thread and PTX line.
+#include <cuda.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/sim/ptx_internal.h"
+
+namespace {
+
+using opv::cudasim::Dim3;
+using opv::cudasim::Kernel;
+using opv::cudasim::Memory;
+using opv::cudasim::Module;
+
+std::mutex g_lock;
+Memory g_mem;
+std::string g_last_error;  // the simulator's message for the last failed call
+
+struct Node {
+  bool kernel = true;
+  const Kernel* k = nullptr;
+  Dim3 grid, block;
+  std::vector<uint8_t> params;
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+};
+struct Graph {
+  std::vector<std::unique_ptr<int>> handles;  // node handles
+  std::vector<Node> nodes;
+};
+struct Exec {
+  std::vector<Node> nodes;
+};
+struct Event {
+  std::chrono::steady_clock::time_point at;
+};
+int g_token_context = 0, g_token_stream = 0;
+
+int sm() {
+  const char* e = std::getenv("OPV_CUDASIM_SM");
+  if (!e || !*e) return 90;
+  const int v = std::atoi(e);
+  return v >= 50 && v < 200 ? v : 90;
+}
+
+CUresult fail(CUresult r, const std::string& message) {
+  g_last_error = message;
+  return r;
+}
+
+std::vector<uint8_t> pack_params(const Kernel& k, void** params) {
+  std::vector<uint8_t> buf(k.param_bytes);
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (params && params[i]) std::memcpy(buf.data() + k.params[i].offset, params[i], k.params[i].size);
+  return buf;
+}
+
+CUresult run(const Node& n) {
+  if (!n.kernel) {
+    std::memcpy(n.dst, n.src, n.bytes);
+    return CUDA_SUCCESS;
+  }
+  try {
+    opv::cudasim::launch(*n.k, n.grid, n.block, n.params.data(), g_mem);
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    const bool memory = m.find("outside every") != std::string::npos || m.find("beyond") != std::string::npos ||
+                        m.find("misaligned") != std::string::npos;
+    return fail(memory ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_ERROR_LAUNCH_FAILED, m);
+  }
+  return CUDA_SUCCESS;
+}
+
+const char* name_of(CUresult r) {
+  switch (r) {
+    case CUDA_SUCCESS: return "CUDA_SUCCESS";
+    case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+    case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
+    case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+    case CUDA_ERROR_INVALID_PTX: return "CUDA_ERROR_INVALID_PTX";
+    case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+    case CUDA_ERROR_ILLEGAL_ADDRESS: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
+    case CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
+    default: return "CUDA_ERROR_UNKNOWN";
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDriverGetVersion(int* v) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorName(CUresult r, const char** s) {
+  if (!s) return CUDA_ERROR_INVALID_VALUE;
+  *s = name_of(r);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorString(CUresult r, const char** s) {
+  if (!s) return CUDA_ERROR_INVALID_VALUE;
+  static thread_local std::string text;
+  std::lock_guard<std::mutex> g(g_lock);
+  text = (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_INVALID_PTX ||
+          r == CUDA_ERROR_INVALID_IMAGE) && !g_last_error.empty()
+             ? g_last_error
+             : std::string(name_of(r)) + " (cudasim)";
+  *s = text.c_str();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetCount(int* n) {
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGet(CUdevice* d, int ordinal) {
+  if (!d || ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice) {
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  const std::string n = "cudasim (PTX simulator on the CPU, sm_" + std::to_string(sm()) + ")";
+  std::snprintf(name, size_t(len), "%s", n.c_str());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = sm() / 10; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = sm() % 10; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 1; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *v = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 0x7fffffff; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *v = sm() >= 90; break;
+    default: *v = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice) {
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  *bytes = size_t(8) << 30;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  *c = reinterpret_cast<CUcontext>(&g_token_context);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext* c) {
+  if (c) *c = reinterpret_cast<CUcontext>(&g_token_context);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int) {
+  if (!s) return CUDA_ERROR_INVALID_VALUE;
+  *s = reinterpret_cast<CUstream>(&g_token_stream);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamQuery(CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* p, size_t bytes) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  void* m = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::memset(m, 0xcd, (bytes + 255) / 256 * 256 + 256);  // uninitialised, visibly
+  std::lock_guard<std::mutex> g(g_lock);
+  g_mem.add(reinterpret_cast<uint64_t>(m), bytes);
+  *p = reinterpret_cast<CUdeviceptr>(m);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
+  std::lock_guard<std::mutex> g(g_lock);
+  if (!g_mem.contains(uint64_t(p))) return CUDA_ERROR_INVALID_VALUE;
+  g_mem.remove(uint64_t(p));
+  std::free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostAlloc(void** p, size_t bytes, unsigned int) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult CUDAAPI cuMemFreeHost(void* p) {
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream) {
+  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream) {
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream) {
+  std::memset(reinterpret_cast<void*>(dst), v, n);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, CUjit_option* opts, void** vals) {
+  if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+  const char* text = static_cast<const char*>(image);
+  char* log = nullptr;
+  size_t log_size = 0;
+  for (unsigned i = 0; i < n && opts && vals; ++i) {
+    if (opts[i] == CU_JIT_ERROR_LOG_BUFFER) log = static_cast<char*>(vals[i]);
+    if (opts[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) log_size = size_t(reinterpret_cast<uintptr_t>(vals[i]));
+  }
+  auto report = [&](CUresult r, const std::string& msg) {
+    if (log && log_size) std::snprintf(log, log_size, "%s", msg.c_str());
+    std::lock_guard<std::mutex> g(g_lock);
+    return fail(r, msg);
+  };
+  if (const char* dir = std::getenv("OPV_CUDASIM_DUMP"); dir && *dir) {  // the PTX as loaded, for reading
+    static int serial = 0;
+    const std::string path = std::string(dir) + "/module" + std::to_string(serial++) + ".ptx";
+    if (FILE* f = std::fopen(path.c_str(), "wb")) {
+      std::fputs(text, f);
+      std::fclose(f);
+    }
+  }
+  if (std::memcmp(text, "\x7f" "ELF", 4) == 0 || std::memcmp(text, "\x50\xed\x55\xba", 4) == 0)
+    return report(CUDA_ERROR_INVALID_IMAGE, "cudasim: the module is a cubin or fatbinary; the simulator runs PTX only");
+  try {
+    *m = reinterpret_cast<CUmodule>(opv::cudasim::parse_module(text).release());
+  } catch (const std::exception& e) {
+    return report(CUDA_ERROR_INVALID_PTX, e.what());
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  delete reinterpret_cast<Module*>(m);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  if (!f || !m || !name) return CUDA_ERROR_INVALID_VALUE;
+  const Kernel* k = reinterpret_cast<Module*>(m)->find(name);
+  if (!k) return CUDA_ERROR_NOT_FOUND;
+  *f = reinterpret_cast<CUfunction>(const_cast<Kernel*>(k));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction f) {
+  if (!v || !f) return CUDA_ERROR_INVALID_VALUE;
+  const Kernel& k = *reinterpret_cast<const Kernel*>(f);
+  switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = int(k.max_threads); break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *v = int(k.shared_bytes); break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = int(k.registers); break;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: *v = int(k.cluster[0]); break;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: *v = int(k.cluster[1]); break;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: *v = int(k.cluster[2]); break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = sm(); break;
+    default: *v = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute, int) {
+  return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  const Kernel& k = *reinterpret_cast<const Kernel*>(f);
+  if (index >= k.params.size()) return CUDA_ERROR_INVALID_VALUE;
+  if (offset) *offset = k.params[index].offset;
+  if (size) *size = k.params[index].size;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned shared, CUstream, void** params, void** extra) {
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (extra || shared) {
+    std::lock_guard<std::mutex> g(g_lock);
+    return fail(CUDA_ERROR_LAUNCH_FAILED, "cudasim: 'extra' parameters and dynamic shared memory are not simulated");
+  }
+  Node n;
+  n.k = reinterpret_cast<const Kernel*>(f);
+  n.grid = {gx, gy, gz};
+  n.block = {bx, by, bz};
+  n.params = pack_params(*n.k, params);
+  std::lock_guard<std::mutex> g(g_lock);
+  return run(n);
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int) {
+  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  *e = reinterpret_cast<CUevent>(new Event{});
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventDestroy(CUevent e) {
+  delete reinterpret_cast<Event*>(e);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventRecord(CUevent e, CUstream) {
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  reinterpret_cast<Event*>(e)->at = std::chrono::steady_clock::now();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
+  if (!ms || !a || !b) return CUDA_ERROR_INVALID_VALUE;
+  *ms = std::chrono::duration<float, std::milli>(reinterpret_cast<Event*>(b)->at - reinterpret_cast<Event*>(a)->at)
+            .count();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int) {
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  *g = reinterpret_cast<CUgraph>(new Graph{});
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, const CUgraphNode*, size_t,
+                                      const CUDA_KERNEL_NODE_PARAMS* p) {
+  if (!node || !g || !p || !p->func) return CUDA_ERROR_INVALID_VALUE;
+  if (p->extra || p->sharedMemBytes) return CUDA_ERROR_INVALID_VALUE;
+  Graph& gr = *reinterpret_cast<Graph*>(g);
+  Node n;
+  n.k = reinterpret_cast<const Kernel*>(p->func);
+  n.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
+  n.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
+  n.params = pack_params(*n.k, p->kernelParams);
+  gr.nodes.push_back(std::move(n));
+  gr.handles.push_back(std::make_unique<int>(0));
+  *node = reinterpret_cast<CUgraphNode>(gr.handles.back().get());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, const CUgraphNode*, size_t, const CUDA_MEMCPY3D* c,
+                                      CUcontext) {
+  if (!node || !g || !c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->Height > 1 || c->Depth > 1 || c->srcXInBytes || c->dstXInBytes) return CUDA_ERROR_INVALID_VALUE;
+  Graph& gr = *reinterpret_cast<Graph*>(g);
+  Node n;
+  n.kernel = false;
+  n.src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? c->srcHost : reinterpret_cast<const void*>(c->srcDevice);
+  n.dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? c->dstHost : reinterpret_cast<void*>(c->dstDevice);
+  n.bytes = c->WidthInBytes;
+  gr.nodes.push_back(std::move(n));
+  gr.handles.push_back(std::make_unique<int>(0));
+  *node = reinterpret_cast<CUgraphNode>(gr.handles.back().get());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* e, CUgraph g, unsigned long long) {
+  if (!e || !g) return CUDA_ERROR_INVALID_VALUE;
+  *e = reinterpret_cast<CUgraphExec>(new Exec{reinterpret_cast<Graph*>(g)->nodes});
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphUpload(CUgraphExec, CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream) {
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard<std::mutex> g(g_lock);
+  for (const Node& n : reinterpret_cast<Exec*>(e)->nodes)
+    if (const CUresult r = run(n); r != CUDA_SUCCESS) return r;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
+  delete reinterpret_cast<Graph*>(g);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
+  delete reinterpret_cast<Exec*>(e);
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

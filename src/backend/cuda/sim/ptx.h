@@ -1,0 +1,83 @@
+// cudasim: a functional PTX simulator, so the cuda backend's generated kernels run (slowly, exactly
+// as the PTX says) on a machine without an NVIDIA GPU. It backs libopv_cudasim.so, a stand-in for
+// libcuda.so.1 (driver.cpp; the backend loads it when OPV_CUDA_DRIVER names it).
+//
+// 1. parse_module(): PTX text as NVRTC writes it (.version/.target, .entry kernels with .param
+//    lists, .reg/.shared declarations, .maxntid/.reqntid/.reqnctapercluster, labels, predicated
+//    instructions) into pre-decoded instructions: register names become slots, labels become
+//    instruction indexes, shared symbols become offsets. Anything outside the subset it knows is
+//    refused with the line named ("cudasim: line 41: unsupported instruction 'tex.2d...'"), never
+//    run approximately.
+// 2. launch(): runs a grid. Blocks run one cluster at a time (a kernel without clusters: one
+//    block at a time); within a cluster every thread is an interpreter state, stepped until it
+//    reaches a synchronisation point: bar.sync (its block), a warp-wide instruction (shfl.sync,
+//    ldmatrix, mma.sync: its warp, all lanes at the same instruction) or barrier.cluster.wait
+//    (its cluster). What the PTX ISA leaves to the hardware is fixed here: cp.async copies when
+//    issued, mma.sync accumulates its 16 products in k order with fused multiply-adds onto C,
+//    .approx functions are the C library's.
+// 3. Memory is checked: every global access must lie inside one allocation the driver made
+//    (Memory), every shared access inside the block's shared memory, every address aligned to its
+//    access size; a violation stops the launch with the kernel, instruction and address named. A
+//    deadlock (threads waiting at different barriers) is reported the same way.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace opv::cudasim {
+
+// Device allocations: [base, base + bytes) ranges of host memory standing in for device memory.
+class Memory {
+ public:
+  void add(uint64_t base, uint64_t bytes) { ranges_[base] = bytes; }
+  void remove(uint64_t base) { ranges_.erase(base); }
+  bool contains(uint64_t base) const { return ranges_.count(base) != 0; }
+  // The allocation holding [addr, addr + bytes), or false.
+  bool find(uint64_t addr, uint64_t bytes, uint64_t* base, uint64_t* size) const;
+
+ private:
+  std::map<uint64_t, uint64_t> ranges_;
+};
+
+struct Instr;  // ptx.cpp
+
+struct Param {
+  std::string name;
+  uint32_t offset = 0, size = 0;
+};
+
+struct Kernel {
+  std::string name;
+  std::vector<Param> params;
+  uint32_t param_bytes = 0;
+  uint32_t shared_bytes = 0;  // static .shared symbols
+  uint32_t max_threads = 1024;  // .maxntid / .reqntid product, else the device limit
+  uint32_t cluster[3] = {0, 0, 0};  // .reqnctapercluster; 0 = no cluster
+  uint32_t registers = 0;  // register slots (the simulator's, not the hardware's)
+  std::vector<Instr> code;
+  std::vector<std::string> labels;  // per instruction: the source line, for messages
+  Kernel();
+  ~Kernel();
+  Kernel(Kernel&&) noexcept;
+  Kernel& operator=(Kernel&&) noexcept;
+};
+
+struct Module {
+  std::vector<Kernel> kernels;
+  const Kernel* find(const std::string& name) const;
+};
+
+// Parses PTX text; throws opv::Error "cudasim: line N: ..." on anything it does not support.
+std::unique_ptr<Module> parse_module(const std::string& ptx);
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+// Runs kernel `k` over grid x block with `params` (k.param_bytes bytes, laid out as k.params say).
+// Throws opv::Error naming the kernel, the instruction and the fault.
+void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem);
+
+}  // namespace opv::cudasim
