@@ -1025,9 +1025,10 @@ TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
         const int64_t S = std::stoll(gen.source.substr(gen.source.find("__cluster_dims__(") + 17));
         EXPECT_NE(gen.source.find("split-K " + std::to_string(S) + " x "), std::string::npos) << "a cluster is a tile's S blocks";
         EXPECT_EQ((gen.global[0] / gen.local[0]) % S, 0) << "the grid is whole clusters";
-        if (nvrtc)
+        if (nvrtc) {
           EXPECT_NE(plan::cuda::compile_to_ptx(gen.source, "mma", arch).find(".reqnctapercluster " + std::to_string(S)),
                     std::string::npos);
+        }
       }
   }
   EXPECT_GE(clustered, 3) << "the split-K cases (S = 16, 9, 2)";
@@ -1071,7 +1072,8 @@ TEST(CudaCodegen, ClusterSplitsMatchWorkspaceBitForBitOnTheDevice) {
         EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
         int64_t nonzero = 0;
         for (int64_t e = 0; e < a.numel(); ++e) nonzero += a.get_f64(e) != 0.0;
-        EXPECT_GT(nonzero, a.numel() / 2) << "the outputs were written (the backend zero-fills outputs)";
+        // ReLU cases zero about half their outputs: a quarter nonzero shows the kernel wrote them
+        EXPECT_GT(nonzero, a.numel() / 4) << "the outputs were written (the backend zero-fills outputs)";
       }
     }
   }

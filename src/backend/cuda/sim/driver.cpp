@@ -257,13 +257,20 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int
   if (std::memcmp(text, "\x7f" "ELF", 4) == 0 || std::memcmp(text, "\x50\xed\x55\xba", 4) == 0)
     return report(CUDA_ERROR_INVALID_IMAGE, "cudasim: the module is a cubin or fatbinary; the simulator runs PTX only");
   try {
-    *m = reinterpret_cast<CUmodule>(opv::cudasim::parse_module(text).release());
+    std::unique_ptr<Module> mod = opv::cudasim::parse_module(text);
+    std::lock_guard<std::mutex> g(g_lock);
+    for (const opv::cudasim::GlobalVar& v : mod->globals) g_mem.add(reinterpret_cast<uint64_t>(v.data), v.bytes);
+    *m = reinterpret_cast<CUmodule>(mod.release());
   } catch (const std::exception& e) {
     return report(CUDA_ERROR_INVALID_PTX, e.what());
   }
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard<std::mutex> g(g_lock);
+  for (const opv::cudasim::GlobalVar& v : reinterpret_cast<Module*>(m)->globals)
+    g_mem.remove(reinterpret_cast<uint64_t>(v.data));
   delete reinterpret_cast<Module*>(m);
   return CUDA_SUCCESS;
 }

@@ -64,8 +64,18 @@ struct Kernel {
   Kernel& operator=(Kernel&&) noexcept;
 };
 
+// A module-scope .global variable: zero-filled (or initialised) memory the module owns; the driver
+// registers it with Memory while the module is loaded.
+struct GlobalVar {
+  std::string name;
+  std::unique_ptr<uint8_t[]> storage;
+  uint8_t* data = nullptr;  // aligned within storage
+  uint64_t bytes = 0;
+};
+
 struct Module {
   std::vector<Kernel> kernels;
+  std::vector<GlobalVar> globals;
   const Kernel* find(const std::string& name) const;
 };
 

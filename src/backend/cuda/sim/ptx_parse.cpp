@@ -128,6 +128,7 @@ struct BodyParser {
   std::vector<std::unordered_map<std::string, uint32_t>> scopes{1};
   std::unordered_map<std::string, uint32_t> shared_syms;  // name -> shared offset
   std::unordered_map<std::string, uint32_t> param_syms;   // name -> param offset
+  const std::unordered_map<std::string, uint64_t>* global_syms = nullptr;  // name -> address
   std::unordered_map<std::string, int32_t> labels;
   std::vector<std::pair<size_t, std::string>> fixups;     // (instr, label)
   uint32_t line = 0;
@@ -270,6 +271,8 @@ struct BodyParser {
         o.imm += p->second;
       } else if (auto sh = shared_syms.find(base); sh != shared_syms.end()) {
         o.imm += sh->second;
+      } else if (auto gl = global_syms->find(base); gl != global_syms->end()) {
+        o.imm += gl->second;
       } else {
         fail(line, "unknown address '" + base + "'");
       }
@@ -328,6 +331,11 @@ struct BodyParser {
     if (auto p = param_syms.find(s); p != param_syms.end()) {
       o.kind = Opnd::Imm;
       o.imm = p->second;
+      return o;
+    }
+    if (auto gl = global_syms->find(s); gl != global_syms->end()) {
+      o.kind = Opnd::Imm;
+      o.imm = gl->second;
       return o;
     }
     if (!label_ok) fail(line, "unknown operand '" + s + "'");
@@ -598,7 +606,62 @@ struct Reader {
   }
 };
 
-void parse_entry(Reader& r, Module& m) {
+// .global .align A .TYPE NAME[N] {= {v, ...}};  zero-filled unless initialised.
+void parse_global(Reader& r, Module& m, std::unordered_map<std::string, uint64_t>& syms) {
+  const uint32_t at = r.line;
+  const std::string decl = r.until(';');
+  std::string body = decl, init;
+  if (const size_t eq = decl.find('='); eq != std::string::npos) {
+    body = decl.substr(0, eq);
+    init = trim(decl.substr(eq + 1));
+  }
+  uint64_t align = 1, elem = 0, count = 1;
+  std::string name;
+  std::vector<std::string> w;
+  for (const std::string& x : split(body, ' '))
+    for (const std::string& y : split(x, '\t'))
+      if (!y.empty()) w.push_back(y);
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i] == ".align" && i + 1 < w.size()) {
+      int64_t a = 0;
+      if (!parse_int(w[++i], &a) || a <= 0 || a > 4096) fail(at, "bad .align");
+      align = uint64_t(a);
+    } else if (w[i][0] == '.') {
+      const Ty t = type_of(w[i].substr(1));
+      if (t != Ty::None) elem = ty_bytes(t);
+    } else {
+      name += w[i];
+    }
+  }
+  if (const size_t lb = name.find('['); lb != std::string::npos) {
+    int64_t c = 0;
+    if (!parse_int(name.substr(lb + 1, name.find(']') - lb - 1), &c) || c <= 0 || c > (int64_t(1) << 32))
+      fail(at, "bad .global declaration '" + name + "'");
+    count = uint64_t(c);
+    name = name.substr(0, lb);
+  }
+  if (elem == 0 || name.empty()) fail(at, "bad .global declaration");
+  GlobalVar g;
+  g.name = name;
+  g.bytes = elem * count;
+  align = std::max<uint64_t>(align, 16);
+  g.storage.reset(new uint8_t[g.bytes + align]());
+  g.data = g.storage.get() + (align - reinterpret_cast<uintptr_t>(g.storage.get()) % align) % align;
+  if (!init.empty()) {
+    if (init.front() == '{') init = init.substr(1, init.size() - 2);
+    const std::vector<std::string> vals = split(init, ',');
+    if (vals.size() > count) fail(at, "too many initialisers for " + name);
+    for (size_t i = 0; i < vals.size(); ++i) {
+      int64_t v = 0;
+      if (!parse_int(vals[i], &v)) fail(at, "unsupported initialiser '" + vals[i] + "'");
+      std::memcpy(g.data + i * elem, &v, elem);
+    }
+  }
+  syms[name] = reinterpret_cast<uint64_t>(g.data);
+  m.globals.push_back(std::move(g));
+}
+
+void parse_entry(Reader& r, Module& m, const std::unordered_map<std::string, uint64_t>& globals) {
   Kernel k;
   std::string name = r.word();
   if (name.empty()) fail(r.line, "entry without a name");
@@ -606,6 +669,7 @@ void parse_entry(Reader& r, Module& m) {
   ++r.pos;
   k.name = name;
   BodyParser body(k);
+  body.global_syms = &globals;
   const std::string plist = r.until(')');
   uint32_t off = 0;
   for (const std::string& p : split(plist, ',')) {
@@ -718,6 +782,7 @@ std::unique_ptr<Module> parse_module(const std::string& ptx) {
   auto m = std::make_unique<Module>();
   const std::string text = strip_comments(ptx);
   Reader r(text);
+  std::unordered_map<std::string, uint64_t> globals;
   while (!r.eof()) {
     const std::string w = r.word();
     if (w == ".version" || w == ".target" || w == ".address_size") {
@@ -725,9 +790,11 @@ std::unique_ptr<Module> parse_module(const std::string& ptx) {
     } else if (w == ".visible" || w == ".weak") {
       continue;
     } else if (w == ".entry") {
-      parse_entry(r, *m);
-    } else if (w == ".func" || w == ".extern" || w == ".global" || w == ".const" || w == ".shared") {
-      fail(r.line, "module-scope '" + w + "' (device functions, global or constant variables) is not simulated");
+      parse_entry(r, *m, globals);
+    } else if (w == ".global") {
+      parse_global(r, *m, globals);
+    } else if (w == ".func" || w == ".extern" || w == ".const" || w == ".shared") {
+      fail(r.line, "module-scope '" + w + "' (device functions, constant or shared variables) is not simulated");
     } else {
       fail(r.line, "unexpected '" + w + "'");
     }

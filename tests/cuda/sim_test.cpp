@@ -1,0 +1,353 @@
+// cudasim (src/backend/cuda/sim/ptx.h): the PTX simulator on hand-written PTX, checked against the
+// PTX ISA's definitions computed here on the host: mma.sync m16n8k16 fragments, ldmatrix (plain
+// and .trans), shfl.sync butterflies, a two-block cluster exchanging data through distributed
+// shared memory, module-scope .global variables, and the faults it must report instead of
+// running on: out-of-bounds and misaligned accesses, shared memory overruns, deadlocks,
+// instructions it does not know. The generated kernels run on it through the driver stand-in
+// (the cuda_sim tests in CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#ifdef OPV_HAVE_CUDASIM
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/sim/ptx.h"
+#include "core/half.h"
+
+namespace opv::cudasim {
+namespace {
+
+// Device buffers for a launch: host memory registered as allocations.
+struct Buffers {
+  Memory mem;
+  std::vector<std::vector<uint8_t>> data;
+  uint64_t add(size_t bytes) {
+    data.emplace_back(bytes + 16, 0);
+    const uint64_t p = reinterpret_cast<uint64_t>(data.back().data());
+    mem.add(p, bytes);
+    return p;
+  }
+};
+
+std::string run_error(const Kernel& k, Dim3 grid, Dim3 block, const std::vector<uint64_t>& args, const Memory& mem) {
+  try {
+    launch(k, grid, block, reinterpret_cast<const uint8_t*>(args.data()), mem);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kHeader = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+TEST(CudaSim, MmaM16n8k16FollowsThePtxFragmentLayout) {
+  // Each lane loads its fragments from per-lane arrays (a: 4 regs, b: 2, c: 4 floats) and stores D.
+  const std::string ptx = std::string(kHeader) + R"(
+.visible .entry mma(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)
+{
+  .reg .b32 %r<12>; .reg .f32 %f<12>; .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [pa]; ld.param.u64 %rd2, [pb]; ld.param.u64 %rd3, [pc]; ld.param.u64 %rd4, [pd];
+  mov.u32 %r1, %laneid;
+  mul.wide.u32 %rd5, %r1, 16;
+  mul.wide.u32 %rd6, %r1, 8;
+  add.s64 %rd7, %rd1, %rd5;
+  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd7];
+  add.s64 %rd8, %rd2, %rd6;
+  ld.global.v2.u32 {%r6, %r7}, [%rd8];
+  add.s64 %rd9, %rd3, %rd5;
+  ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd9];
+  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f5, %f6, %f7, %f8}, {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%f1, %f2, %f3, %f4};
+  add.s64 %rd10, %rd4, %rd5;
+  st.global.v4.f32 [%rd10], {%f5, %f6, %f7, %f8};
+  ret;
+}
+)";
+  auto m = parse_module(ptx);
+  float A[16][16], B[16][8], C[16][8];
+  for (int i = 0; i < 16; ++i)
+    for (int k = 0; k < 16; ++k) A[i][k] = float((i * 3 + k * 5) % 7 - 3);
+  for (int k = 0; k < 16; ++k)
+    for (int j = 0; j < 8; ++j) B[k][j] = float((k * 2 + j * 7) % 5 - 2) * 0.5f;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) C[i][j] = float(i - j);
+  Buffers b;
+  const uint64_t pa = b.add(32 * 16), pb = b.add(32 * 8), pc = b.add(32 * 16), pd = b.add(32 * 16);
+  auto* a = reinterpret_cast<uint16_t*>(pa);
+  auto* bb = reinterpret_cast<uint16_t*>(pb);
+  auto* c = reinterpret_cast<float*>(pc);
+  // PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type": groupID = lane / 4,
+  // threadID_in_group = lane % 4; a_i rows g (i%4 < 2) / g+8, cols 2t + (i&1) (+8 for i >= 4).
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 8; ++i) {
+      const int row = (i % 4 < 2) ? g : g + 8;
+      const int col = 2 * t + (i & 1) + (i >= 4 ? 8 : 0);
+      a[lane * 8 + i] = float_to_half(A[row][col]);
+    }
+    for (int i = 0; i < 4; ++i) bb[lane * 4 + i] = float_to_half(B[2 * t + (i & 1) + (i >= 2 ? 8 : 0)][g]);
+    for (int i = 0; i < 4; ++i) c[lane * 4 + i] = C[i < 2 ? g : g + 8][2 * t + (i & 1)];
+  }
+  const std::vector<uint64_t> args = {pa, pb, pc, pd};
+  ASSERT_EQ(run_error(*m->find("mma"), {1, 1, 1}, {32, 1, 1}, args, b.mem), "");
+  const auto* d = reinterpret_cast<const float*>(pd);
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; ++i) {
+      const int row = i < 2 ? g : g + 8, col = 2 * t + (i & 1);
+      float want = C[row][col];
+      for (int k = 0; k < 16; ++k) want += A[row][k] * B[k][col];
+      EXPECT_EQ(d[lane * 4 + i], want) << "lane " << lane << " d" << i;
+    }
+  }
+}
+
+TEST(CudaSim, LdmatrixGivesRowsAndTransposes) {
+  // 4 matrices of 8x8 b16 in shared memory, element (m, r, c) = m*64 + r*8 + c; lane L gives the
+  // address of row L%8 of matrix L/8. Stores the 4 registers of each lane, plain then .trans.
+  const std::string ptx = std::string(kHeader) + R"(
+.visible .entry ldm(.param .u64 out)
+{
+  .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .pred %p<2>;
+  .shared .align 16 .b8 tile[512];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, tile;
+  shl.b32 %r3, %r1, 4;
+  add.s32 %r4, %r2, %r3;
+  shl.b32 %r5, %r1, 3;
+  mov.u32 %r6, 0;
+$fill:
+  add.s32 %r7, %r5, %r6;
+  shl.b32 %r8, %r6, 1;
+  add.s32 %r9, %r4, %r8;
+  st.shared.u16 [%r9], %r7;
+  add.s32 %r6, %r6, 1;
+  setp.lt.u32 %p1, %r6, 8;
+  @%p1 bra $fill;
+  bar.sync 0;
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r4];
+  mul.wide.u32 %rd2, %r1, 32;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.u32 [%rd3], {%r10, %r11, %r12, %r13};
+  ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r10, %r11, %r12, %r13}, [%r4];
+  st.global.v4.u32 [%rd3+16], {%r10, %r11, %r12, %r13};
+  ret;
+}
+)";
+  auto m = parse_module(ptx);
+  Buffers b;
+  const uint64_t out = b.add(32 * 32);
+  ASSERT_EQ(run_error(*m->find("ldm"), {1, 1, 1}, {32, 1, 1}, {out}, b.mem), "");
+  const auto* o = reinterpret_cast<const uint32_t*>(out);
+  auto el = [](int mat, int r, int c) { return uint32_t(mat * 64 + r * 8 + c); };
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, c = 2 * (lane % 4);
+    for (int mat = 0; mat < 4; ++mat) {
+      EXPECT_EQ(o[lane * 8 + mat], el(mat, g, c) | el(mat, g, c + 1) << 16) << "lane " << lane;
+      EXPECT_EQ(o[lane * 8 + 4 + mat], el(mat, c, g) | el(mat, c + 1, g) << 16) << "lane " << lane << " trans";
+    }
+  }
+}
+
+TEST(CudaSim, ShflButterflySumsAWarp) {
+  const std::string ptx = std::string(kHeader) + R"(
+.visible .entry red(.param .u64 out)
+{
+  .reg .b32 %r<8>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mul.lo.s32 %r2, %r1, %r1;
+  shfl.sync.bfly.b32 %r3|%p1, %r2, 16, 31, -1;
+  add.s32 %r2, %r2, %r3;
+  shfl.sync.bfly.b32 %r3|%p1, %r2, 8, 31, -1;
+  add.s32 %r2, %r2, %r3;
+  shfl.sync.bfly.b32 %r3|%p1, %r2, 4, 31, -1;
+  add.s32 %r2, %r2, %r3;
+  shfl.sync.bfly.b32 %r3|%p1, %r2, 2, 31, -1;
+  add.s32 %r2, %r2, %r3;
+  shfl.sync.bfly.b32 %r3|%p1, %r2, 1, 31, -1;
+  add.s32 %r2, %r2, %r3;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  ret;
+}
+)";
+  auto m = parse_module(ptx);
+  Buffers b;
+  const uint64_t out = b.add(64 * 4);
+  ASSERT_EQ(run_error(*m->find("red"), {1, 1, 1}, {64, 1, 1}, {out}, b.mem), "");
+  const auto* o = reinterpret_cast<const uint32_t*>(out);
+  uint32_t w0 = 0, w1 = 0;
+  for (uint32_t i = 0; i < 32; ++i) w0 += i * i, w1 += (i + 32) * (i + 32);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(o[i], i < 32 ? w0 : w1) << "thread " << i;
+}
+
+// Every block of a 4-block cluster writes (its rank + 1) * 100 + tid to its shared memory, waits at
+// the cluster barrier and reads its right neighbour's through mapa + ld.shared::cluster.
+const char* kClusterPtx = R"(
+.visible .entry ring(.param .u64 out)
+.reqnctapercluster 4, 1, 1
+{
+  .reg .b32 %r<16>; .reg .b64 %rd<4>;
+  .shared .align 4 .b8 buf[128];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %cluster_ctarank;
+  add.s32 %r3, %r2, 1;
+  mul.lo.s32 %r4, %r3, 100;
+  add.s32 %r5, %r4, %r1;
+  mov.u32 %r6, buf;
+  shl.b32 %r7, %r1, 2;
+  add.s32 %r8, %r6, %r7;
+  st.shared.u32 [%r8], %r5;
+  barrier.cluster.arrive.release.aligned;
+  barrier.cluster.wait.acquire.aligned;
+  rem.u32 %r9, %r3, 4;
+  mapa.shared::cluster.u32 %r10, %r8, %r9;
+  ld.shared::cluster.u32 %r11, [%r10];
+  barrier.cluster.arrive.release.aligned;
+  barrier.cluster.wait.acquire.aligned;
+  mov.u32 %r12, %ctaid.x;
+  mov.u32 %r13, %ntid.x;
+  mad.lo.s32 %r14, %r12, %r13, %r1;
+  mul.wide.u32 %rd2, %r14, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r11;
+  ret;
+}
+)";
+
+TEST(CudaSim, ClusterBlocksReadEachOthersSharedMemory) {
+  auto m = parse_module(std::string(kHeader) + kClusterPtx);
+  const Kernel& k = *m->find("ring");
+  EXPECT_EQ(k.cluster[0], 4u);
+  Buffers b;
+  const uint64_t out = b.add(8 * 32 * 4);
+  ASSERT_EQ(run_error(k, {8, 1, 1}, {32, 1, 1}, {out}, b.mem), "");
+  const auto* o = reinterpret_cast<const uint32_t*>(out);
+  for (uint32_t blk = 0; blk < 8; ++blk)
+    for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(o[blk * 32 + t], ((blk % 4 + 1) % 4 + 1) * 100 + t) << blk << "," << t;
+  // a grid that is not whole clusters is refused
+  EXPECT_NE(run_error(k, {6, 1, 1}, {32, 1, 1}, {out}, b.mem).find("not whole clusters"), std::string::npos);
+}
+
+TEST(CudaSim, GlobalVariablesPersistAcrossLaunches) {
+  const std::string ptx = std::string(kHeader) + R"(
+.global .align 4 .b8 counter[4];
+.visible .entry count(.param .u64 out)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u64 %rd2, counter;
+  atom.global.add.u32 %r1, [%rd2], 1;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+  auto m = parse_module(ptx);
+  ASSERT_EQ(m->globals.size(), 1u);
+  Buffers b;
+  b.mem.add(reinterpret_cast<uint64_t>(m->globals[0].data), m->globals[0].bytes);
+  const uint64_t out = b.add(4);
+  for (uint32_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(run_error(*m->find("count"), {1, 1, 1}, {1, 1, 1}, {out}, b.mem), "");
+    EXPECT_EQ(*reinterpret_cast<const uint32_t*>(out), i);
+  }
+}
+
+// A kernel that stores thread i's index at out[i + offset] (offset a parameter).
+const char* kStorePtx = R"(
+.visible .entry store(.param .u64 out, .param .u64 offset)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [offset];
+  mov.u32 %r1, %tid.x;
+  cvt.u64.u32 %rd3, %r1;
+  add.s64 %rd4, %rd3, %rd2;
+  shl.b64 %rd5, %rd4, 2;
+  add.s64 %rd6, %rd1, %rd5;
+  st.global.u32 [%rd6], %r1;
+  ret;
+}
+)";
+
+TEST(CudaSim, ReportsOutOfBoundsAndMisalignedAccesses) {
+  auto m = parse_module(std::string(kHeader) + kStorePtx);
+  const Kernel& k = *m->find("store");
+  Buffers b;
+  const uint64_t out = b.add(32 * 4);
+  EXPECT_EQ(run_error(k, {1, 1, 1}, {32, 1, 1}, {out, 0}, b.mem), "");
+  const std::string oob = run_error(k, {1, 1, 1}, {32, 1, 1}, {out, 1}, b.mem);
+  EXPECT_NE(oob.find("kernel 'store'"), std::string::npos) << oob;
+  EXPECT_NE(oob.find("thread 31"), std::string::npos) << oob;
+  EXPECT_NE(oob.find("st.global.u32"), std::string::npos) << oob;
+  EXPECT_NE(oob.find("outside every device allocation"), std::string::npos) << oob;
+  const std::string mis = run_error(k, {1, 1, 1}, {1, 1, 1}, {out + 2, 0}, b.mem);
+  EXPECT_NE(mis.find("misaligned 4-byte access"), std::string::npos) << mis;
+}
+
+TEST(CudaSim, ReportsSharedOverrunsAndDeadlocks) {
+  const std::string ptx = std::string(kHeader) + R"(
+.visible .entry over()
+{
+  .reg .b32 %r<4>;
+  .shared .align 4 .b8 s[64];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  st.shared.u32 [%r2], %r1;
+  ret;
+}
+.visible .entry stuck()
+{
+  .reg .b32 %r<4>; .reg .pred %p<2>;
+  mov.u32 %r1, %tid.x;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra $lone;
+  shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;
+  ret;
+$lone:
+  bar.sync 0;
+  ret;
+}
+)";
+  auto m = parse_module(ptx);
+  Buffers b;
+  EXPECT_EQ(run_error(*m->find("over"), {1, 1, 1}, {16, 1, 1}, {}, b.mem), "");
+  const std::string over = run_error(*m->find("over"), {1, 1, 1}, {17, 1, 1}, {}, b.mem);
+  EXPECT_NE(over.find("beyond the block's 64 bytes"), std::string::npos) << over;
+  const std::string stuck = run_error(*m->find("stuck"), {1, 1, 1}, {32, 1, 1}, {}, b.mem);
+  EXPECT_NE(stuck.find("deadlock"), std::string::npos) << stuck;
+}
+
+TEST(CudaSim, RefusesWhatItDoesNotSimulateNamingTheLine) {
+  auto error = [](const std::string& body) {
+    try {
+      parse_module(std::string(kHeader) + ".visible .entry k()\n{\n  .reg .b32 %r<4>;\n" + body + "\n}\n");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("  tex.2d.v4.f32.f32 {%r0, %r1, %r2, %r3}, [t, {%r0, %r1}];").find("line 7: unsupported instruction 'tex.2d.v4.f32.f32'"),
+            std::string::npos)
+      << error("  tex.2d.v4.f32.f32 {%r0, %r1, %r2, %r3}, [t, {%r0, %r1}];");
+  EXPECT_NE(error("  add.s32 %r1, %q, 1;").find("unknown register '%q'"), std::string::npos);
+  EXPECT_NE(error("  bra $nowhere;").find("unknown label '$nowhere'"), std::string::npos);
+  EXPECT_NE(error("  .local .align 4 .b8 stack[16];").find("local memory"), std::string::npos);
+  EXPECT_NE(error("  add.s32 %r1, %r2").find("expected ';'"), std::string::npos);
+  try {
+    parse_module(std::string(kHeader) + ".func f()\n{\n ret;\n}\n");
+    ADD_FAILURE() << "a device function was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("'.func'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace opv::cudasim
+
+#endif  // OPV_HAVE_CUDASIM
