@@ -205,7 +205,7 @@ std::string elementwise(const Ctx& x, std::string* why) {
     if (!broadcasts_to(x.in(0).shape, os)) return *why = "Expand operand does not broadcast", "";
     return coords(y) + "  out0[i] = in0[" + bcast_offset(os, x.in(0)) + "];\n";
   }
-  if (!is_float(y.dtype)) return *why = std::string("output dtype ") + dtype_name(y.dtype) + " (float outputs only)", "";
+  if (!is_float(y.dtype)) return typed_elementwise(x, why);  // movement.cpp
   std::string s = coords(y);
   auto operand = [&](size_t j) {
     const Buffer& b = x.in(j);
@@ -1638,7 +1638,7 @@ Generated generate(const Plan& p, const Call& c) {
       body = softmax(x, &why, &count);
       writes_itself = true;
       break;
-    default: body = elementwise(x, &why); break;
+    default: body = movement_op(k.op) ? movement(x, &why) : elementwise(x, &why); break;
   }
   if (body.empty()) return g.why = why.empty() ? "no CUDA kernel family" : why, g;
   // Copies write a typed element themselves ("out0[i] = ...;" without `float v`).

@@ -44,6 +44,8 @@ bool post_ops_ok(const Ctx& x, std::string* why);
 std::string post_ops(const Ctx& x);
 // Offset into a row-major tensor of shape `in` broadcast to `out`, from out's coordinates o<d>.
 std::string bcast_offset(const Shape& out, const Shape& in);
+// Declares output coordinates o0..o<r-1> of flat index `i` over `shape` (row-major).
+std::string coords(const Shape& shape, const std::string& i);
 // Whether b is stored channels-last in a way that matters (NHWC, more than one channel and pixel).
 bool nhwc_stored(const Buffer& b);
 bool conv1x1_tiled_ok(const Ctx& x);  // a dense 1x1 conv (stride 1, no padding) the 1x1 families take
@@ -86,6 +88,13 @@ struct ConvInput {
 };
 int64_t conv_multi_co(const Ctx& x);
 std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInput* src = nullptr);
+
+// movement.cpp: Slice, Tile, Pad, Gather and Where as typed copies (movement_op: the ops it takes),
+// and the element-wise ops with a non-float output (comparisons, And/Or/Xor/Not, Cast to an
+// integer or bool type).
+bool movement_op(OpKind op);
+std::string movement(const Ctx& x, std::string* why);
+std::string typed_elementwise(const Ctx& x, std::string* why);
 
 // ffn.cpp: the ConvFFN's fc1 -> GELU -> fc2 (+ residual) merged into one call (compute_80+), with
 // `with_dw` only where a depthwise conv that alone feeds fc1 comes first (merged too), and the

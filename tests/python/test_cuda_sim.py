@@ -1,0 +1,160 @@
+"""The `cuda` backend on a machine without an NVIDIA GPU: `opvision --backend cuda` with the driver
+stand-in libopv_cudasim.so (OPV_CUDA_DRIVER), which runs the generated kernels' PTX on the PTX
+simulator (src/backend/cuda/sim/ptx.h) with every memory access checked. The kernels, the launch
+dimensions, the argument binding, the CUDA graph and the input/output copies are the ones a GPU
+would get; only the execution is simulated.
+
+- every op case of test_ops.py on cuda against onnxruntime; the cases the cuda target refuses
+  (ops it has no kernel for) are listed with the reason, so a new refusal or a newly supported
+  case both show here;
+- the fp16 fixture at compute_90 (thread-block clusters) verified against its onnxruntime
+  reference, and byte-identical on the same random inputs to compute_80 (global-memory split
+  forms) and to compute_90 with clusters off;
+- make-model variants (widths, depths, heads, fp32 and fp16) against onnxruntime.
+
+Skipped where the build has no cuda target (no libopv_cudasim.so next to the binary)."""
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+from opv_util import VERIFY_LINE, assert_verify_ok, describe, load_npz, save_case
+from test_ops import CASES, Ctx
+
+# Cases the cuda target refuses at compile time, with the reason its error names.
+REFUSED = {
+    "LayerNormalization_axis1_nobias_eps": "no element-wise form for LayerNorm",
+    "LayerNormalization_axis_neg2": "no element-wise form for LayerNorm",
+    "LayerNormalization_last": "no element-wise form for LayerNorm",
+    "MatMul_1d_2d": "rank 2 (Gemm) or >= 2 (MatMul) only",
+    "MatMul_2d_1d": "rank 2 (Gemm) or >= 2 (MatMul) only",
+    "Split_equal_opset11": "calls with 3 outputs",
+    "Split_num_outputs_uneven_opset18": "calls with 3 outputs",
+    "Split_sizes_attr_opset11": "calls with 3 outputs",
+    "Split_sizes_input_opset13": "calls with 2 outputs",
+}
+REFUSED.update({n: "no element-wise form for Resize" for n in CASES if n.startswith("Resize_")})
+
+
+class SimCli:
+    """The CLI with OPV_CUDA_DRIVER naming the simulator."""
+
+    def __init__(self, cli, lib):
+        self.cli = cli
+        self.env = dict(os.environ, OPV_CUDA_DRIVER=str(lib))
+
+    def run(self, *args, timeout=600):
+        return subprocess.run([self.cli.path] + [str(a) for a in args], capture_output=True, text=True,
+                              timeout=timeout, env=self.env)
+
+    def verify(self, model, ref, backend, *extra, timeout=600):
+        p = self.run("verify", model, "--ref", ref, "--backend", backend, *extra, timeout=timeout)
+        m = VERIFY_LINE.findall(p.stdout)
+        if len(m) != 1:
+            return p, None, None
+        return p, float(m[0][0]), float(m[0][1])
+
+
+@pytest.fixture(scope="module")
+def sim(cli):
+    lib = pathlib.Path(cli.path).resolve().parent / "libopv_cudasim.so"
+    if not lib.is_file():
+        pytest.skip(f"no {lib}: this build has no cuda target")
+    return SimCli(cli, lib)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cudasim_ops")
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            d = root / name
+            d.mkdir()
+            model, feeds = CASES[name](Ctx(name))
+            cache[name] = save_case(d, model, feeds)
+        return cache[name]
+    return get
+
+
+def test_refusals_name_real_cases():
+    assert set(REFUSED) <= set(CASES), sorted(set(REFUSED) - set(CASES))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op_on_cudasim(sim, built, name):
+    mpath, rpath, _ = built(name)
+    if name in REFUSED:
+        p = sim.run("verify", mpath, "--ref", rpath, "--backend", "cuda")
+        assert p.returncode == 2, "the cuda target now runs this case: drop it from REFUSED\n" + describe(p)
+        assert REFUSED[name] in p.stderr, describe(p)
+        return
+    assert_verify_ok(sim, mpath, rpath, "cuda")
+
+
+@pytest.fixture(scope="module")
+def fixture_artifacts(sim, fixture_paths, tmp_path_factory):
+    model, ref = fixture_paths
+    d = tmp_path_factory.mktemp("cudasim_fixture")
+    arts = {}
+    for name, extra in (("compute_80", ["--cuda-arch", "compute_80"]),
+                        ("compute_90", ["--cuda-arch", "compute_90"]),
+                        ("compute_90_no_cluster", ["--cuda-arch", "compute_90", "--cuda-cluster", "off"])):
+        out = d / f"{name}.opv"
+        p = sim.run("compile", model, "-o", out, "--target", "cuda", *extra)
+        assert p.returncode == 0, describe(p)
+        arts[name] = out
+    return arts, ref, d
+
+
+def test_fixture_on_cudasim(sim, fixture_artifacts):
+    """compute_90 (clusters) against onnxruntime; the other two forms give the same bytes (below)."""
+    arts, ref, _ = fixture_artifacts
+    rel, mx = assert_verify_ok(sim, arts["compute_90"], ref, "cuda")
+    assert rel < 1e-2 and mx < 1e-2
+
+
+def test_fixture_split_forms_are_bit_identical_on_cudasim(sim, fixture_artifacts):
+    """The split layers' three forms (global workspace at compute_80, clusters at compute_90, and
+    compute_90 with clusters off) add the same partials in the same order: same bytes out."""
+    arts, _, d = fixture_artifacts
+    outs = {}
+    for name, art in arts.items():
+        o = d / f"{name}_out.npz"
+        p = sim.run("run", art, "--seed", "5", "-o", o)
+        assert p.returncode == 0, describe(p)
+        outs[name] = load_npz(o)
+    first = outs["compute_80"]
+    for name, o in outs.items():
+        assert o.keys() == first.keys()
+        for k in o:
+            assert np.isfinite(o[k]).all()
+            assert o[k].tobytes() == first[k].tobytes(), f"{name}: output {k} differs from compute_80"
+
+
+VARIANTS = [
+    ("narrow_fp32", ["--widths", "16,32,48,64", "--depths", "1,1,2,1", "--hidden", "64", "--heads", "7,5,3"]),
+    ("narrow_fp16", ["--widths", "16,32,48,64", "--depths", "1,2,1,1", "--hidden", "96", "--heads", "4,12", "--fp16"]),
+    ("deep_fp16", ["--widths", "24,48,72,96", "--depths", "2,1,3,1", "--hidden", "64", "--heads", "6", "--fp16",
+                   "--seed", "3"]),
+]
+
+
+@pytest.mark.parametrize("name,args", VARIANTS, ids=[v[0] for v in VARIANTS])
+def test_make_model_variant_on_cudasim(sim, tmp_path, name, args):
+    import onnx
+    model = tmp_path / "m.onnx"
+    p = sim.run("make-model", model, "--height", "32", "--width", "64", *args)
+    assert p.returncode == 0, describe(p)
+    m = onnx.load(str(model))
+    rng = np.random.default_rng(7)
+    feeds = {}
+    for i in m.graph.input:
+        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+        feeds[i.name] = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    mpath, rpath, _ = save_case(tmp_path, m, feeds, name=name)
+    rel, mx = assert_verify_ok(sim, mpath, rpath, "cuda")
+    assert rel < 1e-2, (rel, mx)
