@@ -438,20 +438,35 @@ std::string dw_nhwc(const Ctx& x, int64_t* blocks) {
 std::string matmul(const Ctx& x, std::string* why) {
   const Buffer& A = x.in(0);
   const Buffer& B = x.in(1);
-  const Shape& os = x.out().shape;
   const bool gemm = x.k.op == OpKind::Gemm;
-  if (A.shape.size() < 2 || B.shape.size() < 2 || os.size() < 2 || (gemm && (A.shape.size() != 2 || B.shape.size() != 2)))
-    return *why = "A and B of rank 2 (Gemm) or >= 2 (MatMul) only", "";
+  // MatMul of a 1-D operand (numpy): A [K] as [1, K], B [K] as [K, 1], and the output with the
+  // matching size-1 dims put back (the same elements in the same order).
+  Shape as = A.shape, bs = B.shape, os = x.out().shape;
+  if (!gemm && (as.size() == 1 || bs.size() == 1)) {
+    if (!x.k.post_ops.empty()) return *why = "post-ops on a MatMul of a 1-D operand", "";
+    if (bs.size() == 1) {
+      bs.push_back(1);
+      os.push_back(1);
+    }
+    if (as.size() == 1) {
+      as.insert(as.begin(), 1);
+      if (os.empty()) return *why = "MatMul output rank", "";
+      os.insert(os.end() - 1, 1);
+    }
+  }
+  if (as.size() < 2 || bs.size() < 2 || os.size() < 2 || (gemm && (as.size() != 2 || bs.size() != 2)))
+    return *why = "A and B of rank 2 (Gemm) or >= 1 (MatMul) only", "";
+  if (numel(os) != numel(x.out().shape)) return *why = "MatMul output shape", "";
   const bool ta = gemm && x.k.attrs.i("transA", 0), tb = gemm && x.k.attrs.i("transB", 0);
-  const size_t ra = A.shape.size(), rb = B.shape.size(), ro = os.size();
+  const size_t ra = as.size(), rb = bs.size(), ro = os.size();
   const int64_t M = os[ro - 2], N = os[ro - 1];
-  const int64_t K = ta ? A.shape[0] : A.shape[ra - 1];
-  if ((tb ? B.shape[rb - 1] : B.shape[rb - 2]) != K) return *why = "inner dimensions differ", "";
+  const int64_t K = ta ? as[0] : as[ra - 1];
+  if ((tb ? bs[rb - 1] : bs[rb - 2]) != K) return *why = "inner dimensions differ", "";
   // Element (m, k) of A' and (k, n) of B' within their batch matrix.
-  const std::string a_mk = ta ? "kk * " + I(A.shape[ra - 1]) + " + m" : "m * " + I(K) + " + kk";
+  const std::string a_mk = ta ? "kk * " + I(as[ra - 1]) + " + m" : "m * " + I(K) + " + kk";
   const std::string b_kn = tb ? "n * " + I(K) + " + kk" : "kk * " + I(N) + " + n";
   // Batch offsets: the leading dims of A and B broadcast to the output's.
-  Shape ob(os.begin(), os.end() - 2), ab(A.shape.begin(), A.shape.end() - 2), bb(B.shape.begin(), B.shape.end() - 2);
+  Shape ob(os.begin(), os.end() - 2), ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
   if (!broadcasts_to(ab, ob) || !broadcasts_to(bb, ob)) return *why = "batch dimensions do not broadcast", "";
   std::ostringstream s;
   s << coords(os);
@@ -592,7 +607,8 @@ std::string concat(const Ctx& x, std::string* why) {
     const std::vector<int64_t> st = strides_of(b);
     std::string off;
     for (size_t dd = 0; dd < os.size(); ++dd) {
-      const std::string cd = "o" + std::to_string(dd) + (int64_t(dd) == axis ? " - " + I(start) : "");
+      std::string cd = std::to_string(dd).insert(0, 1, 'o');  // (not "o" + ...: GCC 12 -Wrestrict)
+      if (int64_t(dd) == axis) cd += " - " + I(start);
       off += (off.empty() ? "(" : " + (") + cd + ") * " + I(st[dd]);
     }
     const int64_t end = start + b.shape[size_t(axis)];
@@ -1551,7 +1567,8 @@ Generated generate(const Plan& p, const Call& c) {
   if (k.op == OpKind::Conv && k.attrs.i("cuda_ffn", 0) > 0) return ffn(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_pack_conv", 0) > 0) return pack_conv(p, c);
   if (k.attrs.i("cuda_se", 0) > 0) return se_gate(p, c);
-  if (c.outputs.size() != 1) return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
+  if (c.outputs.size() != 1 && k.op != OpKind::Split)
+    return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)
     if (!c_type(p.buffers.at(size_t(b)).dtype)) return g.why = "output dtype", g;
   for (int b : c.inputs)
@@ -1636,6 +1653,14 @@ Generated generate(const Plan& p, const Call& c) {
     case OpKind::Reorder: body = reorder(x, &why); break;
     case OpKind::Softmax:
       body = softmax(x, &why, &count);
+      writes_itself = true;
+      break;
+    case OpKind::Split:
+      body = split(x, &why, &count);
+      writes_itself = true;
+      break;
+    case OpKind::LayerNorm:
+      body = layer_norm(x, &why, &count);
       writes_itself = true;
       break;
     default: body = movement_op(k.op) ? movement(x, &why) : elementwise(x, &why); break;

@@ -95,6 +95,10 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
 bool movement_op(OpKind op);
 std::string movement(const Ctx& x, std::string* why);
 std::string typed_elementwise(const Ctx& x, std::string* why);
+// Split: one thread per input element (*count), stored into the output that holds it.
+std::string split(const Ctx& x, std::string* why, int64_t* count);
+// LayerNorm: one thread per normalised row (*rows), mean and variance in double as the reference.
+std::string layer_norm(const Ctx& x, std::string* why, int64_t* rows);
 
 // ffn.cpp: the ConvFFN's fc1 -> GELU -> fc2 (+ residual) merged into one call (compute_80+), with
 // `with_dw` only where a depthwise conv that alone feeds fc1 comes first (merged too), and the

@@ -195,9 +195,206 @@ std::string value(const Ctx& x, size_t j, const std::string& off, bool as_float)
 
 }  // namespace
 
+std::string split(const Ctx& x, std::string* why, int64_t* count) {
+  if (!x.k.post_ops.empty() || !x.has(0)) return *why = "Split with post-ops or without its input", "";
+  const Buffer& X = x.in(0);
+  const Shape& xs = X.shape;
+  const int64_t r = int64_t(xs.size());
+  int64_t axis = x.k.attrs.i("axis", 0);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) return *why = "Split axis out of range", "";
+  std::ostringstream b;
+  b << coords(xs, "i");
+  int64_t start = 0;
+  for (size_t j = 0; j < x.c.outputs.size(); ++j) {
+    const Buffer& y = x.out(j);
+    if (y.dtype != X.dtype || int64_t(y.shape.size()) != r) return *why = "Split outputs differ in dtype or rank", "";
+    const std::vector<int64_t> st = row_major_strides(y.shape);
+    std::string off;
+    for (int64_t d = 0; d < r; ++d) {
+      if (d != axis && y.shape[size_t(d)] != xs[size_t(d)]) return *why = "Split output shape", "";
+      off += (off.empty() ? "(" : " + (") + o(size_t(d)) + (d == axis ? " - " + I(start) : std::string()) + ") * " +
+             I(st[size_t(d)]);
+    }
+    const int64_t end = start + y.shape[size_t(axis)];
+    if (end > start)
+      b << "  if (o" << axis << " < " << I(end) << ") { out" << j << "[" << off << "] = in0[i]; return; }\n";
+    start = end;
+  }
+  if (start != xs[size_t(axis)]) return *why = "Split sizes do not add up to the input", "";
+  *count = numel(xs);
+  return b.str();
+}
+
+std::string layer_norm(const Ctx& x, std::string* why, int64_t* rows) {
+  if (!x.k.post_ops.empty()) return *why = "post-ops on LayerNorm", "";
+  if (!x.has(0) || !x.has(1)) return *why = "LayerNorm without its input or scale", "";
+  const Buffer& X = x.in(0);
+  const Shape& xs = X.shape;
+  const int64_t r = int64_t(xs.size());
+  int64_t axis = x.k.attrs.i("axis", -1);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r || x.out().shape != xs) return *why = "LayerNorm axis or output shape", "";
+  const Shape norm(xs.begin() + axis, xs.end());
+  const int64_t n = numel(norm);
+  if (n <= 0) return *why = "LayerNorm over an empty axis", "";
+  for (size_t j = 1; j < 3; ++j)
+    if (x.has(j) && !broadcasts_to(x.in(j).shape, norm)) return *why = "LayerNorm scale or bias shape", "";
+  *rows = numel(xs) / n;
+  const double eps = x.k.attrs.f("epsilon", 1e-5);
+  char e[40];
+  std::snprintf(e, sizeof e, "%.17g", eps);
+  // As the reference: the row's mean, then the mean square deviation, in double.
+  std::ostringstream b;
+  b << "  const opv_idx base = i * " << I(n) << ";\n"
+    << "  double mean = 0.0;\n  for (opv_idx j = 0; j < " << I(n) << "; ++j) mean += (double)"
+    << load(X.dtype, "in0", "base + j") << ";\n  mean /= " << n << ".0;\n"
+    << "  double var = 0.0;\n  for (opv_idx j = 0; j < " << I(n) << "; ++j) { const double d = (double)"
+    << load(X.dtype, "in0", "base + j") << " - mean; var += d * d; }\n  var /= " << n << ".0;\n"
+    << "  const double inv = 1.0 / sqrt(var + " << e << ");\n"
+    << "  for (opv_idx j = 0; j < " << I(n) << "; ++j) {\n" << coords(norm, "j")
+    << "    double v = ((double)" << load(X.dtype, "in0", "base + j") << " - mean) * inv * (double)"
+    << load(x.in(1).dtype, "in1", bcast_offset(norm, x.in(1).shape)) << ";\n";
+  if (x.has(2)) b << "    v += (double)" << load(x.in(2).dtype, "in2", bcast_offset(norm, x.in(2).shape)) << ";\n";
+  b << "    " << store(x.out().dtype, "out0", "base + j", "(float)v") << "\n  }\n";
+  return b.str();
+}
+
+namespace {
+
+std::string flt(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", double(float(v)));
+  std::string lit = buf;
+  if (lit.find_first_of(".e") == std::string::npos) lit += ".0";
+  return lit + "f";
+}
+
+// The input coordinate (float) of output coordinate `o` on one axis, as the reference computes
+// it (kernels/reference/resize.cpp: in float, in onnxruntime's operation order; __f*_rn so the
+// compiler contracts nothing into an FMA), or "" for an unknown mode.
+std::string resize_coord(const std::string& mode, const std::string& o, int64_t in, int64_t out, double scale,
+                         double rs, double re) {
+  const std::string x = "(float)" + o, s = flt(scale), fin = flt(double(in)), fout = flt(double(out));
+  if (mode == "half_pixel" || (mode == "pytorch_half_pixel" && out > 1))
+    return "__fsub_rn(__fdiv_rn(__fadd_rn(" + x + ", 0.5f), " + s + "), 0.5f)";
+  if (mode == "pytorch_half_pixel") return "0.0f";
+  if (mode == "half_pixel_symmetric") {
+    const float output_width = float(scale) * float(in);
+    const float adjustment = float(out) / output_width;
+    const float offset = float(in) / 2 * (1 - adjustment);
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.17g", double(offset));
+    return "(float)(" + std::string(buf) + " + ((double)" + o + " + 0.5) / (double)" + s + " - 0.5)";
+  }
+  if (mode == "align_corners")
+    return out > 1 ? "__fdiv_rn(__fmul_rn(" + x + ", " + flt(double(in - 1)) + "), " + flt(double(out - 1)) + ")" : "0.0f";
+  if (mode == "asymmetric") return "__fdiv_rn(" + x + ", " + s + ")";
+  if (mode == "tf_crop_and_resize") {
+    const float frs = float(rs), fre = float(re), in1 = float(in) - 1;
+    if (out <= 1) return flt(double(0.5f * (frs + fre) * in1));
+    return "__fadd_rn(" + flt(double(frs * in1)) + ", __fdiv_rn(__fmul_rn(__fmul_rn(" + x + ", " +
+           flt(double(fre - frs)) + "), " + flt(double(in1)) + "), " + flt(double(float(out) - 1)) + "))";
+  }
+  return "";
+}
+
+}  // namespace
+
+// Resize (ONNX semantics as kernels/reference/resize.cpp): nearest on every axis as a typed copy,
+// linear as bilinear over the last two axes in double; tf_crop_and_resize's outside points take
+// extrapolation_value.
+std::string resize(const Ctx& x, std::string* why) {
+  if (!x.k.post_ops.empty() || !x.has(0)) return *why = "Resize with post-ops or without its input", "";
+  const Buffer& X = x.in(0);
+  const Buffer& Y = x.out();
+  const Shape& xs = X.shape;
+  const Shape& ys = Y.shape;
+  const int64_t r = int64_t(xs.size());
+  if (int64_t(ys.size()) != r || r == 0) return *why = "Resize rank", "";
+  const std::string mode = x.k.attrs.s("mode", "nearest");
+  const std::string coord = x.k.attrs.s("coord", "half_pixel");
+  const std::string nearest = x.k.attrs.s("nearest_mode", "round_prefer_floor");
+  const bool tf_crop = coord == "tf_crop_and_resize";
+  const double extrapolation = x.k.attrs.f("extrapolation_value", 0.0);
+  const std::vector<double> scales = x.k.attrs.floats("scales");
+  const std::vector<double> roi = x.k.attrs.floats("roi");
+  if ((!scales.empty() && int64_t(scales.size()) != r) || (!roi.empty() && int64_t(roi.size()) != 2 * r))
+    return *why = "Resize scales/roi per dimension expected", "";
+  for (int64_t d = 0; d < r; ++d)
+    if (xs[size_t(d)] <= 0) return *why = "Resize of an empty input", "";
+  auto coord_of = [&](int64_t d, const std::string& o) {
+    const double sc = scales.empty() ? double(ys[size_t(d)]) / double(xs[size_t(d)]) : scales[size_t(d)];
+    return resize_coord(coord, o, xs[size_t(d)], ys[size_t(d)], sc, roi.empty() ? 0.0 : roi[size_t(d)],
+                        roi.empty() ? 1.0 : roi[size_t(d + r)]);
+  };
+  if (!scales.empty())
+    for (double sc : scales)
+      if (!(sc > 0)) return *why = "Resize scale must be positive", "";
+  const std::vector<int64_t> xst = row_major_strides(xs);
+  std::ostringstream b;
+  b << coords(ys, "i") << "  bool outside = false;\n  (void)outside;\n";
+  if (mode == "nearest") {
+    if (X.dtype != Y.dtype) return *why = "Resize input and output dtypes differ", "";
+    std::string off;
+    for (int64_t d = 0; d < r; ++d) {
+      const std::string c = coord_of(d, o(size_t(d)));
+      if (c.empty()) return *why = "Resize coordinate mode " + coord, "";
+      const std::string cv = std::to_string(d).insert(0, "c"), iv = std::to_string(d).insert(0, "k");
+      b << "  const float " << cv << " = " << c << ";\n";
+      if (tf_crop) b << "  outside = outside || " << cv << " < 0.0f || " << cv << " > " << flt(double(xs[size_t(d)] - 1)) << ";\n";
+      b << "  long long " << iv << ";\n";
+      if (nearest == "round_prefer_floor" || nearest == "round_prefer_ceil")
+        b << "  { const float fl = floorf(" << cv << "); " << iv << " = (long long)(" << cv << " - fl == 0.5f ? fl"
+          << (nearest == "round_prefer_ceil" ? " + 1.0f" : "") << " : roundf(" << cv << ")); }\n";
+      else if (nearest == "floor")
+        b << "  " << iv << " = (long long)floorf(" << cv << ");\n";
+      else if (nearest == "ceil")
+        b << "  " << iv << " = (long long)ceilf(" << cv << ");\n";
+      else
+        return *why = "Resize nearest_mode " + nearest, "";
+      b << "  " << iv << " = " << iv << " < 0 ? 0 : (" << iv << " > " << xs[size_t(d)] - 1 << " ? " << xs[size_t(d)] - 1
+        << " : " << iv << ");\n";
+      off += (off.empty() ? "" : " + ") + std::string("(opv_idx)") + iv + " * " + I(xst[size_t(d)]);
+    }
+    b << "  out0[i] = outside ? " << typed_const(Y.dtype, extrapolation) << " : in0[" << off << "];\n";
+    return b.str();
+  }
+  if (mode != "linear") return *why = "Resize mode " + mode, "";
+  if (!is_float(X.dtype) || !is_float(Y.dtype) || r < 2) return *why = "linear Resize of floats, rank >= 2", "";
+  for (int64_t d = 0; d < r - 2; ++d)
+    if (xs[size_t(d)] != ys[size_t(d)]) return *why = "linear Resize changes an axis before the last two", "";
+  std::string plane;
+  for (int64_t d = 0; d < r - 2; ++d) plane += " + " + o(size_t(d)) + " * " + I(xst[size_t(d)]);
+  for (int64_t d = r - 2; d < r; ++d) {
+    const std::string c = coord_of(d, o(size_t(d)));
+    if (c.empty()) return *why = "Resize coordinate mode " + coord, "";
+    const std::string n = std::to_string(d - (r - 2));
+    const int64_t len = xs[size_t(d)];
+    b << "  double c" << n << " = (double)(" << c << ");\n";
+    if (tf_crop) b << "  outside = outside || c" << n << " < 0.0 || c" << n << " > " << len - 1 << ".0;\n";
+    b << "  c" << n << " = c" << n << " < 0.0 ? 0.0 : (c" << n << " > " << len - 1 << ".0 ? " << len - 1 << ".0 : c" << n
+      << ");\n  const opv_idx a" << n << " = (opv_idx)floor(c" << n << ");\n  const opv_idx b" << n << " = a" << n
+      << " + 1 < " << I(len) << " ? a" << n << " + 1 : " << I(len - 1) << ";\n  const double w" << n << " = c" << n
+      << " - (double)a" << n << ";\n";
+  }
+  const int64_t W = xs[size_t(r - 1)];
+  auto at = [&](const char* h, const char* w) {
+    return "(double)" + load(X.dtype, "in0", std::string("(0") + plane + " + " + h + " * " + I(W) + " + " + w + ")");
+  };
+  char e[48];
+  std::snprintf(e, sizeof e, "%.17g", extrapolation);
+  b << "  double v;\n  if (outside) {\n    v = " << e << ";\n  } else {\n"
+    << "    const double top = " << at("a0", "a1") << " * (1 - w1) + " << at("a0", "b1") << " * w1;\n"
+    << "    const double bot = " << at("b0", "a1") << " * (1 - w1) + " << at("b0", "b1") << " * w1;\n"
+    << "    v = top * (1 - w0) + bot * w0;\n  }\n"
+    << "  " << store(Y.dtype, "out0", "i", "(float)v") << "\n";
+  return b.str();
+}
+
 bool movement_op(OpKind op) {
   return op == OpKind::Slice || op == OpKind::Tile || op == OpKind::Pad || op == OpKind::Gather ||
-         op == OpKind::Where;
+         op == OpKind::Where || op == OpKind::Resize;
 }
 
 std::string movement(const Ctx& x, std::string* why) {
@@ -209,6 +406,7 @@ std::string movement(const Ctx& x, std::string* why) {
     case OpKind::Pad: return same_dtypes(x, {0}, why) ? pad(x, why) : "";
     case OpKind::Gather: return same_dtypes(x, {0}, why) ? gather(x, why) : "";
     case OpKind::Where: return where(x, why);
+    case OpKind::Resize: return resize(x, why);
     default: return *why = "not a movement op", "";
   }
 }
