@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (tests/fuzz, clang, ASan+UBSan) in ./build-fuzz and runs each
 # target for SECONDS (default 3600) one after another.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: onnx opv npy ir3 container capture pm4
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: onnx opv npy ir3 container capture pm4 ptx
 # New corpus entries go to build-fuzz/corpus/<target>/ (scratch, kept between runs; the committed
 # seeds in tests/fuzz/corpus/<target>/ are only read). Any crash, sanitizer report, leak, timeout
 # (> OPV_FUZZ_TIMEOUT s for one input, default 25) or out-of-memory (> 2 GB) is a finding: its
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-3600}
 shift || true
-ALL=(onnx opv npy ir3 container capture pm4)
+ALL=(onnx opv npy ir3 container capture pm4 ptx)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 for t in "${TARGETS[@]}"; do

@@ -229,21 +229,19 @@ TEST(CudaCodegen, EveryFamilyGeneratesAKernel) {
 }
 
 TEST(CudaCodegen, RefusalNamesTheCall) {
-  // a Split into two outputs: no cuda kernel writes two outputs yet
+  // ArgMax: no cuda kernel yet (an integer output of a reduction)
   G b;
-  int x = b.input({2, 4}, DType::F32);
+  int x = b.input({2, 3}, DType::F32);
   Attrs a;
   a.set("axis", int64_t(1));
-  a.set("split", std::vector<int64_t>{2, 2});
-  int y0 = b.g.add_value({"y0", DType::F32, {2, 2}, nullptr});
-  int y1 = b.g.add_value({"y1", DType::F32, {2, 2}, nullptr});
-  b.g.add_node({"halves", OpKind::Split, a, {x}, {y0, y1}, {}});
-  b.g.outputs.push_back(y0);
-  b.g.outputs.push_back(y1);
+  a.set("keepdims", int64_t(1));
+  int y = b.g.add_value({"y", DType::I64, {2, 1}, nullptr});
+  b.g.add_node({"best", OpKind::ArgMax, a, {x}, {y}, {}});
+  b.g.outputs.push_back(y);
   const std::string why = test::error_of([&] { lower_cuda(b.g); });
   EXPECT_NE(why.find("target cuda has no kernel for 1 call"), std::string::npos) << why;
-  EXPECT_NE(why.find("'halves' (Split"), std::string::npos) << why;
-  EXPECT_NE(why.find("calls with 2 outputs"), std::string::npos) << why;
+  EXPECT_NE(why.find("'best' (ArgMax"), std::string::npos) << why;
+  EXPECT_NE(why.find("output dtype i64"), std::string::npos) << why;
 }
 
 TEST(CudaCodegen, CompilesToPtxWithNvrtc) {

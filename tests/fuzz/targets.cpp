@@ -6,16 +6,21 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <unordered_set>
 
 #include "backend/backend.h"
 #include "backend/qcom/pm4.h"
+#ifdef OPV_HAVE_CUDASIM
+#include "backend/cuda/sim/ptx.h"
+#endif
 #include "compiler/compile.h"
 #include "core/error.h"
 #include "import/onnx_import.h"
@@ -411,11 +416,53 @@ int fuzz_pm4(const uint8_t* data, size_t size) {
   return 0;
 }
 
+// ---- PTX (cudasim, the cuda backend's simulated driver) ------------------------------------------
+// The text as a module; where it parses, its first two kernels run as one block (one cluster
+// where they ask for clusters) of at most 64 threads, every pointer parameter pointing at one
+// 4 KB allocation, under an instruction budget: faults, deadlocks and refusals are SimErrors.
+
+int fuzz_ptx(const uint8_t* data, size_t size) {
+#ifdef OPV_HAVE_CUDASIM
+  if (size > (1u << 20)) return 0;
+  std::unique_ptr<cudasim::Module> m;
+  try {
+    m = cudasim::parse_module(std::string(reinterpret_cast<const char*>(data), size));
+  } catch (const cudasim::SimError&) {
+    return 0;
+  }
+  if (!m || m->kernels.empty()) broken("parse_module returned no kernel without an error");
+  cudasim::Memory mem;
+  std::vector<uint64_t> buf(512, 0);
+  const uint64_t base = reinterpret_cast<uint64_t>(buf.data());
+  mem.add(base, buf.size() * sizeof(uint64_t));
+  for (const cudasim::GlobalVar& g : m->globals) mem.add(reinterpret_cast<uint64_t>(g.data), g.bytes);
+  for (size_t i = 0; i < m->kernels.size() && i < 2; ++i) {
+    const cudasim::Kernel& k = m->kernels[i];
+    std::vector<uint8_t> params(k.param_bytes, 0);
+    for (const cudasim::Param& p : k.params)
+      if (p.size == 8 && p.offset + 8 <= params.size()) std::memcpy(params.data() + p.offset, &base, 8);
+    cudasim::Dim3 grid, block;
+    grid.x = k.cluster[0] ? k.cluster[0] : 1;
+    grid.y = k.cluster[1] ? k.cluster[1] : 1;
+    grid.z = k.cluster[2] ? k.cluster[2] : 1;
+    block.x = std::min<uint32_t>(k.max_threads, 64);
+    try {
+      cudasim::launch(k, grid, block, params.data(), mem, 200000);
+    } catch (const cudasim::SimError&) {
+    }
+  }
+#else
+  (void)data;
+  (void)size;
+#endif
+  return 0;
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> t = {{"onnx", fuzz_onnx},           {"opv", fuzz_opv},
                                         {"npy", fuzz_npy},             {"ir3", fuzz_ir3},
                                         {"container", fuzz_container}, {"capture", fuzz_capture},
-                                        {"pm4", fuzz_pm4}};
+                                        {"pm4", fuzz_pm4},             {"ptx", fuzz_ptx}};
   return t;
 }
 

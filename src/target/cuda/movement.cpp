@@ -415,6 +415,11 @@ std::string typed_elementwise(const Ctx& x, std::string* why) {
   const Kernel& k = x.k;
   const Buffer& y = x.out();
   const Shape& ys = y.shape;
+  const bool logic = comparison(k.op) || k.op == OpKind::And || k.op == OpKind::Or || k.op == OpKind::Xor ||
+                     k.op == OpKind::Not || k.op == OpKind::Cast;
+  if (!logic)
+    return *why = std::string("output dtype ") + dtype_name(y.dtype) + " (no " + op_name(k.op) +
+                  " kernel with a non-float output)", "";
   if (!k.post_ops.empty()) return *why = "post-ops on a non-float output", "";
   for (size_t j = 0; j < x.c.inputs.size(); ++j)
     if (!x.has(j) || !broadcasts_to(x.in(j).shape, ys)) return *why = "operand does not broadcast", "";
@@ -453,7 +458,7 @@ std::string typed_elementwise(const Ctx& x, std::string* why) {
     // integer or bool -> integer: the value, wrapped to the narrower type
     return "  out0[i] = (" + std::string(c_type(y.dtype)) + ")(long long)in0[i];\n";
   }
-  return *why = std::string("output dtype ") + dtype_name(y.dtype) + " (float outputs only)", "";
+  return *why = "a Cast that changes the shape", "";
 }
 
 }  // namespace opv::plan::cuda::detail

@@ -23,10 +23,16 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace opv::cudasim {
+
+// Every refusal and fault of the simulator ("cudasim: ..."); the driver turns it into a CUresult.
+struct SimError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Device allocations: [base, base + bytes) ranges of host memory standing in for device memory.
 class Memory {
@@ -79,7 +85,7 @@ struct Module {
   const Kernel* find(const std::string& name) const;
 };
 
-// Parses PTX text; throws opv::Error "cudasim: line N: ..." on anything it does not support.
+// Parses PTX text; throws SimError "cudasim: line N: ..." on anything it does not support.
 std::unique_ptr<Module> parse_module(const std::string& ptx);
 
 struct Dim3 {
@@ -87,7 +93,9 @@ struct Dim3 {
 };
 
 // Runs kernel `k` over grid x block with `params` (k.param_bytes bytes, laid out as k.params say).
-// Throws opv::Error naming the kernel, the instruction and the fault.
-void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem);
+// Throws SimError naming the kernel, the instruction and the fault; also once the threads have run
+// `max_steps` instructions in all (0: no bound; the fuzz target bounds hostile loops with it).
+void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem,
+            uint64_t max_steps = 0);
 
 }  // namespace opv::cudasim

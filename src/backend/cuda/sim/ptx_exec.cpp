@@ -132,6 +132,7 @@ struct Launch {
   std::vector<Thread> th;
   std::vector<uint64_t> regs;
   int trace_thread = -1;  // OPV_CUDASIM_TRACE=N: thread N of block (0,0,0), every instruction to stderr
+  uint64_t steps_left = ~0ull;  // the launch's instruction budget (launch's max_steps)
 
   Launch(const Kernel& kernel, Dim3 g, Dim3 b, const uint8_t* p, const Memory& m)
       : k(kernel), grid(g), block(b), params(p), mem(m) {}
@@ -331,6 +332,7 @@ void Launch::exec(Thread& t) {
   const Instr* prev = nullptr;
   for (;;) {
     const Instr& in = code[t.pc];
+    if (--steps_left == 0) fault(t, "the launch ran out of its instruction budget");
     if (traced) {
       if (prev && prev->o[0].kind == Opnd::Reg && prev->o[0].reg != kSink)
         std::fprintf(stderr, "    -> %s  tid %s\n", hex(r[prev->o[0].reg]).c_str(), hex(r[kTidX]).c_str());
@@ -988,7 +990,7 @@ void Launch::run_cluster(const uint32_t first[3]) {
 
 }  // namespace
 
-void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem) {
+void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem, uint64_t max_steps) {
   const uint64_t tpb = uint64_t(block.x) * block.y * block.z;
   if (tpb == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0) throw SimError("cudasim: kernel '" + k.name + "': empty launch");
   if (tpb > k.max_threads)
@@ -996,6 +998,7 @@ void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const
                    std::to_string(k.max_threads));
   Launch l(k, grid, block, params, mem);
   l.threads_per_block = uint32_t(tpb);
+  if (max_steps) l.steps_left = max_steps + 1;
   if (const char* tr = std::getenv("OPV_CUDASIM_TRACE"); tr && *tr) l.trace_thread = std::atoi(tr);
   const uint32_t cx = k.cluster[0] ? k.cluster[0] : 1, cy = k.cluster[1] ? k.cluster[1] : 1,
                  cz = k.cluster[2] ? k.cluster[2] : 1;
@@ -1004,6 +1007,9 @@ void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const
                    "x" + std::to_string(grid.z) + " is not whole clusters of " + std::to_string(cx) + "x" +
                    std::to_string(cy) + "x" + std::to_string(cz));
   l.cluster_blocks = cx * cy * cz;
+  if (uint64_t(l.cluster_blocks) * tpb * k.registers > (uint64_t(1) << 25))
+    throw SimError("cudasim: kernel '" + k.name + "': " + std::to_string(k.registers) + " registers for " +
+                   std::to_string(uint64_t(l.cluster_blocks) * tpb) + " threads at once is more than it simulates");
   l.smem.assign(l.cluster_blocks, std::vector<uint8_t>(k.shared_bytes));
   for (uint32_t z = 0; z < grid.z; z += cz)
     for (uint32_t y = 0; y < grid.y; y += cy)

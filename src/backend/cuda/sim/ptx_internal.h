@@ -9,11 +9,6 @@
 
 namespace opv::cudasim {
 
-// The simulator's own error type: the driver turns it into a CUresult and a message.
-struct SimError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 enum class Ty : uint8_t { None, B8, B16, B32, B64, U8, U16, U32, U64, S8, S16, S32, S64, F16, F16x2, BF16, F32, F64, Pred };
 
 inline unsigned ty_bytes(Ty t) {

@@ -136,6 +136,7 @@ struct BodyParser {
   explicit BodyParser(Kernel& kernel) : k(kernel) { k.registers = kSpecialCount; }
 
   uint32_t new_reg(const std::string& name) {
+    if (k.registers >= (1u << 20)) fail(line, "more than 2^20 registers");
     const uint32_t slot = k.registers++;
     scopes.back()[name] = slot;
     return slot;
