@@ -147,3 +147,13 @@ def test_make_model_variant_on_cudasim(sim, tmp_path, name, args):
     mpath, rpath, _ = save_case(tmp_path, m, feeds, name=name)
     rel, mx = assert_verify_ok(sim, mpath, rpath, "cuda")
     assert rel < 1e-2, (rel, mx)
+
+
+def test_driver_named_by_env_must_exist(sim, fixture_artifacts):
+    """OPV_CUDA_DRIVER naming no library is an error that says where the name came from."""
+    arts, _, _ = fixture_artifacts
+    env = dict(sim.env, OPV_CUDA_DRIVER="/nonexistent/libcuda-stand-in.so")
+    p = subprocess.run([sim.cli.path, "run", str(arts["compute_90"]), "--backend", "cuda"], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert p.returncode == 2, describe(p)
+    assert "no CUDA driver" in p.stderr and "named by OPV_CUDA_DRIVER" in p.stderr, describe(p)
