@@ -41,6 +41,31 @@ std::string unary_expr(const PostOp& u, const std::string& x) {
     case OpKind::Floor: return "floor(" + X + ")";
     case OpKind::Ceil: return "ceil(" + X + ")";
     case OpKind::Clip: return "fmin(fmax(" + X + ", " + a + "), " + b + ")";
+    case OpKind::Sin: return "sin(" + X + ")";
+    case OpKind::Cos: return "cos(" + X + ")";
+    case OpKind::Tan: return "tan(" + X + ")";
+    case OpKind::Asin: return "asin(" + X + ")";
+    case OpKind::Acos: return "acos(" + X + ")";
+    case OpKind::Atan: return "atan(" + X + ")";
+    case OpKind::Sinh: return "sinh(" + X + ")";
+    case OpKind::Cosh: return "cosh(" + X + ")";
+    case OpKind::Asinh: return "asinh(" + X + ")";
+    case OpKind::Acosh: return "acosh(" + X + ")";
+    case OpKind::Atanh: return "atanh(" + X + ")";
+    case OpKind::Round: return "rint(" + X + ")";  // half to even, as the reference
+    case OpKind::Sign:  // NaN stays NaN
+      return "select(select(select(0.0f, -1.0f, " + X + " < 0.0f), 1.0f, " + X + " > 0.0f), " + X + ", " + X +
+             " != " + X + ")";
+    case OpKind::Softsign: return "(" + X + " / (1.0f + fabs(" + X + ")))";
+    case OpKind::Mish:
+      return "(" + X + " * tanh(select(log1p(exp(" + X + ")), " + X + " + log1p(exp(-" + X + ")), " + X +
+             " > 0.0f)))";
+    case OpKind::Selu: return "select(" + b + " * (" + a + " * exp(" + X + ") - " + a + "), " + b + " * " + X + ", " + X + " > 0.0f)";
+    case OpKind::ThresholdedRelu: return "select(0.0f, " + X + ", " + X + " > " + a + ")";
+    case OpKind::Celu: return "(fmax(0.0f, " + X + ") + fmin(0.0f, " + a + " * expm1(" + X + " / " + a + ")))";
+    case OpKind::Shrink:  // alpha = bias, beta = lambd
+      return "select(select(0.0f, " + X + " - " + a + ", " + X + " > " + b + "), " + X + " + " + a + ", " + X +
+             " < (0.0f - " + b + "))";
     default: return "";
   }
 }

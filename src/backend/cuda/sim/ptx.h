@@ -59,6 +59,7 @@ struct Kernel {
   std::vector<Param> params;
   uint32_t param_bytes = 0;
   uint32_t shared_bytes = 0;  // static .shared symbols
+  uint32_t local_bytes = 0;   // .local symbols (per thread: the compiler's stack frames)
   uint32_t max_threads = 1024;  // .maxntid / .reqntid product, else the device limit
   uint32_t cluster[3] = {0, 0, 0};  // .reqnctapercluster; 0 = no cluster
   uint32_t registers = 0;  // register slots (the simulator's, not the hardware's)

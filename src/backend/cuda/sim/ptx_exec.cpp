@@ -24,6 +24,7 @@ struct Thread {
   uint32_t arrivals = 0, wait_for = 0;  // barrier.cluster phases
   uint64_t* r = nullptr;
   uint64_t cache_base = 0, cache_size = 0;  // the allocation last hit
+  uint8_t* local = nullptr;                   // its local memory (Kernel::local_bytes)
 };
 
 inline float as_f32(uint64_t b) {
@@ -131,6 +132,7 @@ struct Launch {
   std::vector<std::vector<uint8_t>> smem;  // per block of the running cluster
   std::vector<Thread> th;
   std::vector<uint64_t> regs;
+  std::vector<uint8_t> locals;  // per thread: Kernel::local_bytes
   int trace_thread = -1;  // OPV_CUDASIM_TRACE=N: thread N of block (0,0,0), every instruction to stderr
   uint64_t steps_left = ~0ull;  // the launch's instruction budget (launch's max_steps)
 
@@ -161,6 +163,11 @@ struct Launch {
       if (addr >= kSharedWindow && addr < kSharedWindow + (1ull << 32)) {
         space = Space::Shared;
         addr -= kSharedWindow;
+      } else if (addr >= kLocalWindow && addr < kSharedWindow) {
+        if (((addr - kLocalWindow) >> kClusterShift) != uint64_t(&t - th.data()))
+          fault(t, "generic address " + hex(addr) + " is another thread's local memory");
+        space = Space::Local;
+        addr &= (1ull << kClusterShift) - 1;
       } else {
         space = Space::Global;
       }
@@ -191,7 +198,12 @@ struct Launch {
       case Space::Param:
         if (write || addr + bytes > k.param_bytes) fault(t, "parameter access at " + hex(addr));
         return const_cast<uint8_t*>(params) + addr;
-      default: fault(t, "local and constant memory are not simulated");
+      case Space::Local:
+        if (addr + bytes > k.local_bytes || addr + bytes < addr)
+          fault(t, std::string(write ? "write" : "read") + " of " + std::to_string(bytes) + " bytes at local " +
+                       hex(addr) + " beyond the thread's " + std::to_string(k.local_bytes) + " bytes");
+        return t.local + addr;
+      default: fault(t, "constant memory is not simulated");
     }
   }
 
@@ -626,7 +638,10 @@ void Launch::exec(Thread& t) {
       case Op::Cvt: wr(t, o[0].reg, cvt(in, rd(t, o[1]))); break;
       case Op::Cvta: {
         const uint64_t a = rd(t, o[1]);
-        wr(t, o[0].reg, in.space == Space::Shared ? a + kSharedWindow : a);
+        if (in.space == Space::Local)
+          wr(t, o[0].reg, kLocalWindow | (uint64_t(&t - th.data()) << kClusterShift) | (a & ((1ull << kClusterShift) - 1)));
+        else
+          wr(t, o[0].reg, in.space == Space::Shared ? a + kSharedWindow : a);
         break;
       }
       case Op::CvtaTo: {
@@ -635,6 +650,9 @@ void Launch::exec(Thread& t) {
           if (a < kSharedWindow || a >= kSharedWindow + (1ull << 32))
             fault(t, "cvta.to.shared of " + hex(a) + ", which is not a shared-memory address");
           wr(t, o[0].reg, (a - kSharedWindow) & mask_of(ty_bytes(in.t)));
+        } else if (in.space == Space::Local) {
+          if (a < kLocalWindow || a >= kSharedWindow) fault(t, "cvta.to.local of " + hex(a) + ", which is not a local-memory address");
+          wr(t, o[0].reg, a & ((1ull << kClusterShift) - 1));
         } else {
           wr(t, o[0].reg, a);
         }
@@ -887,6 +905,7 @@ void Launch::run_cluster(const uint32_t first[3]) {
   const uint32_t warps_per_block = (tpb + 31) / 32;
   th.assign(size_t(cluster_blocks) * tpb, Thread{});
   regs.assign(th.size() * k.registers, 0);
+  locals.assign(th.size() * k.local_bytes, uint8_t(0xcd));
   for (auto& s : smem) std::fill(s.begin(), s.end(), uint8_t(0xcd));  // uninitialised, visibly
   for (uint32_t b = 0; b < cluster_blocks; ++b) {
     const uint32_t bx = b % cx, by = (b / cx) % cy, bz = b / (cx * cy);
@@ -895,6 +914,7 @@ void Launch::run_cluster(const uint32_t first[3]) {
       t.block = b;
       t.lane = i % 32;
       t.r = &regs[(size_t(b) * tpb + i) * k.registers];
+      t.local = locals.data() + (size_t(b) * tpb + i) * k.local_bytes;
       uint64_t* r = t.r;
       r[kTidX] = i % block.x;
       r[kTidY] = (i / block.x) % block.y;
@@ -1007,7 +1027,7 @@ void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const
                    "x" + std::to_string(grid.z) + " is not whole clusters of " + std::to_string(cx) + "x" +
                    std::to_string(cy) + "x" + std::to_string(cz));
   l.cluster_blocks = cx * cy * cz;
-  if (uint64_t(l.cluster_blocks) * tpb * k.registers > (uint64_t(1) << 25))
+  if (uint64_t(l.cluster_blocks) * tpb * (k.registers + k.local_bytes / 8) > (uint64_t(1) << 25))
     throw SimError("cudasim: kernel '" + k.name + "': " + std::to_string(k.registers) + " registers for " +
                    std::to_string(uint64_t(l.cluster_blocks) * tpb) + " threads at once is more than it simulates");
   l.smem.assign(l.cluster_blocks, std::vector<uint8_t>(k.shared_bytes));

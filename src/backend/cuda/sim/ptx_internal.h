@@ -85,6 +85,9 @@ enum Special : uint32_t {
 // Generic addresses of shared memory: the shared window offset plus this base (host pointers,
 // standing in for global memory, stay far below it).
 constexpr uint64_t kSharedWindow = 0x7f00000000000000ull;
+// Generic addresses of local memory: this base | thread (within the running cluster) << kClusterShift
+// | local offset.
+constexpr uint64_t kLocalWindow = 0x7e00000000000000ull;
 // shared::cluster addresses (mapa): (block rank + 1) << kClusterShift | shared offset.
 constexpr unsigned kClusterShift = 24;
 

@@ -127,6 +127,7 @@ struct BodyParser {
   Kernel& k;
   std::vector<std::unordered_map<std::string, uint32_t>> scopes{1};
   std::unordered_map<std::string, uint32_t> shared_syms;  // name -> shared offset
+  std::unordered_map<std::string, uint32_t> local_syms;   // name -> local offset
   std::unordered_map<std::string, uint32_t> param_syms;   // name -> param offset
   const std::unordered_map<std::string, uint64_t>* global_syms = nullptr;  // name -> address
   std::unordered_map<std::string, int32_t> labels;
@@ -194,7 +195,8 @@ struct BodyParser {
       }
       return;
     }
-    if (words[0] == ".shared") {
+    if (words[0] == ".shared" || words[0] == ".local") {
+      const bool local = words[0] == ".local";
       uint32_t align = 1, elem = 1;
       std::string decl;
       for (size_t i = 1; i < words.size(); ++i) {
@@ -218,14 +220,14 @@ struct BodyParser {
           fail(line, "unsupported shared declaration '" + decl + "' (dynamic shared memory is not simulated)");
         count = uint64_t(c);
       }
-      uint64_t off = (uint64_t(k.shared_bytes) + align - 1) / align * align;
-      if (off + count * elem > (1u << kClusterShift)) fail(line, "shared memory beyond 16 MiB");
-      shared_syms[name] = uint32_t(off);
-      k.shared_bytes = uint32_t(off + count * elem);
+      uint32_t& bytes = local ? k.local_bytes : k.shared_bytes;
+      uint64_t off = (uint64_t(bytes) + align - 1) / align * align;
+      if (off + count * elem > (1u << kClusterShift)) fail(line, std::string(words[0]) + " memory beyond 16 MiB");
+      (local ? local_syms : shared_syms)[name] = uint32_t(off);
+      bytes = uint32_t(off + count * elem);
       return;
     }
     if (words[0] == ".pragma") return;  // "nounroll": no effect on a simulation
-    if (words[0] == ".local") fail(line, "local memory (.local) is not simulated");
     fail(line, "unsupported declaration '" + words[0] + "'");
   }
 
@@ -272,6 +274,8 @@ struct BodyParser {
         o.imm += p->second;
       } else if (auto sh = shared_syms.find(base); sh != shared_syms.end()) {
         o.imm += sh->second;
+      } else if (auto lo = local_syms.find(base); lo != local_syms.end()) {
+        o.imm += lo->second;
       } else if (auto gl = global_syms->find(base); gl != global_syms->end()) {
         o.imm += gl->second;
       } else {
@@ -327,6 +331,11 @@ struct BodyParser {
     if (auto sh = shared_syms.find(s); sh != shared_syms.end()) {
       o.kind = Opnd::Imm;
       o.imm = sh->second;
+      return o;
+    }
+    if (auto lo = local_syms.find(s); lo != local_syms.end()) {
+      o.kind = Opnd::Imm;
+      o.imm = lo->second;
       return o;
     }
     if (auto p = param_syms.find(s); p != param_syms.end()) {
