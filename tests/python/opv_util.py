@@ -23,13 +23,14 @@ NP_TO_ONNX = {
 
 
 class Cli:
-    def __init__(self, path):
+    def __init__(self, path, env=None):
         self.path = path
+        self.env = env  # the environment of every run (None: this process's)
 
     def run(self, *args, timeout=300):
         """Runs `opvision ARGS`; returns the CompletedProcess (text mode)."""
         cmd = [self.path] + [str(a) for a in args]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self.env)
 
     def has_opencl(self):
         """Whether `opvision devices` lists an OpenCL device (cached); GPU tests skip without one."""

@@ -14,59 +14,25 @@ would get; only the execution is simulated.
 Skipped where the build has no cuda target (no libopv_cudasim.so next to the binary)."""
 import os
 import pathlib
-import subprocess
 
 import numpy as np
 import pytest
 
-from opv_util import VERIFY_LINE, assert_verify_ok, describe, load_npz, save_case
-from test_ops import CASES, Ctx
+from opv_util import Cli, assert_verify_ok, describe, load_npz, save_case
+from test_ops import CASES, built  # noqa: F401 (built: the op cases' models and references, a fixture)
 
 # Cases the cuda target refuses at compile time, with the reason its error names (none today:
 # every case of test_ops.py runs on cuda).
 REFUSED = {}
 
 
-class SimCli:
-    """The CLI with OPV_CUDA_DRIVER naming the simulator."""
-
-    def __init__(self, cli, lib):
-        self.cli = cli
-        self.env = dict(os.environ, OPV_CUDA_DRIVER=str(lib))
-
-    def run(self, *args, timeout=600):
-        return subprocess.run([self.cli.path] + [str(a) for a in args], capture_output=True, text=True,
-                              timeout=timeout, env=self.env)
-
-    def verify(self, model, ref, backend, *extra, timeout=600):
-        p = self.run("verify", model, "--ref", ref, "--backend", backend, *extra, timeout=timeout)
-        m = VERIFY_LINE.findall(p.stdout)
-        if len(m) != 1:
-            return p, None, None
-        return p, float(m[0][0]), float(m[0][1])
-
-
 @pytest.fixture(scope="module")
 def sim(cli):
+    """The CLI with OPV_CUDA_DRIVER naming the simulator (skipped where the build has none)."""
     lib = pathlib.Path(cli.path).resolve().parent / "libopv_cudasim.so"
     if not lib.is_file():
         pytest.skip(f"no {lib}: this build has no cuda target")
-    return SimCli(cli, lib)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cudasim_ops")
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            d = root / name
-            d.mkdir()
-            model, feeds = CASES[name](Ctx(name))
-            cache[name] = save_case(d, model, feeds)
-        return cache[name]
-    return get
+    return Cli(cli.path, env=dict(os.environ, OPV_CUDA_DRIVER=str(lib)))
 
 
 def test_refusals_name_real_cases():
@@ -153,7 +119,6 @@ def test_driver_named_by_env_must_exist(sim, fixture_artifacts):
     """OPV_CUDA_DRIVER naming no library is an error that says where the name came from."""
     arts, _, _ = fixture_artifacts
     env = dict(sim.env, OPV_CUDA_DRIVER="/nonexistent/libcuda-stand-in.so")
-    p = subprocess.run([sim.cli.path, "run", str(arts["compute_90"]), "--backend", "cuda"], capture_output=True,
-                       text=True, timeout=120, env=env)
+    p = Cli(sim.path, env=env).run("run", arts["compute_90"], "--backend", "cuda", timeout=120)
     assert p.returncode == 2, describe(p)
     assert "no CUDA driver" in p.stderr and "named by OPV_CUDA_DRIVER" in p.stderr, describe(p)

@@ -107,6 +107,53 @@ Ty type_of(const std::string& s) {
   return it == t.end() ? Ty::None : it->second;
 }
 
+// A variable or parameter declaration's words after its state space: ".align A", ".TYPE" (and
+// other qualifiers, skipped), "NAME" or "NAME[N]".
+struct VarDecl {
+  std::string name;
+  uint64_t align = 0, elem = 0, count = 1;
+};
+VarDecl parse_var(const std::vector<std::string>& words, size_t first, uint32_t line) {
+  VarDecl v;
+  for (size_t i = first; i < words.size(); ++i) {
+    if (words[i] == ".align" && i + 1 < words.size()) {
+      int64_t a = 0;
+      if (!parse_int(words[++i], &a) || a <= 0 || a > 4096) fail(line, "bad .align");
+      v.align = uint64_t(a);
+    } else if (words[i][0] == '.') {
+      const Ty t = type_of(words[i].substr(1));
+      if (t != Ty::None && t != Ty::Pred) v.elem = ty_bytes(t);
+    } else {
+      v.name += words[i];
+    }
+  }
+  if (const size_t lb = v.name.find('['); lb != std::string::npos) {
+    int64_t c = 0;
+    if (!parse_int(v.name.substr(lb + 1, v.name.find(']') - lb - 1), &c) || c <= 0 || c > (int64_t(1) << 32))
+      fail(line, "unsupported declaration of '" + v.name + "' (an array needs a size; dynamic shared memory is not simulated)");
+    v.count = uint64_t(c);
+    v.name = v.name.substr(0, lb);
+  }
+  if (v.elem == 0 || v.name.empty()) fail(line, "bad declaration");
+  return v;
+}
+
+// The words of a declaration, split at blanks.
+std::vector<std::string> words_of(const std::string& text) {
+  std::vector<std::string> w;
+  std::string cur;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!cur.empty()) w.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) w.push_back(cur);
+  return w;
+}
+
 const std::unordered_map<std::string, uint32_t>& specials() {
   static const std::unordered_map<std::string, uint32_t> m = {
       {"%tid.x", kTidX}, {"%tid.y", kTidY}, {"%tid.z", kTidZ}, {"%ntid.x", kNtidX}, {"%ntid.y", kNtidY},
@@ -165,17 +212,7 @@ struct BodyParser {
 
   void declare(const std::string& stmt) {
     // .reg .b32 %r<12>;  .reg .pred p, q;  .shared .align 16 .b8 name[4096];
-    std::vector<std::string> words;
-    std::string w;
-    for (char c : stmt) {
-      if (std::isspace(static_cast<unsigned char>(c))) {
-        if (!w.empty()) words.push_back(w);
-        w.clear();
-      } else {
-        w += c;
-      }
-    }
-    if (!w.empty()) words.push_back(w);
+    const std::vector<std::string> words = words_of(stmt);
     if (words.empty()) return;
     if (words[0] == ".reg") {
       std::string names;
@@ -197,29 +234,9 @@ struct BodyParser {
     }
     if (words[0] == ".shared" || words[0] == ".local") {
       const bool local = words[0] == ".local";
-      uint32_t align = 1, elem = 1;
-      std::string decl;
-      for (size_t i = 1; i < words.size(); ++i) {
-        if (words[i] == ".align" && i + 1 < words.size()) {
-          int64_t a = 1;
-          if (!parse_int(words[++i], &a) || a <= 0 || a > 4096) fail(line, "bad .align");
-          align = uint32_t(a);
-        } else if (words[i][0] == '.') {
-          const Ty t = type_of(words[i].substr(1));
-          if (t != Ty::None) elem = ty_bytes(t);
-        } else {
-          decl += words[i];
-        }
-      }
-      const size_t lb = decl.find('[');
-      std::string name = decl.substr(0, lb);
-      uint64_t count = 1;
-      if (lb != std::string::npos) {
-        int64_t c = 0;
-        if (!parse_int(decl.substr(lb + 1, decl.find(']') - lb - 1), &c) || c < 0)
-          fail(line, "unsupported shared declaration '" + decl + "' (dynamic shared memory is not simulated)");
-        count = uint64_t(c);
-      }
+      const VarDecl v = parse_var(words, 1, line);
+      const uint64_t align = v.align ? v.align : 1, count = v.count, elem = v.elem;
+      const std::string& name = v.name;
       uint32_t& bytes = local ? k.local_bytes : k.shared_bytes;
       uint64_t off = (uint64_t(bytes) + align - 1) / align * align;
       if (off + count * elem > (1u << kClusterShift)) fail(line, std::string(words[0]) + " memory beyond 16 MiB");
@@ -625,32 +642,10 @@ void parse_global(Reader& r, Module& m, std::unordered_map<std::string, uint64_t
     body = decl.substr(0, eq);
     init = trim(decl.substr(eq + 1));
   }
-  uint64_t align = 1, elem = 0, count = 1;
-  std::string name;
-  std::vector<std::string> w;
-  for (const std::string& x : split(body, ' '))
-    for (const std::string& y : split(x, '\t'))
-      if (!y.empty()) w.push_back(y);
-  for (size_t i = 0; i < w.size(); ++i) {
-    if (w[i] == ".align" && i + 1 < w.size()) {
-      int64_t a = 0;
-      if (!parse_int(w[++i], &a) || a <= 0 || a > 4096) fail(at, "bad .align");
-      align = uint64_t(a);
-    } else if (w[i][0] == '.') {
-      const Ty t = type_of(w[i].substr(1));
-      if (t != Ty::None) elem = ty_bytes(t);
-    } else {
-      name += w[i];
-    }
-  }
-  if (const size_t lb = name.find('['); lb != std::string::npos) {
-    int64_t c = 0;
-    if (!parse_int(name.substr(lb + 1, name.find(']') - lb - 1), &c) || c <= 0 || c > (int64_t(1) << 32))
-      fail(at, "bad .global declaration '" + name + "'");
-    count = uint64_t(c);
-    name = name.substr(0, lb);
-  }
-  if (elem == 0 || name.empty()) fail(at, "bad .global declaration");
+  const VarDecl v = parse_var(words_of(body), 0, at);
+  const std::string& name = v.name;
+  uint64_t align = v.align;
+  const uint64_t elem = v.elem, count = v.count;
   GlobalVar g;
   g.name = name;
   g.bytes = elem * count;
@@ -685,32 +680,10 @@ void parse_entry(Reader& r, Module& m, const std::unordered_map<std::string, uin
   for (const std::string& p : split(plist, ',')) {
     if (p.empty()) continue;
     // .param .u64 .ptr .align 1 NAME   |  .param .align 8 .b8 NAME[16]
-    std::vector<std::string> w;
-    for (const std::string& x : split(p, ' '))
-      for (const std::string& y : split(x, '\t'))
-        if (!y.empty()) w.push_back(y);
-    uint32_t size = 0, align = 0;
-    std::string pname;
-    for (size_t i = 0; i < w.size(); ++i) {
-      if (w[i] == ".align" && i + 1 < w.size()) {
-        int64_t a = 0;
-        parse_int(w[++i], &a);
-        align = uint32_t(a);
-      } else if (w[i][0] == '.') {
-        const Ty t = type_of(w[i].substr(1));
-        if (t != Ty::None && t != Ty::Pred) size = ty_bytes(t);
-      } else {
-        pname = w[i];
-      }
-    }
-    const size_t lb = pname.find('[');
-    if (lb != std::string::npos) {
-      int64_t n = 0;
-      if (!parse_int(pname.substr(lb + 1, pname.find(']') - lb - 1), &n) || n <= 0) fail(r.line, "bad param " + p);
-      size *= uint32_t(n);
-      pname = pname.substr(0, lb);
-    }
-    if (size == 0 || pname.empty()) fail(r.line, "bad param '" + p + "'");
+    const VarDecl v = parse_var(words_of(p), 0, r.line);
+    if (v.elem * v.count > 4096) fail(r.line, "bad param '" + p + "'");
+    const uint32_t size = uint32_t(v.elem * v.count), align = uint32_t(v.align);
+    const std::string& pname = v.name;
     const uint32_t al = align ? align : std::min<uint32_t>(size, 8);
     off = (off + al - 1) / al * al;
     k.params.push_back({pname, off, size});
