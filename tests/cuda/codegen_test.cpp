@@ -229,19 +229,18 @@ TEST(CudaCodegen, EveryFamilyGeneratesAKernel) {
 }
 
 TEST(CudaCodegen, RefusalNamesTheCall) {
-  // ArgMax: no cuda kernel yet (an integer output of a reduction)
+  // integer arithmetic: no cuda kernel yet (element-wise kernels with non-float outputs are the
+  // comparisons, logic ops and casts)
   G b;
-  int x = b.input({2, 3}, DType::F32);
-  Attrs a;
-  a.set("axis", int64_t(1));
-  a.set("keepdims", int64_t(1));
-  int y = b.g.add_value({"y", DType::I64, {2, 1}, nullptr});
-  b.g.add_node({"best", OpKind::ArgMax, a, {x}, {y}, {}});
+  int x = b.input({2, 3}, DType::I32);
+  int z = b.input({2, 3}, DType::I32);
+  int y = b.g.add_value({"y", DType::I32, {2, 3}, nullptr});
+  b.g.add_node({"sum", OpKind::Add, {}, {x, z}, {y}, {}});
   b.g.outputs.push_back(y);
   const std::string why = test::error_of([&] { lower_cuda(b.g); });
   EXPECT_NE(why.find("target cuda has no kernel for 1 call"), std::string::npos) << why;
-  EXPECT_NE(why.find("'best' (ArgMax"), std::string::npos) << why;
-  EXPECT_NE(why.find("output dtype i64"), std::string::npos) << why;
+  EXPECT_NE(why.find("'sum' (Add"), std::string::npos) << why;
+  EXPECT_NE(why.find("output dtype i32 (no Add kernel with a non-float output)"), std::string::npos) << why;
 }
 
 TEST(CudaCodegen, CompilesToPtxWithNvrtc) {

@@ -521,7 +521,6 @@ std::string reduce(const Ctx& x, std::string* why) {
     }
   }
   const bool mean = op == OpKind::ReduceMean || op == OpKind::GlobalAveragePool;
-  const bool is_max = op == OpKind::ReduceMax || op == OpKind::GlobalMaxPool;
   Shape kept, rshape;
   std::vector<int64_t> rstride;
   const std::vector<int64_t> st = strides_of(X);  // X's layout (Linear or NHWC)
@@ -537,15 +536,33 @@ std::string reduce(const Ctx& x, std::string* why) {
   for (size_t dd = 0; dd < xs.size(); ++dd)
     if (!red[dd]) base += (base.empty() ? "" : " + ") + std::string("o") + std::to_string(dd) + " * " + I(st[dd]);
   s << "  const opv_idx base = " << (base.empty() ? "0" : base) << ";\n";
-  s << "  float acc = " << (is_max ? "-OPV_INF" : op == OpKind::ReduceMin ? "OPV_INF" : "0.0f") << ";\n";
-  s << "  for (opv_idx q = 0; q < " << I(count) << "; ++q) {\n    opv_idx t = q, off = base;\n";
-  for (size_t j = rshape.size(); j-- > 0;)
-    s << "    off += (t % " << I(rshape[j]) << ") * " << I(rstride[j]) << "; t /= " << I(rshape[j]) << ";\n";
-  const std::string e = load(X.dtype, "in0", "off");
-  if (is_max) s << "    acc = fmaxf(acc, " << e << ");\n";
-  else if (op == OpKind::ReduceMin) s << "    acc = fminf(acc, " << e << ");\n";
-  else s << "    acc += " << e << ";\n";
-  s << "  }\n  float v = acc" << (mean ? " / " + float_literal(double(count)) : "") << ";\n";
+  // One pass over the reduced elements (element `e` at `off`) with `step` on the accumulator.
+  auto pass = [&](const std::string& init, const std::string& step) {
+    s << "  float " << init << ";\n";
+    s << "  for (opv_idx q = 0; q < " << I(count) << "; ++q) {\n    opv_idx t = q, off = base;\n";
+    for (size_t j = rshape.size(); j-- > 0;)
+      s << "    off += (t % " << I(rshape[j]) << ") * " << I(rstride[j]) << "; t /= " << I(rshape[j]) << ";\n";
+    s << "    const float e = " << load(X.dtype, "in0", "off") << ";\n    " << step << "\n  }\n";
+  };
+  switch (op) {
+    case OpKind::ReduceMax:
+    case OpKind::GlobalMaxPool: pass("acc = -OPV_INF", "acc = fmaxf(acc, e);"); break;
+    case OpKind::ReduceMin: pass("acc = OPV_INF", "acc = fminf(acc, e);"); break;
+    case OpKind::ReduceProd: pass("acc = 1.0f", "acc *= e;"); break;
+    case OpKind::ReduceL1: pass("acc = 0.0f", "acc += fabsf(e);"); break;
+    case OpKind::ReduceL2:
+    case OpKind::ReduceSumSquare: pass("acc = 0.0f", "acc += e * e;"); break;
+    case OpKind::ReduceLogSumExp:  // the maximum first, as the reference (exp would overflow)
+      pass("mx = -OPV_INF", "mx = fmaxf(mx, e);");
+      s << "  if (isinf(mx)) mx = 0.0f;\n";
+      pass("acc = 0.0f", "acc += expf(e - mx);");
+      break;
+    default: pass("acc = 0.0f", "acc += e;"); break;  // Sum, Mean, LogSum, GlobalAveragePool
+  }
+  s << "  float v = acc" << (mean ? " / " + float_literal(double(count)) : "") << ";\n";
+  if (op == OpKind::ReduceL2) s << "  v = sqrtf(v);\n";
+  if (op == OpKind::ReduceLogSum) s << "  v = logf(v);\n";
+  if (op == OpKind::ReduceLogSumExp) s << "  v = logf(v) + mx;\n";
   // The post-ops' operands are indexed by the coordinates o<d> above, those of the kept shape.
   if (!x.k.post_ops.empty() && kept != x.out().shape) return *why = "post-ops on a reduction without keepdims", "";
   return s.str();
@@ -1642,7 +1659,13 @@ Generated generate(const Plan& p, const Call& c) {
     case OpKind::ReduceMax:
     case OpKind::ReduceMin:
     case OpKind::GlobalAveragePool:
-    case OpKind::GlobalMaxPool: body = reduce(x, &why); break;
+    case OpKind::GlobalMaxPool:
+    case OpKind::ReduceProd:
+    case OpKind::ReduceL1:
+    case OpKind::ReduceL2:
+    case OpKind::ReduceSumSquare:
+    case OpKind::ReduceLogSum:
+    case OpKind::ReduceLogSumExp: body = reduce(x, &why); break;
     case OpKind::MaxPool:
     case OpKind::AveragePool: body = pool(x, &why); break;
     case OpKind::Concat:
@@ -1661,6 +1684,10 @@ Generated generate(const Plan& p, const Call& c) {
       break;
     case OpKind::LayerNorm:
       body = layer_norm(x, &why, &count);
+      writes_itself = true;
+      break;
+    case OpKind::CumSum:
+      body = cumsum(x, &why, &count);
       writes_itself = true;
       break;
     default: body = movement_op(k.op) ? movement(x, &why) : elementwise(x, &why); break;

@@ -392,9 +392,102 @@ std::string resize(const Ctx& x, std::string* why) {
   return b.str();
 }
 
+namespace {
+
+// outer x len x inner around `axis` of shape s.
+void split_at(const Shape& s, int64_t axis, int64_t* outer, int64_t* len, int64_t* inner) {
+  *outer = *len = *inner = 1;
+  for (int64_t d = 0; d < int64_t(s.size()); ++d) (d < axis ? *outer : d == axis ? *len : *inner) *= s[size_t(d)];
+}
+
+// Element `idx` of input 0 as the value the index reductions and scans compare or add: double for
+// float types (f16 widened), long long for integers.
+std::string scalar(const Ctx& x, const std::string& idx) {
+  const DType dt = x.in(0).dtype;
+  if (dt == DType::F16) return "(double)opv_h2f(in0[" + idx + "])";
+  return std::string(is_float(dt) ? "(double)" : "(long long)") + "in0[" + idx + "]";
+}
+
+}  // namespace
+
+// ArgMax / ArgMin along one axis into int64: NaN orders above every number, ties keep the first
+// index (select_last_index: the last), as the reference.
+std::string arg_reduce(const Ctx& x, std::string* why) {
+  if (!x.k.post_ops.empty() || !x.has(0)) return *why = "ArgMax/ArgMin with post-ops or without input", "";
+  if (x.out().dtype != DType::I64) return *why = "ArgMax/ArgMin output must be int64", "";
+  const Shape& xs = x.in(0).shape;
+  int64_t axis = x.k.attrs.i("axis", 0);
+  if (axis < 0) axis += int64_t(xs.size());
+  if (axis < 0 || axis >= int64_t(xs.size())) return *why = "ArgMax/ArgMin axis", "";
+  int64_t outer, len, inner;
+  split_at(xs, axis, &outer, &len, &inner);
+  if (len <= 0 || numel(x.out().shape) != outer * inner) return *why = "ArgMax/ArgMin shapes", "";
+  const bool is_max = x.k.op == OpKind::ArgMax, last = x.k.attrs.i("select_last_index", 0) != 0;
+  const bool fl = is_float(x.in(0).dtype);
+  const char* T = fl ? "double" : "long long";
+  // gt(u, v): u orders above v (NaN above every number)
+  const std::string gt_c_b = fl ? "(isnan(c) ? !isnan(b) : (!isnan(b) && c > b))" : "(c > b)";
+  const std::string gt_b_c = fl ? "(isnan(b) ? !isnan(c) : (!isnan(c) && b > c))" : "(b > c)";
+  std::ostringstream b;
+  b << "  const opv_idx base = (i / " << I(inner) << ") * " << I(len * inner) << " + i % " << I(inner) << ";\n"
+    << "  long long best = 0;\n  " << T << " b = " << scalar(x, "base") << ";\n"
+    << "  for (opv_idx k = 1; k < " << I(len) << "; ++k) {\n"
+    << "    const " << T << " c = " << scalar(x, "base + k * " + I(inner)) << ";\n"
+    << "    const bool better = " << (is_max ? gt_c_b : gt_b_c) << ";\n";
+  if (last) b << "    const bool tie = c == b" << (fl ? " || (isnan(c) && isnan(b))" : "") << ";\n"
+              << "    if (better || tie) { best = k; b = c; }\n";
+  else b << "    if (better) { best = k; b = c; }\n";
+  b << "  }\n  out0[i] = best;\n";
+  return b.str();
+}
+
+// CumSum along one axis (exclusive, reverse), one thread per scanned line (*count), accumulated in
+// double (long long for integers) as the reference.
+std::string cumsum(const Ctx& x, std::string* why, int64_t* count) {
+  if (!x.k.post_ops.empty() || !x.has(0)) return *why = "CumSum with post-ops or without input", "";
+  const Buffer& X = x.in(0);
+  const Buffer& Y = x.out();
+  if (X.shape != Y.shape || X.dtype != Y.dtype || X.dtype == DType::Bool) return *why = "CumSum shapes or dtype", "";
+  int64_t axis = x.k.attrs.i("axis", 0);
+  if (axis < 0) axis += int64_t(X.shape.size());
+  if (axis < 0 || axis >= int64_t(X.shape.size())) return *why = "CumSum axis", "";
+  int64_t outer, len, inner;
+  split_at(X.shape, axis, &outer, &len, &inner);
+  const bool excl = x.k.attrs.i("exclusive", 0) != 0, rev = x.k.attrs.i("reverse", 0) != 0;
+  const bool fl = is_float(X.dtype);
+  const std::string T = fl ? "double" : "long long";
+  const std::string put = fl ? store(Y.dtype, "out0", "at", "(float)acc") : "out0[at] = (" + std::string(c_type(Y.dtype)) + ")acc;";
+  const std::string put_acc = X.dtype == DType::F64 ? "out0[at] = acc;" : put;
+  std::ostringstream b;
+  b << "  const opv_idx base = (i / " << I(inner) << ") * " << I(len * inner) << " + i % " << I(inner) << ";\n"
+    << "  " << T << " acc = 0;\n"
+    << "  for (opv_idx s = 0; s < " << I(len) << "; ++s) {\n"
+    << "    const opv_idx at = base + " << (rev ? "(" + I(len - 1) + " - s)" : std::string("s")) << " * " << I(inner) << ";\n"
+    << "    const " << T << " cur = " << scalar(x, "at") << ";\n";
+  if (excl) b << "    " << put_acc << "\n    acc += cur;\n";
+  else b << "    acc += cur;\n    " << put_acc << "\n";
+  b << "  }\n";
+  *count = outer * inner;
+  return b.str();
+}
+
+// Trilu: the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes, zeros elsewhere.
+std::string trilu(const Ctx& x, std::string* why) {
+  if (!x.k.post_ops.empty() || !x.has(0)) return *why = "Trilu with post-ops or without input", "";
+  const Shape& ys = x.out().shape;
+  if (x.in(0).shape != ys || x.in(0).dtype != x.out().dtype || ys.size() < 2) return *why = "Trilu shapes or dtype", "";
+  const bool upper = x.k.attrs.i("upper", 1) != 0;
+  const long long k = static_cast<long long>(x.k.attrs.i("k", 0));
+  const size_t r = ys.size();
+  return coords(ys, "i") + "  const long long d_ = (long long)" + o(r - 1) + " - (long long)" + o(r - 2) + ";\n" +
+         "  out0[i] = (d_ " + (upper ? ">=" : "<=") + " " + std::to_string(k) + "LL) ? in0[i] : " +
+         typed_const(x.out().dtype, 0.0) + ";\n";
+}
+
 bool movement_op(OpKind op) {
   return op == OpKind::Slice || op == OpKind::Tile || op == OpKind::Pad || op == OpKind::Gather ||
-         op == OpKind::Where || op == OpKind::Resize;
+         op == OpKind::Where || op == OpKind::Resize || op == OpKind::Trilu || op == OpKind::ArgMax ||
+         op == OpKind::ArgMin;
 }
 
 std::string movement(const Ctx& x, std::string* why) {
@@ -407,6 +500,9 @@ std::string movement(const Ctx& x, std::string* why) {
     case OpKind::Gather: return same_dtypes(x, {0}, why) ? gather(x, why) : "";
     case OpKind::Where: return where(x, why);
     case OpKind::Resize: return resize(x, why);
+    case OpKind::Trilu: return trilu(x, why);
+    case OpKind::ArgMax:
+    case OpKind::ArgMin: return arg_reduce(x, why);
     default: return *why = "not a movement op", "";
   }
 }
