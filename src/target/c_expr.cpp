@@ -80,6 +80,7 @@ std::string binary_expr(OpKind op, const std::string& a, const std::string& b) {
     case OpKind::Pow: return "pow(" + A + ", " + B + ")";
     case OpKind::Min: return "fmin(" + A + ", " + B + ")";
     case OpKind::Max: return "fmax(" + A + ", " + B + ")";
+    case OpKind::PRelu: return "select(" + A + ", " + A + " * " + B + ", " + A + " < 0.0f)";
     default: return "";
   }
 }

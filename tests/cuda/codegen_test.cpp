@@ -229,18 +229,18 @@ TEST(CudaCodegen, EveryFamilyGeneratesAKernel) {
 }
 
 TEST(CudaCodegen, RefusalNamesTheCall) {
-  // integer arithmetic: no cuda kernel yet (element-wise kernels with non-float outputs are the
-  // comparisons, logic ops and casts)
+  // Hardmax: no cuda kernel yet
   G b;
-  int x = b.input({2, 3}, DType::I32);
-  int z = b.input({2, 3}, DType::I32);
-  int y = b.g.add_value({"y", DType::I32, {2, 3}, nullptr});
-  b.g.add_node({"sum", OpKind::Add, {}, {x, z}, {y}, {}});
+  int x = b.input({2, 3}, DType::F32);
+  Attrs a;
+  a.set("axis", int64_t(1));
+  int y = b.g.add_value({"y", DType::F32, {2, 3}, nullptr});
+  b.g.add_node({"onehot", OpKind::Hardmax, a, {x}, {y}, {}});
   b.g.outputs.push_back(y);
   const std::string why = test::error_of([&] { lower_cuda(b.g); });
   EXPECT_NE(why.find("target cuda has no kernel for 1 call"), std::string::npos) << why;
-  EXPECT_NE(why.find("'sum' (Add"), std::string::npos) << why;
-  EXPECT_NE(why.find("output dtype i32 (no Add kernel with a non-float output)"), std::string::npos) << why;
+  EXPECT_NE(why.find("'onehot' (Hardmax"), std::string::npos) << why;
+  EXPECT_NE(why.find("no element-wise form for Hardmax"), std::string::npos) << why;
 }
 
 TEST(CudaCodegen, CompilesToPtxWithNvrtc) {

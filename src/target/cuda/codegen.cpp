@@ -225,6 +225,12 @@ std::string elementwise(const Ctx& x, std::string* why) {
   } else if (std::string u = unary_expr(unary_post_op(k.op, k.attrs), "a0"); !u.empty()) {
     if (!broadcasts_to(x.in(0).shape, os)) return *why = "operand shape", "";
     s += "  const float a0 = " + operand(0) + ";\n  float v = " + u + ";\n";
+  } else if (k.op == OpKind::Mod) {  // C fmod; fmod=0 takes the divisor's sign, as the reference
+    if (x.c.inputs.size() < 2) return *why = "Mod with one input", "";
+    for (size_t j = 0; j < 2; ++j)
+      if (!x.has(j) || !broadcasts_to(x.in(j).shape, os)) return *why = "operand does not broadcast", "";
+    s += "  const float a0 = " + operand(0) + ", a1 = " + operand(1) + ";\n  float v = fmodf(a0, a1);\n";
+    if (!k.attrs.i("fmod", 0)) s += "  if (v != 0.0f && ((v < 0.0f) != (a1 < 0.0f))) v += a1;\n";
   } else if (std::string b = binary_expr(k.op, "a0", "a1"); !b.empty()) {
     if (x.c.inputs.size() < 2) return *why = "binary op with one input", "";
     for (size_t j = 0; j < 2; ++j)
@@ -233,8 +239,8 @@ std::string elementwise(const Ctx& x, std::string* why) {
   } else {
     return *why = std::string("no element-wise form for ") + op_name(k.op), "";
   }
-  for (size_t j = 0; j < x.c.inputs.size(); ++j)
-    if (x.has(j) && !is_float(x.in(j).dtype) && k.op != OpKind::Cast)
+  for (size_t j = 0; j < x.c.inputs.size(); ++j)  // (Pow: an integer exponent, converted, as the reference)
+    if (x.has(j) && !is_float(x.in(j).dtype) && k.op != OpKind::Cast && !(k.op == OpKind::Pow && j == 1))
       return *why = "non-float operand " + x.in(j).name, "";
   return s;
 }

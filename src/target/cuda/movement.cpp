@@ -193,6 +193,82 @@ std::string value(const Ctx& x, size_t j, const std::string& off, bool as_float)
   return "(long long)" + e;
 }
 
+// The element-wise integer ops (integer operands and output) as the reference computes them: in
+// 64 bits with two's-complement wrapping, the result wrapped to the output type; a division by zero
+// gives 0 (the reference refuses it; a kernel cannot). "" with *why untouched: not an integer op.
+std::string integer_expr(const Ctx& x, std::string* why) {
+  const Kernel& k = x.k;
+  const Buffer& y = x.out();
+  const Shape& ys = y.shape;
+  const std::string T = c_type(y.dtype);
+  if (!k.post_ops.empty()) return *why = "post-ops on an integer output", "";
+  auto operand = [&](size_t j) {
+    const std::string e = x.in_name(j) + "[" + bcast_offset(ys, x.in(j).shape) + "]";
+    return "(unsigned long long)(long long)" + (x.in(j).dtype == DType::F16 ? "opv_h2f(" + e + ")" : e);
+  };
+  std::string e;
+  if (x.c.inputs.size() == 2) {
+    const std::string a = "a_", b = "b_";
+    switch (k.op) {
+      case OpKind::Add: e = "(long long)(a_ + b_)"; break;
+      case OpKind::Sub: e = "(long long)(a_ - b_)"; break;
+      case OpKind::Mul: e = "(long long)(a_ * b_)"; break;
+      case OpKind::Div:
+        e = "(b_ == 0ULL ? 0LL : ((long long)a_ == (-9223372036854775807LL - 1) && (long long)b_ == -1LL) ? (long long)a_"
+            " : (long long)a_ / (long long)b_)";
+        break;
+      case OpKind::Mod:
+        e = k.attrs.i("fmod", 0) ? "(b_ == 0ULL || (long long)b_ == -1LL ? 0LL : (long long)a_ % (long long)b_)"
+                                 : "opv_imod((long long)a_, (long long)b_)";
+        break;
+      case OpKind::Pow: e = "opv_ipow((long long)a_, (long long)b_)"; break;
+      case OpKind::Min: e = "((long long)a_ < (long long)b_ ? (long long)a_ : (long long)b_)"; break;
+      case OpKind::Max: e = "((long long)a_ > (long long)b_ ? (long long)a_ : (long long)b_)"; break;
+      case OpKind::PRelu: e = "((long long)a_ < 0 ? (long long)(a_ * b_) : (long long)a_)"; break;
+      case OpKind::BitwiseAnd: e = "(long long)(a_ & b_)"; break;
+      case OpKind::BitwiseOr: e = "(long long)(a_ | b_)"; break;
+      case OpKind::BitwiseXor: e = "(long long)(a_ ^ b_)"; break;
+      default: return "";
+    }
+    for (size_t j = 0; j < 2; ++j)
+      if (!broadcasts_to(x.in(j).shape, ys)) return *why = "operand does not broadcast", "";
+    x.globals +=
+        "__device__ __forceinline__ long long opv_imod(long long a, long long b) {\n"
+        "  if (b == 0 || b == -1) return 0;\n  long long r = a % b;\n"
+        "  if (r != 0 && ((r < 0) != (b < 0))) r += b;\n  return r;\n}\n"
+        "__device__ __forceinline__ long long opv_ipow(long long base, long long e) {\n"
+        "  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e % 2 == 0) ? 1 : -1) : 0;\n"
+        "  unsigned long long r = 1, b = (unsigned long long)base;\n"
+        "  while (e > 0) { if (e & 1) r *= b; b *= b; e >>= 1; }\n  return (long long)r;\n}\n";
+    return coords(ys, "i") + "  const unsigned long long " + a + " = " + operand(0) + ", " + b + " = " + operand(1) +
+           ";\n  out0[i] = (" + T + ")" + e + ";\n";
+  }
+  if (x.c.inputs.empty() || x.in(0).shape != ys) return "";
+  const std::string v = "(long long)in0[i]";
+  switch (k.op) {
+    case OpKind::Identity:
+    case OpKind::Floor:
+    case OpKind::Ceil:
+    case OpKind::Round: e = v; break;
+    case OpKind::Relu: e = "(" + v + " > 0 ? " + v + " : 0LL)"; break;
+    case OpKind::Sign: e = "(long long)((" + v + " > 0) - (" + v + " < 0))"; break;
+    case OpKind::Neg: e = "(long long)(0ULL - (unsigned long long)" + v + ")"; break;
+    case OpKind::Abs: e = "(" + v + " < 0 ? (long long)(0ULL - (unsigned long long)" + v + ") : " + v + ")"; break;
+    case OpKind::Clip: {
+      const PostOp p = unary_post_op(k.op, k.attrs);
+      std::string c = v;
+      if (std::isfinite(p.alpha)) c = "((double)" + c + " < " + std::to_string(double(p.alpha)) + " ? " +
+                                     std::to_string(static_cast<long long>(std::ceil(double(p.alpha)))) + "LL : " + c + ")";
+      if (std::isfinite(p.beta)) c = "((double)" + c + " > " + std::to_string(double(p.beta)) + " ? " +
+                                    std::to_string(static_cast<long long>(std::floor(double(p.beta)))) + "LL : " + c + ")";
+      e = c;
+      break;
+    }
+    default: return "";
+  }
+  return "  out0[i] = (" + T + ")" + e + ";\n";
+}
+
 }  // namespace
 
 std::string split(const Ctx& x, std::string* why, int64_t* count) {
@@ -511,6 +587,25 @@ std::string typed_elementwise(const Ctx& x, std::string* why) {
   const Kernel& k = x.k;
   const Buffer& y = x.out();
   const Shape& ys = y.shape;
+  if (k.op == OpKind::IsNaN || k.op == OpKind::IsInf) {
+    if (y.dtype != DType::Bool || !is_float(x.in(0).dtype) || x.in(0).shape != ys || !k.post_ops.empty())
+      return *why = "IsNaN/IsInf take a float tensor to bool", "";
+    const std::string v = "const double v_ = " + scalar(x, "i") + ";\n";
+    if (k.op == OpKind::IsNaN) return "  " + v + "  out0[i] = isnan(v_) ? 1 : 0;\n";
+    const bool neg = k.attrs.i("detect_negative", 1) != 0, pos = k.attrs.i("detect_positive", 1) != 0;
+    return "  " + v + "  out0[i] = (isinf(v_) && ((v_ < 0.0 && " + (neg ? "true" : "false") + ") || (v_ > 0.0 && " +
+           (pos ? "true" : "false") + "))) ? 1 : 0;\n";
+  }
+  if (y.dtype != DType::Bool) {
+    bool ints = true;  // (Pow: a float exponent is truncated to an integer, as the reference)
+    for (size_t j = 0; j < x.c.inputs.size(); ++j)
+      ints = ints && x.has(j) && (!is_float(x.in(j).dtype) || (k.op == OpKind::Pow && j == 1));
+    if (ints) {
+      std::string e = integer_expr(x, why);
+      if (!e.empty()) return e;
+      if (!why->empty()) return "";
+    }
+  }
   const bool logic = comparison(k.op) || k.op == OpKind::And || k.op == OpKind::Or || k.op == OpKind::Xor ||
                      k.op == OpKind::Not || k.op == OpKind::Cast;
   if (!logic)
