@@ -229,18 +229,19 @@ TEST(CudaCodegen, EveryFamilyGeneratesAKernel) {
 }
 
 TEST(CudaCodegen, RefusalNamesTheCall) {
-  // Hardmax: no cuda kernel yet
+  // GatherElements: no cuda kernel yet
   G b;
   int x = b.input({2, 3}, DType::F32);
+  int idx = b.input({2, 3}, DType::I64);
   Attrs a;
   a.set("axis", int64_t(1));
   int y = b.g.add_value({"y", DType::F32, {2, 3}, nullptr});
-  b.g.add_node({"onehot", OpKind::Hardmax, a, {x}, {y}, {}});
+  b.g.add_node({"pick", OpKind::GatherElements, a, {x, idx}, {y}, {}});
   b.g.outputs.push_back(y);
   const std::string why = test::error_of([&] { lower_cuda(b.g); });
   EXPECT_NE(why.find("target cuda has no kernel for 1 call"), std::string::npos) << why;
-  EXPECT_NE(why.find("'onehot' (Hardmax"), std::string::npos) << why;
-  EXPECT_NE(why.find("no element-wise form for Hardmax"), std::string::npos) << why;
+  EXPECT_NE(why.find("'pick' (GatherElements"), std::string::npos) << why;
+  EXPECT_NE(why.find("no element-wise form for GatherElements"), std::string::npos) << why;
 }
 
 TEST(CudaCodegen, CompilesToPtxWithNvrtc) {

@@ -1696,6 +1696,12 @@ Generated generate(const Plan& p, const Call& c) {
       body = cumsum(x, &why, &count);
       writes_itself = true;
       break;
+    case OpKind::LogSoftmax:
+    case OpKind::Hardmax:
+    case OpKind::LpNorm:
+      body = axis_norm(x, &why, &count);
+      writes_itself = true;
+      break;
     default: body = movement_op(k.op) ? movement(x, &why) : elementwise(x, &why); break;
   }
   if (body.empty()) return g.why = why.empty() ? "no CUDA kernel family" : why, g;

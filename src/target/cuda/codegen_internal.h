@@ -97,6 +97,8 @@ std::string movement(const Ctx& x, std::string* why);
 std::string typed_elementwise(const Ctx& x, std::string* why);
 // Split: one thread per input element (*count), stored into the output that holds it.
 std::string split(const Ctx& x, std::string* why, int64_t* count);
+// LogSoftmax, Hardmax, LpNormalization along one axis: one thread per line (*count).
+std::string axis_norm(const Ctx& x, std::string* why, int64_t* count);
 // CumSum: one thread per scanned line (*count).
 std::string cumsum(const Ctx& x, std::string* why, int64_t* count);
 // LayerNorm: one thread per normalised row (*rows), mean and variance in double as the reference.

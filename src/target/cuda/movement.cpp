@@ -547,6 +547,43 @@ std::string cumsum(const Ctx& x, std::string* why, int64_t* count) {
   return b.str();
 }
 
+// LogSoftmax, Hardmax, LpNormalization (p 1 or 2) along one axis: one thread per line (*count),
+// in double as the reference.
+std::string axis_norm(const Ctx& x, std::string* why, int64_t* count) {
+  if (!x.k.post_ops.empty() || !x.has(0)) return *why = "post-ops or no input", "";
+  const Buffer& X = x.in(0);
+  const Buffer& Y = x.out();
+  if (X.shape != Y.shape || !is_float(X.dtype) || !is_float(Y.dtype)) return *why = "a float tensor of the output's shape", "";
+  int64_t axis = x.k.attrs.i("axis", -1);
+  if (axis < 0) axis += int64_t(X.shape.size());
+  if (axis < 0 || axis >= int64_t(X.shape.size())) return *why = "axis out of range", "";
+  int64_t outer, len, inner;
+  split_at(X.shape, axis, &outer, &len, &inner);
+  const int64_t p = x.k.attrs.i("p", 2);
+  if (x.k.op == OpKind::LpNorm && p != 1 && p != 2) return *why = "LpNormalization with p other than 1 or 2", "";
+  const std::string at = "base + k * " + I(inner);
+  auto put = [&](const std::string& v) { return store(Y.dtype, "out0", at, "(float)(" + v + ")"); };
+  std::ostringstream b;
+  b << "  const opv_idx base = (i / " << I(inner) << ") * " << I(len * inner) << " + i % " << I(inner) << ";\n";
+  const std::string e = scalar(x, at);
+  if (x.k.op == OpKind::LogSoftmax) {
+    b << "  double mx = -(double)OPV_INF;\n  for (opv_idx k = 0; k < " << I(len) << "; ++k) mx = fmax(mx, " << e << ");\n"
+      << "  double sum = 0.0;\n  for (opv_idx k = 0; k < " << I(len) << "; ++k) sum += exp(" << e << " - mx);\n"
+      << "  const double lse = mx + log(sum);\n"
+      << "  for (opv_idx k = 0; k < " << I(len) << "; ++k) " << put(e + " - lse") << "\n";
+  } else if (x.k.op == OpKind::Hardmax) {
+    b << "  opv_idx best = 0;\n  double bv = " << scalar(x, "base") << ";\n"
+      << "  for (opv_idx k = 1; k < " << I(len) << "; ++k) { const double c = " << e << "; if (c > bv) { best = k; bv = c; } }\n"
+      << "  for (opv_idx k = 0; k < " << I(len) << "; ++k) " << put("k == best ? 1.0 : 0.0") << "\n";
+  } else {
+    b << "  double n = 0.0;\n  for (opv_idx k = 0; k < " << I(len) << "; ++k) { const double c = " << e << "; n += "
+      << (p == 1 ? "fabs(c)" : "c * c") << "; }\n" << (p == 2 ? "  n = sqrt(n);\n" : "")
+      << "  for (opv_idx k = 0; k < " << I(len) << "; ++k) " << put("n == 0.0 ? 0.0 : " + e + " / n") << "\n";
+  }
+  *count = outer * inner;
+  return b.str();
+}
+
 // Trilu: the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes, zeros elsewhere.
 std::string trilu(const Ctx& x, std::string* why) {
   if (!x.k.post_ops.empty() || !x.has(0)) return *why = "Trilu with post-ops or without input", "";
