@@ -88,8 +88,7 @@ inline uint64_t fbits(Ty t, double v, bool ftz) {
     case Ty::BF16: return f32_to_bf16(float(v));
     case Ty::F64: return f64_bits(v);
     default: {
-      volatile double dv = v;
-      float f = float(dv);
+      const float f = float(v);
       return f32_bits(ftz ? ftz32(f) : f);
     }
   }
@@ -379,6 +378,11 @@ void Launch::exec(Thread& t) {
       case Op::Min:
       case Op::Max: {
         const uint64_t a = rd(t, o[1]), b = rd(t, o[2]);
+        if (in.plain && (in.op == Op::Add || in.op == Op::Sub || in.op == Op::Mul)) {  // f32, round to nearest
+          const float x = as_f32(a), y = as_f32(b);
+          wr(t, o[0].reg, f32_bits(in.op == Op::Add ? x + y : in.op == Op::Sub ? x - y : x * y));
+          break;
+        }
         if (ty_float(in.t)) {
           RoundScope rs(in.rnd);
           uint64_t v = 0;
@@ -459,6 +463,10 @@ void Launch::exec(Thread& t) {
       case Op::Mad:
       case Op::Fma: {
         const uint64_t a = rd(t, o[1]), b = rd(t, o[2]), c = rd(t, o[3]);
+        if (in.plain) {
+          wr(t, o[0].reg, f32_bits(std::fma(as_f32(a), as_f32(b), as_f32(c))));
+          break;
+        }
         if (ty_float(in.t)) {
           RoundScope rs(in.rnd);
           uint64_t v;

@@ -49,7 +49,7 @@ struct Opnd {
   uint32_t pred = 0;     // "d|p": the predicate destination (has_pred)
   bool has_base = false, has_pred = false;
   uint64_t imm = 0;      // Imm bits; Addr: offset
-  uint32_t vec[8] = {};  // Vec registers (kSink for "_")
+  uint32_t vec[4] = {};  // Vec registers (kSink for "_")
 };
 constexpr uint32_t kSink = 0xffffffffu;
 
@@ -63,6 +63,7 @@ struct Instr {
   AtomOp atom = AtomOp::Add;
   ShflMode shfl = ShflMode::Bfly;
   bool ftz = false, sat = false, approx = false, hi = false, wide = false, trans = false, uni = false;
+  bool plain = false;    // f32 arithmetic without ftz, sat, approx or directed rounding (the fast path)
   uint8_t vec = 1;       // ld/st .v2/.v4
   uint8_t count = 1;     // ldmatrix .x1/.x2/.x4
   uint8_t nops = 0;
@@ -71,7 +72,7 @@ struct Instr {
   int32_t target = -1;   // bra: instruction index
   uint32_t line = 0;     // source line
   uint32_t m = 0, nn = 0, k = 0;  // mma shape
-  Opnd o[6];
+  Opnd o[5];
 };
 
 // Reserved register slots for the special registers, filled per thread before it runs.

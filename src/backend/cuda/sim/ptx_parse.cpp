@@ -262,7 +262,7 @@ struct BodyParser {
       if (s.back() != '}') fail(line, "bad vector operand '" + s + "'");
       o.kind = Opnd::Vec;
       const std::vector<std::string> el = split(s.substr(1, s.size() - 2), ',');
-      if (el.empty() || el.size() > 8) fail(line, "bad vector operand '" + s + "'");
+      if (el.empty() || el.size() > 4) fail(line, "unsupported vector operand '" + s + "' (1 to 4 elements)");
       o.n = uint8_t(el.size());
       for (size_t i = 0; i < el.size(); ++i) o.vec[i] = el[i] == "_" ? kSink : reg(el[i]);
       return o;
@@ -529,7 +529,7 @@ struct BodyParser {
     if (in.op == Op::Mul && base == "mul24") unsupported();
     if (in.op == Op::Mad && base == "mad24") unsupported();
     const std::vector<std::string> args = rest.empty() ? std::vector<std::string>{} : split(rest, ',');
-    if (args.size() > 6) fail(line, "too many operands");
+    if (args.size() > 5) fail(line, "too many operands (5 at most)");
     in.nops = uint8_t(args.size());
     Ty opt = in.t;
     for (size_t i = 0; i < args.size(); ++i) in.o[i] = operand(args[i], opt, in.op == Op::Bra);
@@ -543,6 +543,7 @@ struct BodyParser {
                               (in.t == Ty::F32 || in.t == Ty::F16) && in.t4 == in.t))
       unsupported();
     if (in.op == Op::Ldmatrix && in.t != Ty::B16) unsupported();
+    in.plain = in.t == Ty::F32 && !in.ftz && !in.sat && !in.approx && (in.rnd == Rnd::Default || in.rnd == Rnd::Rn);
     k.code.push_back(in);
     k.labels.push_back(trim(stmt));
   }
