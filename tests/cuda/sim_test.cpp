@@ -376,6 +376,8 @@ TEST(CudaSim, RefusesWhatItDoesNotSimulateNamingTheLine) {
   EXPECT_NE(error("  add.s32 %r1, %q, 1;").find("unknown register '%q'"), std::string::npos);
   EXPECT_NE(error("  bra $nowhere;").find("unknown label '$nowhere'"), std::string::npos);
   EXPECT_NE(error("  add.s32 %r1, %r2").find("expected ';'"), std::string::npos);
+  EXPECT_NE(error("$L1:\n  add.s32 %r1, %r2, 1;\n{\n$L1:\n  bra $L1;\n}").find("label '$L1' declared twice"),
+            std::string::npos);
   try {
     parse_module(std::string(kHeader) + ".func f()\n{\n ret;\n}\n");
     ADD_FAILURE() << "a device function was accepted";

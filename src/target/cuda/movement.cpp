@@ -470,10 +470,19 @@ std::string resize(const Ctx& x, std::string* why) {
 
 namespace {
 
-// outer x len x inner around `axis` of shape s.
-void split_at(const Shape& s, int64_t axis, int64_t* outer, int64_t* len, int64_t* inner) {
-  *outer = *len = *inner = 1;
-  for (int64_t d = 0; d < int64_t(s.size()); ++d) (d < axis ? *outer : d == axis ? *len : *inner) *= s[size_t(d)];
+// The lines along one axis of shape s: outer x len x inner, and the kernel's first line, which sets
+// `base` to the flat index of element 0 of line i. False where the axis (negative from the end) is
+// out of range.
+struct AxisLines {
+  int64_t outer = 1, len = 1, inner = 1;
+  std::string base;
+};
+bool lines_along(const Shape& s, int64_t axis, AxisLines* l) {
+  if (axis < 0) axis += int64_t(s.size());
+  if (axis < 0 || axis >= int64_t(s.size())) return false;
+  for (int64_t d = 0; d < int64_t(s.size()); ++d) (d < axis ? l->outer : d == axis ? l->len : l->inner) *= s[size_t(d)];
+  l->base = "  const opv_idx base = (i / " + I(l->inner) + ") * " + I(l->len * l->inner) + " + i % " + I(l->inner) + ";\n";
+  return true;
 }
 
 // Element `idx` of input 0 as the value the index reductions and scans compare or add: double for
@@ -492,12 +501,10 @@ std::string arg_reduce(const Ctx& x, std::string* why) {
   if (!x.k.post_ops.empty() || !x.has(0)) return *why = "ArgMax/ArgMin with post-ops or without input", "";
   if (x.out().dtype != DType::I64) return *why = "ArgMax/ArgMin output must be int64", "";
   const Shape& xs = x.in(0).shape;
-  int64_t axis = x.k.attrs.i("axis", 0);
-  if (axis < 0) axis += int64_t(xs.size());
-  if (axis < 0 || axis >= int64_t(xs.size())) return *why = "ArgMax/ArgMin axis", "";
-  int64_t outer, len, inner;
-  split_at(xs, axis, &outer, &len, &inner);
-  if (len <= 0 || numel(x.out().shape) != outer * inner) return *why = "ArgMax/ArgMin shapes", "";
+  AxisLines l;
+  if (!lines_along(xs, x.k.attrs.i("axis", 0), &l)) return *why = "ArgMax/ArgMin axis", "";
+  const int64_t len = l.len, inner = l.inner;
+  if (len <= 0 || numel(x.out().shape) != l.outer * inner) return *why = "ArgMax/ArgMin shapes", "";
   const bool is_max = x.k.op == OpKind::ArgMax, last = x.k.attrs.i("select_last_index", 0) != 0;
   const bool fl = is_float(x.in(0).dtype);
   const char* T = fl ? "double" : "long long";
@@ -505,8 +512,7 @@ std::string arg_reduce(const Ctx& x, std::string* why) {
   const std::string gt_c_b = fl ? "(isnan(c) ? !isnan(b) : (!isnan(b) && c > b))" : "(c > b)";
   const std::string gt_b_c = fl ? "(isnan(b) ? !isnan(c) : (!isnan(c) && b > c))" : "(b > c)";
   std::ostringstream b;
-  b << "  const opv_idx base = (i / " << I(inner) << ") * " << I(len * inner) << " + i % " << I(inner) << ";\n"
-    << "  long long best = 0;\n  " << T << " b = " << scalar(x, "base") << ";\n"
+  b << l.base << "  long long best = 0;\n  " << T << " b = " << scalar(x, "base") << ";\n"
     << "  for (opv_idx k = 1; k < " << I(len) << "; ++k) {\n"
     << "    const " << T << " c = " << scalar(x, "base + k * " + I(inner)) << ";\n"
     << "    const bool better = " << (is_max ? gt_c_b : gt_b_c) << ";\n";
@@ -524,26 +530,23 @@ std::string cumsum(const Ctx& x, std::string* why, int64_t* count) {
   const Buffer& X = x.in(0);
   const Buffer& Y = x.out();
   if (X.shape != Y.shape || X.dtype != Y.dtype || X.dtype == DType::Bool) return *why = "CumSum shapes or dtype", "";
-  int64_t axis = x.k.attrs.i("axis", 0);
-  if (axis < 0) axis += int64_t(X.shape.size());
-  if (axis < 0 || axis >= int64_t(X.shape.size())) return *why = "CumSum axis", "";
-  int64_t outer, len, inner;
-  split_at(X.shape, axis, &outer, &len, &inner);
+  AxisLines l;
+  if (!lines_along(X.shape, x.k.attrs.i("axis", 0), &l)) return *why = "CumSum axis", "";
+  const int64_t len = l.len, inner = l.inner;
   const bool excl = x.k.attrs.i("exclusive", 0) != 0, rev = x.k.attrs.i("reverse", 0) != 0;
   const bool fl = is_float(X.dtype);
   const std::string T = fl ? "double" : "long long";
-  const std::string put = fl ? store(Y.dtype, "out0", "at", "(float)acc") : "out0[at] = (" + std::string(c_type(Y.dtype)) + ")acc;";
-  const std::string put_acc = X.dtype == DType::F64 ? "out0[at] = acc;" : put;
+  const std::string put = fl ? store(Y.dtype, "out0", "at", Y.dtype == DType::F64 ? "acc" : "(float)acc")
+                             : "out0[at] = (" + std::string(c_type(Y.dtype)) + ")acc;";
   std::ostringstream b;
-  b << "  const opv_idx base = (i / " << I(inner) << ") * " << I(len * inner) << " + i % " << I(inner) << ";\n"
-    << "  " << T << " acc = 0;\n"
+  b << l.base << "  " << T << " acc = 0;\n"
     << "  for (opv_idx s = 0; s < " << I(len) << "; ++s) {\n"
     << "    const opv_idx at = base + " << (rev ? "(" + I(len - 1) + " - s)" : std::string("s")) << " * " << I(inner) << ";\n"
     << "    const " << T << " cur = " << scalar(x, "at") << ";\n";
-  if (excl) b << "    " << put_acc << "\n    acc += cur;\n";
-  else b << "    acc += cur;\n    " << put_acc << "\n";
+  if (excl) b << "    " << put << "\n    acc += cur;\n";
+  else b << "    acc += cur;\n    " << put << "\n";
   b << "  }\n";
-  *count = outer * inner;
+  *count = l.outer * inner;
   return b.str();
 }
 
@@ -554,17 +557,15 @@ std::string axis_norm(const Ctx& x, std::string* why, int64_t* count) {
   const Buffer& X = x.in(0);
   const Buffer& Y = x.out();
   if (X.shape != Y.shape || !is_float(X.dtype) || !is_float(Y.dtype)) return *why = "a float tensor of the output's shape", "";
-  int64_t axis = x.k.attrs.i("axis", -1);
-  if (axis < 0) axis += int64_t(X.shape.size());
-  if (axis < 0 || axis >= int64_t(X.shape.size())) return *why = "axis out of range", "";
-  int64_t outer, len, inner;
-  split_at(X.shape, axis, &outer, &len, &inner);
+  AxisLines l;
+  if (!lines_along(X.shape, x.k.attrs.i("axis", -1), &l)) return *why = "axis out of range", "";
+  const int64_t len = l.len, inner = l.inner;
   const int64_t p = x.k.attrs.i("p", 2);
   if (x.k.op == OpKind::LpNorm && p != 1 && p != 2) return *why = "LpNormalization with p other than 1 or 2", "";
   const std::string at = "base + k * " + I(inner);
   auto put = [&](const std::string& v) { return store(Y.dtype, "out0", at, "(float)(" + v + ")"); };
   std::ostringstream b;
-  b << "  const opv_idx base = (i / " << I(inner) << ") * " << I(len * inner) << " + i % " << I(inner) << ";\n";
+  b << l.base;
   const std::string e = scalar(x, at);
   if (x.k.op == OpKind::LogSoftmax) {
     b << "  double mx = -(double)OPV_INF;\n  for (opv_idx k = 0; k < " << I(len) << "; ++k) mx = fmax(mx, " << e << ");\n"
@@ -580,7 +581,7 @@ std::string axis_norm(const Ctx& x, std::string* why, int64_t* count) {
       << (p == 1 ? "fabs(c)" : "c * c") << "; }\n" << (p == 2 ? "  n = sqrt(n);\n" : "")
       << "  for (opv_idx k = 0; k < " << I(len) << "; ++k) " << put("n == 0.0 ? 0.0 : " + e + " / n") << "\n";
   }
-  *count = outer * inner;
+  *count = l.outer * inner;
   return b.str();
 }
 

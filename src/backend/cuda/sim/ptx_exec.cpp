@@ -1,6 +1,7 @@
 // cudasim interpreter (see ptx.h): runs a parsed kernel over a grid, one cluster of blocks at a
 // time, each thread an interpreter state stepped to its next synchronisation point.
 #include <algorithm>
+#include <bit>
 #include <cfenv>
 #include <cmath>
 #include <cstdlib>
@@ -27,27 +28,10 @@ struct Thread {
   uint8_t* local = nullptr;                   // its local memory (Kernel::local_bytes)
 };
 
-inline float as_f32(uint64_t b) {
-  const uint32_t u = uint32_t(b);
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint64_t f32_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline double as_f64(uint64_t b) {
-  double d;
-  std::memcpy(&d, &b, 8);
-  return d;
-}
-inline uint64_t f64_bits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
+inline float as_f32(uint64_t b) { return std::bit_cast<float>(uint32_t(b)); }
+inline uint64_t f32_bits(float f) { return std::bit_cast<uint32_t>(f); }
+inline double as_f64(uint64_t b) { return std::bit_cast<double>(b); }
+inline uint64_t f64_bits(double d) { return std::bit_cast<uint64_t>(d); }
 inline float bf16_to_f32(uint16_t h) { return as_f32(uint64_t(h) << 16); }
 inline uint16_t f32_to_bf16(float f) {
   uint32_t u = uint32_t(f32_bits(f));
@@ -291,10 +275,6 @@ uint64_t cvt(const Instr& in, uint64_t raw) {
       double r = v;
       if (in.rnd == Rnd::Rni || in.rnd == Rnd::Rzi || in.rnd == Rnd::Rmi || in.rnd == Rnd::Rpi) r = round_int(in.rnd, v);
       if (in.sat) r = std::isnan(r) ? 0.0 : std::clamp(r, 0.0, 1.0);
-      if (d == Ty::F32 && s == Ty::F64) {
-        RoundScope rs(in.rnd);
-        return fbits(d, r, in.ftz);
-      }
       RoundScope rs(in.rnd);
       return fbits(d, r, in.ftz);
     }
@@ -828,7 +808,7 @@ void Launch::warp_op(std::vector<Thread*>& lanes) {
           Thread* src = by_lane[8 * i + row];
           if (!src) fault(t0, "ldmatrix: lane " + std::to_string(8 * i + row) + " (a row address) is not active");
           const uint8_t* p = at(*src, in.space == Space::Generic ? Space::Generic : Space::Shared,
-                                addr_of(*src, src->pc == t0.pc ? o[1] : o[1]), 16, false);
+                                addr_of(*src, o[1]), 16, false);
           std::memcpy(m[i][row], p, 16);
         }
       for (Thread* t : lanes) {

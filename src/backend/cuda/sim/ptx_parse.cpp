@@ -5,6 +5,7 @@
 // ending at ';'. Register names are slots, scoped by braces (inline asm declares its own
 // temporaries); labels resolve to instruction indexes once the body is read.
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -324,11 +325,7 @@ struct BodyParser {
       o.kind = Opnd::Imm;
       o.imm = uint64_t(bits) & 0xffffffffu;
       if (t == Ty::F64) {  // a single-precision literal in a double instruction
-        float f;
-        uint32_t b = uint32_t(o.imm);
-        std::memcpy(&f, &b, 4);
-        double d = f;
-        std::memcpy(&o.imm, &d, 8);
+        o.imm = std::bit_cast<uint64_t>(double(std::bit_cast<float>(uint32_t(o.imm))));
       }
       return o;
     }
@@ -747,7 +744,10 @@ void parse_entry(Reader& r, Module& m, const std::unordered_map<std::string, uin
     while (e < r.s.size() && (std::isalnum(static_cast<unsigned char>(r.s[e])) || r.s[e] == '_' || r.s[e] == '$'))
       ++e;
     if (e > r.pos && e < r.s.size() && r.s[e] == ':' && (e + 1 >= r.s.size() || r.s[e + 1] != ':')) {
-      body.labels[r.s.substr(r.pos, e - r.pos)] = int32_t(k.code.size());
+      const std::string name = r.s.substr(r.pos, e - r.pos);
+      // one namespace per kernel: a label declared again (legal PTX in a nested scope) is refused
+      if (!body.labels.emplace(name, int32_t(k.code.size())).second)
+        fail(r.line, "label '" + name + "' declared twice in one kernel (labels of nested scopes are not simulated)");
       r.pos = e + 1;
       continue;
     }
