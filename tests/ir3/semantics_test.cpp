@@ -107,12 +107,15 @@ TEST(Ir3Semantics, RealKernelsOperandsAreListed) {
       for (const char* f : {"SRC", "SRC1", "SRC2", "SRC3"}) {
         if (!in.has(f) || !in.child(f)) continue;
         Operand o = operand(in, f, half);
-        if (o.kind == Operand::Reg) EXPECT_TRUE(rd.count(o.num)) << disasm(w) << " " << f;
+        if (o.kind == Operand::Reg) {
+          EXPECT_TRUE(rd.count(o.num)) << disasm(w) << " " << f;
+        }
       }
       if (cat != 1 && in.child("DST")) {
         Operand d = operand(in, "DST", half);
-        if (d.kind == Operand::Reg && !(d.num >= kRegA0 && d.num < kRegA0 + 4))
+        if (d.kind == Operand::Reg && !(d.num >= kRegA0 && d.num < kRegA0 + 4)) {
           EXPECT_TRUE(wr.count(d.num)) << disasm(w);
+        }
       }
       ++checked;
     }

@@ -48,7 +48,9 @@ TEST(Lower, F16ModelStoresF32AndCastsAtTheBoundary) {
       const float* d = reinterpret_cast<const float*>(p.weights.data() + b.offset);
       EXPECT_EQ(d[1], 1.5f);
     }
-    if (b.kind == plan::BufferKind::Intermediate) EXPECT_EQ(b.dtype, DType::F32);
+    if (b.kind == plan::BufferKind::Intermediate) {
+      EXPECT_EQ(b.dtype, DType::F32);
+    }
   }
   EXPECT_EQ(consts, 1);  // the shared constant is stored once
   EXPECT_GT(p.arena_bytes, 0);

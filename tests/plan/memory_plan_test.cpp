@@ -68,8 +68,11 @@ TEST(MemoryPlan, LongLivedBufferIsNotOverwritten) {
 TEST(MemoryPlan, OffsetsAligned) {
   Plan p = chain(5, {100 * 4, 30 * 4, 7 * 4, 1000 * 4, 12});
   plan_memory(p);
-  for (const Buffer& b : p.buffers)
-    if (b.kind == BufferKind::Intermediate) EXPECT_EQ(b.offset % kAlign, 0);
+  for (const Buffer& b : p.buffers) {
+    if (b.kind == BufferKind::Intermediate) {
+      EXPECT_EQ(b.offset % kAlign, 0);
+    }
+  }
   validate(p);
 }
 

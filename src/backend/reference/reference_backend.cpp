@@ -42,8 +42,6 @@ class ReferenceBackend : public Backend {
   std::vector<double> starts_ms_;  // per call, ms from the run's start (profiling)
 };
 
-std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
-
 void ReferenceBackend::load(const plan::Plan& plan) {
   require_support(*this, plan);
   const int nb = int(plan.buffers.size());

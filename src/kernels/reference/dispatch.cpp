@@ -59,8 +59,17 @@ bool computes_in_float(OpKind op) {
 }
 
 void dispatch(const Args& a) {
-  if (is_reduce(a.op)) return detail::run_reduce(a);
   switch (a.op) {
+    case OpKind::ReduceMean:
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
+    case OpKind::ReduceProd:
+    case OpKind::ReduceL1:
+    case OpKind::ReduceL2:
+    case OpKind::ReduceLogSum:
+    case OpKind::ReduceLogSumExp:
+    case OpKind::ReduceSumSquare: return detail::run_reduce(a);
     case OpKind::Identity:
     case OpKind::Relu:
     case OpKind::LeakyRelu:

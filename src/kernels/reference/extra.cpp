@@ -151,7 +151,7 @@ void run_instance_norm(const Args& a) {
   if (!is_float(y.dtype())) a.unsupported("computes on floats");
   if (x.rank() < 3) a.error("input must have rank >= 3");
   const int64_t N = x.shape()[0], C = x.shape()[1];
-  const int64_t S = N * C ? x.numel() / (N * C) : 0;
+  const int64_t S = N * C != 0 ? x.numel() / (N * C) : 0;
   const std::vector<double> sc = load_f64(a.in(1)), bi = load_f64(a.in(2));
   if (int64_t(sc.size()) != C || int64_t(bi.size()) != C) a.error("scale and bias must have ", C, " elements");
   const double eps = a.attrs.f("epsilon", 1e-5);
