@@ -790,7 +790,7 @@ TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
     ref->load(rp);
     ref->run(ptrs(r_in), wo);
     cu->load(cp);
-    for (int rep = 0; rep < 3; ++rep) {  // replays reuse the split-K counters: they must reset
+    for (int rep = 0; rep < test::device_replays(); ++rep) {  // replays reuse the split-K counters: they must reset
       for (Tensor& t : got) t = Tensor(DType::F16, t.shape());
       cu->run(ptrs(c_in), go);
       for (size_t o = 0; o < got.size(); ++o) {
@@ -821,7 +821,7 @@ TEST(CudaCodegen, FfnDwMatchesApartBitForBitOnTheDevice) {
     apart->load(pap);
     const plan::Buffer& xb = pin.buffers[size_t(pin.inputs[0])];
     const plan::Buffer& yb = pin.buffers[size_t(pin.outputs[0])];
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < test::device_replays(); ++rep) {
       const Tensor x = test::random_f32(xb.shape, seed++, -2.f, 2.f).cast(DType::F16);
       Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
       in->run({&x}, {&a});
@@ -931,7 +931,7 @@ TEST(CudaCodegen, FfnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
     const plan::Plan p4 = with_ffn_warps(p, 4, "compute_80"), p8 = with_ffn_warps(p, 8, "compute_80");
     b4->load(p4);
     b8->load(p8);
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < test::device_replays(); ++rep) {
       std::vector<Tensor> in;
       std::vector<const Tensor*> ins;
       for (int i : p.inputs) in.push_back(test::random_f32(p.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
@@ -1061,7 +1061,7 @@ TEST(CudaCodegen, ClusterSplitsMatchWorkspaceBitForBitOnTheDevice) {
       ++cases;
       bc->load(pc);
       bw->load(pw);
-      for (int rep = 0; rep < 3; ++rep) {
+      for (int rep = 0; rep < test::device_replays(); ++rep) {
         std::vector<Tensor> in;
         std::vector<const Tensor*> ins;
         for (int i : pc.inputs)
@@ -1219,7 +1219,7 @@ TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
     one->load(p1);
     four->load(p4);
     const Shape xs{t.N, t.C, t.H, t.W};
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < test::device_replays(); ++rep) {
       const Tensor x = test::random_f32(xs, seed++, -3.f, 3.f).cast(DType::F16);
       const Tensor xr = x.cast(DType::F32);
       Tensor a(DType::F16, xs), b(DType::F16, xs), want(DType::F32, xs);
