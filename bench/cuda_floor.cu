@@ -3,7 +3,9 @@
 //   (a) a kernel per step, the steps a chain of kernel nodes in one CUDA graph (opvision's form);
 //   (b) one persistent kernel, the steps separated by a grid-wide barrier (an atomic counter);
 //   (c) one thread-block cluster, the steps separated by barrier.cluster (sm_90), data in
-//       distributed shared memory.
+//       distributed shared memory;
+//   (d) as (a), the edges programmatic (programmatic dependent launch, sm_90: each kernel starts
+//       with griddepcontrol.launch_dependents + griddepcontrol.wait, opvision's --cuda-pdl).
 // Wall time per replay / steps, median of the rounds; every replay checked (the last step's
 // value must equal the chain length). Built and run on the GPU machine (nvcc there):
 //   nvcc -O2 -arch=sm_90 bench/cuda_floor.cu -o cuda_floor && ./cuda_floor [STEPS] [BLOCKS]
@@ -31,6 +33,15 @@ __global__ void empty_step(float*) {}
 __global__ void rw_step(const float* __restrict__ x, float* __restrict__ y) {
   const int i = blockIdx.x * kThreads + threadIdx.x;
   y[i] = x[i] + 1.0f;
+}
+// (d): the same step behind the programmatic-dependent-launch prologue.
+__global__ void rw_step_pdl(const float* __restrict__ x, float* __restrict__ y) {
+  asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory");
+  const int i = blockIdx.x * kThreads + threadIdx.x;
+  y[i] = x[i] + 1.0f;
+}
+__global__ void empty_step_pdl(float*) {
+  asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory");
 }
 // All steps in one launch: a grid barrier (monotonic counter; every block co-resident) per step.
 __global__ void persistent(float* a, float* b, unsigned* counter, int steps, unsigned base) {
@@ -133,6 +144,40 @@ int main(int argc, char** argv) {
     }
     std::printf("  (a) graph of kernels, %-24s %7.2f us/step  (%.1f us a replay)\n",
                 rw ? "a dependent read+write:" : "empty:", us / steps, us);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+  }
+  for (int rw = 0; rw < 2; ++rw) {  // (d): (a) with programmatic edges (captured launch attribute)
+    CK(cudaMemset(a, 0, n * sizeof(float)));
+    cudaGraph_t g;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int s = 0; s < steps; ++s) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(blocks);
+      cfg.blockDim = dim3(kThreads);
+      cfg.stream = st;
+      cfg.attrs = s > 0 ? &attr : nullptr;  // the first step has no kernel before it
+      cfg.numAttrs = s > 0 ? 1 : 0;
+      float* x = (s & 1) ? b : a;
+      float* y = (s & 1) ? a : b;
+      if (rw) CK(cudaLaunchKernelEx(&cfg, rw_step_pdl, (const float*)x, y));
+      else CK(cudaLaunchKernelEx(&cfg, empty_step_pdl, a));
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    cudaGraphExec_t ge;
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    const double us = time_us([&] { CK(cudaGraphLaunch(ge, st)); }, iters);
+    if (rw) {
+      CK(cudaMemset(a, 0, n * sizeof(float)));
+      CK(cudaGraphLaunch(ge, st));
+      CK(cudaStreamSynchronize(st));
+      check((steps & 1) ? b : a, float(steps), "programmatic chain");
+    }
+    std::printf("  (d) graph, programmatic edges, %-18s %7.2f us/step  (%.1f us a replay)\n",
+                rw ? "dependent r+w:" : "empty:", us / steps, us);
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
   }

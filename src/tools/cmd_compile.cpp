@@ -71,6 +71,10 @@ int cmd_compile(int argc, char** argv) {
               "the split partials inside a thread-block cluster, through distributed shared memory (compute_90+; "
               "bit-identical); off keeps the global-memory partials and the last block's sum (a before/after). Recorded "
               "in the plan when off", "on")
+      .option("--cuda-pdl", "on|off", "cuda: programmatic dependent launch (compute_90+): each kernel's blocks are "
+              "launched while the kernel before it runs and wait for its results before their first memory access, "
+              "hiding the launch gap between them; off gives ordinary graph edges (a before/after). Recorded in the "
+              "plan when off", "on")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "
               "auto (the plan's choice: nhwc where it has tensor-core 1x1 convs, compute_80+ fp16). Recorded in the plan "
@@ -132,6 +136,7 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
   opts.pass_ctx.cuda.fuse_se = on_off(a, "--cuda-se", "on");
   opts.pass_ctx.cuda.cluster = on_off(a, "--cuda-cluster", "on");
+  opts.pass_ctx.cuda.pdl = on_off(a, "--cuda-pdl", "on");
   try {
     opts.pass_ctx.cuda.layout = plan::cuda::parse_layout_choice(a.get("--cuda-layout", "nchw"));
   } catch (const Error& e) {

@@ -76,9 +76,10 @@ int cmd_run(int argc, char** argv) {
                                       : "enqueued, the host waiting after each");
 #if OPV_HAVE_CUDA
   if (const backend::CudaLoadInfo* cu = backend::cuda_load_info(session.backend()))
-    std::fprintf(stderr, "[run] cuda device %s: one CUDA graph (%s) of %d nodes, %d edges, depth %d, width %d\n",
+    std::fprintf(stderr,
+                 "[run] cuda device %s: one CUDA graph (%s) of %d nodes, %d edges (%d programmatic), depth %d, width %d\n",
                  cu->device.c_str(), cu->branches ? "branches" : "chain", cu->graph_nodes, cu->graph_edges,
-                 cu->graph_depth, cu->graph_width);
+                 cu->pdl_edges, cu->graph_depth, cu->graph_width);
 #endif
   for (const auto& [name, t] : outputs) print_summary(name, t);
   if (a.has("--output")) {

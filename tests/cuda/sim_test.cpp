@@ -290,6 +290,29 @@ TEST(CudaSim, ReportsOutOfBoundsAndMisalignedAccesses) {
   EXPECT_NE(mis.find("misaligned 4-byte access"), std::string::npos) << mis;
 }
 
+// Programmatic dependent launch: griddepcontrol.launch_dependents is a no-op here (launches run
+// one by one), griddepcontrol.wait marks where global memory may first be touched; a global access
+// before it is a fault (on a GPU it could race the kernel before).
+TEST(CudaSim, GlobalAccessBeforeGridDependencyWaitIsAFault) {
+  auto kernel = [](bool store_first) {
+    const std::string store = "  st.global.u32 [%rd1], %r1;\n";
+    return std::string(kHeader) + ".visible .entry pdl(.param .u64 out)\n{\n  .reg .b32 %r<2>;\n  .reg .b64 %rd<2>;\n" +
+           "  ld.param.u64 %rd1, [out];\n  cvta.to.global.u64 %rd1, %rd1;\n  mov.u32 %r1, 7;\n" +
+           "  griddepcontrol.launch_dependents;\n" + (store_first ? store : "") + "  griddepcontrol.wait;\n" +
+           (store_first ? "" : store) + "  ret;\n}\n";
+  };
+  Buffers b;
+  const uint64_t out = b.add(4);
+  auto ok = parse_module(kernel(false));
+  EXPECT_EQ(run_error(*ok->find("pdl"), {1, 1, 1}, {1, 1, 1}, {out}, b.mem), "");
+  uint32_t v = 0;
+  std::memcpy(&v, reinterpret_cast<const void*>(out), 4);
+  EXPECT_EQ(v, 7u);
+  auto bad = parse_module(kernel(true));
+  const std::string e = run_error(*bad->find("pdl"), {1, 1, 1}, {1, 1, 1}, {out}, b.mem);
+  EXPECT_NE(e.find("before griddepcontrol.wait"), std::string::npos) << e;
+}
+
 // Local memory (the compiler's stack frames, e.g. sinf's argument reduction): per thread, through
 // ld/st.local and through generic addresses (cvta.local); a thread's frame is its own.
 TEST(CudaSim, LocalMemoryIsPerThread) {

@@ -34,7 +34,11 @@
 //      so independent calls are parallel branches that the driver runs concurrently; with Chain
 //      every node on the one before (plan order, what capturing one stream gives). Built rather
 //      than captured from several streams: the edges are exactly the computed ones, with no
-//      assignment of calls to streams and no fork/join events. Then cuGraphInstantiate and
+//      assignment of calls to streams and no fork/join events. An edge from a kernel node into a
+//      kernel compiled with the programmatic-dependent-launch prologue (kernel attr "cuda_pdl",
+//      cuda_abi.h) is programmatic where the device (sm_90+) and the driver (cuGraphAddDependencies
+//      with edge data) allow: that kernel's blocks launch while its predecessors run and wait in the
+//      prologue, hiding the launch gap. Then cuGraphInstantiate and
 //      cuGraphUpload. With the second input slot: two more graphs, the same without the input
 //      copies, one reading each slot, a second (copy) stream and the events that order them.
 // run(): the caller's inputs into staging (large copies split over threads); cuGraphLaunch (Options.cuda_inflight times back to
@@ -95,6 +99,7 @@ struct CallRt {
   std::vector<int> arg_buffers;    // plan buffers of the arguments: outputs, then present inputs
   std::vector<CUdeviceptr> args;  // their device pointers (input slot 0)
   std::vector<void*> params;      // &args[i], what cuLaunchKernel takes
+  bool pdl = false;               // edges from kernel nodes into it may be programmatic (cuda_abi.h)
 };
 
 // Pinned host memory one input or output crosses through.
@@ -373,6 +378,16 @@ int pointer_params(CUfunction fn, const plan::Kernel& k, const std::string& who)
   return r == CUDA_ERROR_INVALID_VALUE ? n : kUnknownParams;  // anything else: no answer
 }
 
+// Whether this build and the driver can add programmatic graph edges (cuGraphAddDependencies_v2).
+bool pdl_edges_supported(const cu::Driver& d) {
+#if CUDA_VERSION >= 12030
+  return d.cuGraphAddDependencies != nullptr;
+#else
+  (void)d;
+  return false;
+#endif
+}
+
 // load() step 4, build: one module per kernel a call uses, one function each; per call the
 // argument array and the launch dimensions, checked against the kernel.
 void CudaBackend::build() {
@@ -436,6 +451,9 @@ void CudaBackend::build() {
     OPV_CHECK(threads <= max_threads, "cuda backend: ", call_name(ci, c), ": blocks of ", threads,
               " threads, but kernel '", k.entry, "' allows at most ", max_threads, " on ", dev_.name,
               " (registers or __launch_bounds__)");
+    // Programmatic edges need the kernel's prologue (attr cuda_pdl), a Hopper-or-newer device and
+    // a driver with edge data.
+    r.pdl = k.attrs.i("cuda_pdl", 0) != 0 && dev_.cc_major >= 9 && pdl_edges_supported(d);
     ++info_.launches;
   }
 }
@@ -507,7 +525,8 @@ CUgraphExec CudaBackend::instantiate(const std::vector<cuda::GraphNode>& nodes, 
   cu::check(d.cuGraphCreate(&g, 0), "cuGraphCreate");
   try {
     std::vector<CUgraphNode> made(nodes.size(), nullptr);
-    std::vector<CUgraphNode> deps;
+    std::vector<CUgraphNode> deps, prog;  // ordinary and programmatic dependencies of a node
+    int pdl_edges = 0;
     std::vector<CUdeviceptr> args;
     std::vector<void*> params;
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -516,8 +535,10 @@ CUgraphExec CudaBackend::instantiate(const std::vector<cuda::GraphNode>& nodes, 
       // for the upload before the launch (replay_overlapped).
       if (n.kind == cuda::NodeKind::InputCopy && input_slot >= 0) continue;
       deps.clear();
+      prog.clear();
+      const bool pdl = n.kind == cuda::NodeKind::Call && rt_[size_t(n.index)].pdl;
       for (int j : n.deps)
-        if (made[size_t(j)]) deps.push_back(made[size_t(j)]);
+        if (made[size_t(j)]) (pdl && nodes[size_t(j)].kind == cuda::NodeKind::Call ? prog : deps).push_back(made[size_t(j)]);
       const CUgraphNode* dep_ptr = deps.empty() ? nullptr : deps.data();
       switch (n.kind) {
         case cuda::NodeKind::InputCopy: {
@@ -562,10 +583,24 @@ CUgraphExec CudaBackend::instantiate(const std::vector<cuda::GraphNode>& nodes, 
           cu::check(d.cuGraphAddKernelNode(&made[i], g, dep_ptr, deps.size(), &k), "cuGraphAddKernelNode",
                     detail::concat(call_name(size_t(n.index), calls_[size_t(n.index)]), " kernel '",
                                    kernels_[size_t(calls_[size_t(n.index)].kernel)].entry, "'"));
+#if CUDA_VERSION >= 12030
+          if (!prog.empty()) {  // the kernel waits for these in its prologue (cuda_abi.h "cuda_pdl")
+            CUgraphEdgeData e{};
+            e.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+            e.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+            const std::vector<CUgraphEdgeData> edges(prog.size(), e);
+            const std::vector<CUgraphNode> to(prog.size(), made[i]);
+            cu::check(d.cuGraphAddDependencies(g, prog.data(), to.data(), edges.data(), prog.size()),
+                      "cuGraphAddDependencies", detail::concat(call_name(size_t(n.index), calls_[size_t(n.index)]),
+                                                               ": ", prog.size(), " programmatic edge(s)"));
+            pdl_edges += int(prog.size());
+          }
+#endif
           break;
         }
       }
     }
+    info_.pdl_edges = pdl_edges;
     cu::check(d.cuGraphInstantiate(&exec, g, 0), "cuGraphInstantiate",
               detail::concat(nodes.size(), " nodes, ", calls_.size(), " launches",
                              input_slot >= 0 ? detail::concat(", input slot ", input_slot) : std::string()));

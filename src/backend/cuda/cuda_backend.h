@@ -38,6 +38,7 @@ struct CudaLoadInfo {
   int graph_edges = 0;      // dependencies between them (after transitive reduction)
   int graph_depth = 0;      // nodes on its longest path (= graph_nodes for a chain)
   int graph_width = 0;      // most nodes at one dependency level
+  int pdl_edges = 0;        // of graph_edges, programmatic ones (kernel attr "cuda_pdl", cuda_abi.h)
   int64_t graph_runs = 0;   // graph replays (cuda_inflight per run)
   // Options.cuda_inflight > 1 with cuda_overlap_uploads: two more graphs without the input copies,
   // one per device copy of the inputs, replayed alternately after uploads on a second stream.

@@ -38,8 +38,13 @@ namespace opv::backend::cu {
   X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime) X(cuGraphCreate) X(cuGraphAddKernelNode)        \
   X(cuGraphAddMemcpyNode) X(cuGraphInstantiate) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphDestroy)       \
   X(cuGraphExecDestroy)
-// Optional entry points: null when the driver lacks them.
+// Optional entry points: null when the driver lacks them (cuGraphAddDependencies: the _v2 with
+// edge data, CUDA 12.3+, for programmatic edges).
+#if CUDA_VERSION >= 12030
+#define OPV_CUDA_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphAddDependencies)
+#else
 #define OPV_CUDA_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo)
+#endif
 
 struct Driver {
 #define OPV_CUDA_MEMBER(fn) decltype(&::fn) fn = nullptr;

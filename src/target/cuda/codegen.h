@@ -28,6 +28,7 @@
 // it (the stem reads the uint8 frames: pack_conv.cpp); cuda_abi.h gives their argument order.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "plan/passes/passes.h"
 #include "plan/plan.h"
@@ -51,12 +52,15 @@ bool codegen(Plan& p, const PassCtx& ctx);
 
 // Plan pass "nvrtc" (always on, last): compiles every kernel's CUDA source to PTX for
 // ctx.cuda.arch with NVRTC (loaded at run time: libnvrtc.so of CUDA 12/13) and stores the PTX in
-// Kernel.source with Kernel.options = kPtxFormat. Errors carry NVRTC's log and the kernel name.
+// Kernel.source with Kernel.options = kPtxFormat; kernels with attr "cuda_pdl" are compiled with
+// OPV_PDL defined (their programmatic-dependent-launch prologue). Errors carry NVRTC's log and the
+// kernel name.
 bool nvrtc_compile(Plan& p, const PassCtx& ctx);
 
-// Compiles one CUDA C++ source to PTX (exposed for tests). Throws opv::Error when NVRTC is
-// missing or the source does not compile (with the log).
-std::string compile_to_ptx(const std::string& source, const std::string& name, const std::string& arch);
+// Compiles one CUDA C++ source to PTX (exposed for tests), with -D<define> for each of `defines`.
+// Throws opv::Error when NVRTC is missing or the source does not compile (with the log).
+std::string compile_to_ptx(const std::string& source, const std::string& name, const std::string& arch,
+                           const std::vector<std::string>& defines = {});
 // Whether NVRTC can be loaded here (tests skip the compile step without it).
 bool nvrtc_available(std::string* why = nullptr);
 

@@ -30,6 +30,10 @@ struct Ctx {
 };
 
 extern const char* kPrelude;     // helpers every generated source starts with (F16 conversions, ...)
+// What closes every kernel's parameter list and opens its body: the body's first statement is
+// OPV_KERNEL_ENTRY() (kPrelude: the programmatic-dependent-launch prologue where the kernel is
+// compiled with it, kernel attr "cuda_pdl"; nothing otherwise).
+constexpr const char* kEntryOpen = ") {\n  OPV_KERNEL_ENTRY();\n";
 extern const char* kMmaHelpers;  // module-scope PTX helpers of the mma kernels (ldmatrix, mma.sync, cp.async)
 extern const char* kClusterHelpers;  // cluster barrier and peer shared-memory load (compute_90+)
 

@@ -574,7 +574,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << kMmaHelpers << workspace << "extern \"C\" __global__ void "
       << (cluster ? "__cluster_dims__(" + std::to_string(s.S) + ", 1, 1) " : std::string()) << "__launch_bounds__(" << NT
       << ") " << gen.entry << "(" << params
-      << ") {\n"
+      << kEntryOpen
       << b.str() << "}\n";
   gen.source = src.str();
   gen.global = {s.blocks() * NT, 0, 0};

@@ -5,7 +5,8 @@
  *   2. The functions are declared here from NVRTC's stable C API (nvrtc.h of CUDA 12/13: the
  *      result is an int enum, the program an opaque pointer) so no toolkit header is needed.
  *   3. Every kernel still in CUDA source form is compiled for --gpu-architecture=<ctx.cuda.arch>,
- *      IEEE float (no fast math); the PTX replaces the source (Kernel.options "ptx").
+ *      IEEE float (no fast math), with OPV_PDL defined where kernel attr "cuda_pdl" asks for the
+ *      programmatic-dependent-launch prologue; the PTX replaces the source (Kernel.options "ptx").
  * Invariant: a kernel either compiles or the pass fails with NVRTC's log naming the kernel.
  */
 #include <dlfcn.h>
@@ -77,7 +78,8 @@ bool nvrtc_available(std::string* why) {
   return n.error.empty();
 }
 
-std::string compile_to_ptx(const std::string& source, const std::string& name, const std::string& arch) {
+std::string compile_to_ptx(const std::string& source, const std::string& name, const std::string& arch,
+                           const std::vector<std::string>& defines) {
   const Nvrtc& n = nvrtc();
   OPV_CHECK(n.error.empty(), "target cuda: ", n.error);
   Options::check_arch(arch);
@@ -92,8 +94,11 @@ std::string compile_to_ptx(const std::string& source, const std::string& name, c
     ~Guard() { n.destroy(p); }
   } guard{n, &prog};
   const std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "--fmad=true", "-default-device"};
-  const nvrtcResult r = n.compile(prog, int(sizeof opts / sizeof opts[0]), opts);
+  std::vector<std::string> defs;
+  for (const std::string& d : defines) defs.push_back("-D" + d);
+  std::vector<const char*> opts = {arch_opt.c_str(), "--std=c++17", "--fmad=true", "-default-device"};
+  for (const std::string& d : defs) opts.push_back(d.c_str());
+  const nvrtcResult r = n.compile(prog, int(opts.size()), opts.data());
   if (r != kNvrtcSuccess) {
     size_t size = 0;
     std::string log;
@@ -118,7 +123,9 @@ bool nvrtc_compile(Plan& p, const PassCtx& ctx) {
   for (Kernel& k : p.kernels) {
     if (k.options == kPtxFormat) continue;
     OPV_CHECK(k.options == "cuda", "nvrtc: kernel ", k.name, " has no CUDA source (options '", k.options, "')");
-    k.source = compile_to_ptx(k.source, k.name, ctx.cuda.arch);
+    std::vector<std::string> defines;
+    if (k.attrs.i("cuda_pdl", 0) != 0) defines.push_back("OPV_PDL=1");
+    k.source = compile_to_ptx(k.source, k.name, ctx.cuda.arch, defines);
     k.options = kPtxFormat;
     changed = true;
   }

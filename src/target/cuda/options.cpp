@@ -13,6 +13,7 @@ constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv befo
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept apart (absent = fused, the default)
 constexpr const char* kClusterKey = "cuda_cluster";  // 0 = split ConvFFN partials through global memory (absent = clusters)
+constexpr const char* kPdlKey = "cuda_pdl";  // 0 = no programmatic dependent launch (absent = on from compute_90)
 constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
@@ -65,6 +66,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kClusterKey, int64_t(cluster ? 1 : 0));
   else
     meta.erase(kClusterKey);
+  if (pdl != Options().pdl)
+    meta.set(kPdlKey, int64_t(pdl ? 1 : 0));
+  else
+    meta.erase(kPdlKey);
   if (layout != Options().layout)
     meta.set(kLayoutKey, std::string(layout_choice_name(layout)));
   else
@@ -90,6 +95,9 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t cl = meta.i(kClusterKey, o.cluster ? 1 : 0);
   OPV_CHECK(cl == 0 || cl == 1, "plan meta ", kClusterKey, " must be 0 or 1, got ", cl);
   o.cluster = cl != 0;
+  const int64_t pdl = meta.i(kPdlKey, o.pdl ? 1 : 0);
+  OPV_CHECK(pdl == 0 || pdl == 1, "plan meta ", kPdlKey, " must be 0 or 1, got ", pdl);
+  o.pdl = pdl != 0;
   o.layout = parse_layout_choice(meta.s(kLayoutKey, layout_choice_name(o.layout)));
   return o;
 }

@@ -1,7 +1,7 @@
 // Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-ffn-dw,
-// --cuda-pack, --cuda-se, --cuda-cluster, --cuda-layout), handed to its plan passes in plan::PassCtx.
+// --cuda-pack, --cuda-se, --cuda-cluster, --cuda-pdl, --cuda-layout), handed to its plan passes in plan::PassCtx.
 // Recorded in plan meta ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_se",
-// "cuda_cluster", "cuda_layout";
+// "cuda_cluster", "cuda_pdl", "cuda_layout";
 // only values that differ from the defaults) like the opencl options, so `opvision opt` and
 // readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
@@ -57,6 +57,14 @@ struct Options {
   // the last block's sum (ffn.cpp). false keeps the latter (a before/after; meta "cuda_cluster" = 0).
   // compile --cuda-cluster off turns it off.
   bool cluster = true;
+  // Programmatic dependent launch (compute_90+): every kernel starts with
+  // griddepcontrol.launch_dependents then griddepcontrol.wait (kernel attr "cuda_pdl"), so the
+  // backend can join consecutive launches by programmatic graph edges: a kernel's blocks are
+  // launched while the kernel before it still runs and wait, before their first memory access,
+  // until it has finished and its writes are visible; the launch latency between the two is
+  // hidden. false: no such prologue, ordinary edges (a before/after; meta "cuda_pdl" = 0).
+  // compile --cuda-pdl off turns it off.
+  bool pdl = true;
   // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
   // 3x3 + ConvFFN 7x7 in one launch) have no NHWC form: 25 single depthwise launches instead of 12.
@@ -64,13 +72,14 @@ struct Options {
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_layout", each only when
+  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_pdl" /
+  // "cuda_layout", each only when
   // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
     return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack &&
-           fuse_se == o.fuse_se && cluster == o.cluster && layout == o.layout;
+           fuse_se == o.fuse_se && cluster == o.cluster && pdl == o.pdl && layout == o.layout;
   }
 };
 

@@ -271,7 +271,7 @@ Generated pack_conv(const Plan& p, const Call& c) {
       << "__device__ __forceinline__ float opv_pack_norm(float v, opv_idx o0, opv_idx o1, opv_idx o2, opv_idx o3"
       << norm_params << ") {\n  (void)o0; (void)o1; (void)o2; (void)o3;\n"
       << norm.str() << "  return " << (xdt == DType::F16 ? "opv_h2f(opv_f2h(v))" : "v") << ";  // X as stored\n}\n"
-      << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << gen.entry << "(" << params << ") {\n"
+      << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << gen.entry << "(" << params << kEntryOpen
       << "  const opv_idx i = (opv_idx)blockIdx.x * (opv_idx)blockDim.x + (opv_idx)threadIdx.x;\n"
       << "  if (i >= " << I(blocks * threads) << ") return;\n"
       << body << "}\n";

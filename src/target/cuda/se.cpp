@@ -360,7 +360,7 @@ Generated se_gate(const Plan& p, const Call& c) {
       << ", SE gate: mean pool -> 1x1 -> 1x1 -> scale in one launch) -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
       << kDot8 << kMmaHelpers << "extern \"C\" __global__ void __launch_bounds__(" << kSeThreads << ") " << gen.entry
-      << "(" << params << ") {\n"
+      << "(" << params << kEntryOpen
       << body << "}\n";
   gen.source = src.str();
   gen.global = {N * MB * kSeThreads, 0, 0};

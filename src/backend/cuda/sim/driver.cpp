@@ -45,7 +45,7 @@ struct Node {
   size_t bytes = 0;
 };
 struct Graph {
-  std::vector<std::unique_ptr<int>> handles;  // node handles
+  std::vector<std::unique_ptr<int>> handles;  // node handles, each holding its node's index
   std::vector<Node> nodes;
 };
 struct Exec {
@@ -360,7 +360,7 @@ CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, const CUgrap
   n.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
   n.params = pack_params(*n.k, p->kernelParams);
   gr.nodes.push_back(std::move(n));
-  gr.handles.push_back(std::make_unique<int>(0));
+  gr.handles.push_back(std::make_unique<int>(int(gr.nodes.size()) - 1));
   *node = reinterpret_cast<CUgraphNode>(gr.handles.back().get());
   return CUDA_SUCCESS;
 }
@@ -375,8 +375,44 @@ CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, const CUgrap
   n.dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? c->dstHost : reinterpret_cast<void*>(c->dstDevice);
   n.bytes = c->WidthInBytes;
   gr.nodes.push_back(std::move(n));
-  gr.handles.push_back(std::make_unique<int>(0));
+  gr.handles.push_back(std::make_unique<int>(int(gr.nodes.size()) - 1));
   *node = reinterpret_cast<CUgraphNode>(gr.handles.back().get());
+  return CUDA_SUCCESS;
+}
+// Edges, checked as the driver checks them (nodes of this graph, no duplicate; a programmatic edge
+// only between kernel nodes, from port PROGRAMMATIC or LAUNCH_ORDER, on sm_90+) and, since a
+// replay runs the nodes in the order added, only from an earlier node to a later one.
+CUresult CUDAAPI cuGraphAddDependencies(CUgraph g, const CUgraphNode* from, const CUgraphNode* to,
+                                        const CUgraphEdgeData* edges, size_t n) {
+  if (!g || (n && (!from || !to))) return CUDA_ERROR_INVALID_VALUE;
+  Graph& gr = *reinterpret_cast<Graph*>(g);
+  auto index = [&](CUgraphNode h) -> int {
+    for (const auto& p : gr.handles)
+      if (reinterpret_cast<CUgraphNode>(p.get()) == h) return *p;
+    return -1;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const int a = index(from[i]), b = index(to[i]);
+    if (a < 0 || b < 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuGraphAddDependencies: a node of another graph");
+    if (a >= b)
+      return fail(CUDA_ERROR_NOT_SUPPORTED, "cudasim: an edge from node " + std::to_string(a) + " to node " +
+                                                std::to_string(b) + " (replays run the nodes in the order added)");
+    if (!edges) continue;
+    const CUgraphEdgeData& e = edges[i];
+    if (e.to_port != 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuGraphAddDependencies: to_port must be 0");
+    for (unsigned char r : e.reserved)
+      if (r) return fail(CUDA_ERROR_INVALID_VALUE, "cuGraphAddDependencies: reserved bytes must be 0");
+    if (e.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) {
+      if (sm() < 90) return fail(CUDA_ERROR_NOT_SUPPORTED, "cudasim: programmatic edges need sm_90+");
+      if (!gr.nodes[size_t(a)].kernel || !gr.nodes[size_t(b)].kernel)
+        return fail(CUDA_ERROR_INVALID_VALUE, "cuGraphAddDependencies: a programmatic edge joins kernel nodes only");
+      if (e.from_port != CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC && e.from_port != CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER)
+        return fail(CUDA_ERROR_INVALID_VALUE, "cuGraphAddDependencies: a programmatic edge needs from port "
+                                              "PROGRAMMATIC or LAUNCH_ORDER");
+    } else if (e.type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT || e.from_port != CU_GRAPH_KERNEL_NODE_PORT_DEFAULT) {
+      return fail(CUDA_ERROR_INVALID_VALUE, "cuGraphAddDependencies: unknown edge type or port");
+    }
+  }
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* e, CUgraph g, unsigned long long) {

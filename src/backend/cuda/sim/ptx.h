@@ -63,6 +63,9 @@ struct Kernel {
   uint32_t max_threads = 1024;  // .maxntid / .reqntid product, else the device limit
   uint32_t cluster[3] = {0, 0, 0};  // .reqnctapercluster; 0 = no cluster
   uint32_t registers = 0;  // register slots (the simulator's, not the hardware's)
+  // Has griddepcontrol.wait (programmatic dependent launch): a thread's global memory accesses
+  // before it has executed one are faults (on a GPU they could race the kernels before it).
+  bool grid_dep_wait = false;
   std::vector<Instr> code;
   std::vector<std::string> labels;  // per instruction: the source line, for messages
   Kernel();

@@ -26,6 +26,7 @@ struct Thread {
   uint64_t* r = nullptr;
   uint64_t cache_base = 0, cache_size = 0;  // the allocation last hit
   uint8_t* local = nullptr;                   // its local memory (Kernel::local_bytes)
+  bool dep_waited = true;  // false until griddepcontrol.wait in a kernel that has one
 };
 
 inline float as_f32(uint64_t b) { return std::bit_cast<float>(uint32_t(b)); }
@@ -157,6 +158,9 @@ struct Launch {
     }
     switch (space) {
       case Space::Global: {
+        if (!t.dep_waited)
+          fault(t, std::string(write ? "write" : "read") + " of global memory before griddepcontrol.wait (with a "
+                   "programmatic dependent launch it could race the kernels before this one)");
         if (!(addr >= t.cache_base && addr + bytes <= t.cache_base + t.cache_size && addr + bytes > addr)) {
           if (!mem.find(addr, bytes, &t.cache_base, &t.cache_size))
             fault(t, std::string(write ? "write" : "read") + " of " + std::to_string(bytes) + " bytes at " +
@@ -764,6 +768,7 @@ void Launch::exec(Thread& t) {
         t.state = State::ClusterWait;
         return;
       case Op::Nop: break;
+      case Op::GridDepWait: t.dep_waited = true; break;
     }
   next:
     ++t.pc;
@@ -901,6 +906,7 @@ void Launch::run_cluster(const uint32_t first[3]) {
       Thread& t = th[size_t(b) * tpb + i];
       t.block = b;
       t.lane = i % 32;
+      t.dep_waited = !k.grid_dep_wait;
       t.r = &regs[(size_t(b) * tpb + i) * k.registers];
       t.local = locals.data() + (size_t(b) * tpb + i) * k.local_bytes;
       uint64_t* r = t.r;

@@ -26,7 +26,8 @@ inline bool ty_float(Ty t) { return t == Ty::F16 || t == Ty::F32 || t == Ty::F64
 enum class Op : uint8_t {
   Mov, Add, Sub, Mul, Mad, Fma, Div, Rem, Min, Max, Abs, Neg, And, Or, Xor, Not, Shl, Shr, Bfi, Bfe, Popc, Clz,
   Brev, Copysign, Rcp, Sqrt, Rsqrt, Ex2, Lg2, Sin, Cos, Tanh, Cvt, Cvta, CvtaTo, Setp, Selp, Ld, St, Atom, Red,
-  Bra, Ret, BarSync, Nop, CpAsync, Shfl, Ldmatrix, Mma, Mapa, ClusterArrive, ClusterWait, Prmt
+  Bra, Ret, BarSync, Nop, CpAsync, Shfl, Ldmatrix, Mma, Mapa, ClusterArrive, ClusterWait, Prmt,
+  GridDepWait
 };
 
 enum class Space : uint8_t { Generic, Global, Shared, SharedCluster, Param, Local, Const };

@@ -471,7 +471,8 @@ struct BodyParser {
                m == "L2::64B" || m == "L2::256B" || m == "L1::no_allocate" || m == "L1::evict_last" ||
                m == "L1::evict_first" || m == "L1::evict_normal" || m == "L1::evict_unchanged" ||
                m == "m8n8" || m == "to" || m == "arrive" || m == "wait" || m == "commit_group" ||
-               m == "wait_group" || m == "wait_all" || m == "async" || m == "noftz" || m == "ptr")
+               m == "wait_group" || m == "wait_all" || m == "async" || m == "noftz" || m == "ptr" ||
+               (base == "griddepcontrol" && m == "launch_dependents"))
         ;
       else unsupported();
     }
@@ -513,6 +514,10 @@ struct BodyParser {
       const bool wait = std::find(mods.begin(), mods.end(), "wait") != mods.end();
       if (arrive == wait) unsupported();
       in.op = arrive ? Op::ClusterArrive : Op::ClusterWait;
+    } else if (base == "griddepcontrol") {  // programmatic dependent launch; launches run one by one here
+      if (mods.size() != 1 || (mods[0] != "wait" && mods[0] != "launch_dependents")) unsupported();
+      in.op = mods[0] == "wait" ? Op::GridDepWait : Op::Nop;
+      k.grid_dep_wait |= in.op == Op::GridDepWait;
     } else if (base == "bar" || base == "barrier") {
       if (std::find(mods.begin(), mods.end(), "sync") == mods.end() &&
           !(base == "barrier" && mods.empty()))
