@@ -5,7 +5,8 @@
 //   (c) one thread-block cluster, the steps separated by barrier.cluster (sm_90), data in
 //       distributed shared memory;
 //   (d) as (a), the edges programmatic (programmatic dependent launch, sm_90: each kernel starts
-//       with griddepcontrol.launch_dependents + griddepcontrol.wait, opvision's --cuda-pdl).
+//       with griddepcontrol.launch_dependents + griddepcontrol.wait, opvision's --cuda-pdl early);
+//   (e) as (d) with the wait alone: the next kernel launches as this one's blocks exit (--cuda-pdl on).
 // Wall time per replay / steps, median of the rounds; every replay checked (the last step's
 // value must equal the chain length). Built and run on the GPU machine (nvcc there):
 //   nvcc -O2 -arch=sm_90 bench/cuda_floor.cu -o cuda_floor && ./cuda_floor [STEPS] [BLOCKS]
@@ -43,6 +44,13 @@ __global__ void rw_step_pdl(const float* __restrict__ x, float* __restrict__ y) 
 __global__ void empty_step_pdl(float*) {
   asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory");
 }
+// (e): the wait alone.
+__global__ void rw_step_wait(const float* __restrict__ x, float* __restrict__ y) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int i = blockIdx.x * kThreads + threadIdx.x;
+  y[i] = x[i] + 1.0f;
+}
+__global__ void empty_step_wait(float*) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 // All steps in one launch: a grid barrier (monotonic counter; every block co-resident) per step.
 __global__ void persistent(float* a, float* b, unsigned* counter, int steps, unsigned base) {
   const int i = blockIdx.x * kThreads + threadIdx.x;
@@ -147,7 +155,9 @@ int main(int argc, char** argv) {
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
   }
-  for (int rw = 0; rw < 2; ++rw) {  // (d): (a) with programmatic edges (captured launch attribute)
+  for (int v = 0; v < 4; ++v) {  // (d), (e): (a) with programmatic edges (captured launch attribute)
+    const int rw = v & 1;
+    const bool early = v < 2;
     CK(cudaMemset(a, 0, n * sizeof(float)));
     cudaGraph_t g;
     cudaLaunchAttribute attr;
@@ -163,8 +173,8 @@ int main(int argc, char** argv) {
       cfg.numAttrs = s > 0 ? 1 : 0;
       float* x = (s & 1) ? b : a;
       float* y = (s & 1) ? a : b;
-      if (rw) CK(cudaLaunchKernelEx(&cfg, rw_step_pdl, (const float*)x, y));
-      else CK(cudaLaunchKernelEx(&cfg, empty_step_pdl, a));
+      if (rw) CK(cudaLaunchKernelEx(&cfg, early ? rw_step_pdl : rw_step_wait, (const float*)x, y));
+      else CK(cudaLaunchKernelEx(&cfg, early ? empty_step_pdl : empty_step_wait, a));
     }
     CK(cudaStreamEndCapture(st, &g));
     cudaGraphExec_t ge;
@@ -176,8 +186,8 @@ int main(int argc, char** argv) {
       CK(cudaStreamSynchronize(st));
       check((steps & 1) ? b : a, float(steps), "programmatic chain");
     }
-    std::printf("  (d) graph, programmatic edges, %-18s %7.2f us/step  (%.1f us a replay)\n",
-                rw ? "dependent r+w:" : "empty:", us / steps, us);
+    std::printf("  (%c) graph, programmatic edges%s, %-18s %7.2f us/step  (%.1f us a replay)\n", early ? 'd' : 'e',
+                early ? " (early)" : " (wait)", rw ? "dependent r+w:" : "empty:", us / steps, us);
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
   }

@@ -4,7 +4,7 @@
 #   bash scripts/device_gtest.sh --bundle BUILD/test_backend [more binaries]
 #       makes .devrun/gtest/: the binaries, stripped, and the shared libraries they need that the
 #       GPU image lacks (the same selection as bench/device_opencl.sh, plus gtest/gmock where
-#       linked shared) except those .devrun/lib.tar.xz already carries (make that bundle first:
+#       linked shared, and libopv_cudasim.so, which test_cuda links for its simulator cases) except those .devrun/lib.tar.xz already carries (make that bundle first:
 #       bench/device_opencl.sh or bench/device_cuda.sh --bundle), xz-compressed
 #   bash scripts/device_gtest.sh [gtest args]     (on the GPU machine; the run tool carries .devrun)
 #       runs each bundled test_* binary with the args (other binaries ride along, in /tmp/opv_gtest/bin), e.g. --gtest_filter='*Cuda*';
@@ -24,7 +24,7 @@ if [[ "${1:-}" == "--bundle" ]]; then
   for bin in "$@"; do
     cp "$bin" "$D/bin/"
     strip "$D/bin/$(basename "$bin")"  # symbols only: the tests run the same
-    for l in $(ldd "$bin" | awk '{print $3}' | grep -E "dnnl|protobuf|onnx|zip|bz2|crypto|gomp|OpenCL|gtest|gmock"); do
+    for l in $(ldd "$bin" | awk '{print $3}' | grep -E "dnnl|protobuf|onnx|zip|bz2|crypto|gomp|OpenCL|gtest|gmock|opv_cudasim"); do
       grep -qxF "$(basename "$l")" <<<"$have" || cp -L "$l" "$D/lib/"
     done
   done

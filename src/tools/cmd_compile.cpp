@@ -71,10 +71,10 @@ int cmd_compile(int argc, char** argv) {
               "the split partials inside a thread-block cluster, through distributed shared memory (compute_90+; "
               "bit-identical); off keeps the global-memory partials and the last block's sum (a before/after). Recorded "
               "in the plan when off", "on")
-      .option("--cuda-pdl", "on|off", "cuda: programmatic dependent launch (compute_90+): each kernel's blocks are "
-              "launched while the kernel before it runs and wait for its results before their first memory access, "
-              "hiding the launch gap between them; off gives ordinary graph edges (a before/after). Recorded in the "
-              "plan when off", "on")
+      .option("--cuda-pdl", "off|on|early", "cuda: programmatic dependent launch (compute_90+): programmatic graph "
+              "edges between kernels, each kernel waiting for the ones before it at its start; on: the next kernel is "
+              "launched as this one's blocks exit; early: as soon as they have all started (they wait on the SMs); "
+              "off: ordinary edges. Recorded in the plan when not on", "on")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "
               "auto (the plan's choice: nhwc where it has tensor-core 1x1 convs, compute_80+ fp16). Recorded in the plan "
@@ -136,7 +136,11 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
   opts.pass_ctx.cuda.fuse_se = on_off(a, "--cuda-se", "on");
   opts.pass_ctx.cuda.cluster = on_off(a, "--cuda-cluster", "on");
-  opts.pass_ctx.cuda.pdl = on_off(a, "--cuda-pdl", "on");
+  try {
+    opts.pass_ctx.cuda.pdl = plan::cuda::parse_pdl_mode(a.get("--cuda-pdl", "on"));
+  } catch (const Error& e) {
+    throw UsageError(std::string("opvision compile: --cuda-pdl: ") + e.what());
+  }
   try {
     opts.pass_ctx.cuda.layout = plan::cuda::parse_layout_choice(a.get("--cuda-layout", "nchw"));
   } catch (const Error& e) {

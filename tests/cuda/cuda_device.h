@@ -23,13 +23,17 @@ inline std::string open_cuda(std::unique_ptr<backend::Backend>* cu) {
   return "";
 }
 
-// How many fresh inputs the bit-for-bit replay cases run: 3 on a GPU (a race shows as a result
-// that moves between replays); 2 on cudasim (OPV_CUDA_DRIVER), whose schedule is deterministic,
-// so a third replay repeats the second's check at ~10 s of simulation each: the second still
-// checks that the split counters reset.
-inline int device_replays() {
+// Whether the device is cudasim (OPV_CUDA_DRIVER naming libopv_cudasim): launches one by one, a
+// deterministic schedule.
+inline bool on_cudasim() {
   const char* driver = std::getenv("OPV_CUDA_DRIVER");
-  return driver && std::string(driver).find("cudasim") != std::string::npos ? 2 : 3;
+  return driver && std::string(driver).find("cudasim") != std::string::npos;
 }
+
+// How many fresh inputs the bit-for-bit replay cases run: 3 on a GPU (a race shows as a result
+// that moves between replays); 2 on cudasim, whose schedule is deterministic, so a third replay
+// repeats the second's check at ~10 s of simulation each: the second still checks that the split
+// counters reset.
+inline int device_replays() { return on_cudasim() ? 2 : 3; }
 
 }  // namespace opv::test

@@ -401,32 +401,42 @@ TEST(CudaLayout, NhwcMatchesReferenceAndNchwOnTheDevice) {
 
 // ---- programmatic dependent launch (Options::pdl, cuda_abi.h "cuda_pdl") -------------------------
 
-CompileOptions pdl_opts(const std::string& arch, bool pdl) {
+using plan::cuda::PdlMode;
+
+CompileOptions pdl_opts(const std::string& arch, PdlMode pdl) {
   CompileOptions o = cuda_opts(arch, LayoutChoice::Nchw);
   o.pass_ctx.cuda.pdl = pdl;
   return o;
 }
 
-// From compute_90 every kernel carries the prologue (attr and PTX), none below it or with --cuda-pdl
-// off (recorded in the meta).
+// From compute_90 every kernel carries the prologue (attr and PTX: the wait; with early the release
+// of the dependents before it), none below it or with --cuda-pdl off (recorded in the meta).
 TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
   std::string why;
   if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
   for (const NetCase& nc : kNets) {
     SCOPED_TRACE(nc.name);
-    const plan::Plan on = lower(nc.build(DType::F16), pdl_opts("compute_90", true));
+    const plan::Plan on = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::On));
+    const plan::Plan early = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::Early));
     EXPECT_FALSE(on.meta.has("cuda_pdl")) << "on is the default";
-    for (const plan::Kernel& k : on.kernels) {
-      EXPECT_EQ(k.attrs.i("cuda_pdl", 0), 1) << k.name;
-      const size_t launch = k.source.find("griddepcontrol.launch_dependents"), wait = k.source.find("griddepcontrol.wait");
-      ASSERT_NE(wait, std::string::npos) << k.name;
-      EXPECT_LT(launch, wait) << k.name << ": the dependents are released first";
-      EXPECT_EQ(k.source.find("ld.global"), k.source.find("ld.global", wait)) << k.name << ": no global load before the wait";
-    }
-    const plan::Plan off = lower(nc.build(DType::F16), pdl_opts("compute_90", false));
+    EXPECT_EQ(early.meta.i("cuda_pdl", 0), 2);
+    EXPECT_EQ(plan::cuda::Options::from_meta(early.meta).pdl, PdlMode::Early);
+    for (const plan::Plan* p : {&on, &early})
+      for (const plan::Kernel& k : p->kernels) {
+        EXPECT_EQ(k.attrs.i("cuda_pdl", 0), p == &on ? 1 : 2) << k.name;
+        const size_t launch = k.source.find("griddepcontrol.launch_dependents"), wait = k.source.find("griddepcontrol.wait");
+        ASSERT_NE(wait, std::string::npos) << k.name;
+        if (p == &on) {
+          EXPECT_EQ(launch, std::string::npos) << k.name << ": dependents launch as the blocks exit";
+        } else {
+          EXPECT_LT(launch, wait) << k.name << ": the dependents are released first";
+        }
+        EXPECT_EQ(k.source.find("ld.global"), k.source.find("ld.global", wait)) << k.name << ": no global load before the wait";
+      }
+    const plan::Plan off = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::Off));
     EXPECT_EQ(off.meta.i("cuda_pdl", 1), 0);
-    EXPECT_FALSE(plan::cuda::Options::from_meta(off.meta).pdl);
-    const plan::Plan old = lower(nc.build(DType::F16), pdl_opts("compute_80", true));
+    EXPECT_EQ(plan::cuda::Options::from_meta(off.meta).pdl, PdlMode::Off);
+    const plan::Plan old = lower(nc.build(DType::F16), pdl_opts("compute_80", PdlMode::On));
     for (const plan::Plan* p : {&off, &old})
       for (const plan::Kernel& k : p->kernels) {
         EXPECT_EQ(k.attrs.i("cuda_pdl", 0), 0) << k.name;
@@ -435,56 +445,60 @@ TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
   }
 }
 
-// The programmatic edges change when blocks start, never what they compute: each net with and
-// without them gives the same bytes, replayed with fresh inputs. On a GPU (sm_90+) this is the race
-// test of the prologue; on cudasim, which runs launches one by one, it checks that no kernel touches
-// global memory before its wait (the simulator faults such an access).
+// The programmatic edges change when blocks start, never what they compute: each net with them (on
+// and early) and without them gives the same bytes, replayed with fresh inputs. On a GPU (sm_90+)
+// this is the race test of the prologue; on cudasim, which runs launches one by one, it checks that
+// no kernel touches global memory before its wait (the simulator faults such an access).
 TEST(CudaPdl, ProgrammaticEdgesMatchOrdinaryOnesBitForBitOnTheDevice) {
   std::unique_ptr<backend::Backend> bp, bo;
   if (std::string why = test::open_cuda(&bp); !why.empty()) GTEST_SKIP() << why;
   if (std::string why = test::open_cuda(&bo); !why.empty()) GTEST_SKIP() << why;
   if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "programmatic dependent launch needs an sm_90+ device";
   uint64_t seed = 500;
-  for (const NetCase& nc : kNets)
-    for (DType dt : {DType::F16, DType::F32}) {
-      SCOPED_TRACE(std::string(nc.name) + " " + dtype_name(dt));
-      const plan::Plan pp = lower(nc.build(dt), pdl_opts("compute_90", true));
-      const plan::Plan po = lower(nc.build(dt), pdl_opts("compute_90", false));
-      bp->load(pp);
-      bo->load(po);
-      const backend::CudaLoadInfo* ip = backend::cuda_load_info(*bp);
-      const backend::CudaLoadInfo* io = backend::cuda_load_info(*bo);
-      ASSERT_TRUE(ip && io);
-      EXPECT_EQ(io->pdl_edges, 0);
-      if (pp.calls.size() > 1) {
-        EXPECT_GT(ip->pdl_edges, 0) << "the net's kernels follow one another";
+  // (cudasim runs launches one by one: early and on differ only in a no-op there)
+  const std::vector<PdlMode> modes = test::on_cudasim() ? std::vector<PdlMode>{PdlMode::On}
+                                                        : std::vector<PdlMode>{PdlMode::On, PdlMode::Early};
+  for (const PdlMode mode : modes)
+    for (const NetCase& nc : kNets)
+      for (DType dt : {DType::F16, DType::F32}) {
+        SCOPED_TRACE(std::string(nc.name) + " " + dtype_name(dt) + " pdl " + plan::cuda::pdl_mode_name(mode));
+        const plan::Plan pp = lower(nc.build(dt), pdl_opts("compute_90", mode));
+        const plan::Plan po = lower(nc.build(dt), pdl_opts("compute_90", PdlMode::Off));
+        bp->load(pp);
+        bo->load(po);
+        const backend::CudaLoadInfo* ip = backend::cuda_load_info(*bp);
+        const backend::CudaLoadInfo* io = backend::cuda_load_info(*bo);
+        ASSERT_TRUE(ip && io);
+        EXPECT_EQ(io->pdl_edges, 0);
+        if (pp.calls.size() > 1) {
+          EXPECT_GT(ip->pdl_edges, 0) << "the net's kernels follow one another";
+        }
+        EXPECT_EQ(ip->graph_edges, io->graph_edges) << "the same edges, only their kind differs";
+        for (int rep = 0; rep < test::device_replays(); ++rep) {
+          std::vector<Tensor> in, a, b;
+          std::vector<const Tensor*> ins;
+          std::vector<Tensor*> oa, ob;
+          for (int i : pp.inputs) {
+            const plan::Buffer& x = pp.buffers[size_t(i)];
+            in.push_back(x.dtype == DType::U8 ? test::random_f32(x.shape, seed++, 0.f, 255.f).cast(DType::U8)
+                                              : test::random_f32(x.shape, seed++, -2.f, 2.f).cast(x.dtype));
+          }
+          for (int o : pp.outputs) {
+            a.emplace_back(pp.buffers[size_t(o)].dtype, pp.buffers[size_t(o)].shape);
+            b.emplace_back(pp.buffers[size_t(o)].dtype, pp.buffers[size_t(o)].shape);
+          }
+          for (const Tensor& t : in) ins.push_back(&t);
+          for (Tensor& t : a) oa.push_back(&t);
+          for (Tensor& t : b) ob.push_back(&t);
+          bp->run(ins, oa);
+          bo->run(ins, ob);
+          for (size_t o = 0; o < a.size(); ++o) {
+            ASSERT_EQ(a[o].nbytes(), b[o].nbytes());
+            EXPECT_EQ(std::memcmp(a[o].bytes().data(), b[o].bytes().data(), a[o].nbytes()), 0)
+                << "output " << o << ", replay " << rep;
+          }
+        }
       }
-      EXPECT_EQ(ip->graph_edges, io->graph_edges) << "the same edges, only their kind differs";
-      for (int rep = 0; rep < test::device_replays(); ++rep) {
-        std::vector<Tensor> in, a, b;
-        std::vector<const Tensor*> ins;
-        std::vector<Tensor*> oa, ob;
-        for (int i : pp.inputs) {
-          const plan::Buffer& x = pp.buffers[size_t(i)];
-          in.push_back(x.dtype == DType::U8 ? test::random_f32(x.shape, seed++, 0.f, 255.f).cast(DType::U8)
-                                            : test::random_f32(x.shape, seed++, -2.f, 2.f).cast(x.dtype));
-        }
-        for (int o : pp.outputs) {
-          a.emplace_back(pp.buffers[size_t(o)].dtype, pp.buffers[size_t(o)].shape);
-          b.emplace_back(pp.buffers[size_t(o)].dtype, pp.buffers[size_t(o)].shape);
-        }
-        for (const Tensor& t : in) ins.push_back(&t);
-        for (Tensor& t : a) oa.push_back(&t);
-        for (Tensor& t : b) ob.push_back(&t);
-        bp->run(ins, oa);
-        bo->run(ins, ob);
-        for (size_t o = 0; o < a.size(); ++o) {
-          ASSERT_EQ(a[o].nbytes(), b[o].nbytes());
-          EXPECT_EQ(std::memcmp(a[o].bytes().data(), b[o].bytes().data(), a[o].nbytes()), 0)
-              << "output " << o << ", replay " << rep;
-        }
-      }
-    }
 }
 
 }  // namespace

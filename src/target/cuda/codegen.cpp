@@ -50,11 +50,14 @@ const char* kPrelude = R"(// opvision CUDA prelude (src/target/cuda/codegen.cpp)
 #ifndef NAN
 #define NAN __int_as_float(0x7fffffff)
 #endif
-// Programmatic dependent launch (kernel attr "cuda_pdl", plan pass nvrtc defines OPV_PDL): the
-// kernels after this one may be launched now; then wait until the kernels this one depends on
-// have finished and their writes are visible. Before the kernel's first memory access.
-#if defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Programmatic dependent launch (kernel attr "cuda_pdl", plan pass nvrtc defines OPV_PDL to it):
+// wait until the kernels this one depends on have finished and their writes are visible, before the
+// kernel's first memory access; with OPV_PDL 2 (PdlMode::Early) first let the kernels after this
+// one be launched.
+#if defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL >= 2
 #define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory")
+#elif defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.wait;" ::: "memory")
 #else
 #define OPV_KERNEL_ENTRY() ((void)0)
 #endif
@@ -1774,7 +1777,7 @@ bool codegen(Plan& p, const PassCtx& ctx) {
   fuse_concat_cast(p);
   if (ctx.cuda.fuse_pack) fuse_pack_conv(p);  // opt-in: slower than two launches on the H200 (BENCHMARKS.md)
   // Every kernel gets the programmatic-dependent-launch prologue (Options::pdl) from compute_90.
-  const bool pdl = ctx.cuda.pdl && arch_number(ctx.cuda.arch) >= 90;
+  const int64_t pdl = arch_number(ctx.cuda.arch) >= 90 ? int64_t(ctx.cuda.pdl) : 0;
   std::vector<Kernel> kernels;
   std::map<std::pair<std::string, std::string>, int> interned;  // (source, entry) -> kernel
   std::string refused;
@@ -1798,7 +1801,7 @@ bool codegen(Plan& p, const PassCtx& ctx) {
     k.source = std::move(g.source);
     k.entry = std::move(g.entry);
     k.options = kSourceFormat;
-    if (pdl) k.attrs.set("cuda_pdl", int64_t(1));
+    if (pdl) k.attrs.set("cuda_pdl", pdl);
     c.global = g.global;
     c.local = g.local;
     auto [it, fresh] = interned.emplace(std::make_pair(k.source, k.entry), int(kernels.size()));

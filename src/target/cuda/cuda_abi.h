@@ -40,14 +40,15 @@
 //                      (Options::cluster) those split layers instead run a tile's blocks as one
 //                      thread-block cluster (the PTX requires it: .reqnctapercluster; the backend
 //                      opts clusters wider than 8 in) and keep no workspace.
-//                      Kernel attr "cuda_pdl" = 1 (compute_90+, Options::pdl): the kernel's first
-//                      statement is griddepcontrol.launch_dependents then griddepcontrol.wait, before
-//                      any memory access, so the backend may make the graph edges from kernel
-//                      nodes into it programmatic (CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC, from port
-//                      CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC): its blocks may be launched once
-//                      every block of the kernels before it has started, and they wait there until
-//                      those have finished and their writes are visible. Edges from copies, and
-//                      into kernels without the attr, stay ordinary.
+//                      Kernel attr "cuda_pdl" = 1 or 2 (compute_90+, Options::pdl): the kernel's
+//                      first statement is griddepcontrol.wait (2: griddepcontrol.launch_dependents
+//                      before it), before any memory access, so the backend may make the graph
+//                      edges from kernel nodes into it programmatic (CU_GRAPH_DEPENDENCY_TYPE_
+//                      PROGRAMMATIC, from port CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC): its blocks
+//                      may be launched once every block of the kernels before it has executed
+//                      launch_dependents or exited, and they wait there until those kernels have
+//                      finished and their writes are visible. Edges from copies, and into kernels
+//                      without the attr, stay ordinary.
 //   Merged calls       kernel attr "cl_batch" = n original calls in one launch (validate.cpp skips
 //                      its shape check for these, as for opencl's batches):
 //                      batched fp16 GEMVs (Gemm): outputs = the members' outputs in order, inputs

@@ -124,7 +124,7 @@ bool nvrtc_compile(Plan& p, const PassCtx& ctx) {
     if (k.options == kPtxFormat) continue;
     OPV_CHECK(k.options == "cuda", "nvrtc: kernel ", k.name, " has no CUDA source (options '", k.options, "')");
     std::vector<std::string> defines;
-    if (k.attrs.i("cuda_pdl", 0) != 0) defines.push_back("OPV_PDL=1");
+    if (const int64_t pdl = k.attrs.i("cuda_pdl", 0); pdl != 0) defines.push_back("OPV_PDL=" + std::to_string(pdl));
     k.source = compile_to_ptx(k.source, k.name, ctx.cuda.arch, defines);
     k.options = kPtxFormat;
     changed = true;

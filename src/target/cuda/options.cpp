@@ -13,7 +13,7 @@ constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv befo
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept apart (absent = fused, the default)
 constexpr const char* kClusterKey = "cuda_cluster";  // 0 = split ConvFFN partials through global memory (absent = clusters)
-constexpr const char* kPdlKey = "cuda_pdl";  // 0 = no programmatic dependent launch (absent = on from compute_90)
+constexpr const char* kPdlKey = "cuda_pdl";  // PdlMode as 0 off, 1 on, 2 early (absent = on, from compute_90)
 constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
@@ -25,6 +25,21 @@ const char* layout_choice_name(LayoutChoice c) {
     case LayoutChoice::Auto: return "auto";
   }
   return "?";
+}
+
+const char* pdl_mode_name(PdlMode m) {
+  switch (m) {
+    case PdlMode::Off: return "off";
+    case PdlMode::On: return "on";
+    case PdlMode::Early: return "early";
+  }
+  return "?";
+}
+
+PdlMode parse_pdl_mode(const std::string& s) {
+  for (PdlMode m : {PdlMode::Off, PdlMode::On, PdlMode::Early})
+    if (s == pdl_mode_name(m)) return m;
+  fail("cuda pdl must be off, on or early, got '", s, "'");
 }
 
 LayoutChoice parse_layout_choice(const std::string& s) {
@@ -67,7 +82,7 @@ void Options::record(Attrs& meta) const {
   else
     meta.erase(kClusterKey);
   if (pdl != Options().pdl)
-    meta.set(kPdlKey, int64_t(pdl ? 1 : 0));
+    meta.set(kPdlKey, int64_t(pdl));
   else
     meta.erase(kPdlKey);
   if (layout != Options().layout)
@@ -95,9 +110,9 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t cl = meta.i(kClusterKey, o.cluster ? 1 : 0);
   OPV_CHECK(cl == 0 || cl == 1, "plan meta ", kClusterKey, " must be 0 or 1, got ", cl);
   o.cluster = cl != 0;
-  const int64_t pdl = meta.i(kPdlKey, o.pdl ? 1 : 0);
-  OPV_CHECK(pdl == 0 || pdl == 1, "plan meta ", kPdlKey, " must be 0 or 1, got ", pdl);
-  o.pdl = pdl != 0;
+  const int64_t pdl = meta.i(kPdlKey, int64_t(o.pdl));
+  OPV_CHECK(pdl >= 0 && pdl <= 2, "plan meta ", kPdlKey, " must be 0, 1 or 2, got ", pdl);
+  o.pdl = PdlMode(pdl);
   o.layout = parse_layout_choice(meta.s(kLayoutKey, layout_choice_name(o.layout)));
   return o;
 }

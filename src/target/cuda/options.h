@@ -24,6 +24,20 @@ const char* layout_choice_name(LayoutChoice c);  // "nchw", "nhwc", "auto"
 // Throws opv::Error unless `s` is nchw, nhwc or auto.
 LayoutChoice parse_layout_choice(const std::string& s);
 
+// Programmatic dependent launch (Options::pdl).
+enum class PdlMode : uint8_t {
+  Off,    // no prologue, ordinary graph edges (meta "cuda_pdl" = 0)
+  On,     // griddepcontrol.wait first: the next kernel is launched as this one's blocks exit, before
+          // the kernel's completion is signalled (attr and meta 1)
+  Early,  // griddepcontrol.launch_dependents, then the wait: the next kernel's blocks are launched
+          // once every block of this one has started, and wait on the SMs (attr and meta 2). On the
+          // H100 the fixture ran 1.26x slower so (BENCHMARKS.md, CUDA session 19): the early blocks
+          // take SM room from the running kernel's successors.
+};
+const char* pdl_mode_name(PdlMode m);  // "off", "on", "early"
+// Throws opv::Error unless `s` is off, on or early.
+PdlMode parse_pdl_mode(const std::string& s);
+
 struct Options {
   // NVRTC's virtual architecture of the stored PTX ("compute_75" ... "compute_120"). The driver
   // JIT-compiles the PTX for the device it runs on, so any GPU of this generation or newer runs
@@ -57,14 +71,11 @@ struct Options {
   // the last block's sum (ffn.cpp). false keeps the latter (a before/after; meta "cuda_cluster" = 0).
   // compile --cuda-cluster off turns it off.
   bool cluster = true;
-  // Programmatic dependent launch (compute_90+): every kernel starts with
-  // griddepcontrol.launch_dependents then griddepcontrol.wait (kernel attr "cuda_pdl"), so the
-  // backend can join consecutive launches by programmatic graph edges: a kernel's blocks are
-  // launched while the kernel before it still runs and wait, before their first memory access,
-  // until it has finished and its writes are visible; the launch latency between the two is
-  // hidden. false: no such prologue, ordinary edges (a before/after; meta "cuda_pdl" = 0).
-  // compile --cuda-pdl off turns it off.
-  bool pdl = true;
+  // Programmatic dependent launch (compute_90+, PdlMode; kernel attr "cuda_pdl", cuda_abi.h): the
+  // backend joins consecutive launches by programmatic graph edges, and each kernel waits
+  // (griddepcontrol.wait), before its first memory access, until the kernels before it have
+  // finished and their writes are visible. compile --cuda-pdl off|on|early.
+  PdlMode pdl = PdlMode::On;
   // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
   // 3x3 + ConvFFN 7x7 in one launch) have no NHWC form: 25 single depthwise launches instead of 12.
