@@ -74,7 +74,8 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-pdl", "off|on|early", "cuda: programmatic dependent launch (compute_90+): programmatic graph "
               "edges between kernels, each kernel waiting for the ones before it at its start; on: the next kernel is "
               "launched as this one's blocks exit; early: as soon as they have all started (they wait on the SMs); "
-              "off: ordinary edges. Recorded in the plan when not on", "on")
+              "off: ordinary edges (the default: early is slower on the H100, on not yet timed on a GPU). Recorded in "
+              "the plan when not off", "off")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "
               "auto (the plan's choice: nhwc where it has tensor-core 1x1 convs, compute_80+ fp16). Recorded in the plan "
@@ -137,7 +138,7 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_se = on_off(a, "--cuda-se", "on");
   opts.pass_ctx.cuda.cluster = on_off(a, "--cuda-cluster", "on");
   try {
-    opts.pass_ctx.cuda.pdl = plan::cuda::parse_pdl_mode(a.get("--cuda-pdl", "on"));
+    opts.pass_ctx.cuda.pdl = plan::cuda::parse_pdl_mode(a.get("--cuda-pdl", "off"));
   } catch (const Error& e) {
     throw UsageError(std::string("opvision compile: --cuda-pdl: ") + e.what());
   }

@@ -271,7 +271,7 @@ def test_cuda_cluster_switch(cli, tmp_path):
 
 def test_cuda_pdl_switch(cli, tmp_path):
     """compile --cuda-pdl off|on|early (target cuda): the choice is recorded in the plan meta
-    unless it is the default (on): cuda_pdl=0 for off, 2 for early; a value outside the three is a
+    unless it is the default (off): cuda_pdl=1 for on, 2 for early; a value outside the three is a
     usage error naming the option. Compile only (NVRTC, no GPU); skipped where this build has no
     cuda target or no NVRTC."""
     model = _cuda_help_and_model(cli, tmp_path, "--cuda-pdl off|on|early", "programmatic dependent launch")
@@ -287,8 +287,8 @@ def test_cuda_pdl_switch(cli, tmp_path):
         return next(line for line in m.stdout.splitlines() if line.startswith("meta "))
 
     assert " cuda_pdl=" not in meta("default")
-    assert " cuda_pdl=" not in meta("on", "--cuda-pdl", "on")
-    assert " cuda_pdl=0 " in meta("off", "--cuda-pdl", "off")
+    assert " cuda_pdl=" not in meta("off", "--cuda-pdl", "off")
+    assert " cuda_pdl=1 " in meta("on", "--cuda-pdl", "on")
     assert " cuda_pdl=2 " in meta("early", "--cuda-pdl", "early")
     p = cli.run("compile", model, "-o", tmp_path / "bad.opv", "--target", "cuda", "--cuda-pdl", "maybe")
     assert p.returncode != 0 and "--cuda-pdl" in p.stderr and "off, on or early" in p.stderr, describe(p)

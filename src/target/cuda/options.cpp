@@ -13,7 +13,7 @@ constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv befo
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept apart (absent = fused, the default)
 constexpr const char* kClusterKey = "cuda_cluster";  // 0 = split ConvFFN partials through global memory (absent = clusters)
-constexpr const char* kPdlKey = "cuda_pdl";  // PdlMode as 0 off, 1 on, 2 early (absent = on, from compute_90)
+constexpr const char* kPdlKey = "cuda_pdl";  // PdlMode as 0 off, 1 on, 2 early (absent = off, the default)
 constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace

@@ -26,7 +26,7 @@ LayoutChoice parse_layout_choice(const std::string& s);
 
 // Programmatic dependent launch (Options::pdl).
 enum class PdlMode : uint8_t {
-  Off,    // no prologue, ordinary graph edges (meta "cuda_pdl" = 0)
+  Off,    // no prologue, ordinary graph edges (the default; meta "cuda_pdl" absent)
   On,     // griddepcontrol.wait first: the next kernel is launched as this one's blocks exit, before
           // the kernel's completion is signalled (attr and meta 1)
   Early,  // griddepcontrol.launch_dependents, then the wait: the next kernel's blocks are launched
@@ -74,8 +74,9 @@ struct Options {
   // Programmatic dependent launch (compute_90+, PdlMode; kernel attr "cuda_pdl", cuda_abi.h): the
   // backend joins consecutive launches by programmatic graph edges, and each kernel waits
   // (griddepcontrol.wait), before its first memory access, until the kernels before it have
-  // finished and their writes are visible. compile --cuda-pdl off|on|early.
-  PdlMode pdl = PdlMode::On;
+  // finished and their writes are visible. compile --cuda-pdl off|on|early. Off by default: early
+  // is slower on the H100 and on has not run on a GPU yet (BENCHMARKS.md, CUDA session 19).
+  PdlMode pdl = PdlMode::Off;
   // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
   // 3x3 + ConvFFN 7x7 in one launch) have no NHWC form: 25 single depthwise launches instead of 12.
