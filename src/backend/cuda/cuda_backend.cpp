@@ -37,8 +37,9 @@
 //      assignment of calls to streams and no fork/join events. An edge from a kernel node into a
 //      kernel compiled with the programmatic-dependent-launch prologue (kernel attr "cuda_pdl",
 //      cuda_abi.h) is programmatic where the device (sm_90+) and the driver (cuGraphAddDependencies
-//      with edge data) allow: that kernel's blocks launch while its predecessors run and wait in the
-//      prologue, hiding the launch gap. Then cuGraphInstantiate and
+//      with edge data) allow: that kernel's blocks may launch before its predecessors have completed
+//      (as their blocks exit, or with PdlMode::Early once they have all started) and wait in the
+//      prologue. Then cuGraphInstantiate and
 //      cuGraphUpload. With the second input slot: two more graphs, the same without the input
 //      copies, one reading each slot, a second (copy) stream and the events that order them.
 // run(): the caller's inputs into staging (large copies split over threads); cuGraphLaunch (Options.cuda_inflight times back to
@@ -422,6 +423,9 @@ void CudaBackend::build() {
                 detail::concat("kernel '", k.name, "': a cluster of ", cluster, " blocks"));
   }
   std::vector<int> params(kernels_.size(), kUnknownParams);  // per kernel, counted once
+  // Programmatic edges need a Hopper-or-newer device and a driver with edge data (and, per call,
+  // the kernel's prologue: attr cuda_pdl).
+  const bool pdl_ok = dev_.cc_major >= 9 && pdl_edges_supported(d);
   rt_.resize(calls_.size());
   for (size_t ci = 0; ci < calls_.size(); ++ci) {
     const plan::Call& c = calls_[ci];
@@ -451,9 +455,7 @@ void CudaBackend::build() {
     OPV_CHECK(threads <= max_threads, "cuda backend: ", call_name(ci, c), ": blocks of ", threads,
               " threads, but kernel '", k.entry, "' allows at most ", max_threads, " on ", dev_.name,
               " (registers or __launch_bounds__)");
-    // Programmatic edges need the kernel's prologue (attr cuda_pdl), a Hopper-or-newer device and
-    // a driver with edge data.
-    r.pdl = k.attrs.i("cuda_pdl", 0) != 0 && dev_.cc_major >= 9 && pdl_edges_supported(d);
+    r.pdl = pdl_ok && k.attrs.i("cuda_pdl", 0) != 0;
     ++info_.launches;
   }
 }

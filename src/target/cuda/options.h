@@ -31,8 +31,9 @@ enum class PdlMode : uint8_t {
           // the kernel's completion is signalled (attr and meta 1)
   Early,  // griddepcontrol.launch_dependents, then the wait: the next kernel's blocks are launched
           // once every block of this one has started, and wait on the SMs (attr and meta 2). On the
-          // H100 the fixture ran 1.26x slower so (BENCHMARKS.md, CUDA session 19): the early blocks
-          // take SM room from the running kernel's successors.
+          // H100 the fixture ran 1.26x slower so (BENCHMARKS.md, CUDA session 19); likely the early
+          // blocks take SM room the running kernel's successors would have spread over (not
+          // profiled).
 };
 const char* pdl_mode_name(PdlMode m);  // "off", "on", "early"
 // Throws opv::Error unless `s` is off, on or early.

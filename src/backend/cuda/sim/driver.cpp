@@ -379,9 +379,10 @@ CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, const CUgrap
   *node = reinterpret_cast<CUgraphNode>(gr.handles.back().get());
   return CUDA_SUCCESS;
 }
-// Edges, checked as the driver checks them (nodes of this graph, no duplicate; a programmatic edge
-// only between kernel nodes, from port PROGRAMMATIC or LAUNCH_ORDER, on sm_90+) and, since a
-// replay runs the nodes in the order added, only from an earlier node to a later one.
+// Edges, checked as the driver checks them (nodes of this graph; a programmatic edge only between
+// kernel nodes, from port PROGRAMMATIC or LAUNCH_ORDER, on sm_90+) and, since a replay runs the
+// nodes in the order added, only from an earlier node to a later one. Not checked: an edge given
+// twice (the driver refuses it; the simulator keeps no edges).
 CUresult CUDAAPI cuGraphAddDependencies(CUgraph g, const CUgraphNode* from, const CUgraphNode* to,
                                         const CUgraphEdgeData* edges, size_t n) {
   if (!g || (n && (!from || !to))) return CUDA_ERROR_INVALID_VALUE;
