@@ -189,7 +189,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--arch", default="compute_80", help="compile --cuda-arch (compute_80+: tensor-core 1x1 convs)")
     ap.add_argument("--art", default=None, help="a .opv compiled for cuda already (skips the compile)")
-    ap.add_argument("--base-art", default=None, help="a second .opv timed in the same rounds (a before/after)")
+    ap.add_argument("--base-art", action="append", default=[],
+                    help="another .opv timed in the same rounds (a before/after); repeatable (a sweep)")
     ap.add_argument("--trunk", default="fastvit_t12")
     ap.add_argument("--hw", default="128,256")
     ap.add_argument("--seed", type=int, default=1)
@@ -226,10 +227,10 @@ def main():
                 sys.exit(f"bench_cuda: compile failed:\n{out.stderr[-3000:]}")
             print(f"[bench] compiled for cuda in {time.perf_counter() - t:.1f} s: {out.stderr.strip()}", file=sys.stderr)
         opv_rounds, torch_rounds = [], []
-        base_rounds = []
+        base_rounds = {b: [] for b in args.base_art}
         for r in range(args.rounds):
-            if args.base_art:
-                base_rounds.append(bench_opv(opv, args.base_art, args))
+            for b in args.base_art:
+                base_rounds[b].append(bench_opv(opv, b, args))
             opv_rounds.append(bench_opv(opv, art, args))
             if not args.no_torch:
                 torch_rounds.append(bench_torch(args))
@@ -245,12 +246,16 @@ def main():
     print(f"{'':<34} {'median ms':>10} {'min ms':>8}  round medians")
     print(f"{'opvision cuda (graph replay, I/O)':<34} {med:>10.3f} {results['opvision']['min_ms']:>8.3f}  "
           + " ".join(f"{m:.3f}" for m in meds))
-    if base_rounds:
-        bm = [x["median_ms"] for x in base_rounds]
-        results["base"] = {"art": args.base_art, "median_ms": statistics.median(bm), "round_medians_ms": bm}
-        print(f"{'base artifact (--base-art)':<34} {statistics.median(bm):>10.3f} {min(float(x['min_ms']) for x in base_rounds):>8.3f}  "
+    results["bases"] = []
+    for b, rounds in base_rounds.items():
+        bm = [x["median_ms"] for x in rounds]
+        results["bases"].append({"art": b, "median_ms": statistics.median(bm), "round_medians_ms": bm})
+        label = "base " + pathlib.Path(b).stem
+        print(f"{label[:34]:<34} {statistics.median(bm):>10.3f} {min(float(x['min_ms']) for x in rounds):>8.3f}  "
               + " ".join(f"{m:.3f}" for m in bm) + "   (--art / base per round: "
               + " ".join(f"{o / b:.2f}" for o, b in zip(meds, bm)) + ")")
+    if results["bases"]:
+        results["base"] = results["bases"][0]
     if torch_rounds:
         peer = statistics.median(x["median_ms"] for x in torch_rounds)
         peer_io = statistics.median(x["io_median_ms"] for x in torch_rounds)

@@ -20,6 +20,9 @@
 #       compile flags (e.g. "--cuda-ffn off"), --base-bin with the bundle's opvision_base (both:
 #       with that binary and those flags), and times it in the same rounds (a before/after; its
 #       per-kernel profile is printed too).
+#       --base-flags may be given several times (a sweep, e.g. of --cuda-tune values): one base
+#       artifact each (fixture_fp16_base1.opv, ...), all verified and timed in the same rounds; the
+#       generated variants are compiled with the first's flags only.
 #       --arch (default compute_80): the PTX architecture every artifact is compiled for (compute_90:
 #       the H200's own, with the thread-block cluster forms of the split layers).
 #       --batch N (default 32; 0: none) also compiles the fixture with `compile --batch N`,
@@ -100,6 +103,7 @@ fi
 source "$ROOT/bench/device_env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 BASE_FLAGS=""
+BASE_LIST=()  # every --base-flags value, in order
 BATCH=32
 OPVB=""  # the base artifacts' compiler (--base-bin: the bundle's opvision_base)
 while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" || "${1:-}" == "--base-bin" || "${1:-}" == "--arch" ]]; do
@@ -109,7 +113,10 @@ while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" || "${1:-}" == "--b
     shift
     continue
   fi
-  [[ "$1" == "--base-flags" ]] && BASE_FLAGS="$2"
+  if [[ "$1" == "--base-flags" ]]; then
+    BASE_LIST+=("$2")
+    [[ -z "$BASE_FLAGS" ]] && BASE_FLAGS="$2"
+  fi
   [[ "$1" == "--batch" ]] && BATCH="$2"
   [[ "$1" == "--arch" ]] && ARCH="$2"
   shift 2
@@ -142,6 +149,12 @@ if [[ -n "$BASE" ]]; then
   # shellcheck disable=SC2086
   "$OPVB" compile "$M.onnx" -o "$A/fixture_fp16_base.opv" --target cuda --cuda-arch "$ARCH" $BASE_FLAGS
   BASE_ARGS=(--base-art "$A/fixture_fp16_base.opv")
+  for ((i = 1; i < ${#BASE_LIST[@]}; ++i)); do  # the sweep's further bases
+    echo "== compile base $i: ${BASE_LIST[$i]}"
+    # shellcheck disable=SC2086
+    "$OPVB" compile "$M.onnx" -o "$A/fixture_fp16_base$i.opv" --target cuda --cuda-arch "$ARCH" ${BASE_LIST[$i]} >/dev/null
+    BASE_ARGS+=(--base-art "$A/fixture_fp16_base$i.opv")
+  done
 fi
 echo "== gtests (cuda)"
 bash "$ROOT/scripts/device_gtest.sh" --gtest_filter='*Cuda*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==|^== |Failure|error|rel_l2" | head -60 || true

@@ -80,6 +80,10 @@ int cmd_compile(int argc, char** argv) {
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "
               "auto (the plan's choice: nhwc where it has tensor-core 1x1 convs, compute_80+ fp16). Recorded in the plan "
               "(meta cuda_layout_plan); nchw is the default: nhwc is slower on the H200 (0.379 vs 0.326 ms, BENCHMARKS.md)", "nchw")
+      .option("--cuda-tune", "KEY=N", "cuda: override a code generator's sizing target, for sweeps on a GPU "
+              "(bench/device_cuda.sh --tune): ffn_blocks (fused ConvFFN blocks, default 96), mma_blocks (tensor-core "
+              "1x1 split-K blocks, 128), dwpair_blocks (depthwise-pair row bands, 256); repeatable. Recorded in the "
+              "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
       .flag("--dump-plan", "print the compiled plan to stdout")
@@ -146,6 +150,13 @@ int cmd_compile(int argc, char** argv) {
     opts.pass_ctx.cuda.layout = plan::cuda::parse_layout_choice(a.get("--cuda-layout", "nchw"));
   } catch (const Error& e) {
     throw UsageError(std::string("opvision compile: --cuda-layout: ") + e.what());
+  }
+  try {
+    std::string tune;
+    for (const std::string& kv : a.all("--cuda-tune")) tune += (tune.empty() ? "" : ",") + kv;
+    opts.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
+  } catch (const Error& e) {
+    throw UsageError(std::string("opvision compile: --cuda-tune: ") + e.what());
   }
   PassReport report;
   opts.dump_after = dump_after;

@@ -752,6 +752,44 @@ TEST(CudaCodegen, FfnOptionOffKeepsFc1AndFc2Apart) {
   EXPECT_THROW(plan::cuda::Options::from_meta(dw), Error);
 }
 
+// compile --cuda-tune (Options::tune): the ConvFFN's hidden split follows ffn_blocks (stage 2's 8
+// pixel tiles: S = 12 by default, 96 blocks; 6 with ffn_blocks=48, 48 blocks), the meta records
+// only set keys and reads them back; Tune::parse refuses unknown keys, values out of range and
+// repeats.
+TEST(CudaCodegen, TuneTargetsResizeTheSplitAndRoundTripThroughTheMeta) {
+  const F16Case t{"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true};
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = "compute_80";
+  auto blocks = [&](const plan::Plan& p) {
+    EXPECT_EQ(p.calls.size(), 1u);
+    const plan::Call& c = p.calls.at(0);
+    return c.global[0] / c.local[0];
+  };
+  const plan::Plan dflt = lower(f16_graph(t, DType::F16), o);
+  EXPECT_FALSE(dflt.meta.has("cuda_tune"));
+  EXPECT_EQ(blocks(dflt), 96);
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse("ffn_blocks=48");
+  const plan::Plan tuned = lower(f16_graph(t, DType::F16), o);
+  EXPECT_EQ(blocks(tuned), 48);
+  EXPECT_EQ(tuned.meta.s("cuda_tune", ""), "ffn_blocks=48");
+  const plan::cuda::Options back = plan::cuda::Options::from_meta(tuned.meta);
+  EXPECT_EQ(back.tune.get(plan::cuda::TuneKey::FfnBlocks), 48);
+  EXPECT_EQ(back.tune.get(plan::cuda::TuneKey::MmaBlocks), 128) << "unset: the default";
+  EXPECT_TRUE(back == o.pass_ctx.cuda);
+  const plan::cuda::Tune all = plan::cuda::Tune::parse("dwpair_blocks=7,mma_blocks=64,ffn_blocks=4096");
+  EXPECT_EQ(all.str(), "ffn_blocks=4096,mma_blocks=64,dwpair_blocks=7") << "the keys' fixed order";
+  EXPECT_TRUE(plan::cuda::Tune::parse(all.str()) == all);
+  EXPECT_TRUE(plan::cuda::Tune::parse("") == plan::cuda::Tune());
+  for (const char* bad : {"ffn_blocks=0", "ffn_blocks=4097", "ffn_blocks=", "ffn_blocks", "ffn_blocks=-1",
+                          "ffn_blocks=1x", "foo=3", "ffn_blocks=8,ffn_blocks=9", "ffn_blocks=8,", ",",
+                          "ffn_blocks=99999999999999999999"})
+    EXPECT_THROW(plan::cuda::Tune::parse(bad), Error) << bad;
+  Attrs meta;
+  meta.set("cuda_tune", std::string("mma_blocks=0"));
+  EXPECT_THROW(plan::cuda::Options::from_meta(meta), Error) << "a hostile artifact's meta is checked too";
+}
+
 TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
   std::unique_ptr<backend::Backend> cu;
   if (std::string why = test::open_cuda(&cu); !why.empty()) GTEST_SKIP() << why;

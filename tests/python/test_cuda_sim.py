@@ -9,6 +9,8 @@ would get; only the execution is simulated.
 - the fp16 fixture at compute_90 (thread-block clusters) verified against its onnxruntime
   reference, and byte-identical on the same random inputs to compute_80 (global-memory split
   forms) and to compute_90 with clusters off;
+- the fixture with every sizing target of --cuda-tune moved (other splits and bands: other
+  summation orders) against onnxruntime;
 - make-model variants (widths, depths, heads, fp32 and fp16) against onnxruntime.
 
 Skipped where the build has no cuda target (no libopv_cudasim.so next to the binary)."""
@@ -70,6 +72,29 @@ def test_fixture_on_cudasim(sim, fixture_artifacts):
     arts, ref, _ = fixture_artifacts
     rel, mx = assert_verify_ok(sim, arts["compute_90"], ref, "cuda")
     assert rel < 1e-2 and mx < 1e-2
+
+
+def test_fixture_tuned_on_cudasim(sim, fixture_paths, tmp_path):
+    """--cuda-tune moves the generators' block targets: the fused ConvFFN's hidden split, the 1x1s'
+    split-K and the depthwise pairs' row bands all change shape (launch sizes differ from the
+    default artifact's), and the outputs still match onnxruntime."""
+    model, ref = fixture_paths
+    grids = {}
+    for name, extra in (("default", []),
+                        ("tuned", ["--cuda-tune", "ffn_blocks=48,mma_blocks=64", "--cuda-tune", "dwpair_blocks=512"])):
+        art = tmp_path / f"{name}.opv"
+        p = sim.run("compile", model, "-o", art, "--target", "cuda", "--cuda-arch", "compute_90", *extra)
+        assert p.returncode == 0, describe(p)
+        d = sim.run("inspect", art, "--dump")
+        assert d.returncode == 0, describe(d)
+        grids[name] = {ln.split()[0]: ln.split("global=")[1].split()[0] for ln in d.stdout.splitlines()
+                       if ln.startswith("  c") and "global=" in ln}
+        if name == "tuned":
+            assert "cuda_tune=ffn_blocks=48,mma_blocks=64,dwpair_blocks=512" in d.stdout, d.stdout[:2000]
+            rel, mx = assert_verify_ok(sim, art, ref, "cuda")
+            assert rel < 1e-2 and mx < 1e-2
+    changed = [c for c in grids["default"] if grids["default"][c] != grids["tuned"].get(c)]
+    assert len(changed) >= 10, changed  # ConvFFNs, depthwise pairs and split 1x1s resized
 
 
 def test_fixture_split_forms_are_bit_identical_on_cudasim(sim, fixture_artifacts):

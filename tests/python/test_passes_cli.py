@@ -292,3 +292,37 @@ def test_cuda_pdl_switch(cli, tmp_path):
     assert " cuda_pdl=2 " in meta("early", "--cuda-pdl", "early")
     p = cli.run("compile", model, "-o", tmp_path / "bad.opv", "--target", "cuda", "--cuda-pdl", "maybe")
     assert p.returncode != 0 and "--cuda-pdl" in p.stderr and "off, on or early" in p.stderr, describe(p)
+
+
+def test_cuda_tune_option(cli, tmp_path):
+    """compile --cuda-tune KEY=N (target cuda, repeatable or comma-joined): recorded in the plan
+    meta (cuda_tune, in the keys' fixed order); mma_blocks moves the split-K 1x1s' launch sizes;
+    an unknown key, a value out of range, a missing value or a key given twice is a usage error
+    naming the option and the problem. Compile only (NVRTC, no GPU); skipped where this build has no
+    cuda target or no NVRTC."""
+    model = _cuda_help_and_model(cli, tmp_path, "--cuda-tune KEY=N", "ffn_blocks")
+
+    def compiled(name, *extra):
+        art = tmp_path / f"{name}.opv"
+        p = cli.run("compile", model, "-o", art, "--target", "cuda", "--cuda-arch", "compute_90", *extra, timeout=600)
+        if p.returncode != 0 and "nvrtc" in p.stderr.lower():
+            pytest.skip(f"NVRTC is not available here: {p.stderr.strip()[:300]}")
+        assert p.returncode == 0, describe(p)
+        d = cli.run("inspect", art, "--dump")
+        assert d.returncode == 0, describe(d)
+        meta = next(line for line in d.stdout.splitlines() if line.startswith("meta "))
+        mlp = [line.split("global=")[1].split()[0] for line in d.stdout.splitlines()
+               if line.startswith("  c") and "/mlp/fc" in line and "global=" in line]
+        return meta, mlp
+
+    meta_default, mlp_default = compiled("default")
+    meta_tuned, mlp_tuned = compiled("tuned", "--cuda-tune", "dwpair_blocks=64", "--cuda-tune", "mma_blocks=16")
+    assert "cuda_tune=" not in meta_default, meta_default
+    assert " cuda_tune=mma_blocks=16,dwpair_blocks=64 " in meta_tuned, meta_tuned
+    assert len(mlp_default) == len(mlp_tuned) > 0 and mlp_tuned != mlp_default, (mlp_default, mlp_tuned)
+    for bad, why in ((["ffn_blocks=0"], "[1, 4096]"), (["fnn_blocks=8"], "unknown key 'fnn_blocks'"),
+                     (["ffn_blocks"], "[1, 4096]"), (["ffn_blocks=8,ffn_blocks=9"], "given twice"),
+                     (["ffn_blocks=8,"], "trailing"), (["mma_blocks=1e3"], "[1, 4096]")):
+        p = cli.run("compile", model, "-o", tmp_path / "bad.opv", "--target", "cuda",
+                    *[x for b in bad for x in ("--cuda-tune", b)])
+        assert p.returncode == 2 and "--cuda-tune" in p.stderr and why in p.stderr, (bad, describe(p))

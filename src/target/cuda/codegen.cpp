@@ -75,6 +75,7 @@ __device__ __forceinline__ float opv_warp_sum(float v) {
 
 // The virtual architecture's number of a plan (meta cuda_arch, "compute_<NN>"): 75, 80, 90, ...
 int plan_sm(const Plan& p) { return arch_number(Options::from_meta(p.meta).arch); }  // checked: compute_<digits>
+int64_t tune_target(const Plan& p, TuneKey k) { return Options::from_meta(p.meta).tune.get(k); }
 
 // An index literal: plain when it fits an int, else opv_idx.
 std::string I(int64_t v) {
@@ -805,7 +806,6 @@ std::string conv1x1_tiled(const Ctx& x, int64_t* threads) {
 // not run concurrently (they don't: calls run in plan order on one stream, cuda_abi.h).
 constexpr int kMmaThreads = 128;                   // 4 warps
 constexpr int64_t kMmaMinBlocks = 96;              // tiles enough to fill the GPU without split-K
-constexpr int64_t kMmaTargetBlocks = 128;          // split-K aims at this many blocks ...
 constexpr int64_t kMmaMaxSplit = 16;               // ... with at most this many splits
 constexpr int64_t kMmaSingleStageBytes = 40 << 10; // one stage of the whole block's channels, up to this
 constexpr int64_t kMmaDoubleStageBytes = 46 << 10; // two stages of KC channels, up to this
@@ -813,7 +813,7 @@ constexpr int64_t kMmaReduceInFlight = 48;         // float4 loads a thread in f
 // struct MmaShape: codegen_internal.h
 // The GEMM of N images, each M x P (rows x columns) over K: NCHW rows are output channels and
 // columns pixels; NHWC (kmajor_b) rows are pixels and columns output channels.
-MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K, bool kmajor_b) {
+MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K, bool kmajor_b, int64_t target_blocks) {
   MmaShape s;
   s.kmajor_b = kmajor_b;
   const std::pair<int64_t, int64_t> cands[] = {{64, 64}, {64, 32}, {32, 32}};
@@ -827,7 +827,7 @@ MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K, bool kmajor_b) {
   s.WM = s.BM / 32, s.WN = s.BN / 32, s.WK = 4 / (s.WM * s.WN);
   const int64_t gran = 16 * s.WK;                         // one k16 step per warp
   const int64_t kmax = (K + gran - 1) / gran * gran;
-  s.S = chosen ? 1 : std::min<int64_t>({(kMmaTargetBlocks + s.tiles - 1) / s.tiles, kMmaMaxSplit, kmax / gran});
+  s.S = chosen ? 1 : std::min<int64_t>({(target_blocks + s.tiles - 1) / s.tiles, kMmaMaxSplit, kmax / gran});
   s.S = std::max<int64_t>(s.S, 1);
   s.KB = ((K + s.S - 1) / s.S + gran - 1) / gran * gran;  // channels per block
   if (s.stage_bytes(s.KB) <= kMmaSingleStageBytes) {
@@ -899,7 +899,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   const bool nhwc = nhwc_stored(X);
   const int64_t N = os[0], CH = os[1], K = X.shape[1], OW = os[3], PIX = os[2] * os[3];
   const int64_t M = nhwc ? PIX : CH, P = nhwc ? CH : PIX;  // GEMM rows, columns
-  const MmaShape sh = mma_shape(N, M, P, K, nhwc);
+  const MmaShape sh = mma_shape(N, M, P, K, nhwc, tune_target(x.p, TuneKey::MmaBlocks));
   const int64_t MT = (M + sh.BM - 1) / sh.BM, PT = (P + sh.BN - 1) / sh.BN, TILE = sh.BM * sh.BN;
   const int64_t nbuf = sh.KB > sh.KC ? 2 : 1;
   const int64_t stage_halves = sh.stage_bytes(sh.KC) / 2;
@@ -1331,7 +1331,7 @@ void batch_gemvs(Plan& p) {
 // conv on the band and the second conv's halo rows (written out for the band's own rows: later
 // calls read it too, the residual) into a second bordered tile, rounded to the storage type as a
 // separate call would store it, then the second conv of the band's rows from that. Planes are cut
-// into bands (of at least kDwPairMinBandRows rows, towards kDwPairTargetBlocks blocks) only where
+// into bands (of at least kDwPairMinBandRows rows, towards TuneKey::DwPairBlocks blocks) only where
 // there are few planes: the halo rows' first conv is computed by both bands beside them.
 // Input rows are staged with 16-byte loads where fp16 rows are a multiple of 8 wide (4-byte loads
 // where even), and a thread computes R = 4 (2) adjacent outputs of a row where the width allows
@@ -1348,12 +1348,13 @@ constexpr int kDwPairThreads = 256;
 // the H200's 132 SMs idle, 8.5 us a call traced (run 16). Run 17 (H200, traced): stage 0 in 4
 // bands of 8 rows 7.3 us a call; stage 1 (128 planes of 16 x 32) in 2 bands 6.5 us against 5.9
 // whole: with about a block per SM already the halo rows cost more than the blocks gain, so only
-// layers of fewer than half kDwPairTargetBlocks planes are cut.
-constexpr int64_t kDwPairTargetBlocks = 256, kDwPairMinBandRows = 8;
-// Rows per band of a depthwise pair over `planes` planes of H rows.
-int64_t dw_pair_band_rows(int64_t planes, int64_t H) {
-  if (planes * 2 >= kDwPairTargetBlocks) return H;
-  const int64_t want = (kDwPairTargetBlocks + planes - 1) / std::max<int64_t>(planes, 1);
+// layers of fewer than half TuneKey::DwPairBlocks (256) planes are cut.
+constexpr int64_t kDwPairMinBandRows = 8;
+// Rows per band of a depthwise pair over `planes` planes of H rows, towards `target` blocks
+// (TuneKey::DwPairBlocks, 256 by default).
+int64_t dw_pair_band_rows(int64_t planes, int64_t H, int64_t target) {
+  if (planes * 2 >= target) return H;
+  const int64_t want = (target + planes - 1) / std::max<int64_t>(planes, 1);
   const int64_t bands = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, H / kDwPairMinBandRows));
   return (H + bands - 1) / bands;
 }
@@ -1417,7 +1418,7 @@ void fuse_dw_pairs(Plan& p) {
     if (!kb) return false;
     const Shape& xs = p.buffers.at(size_t(a.inputs[0])).shape;
     const int64_t H = xs[2], W = xs[3];
-    const int64_t bytes = dw_pair_smem(dw_pair_band_rows(xs[0] * xs[1], H), W, ka, kb);
+    const int64_t bytes = dw_pair_smem(dw_pair_band_rows(xs[0] * xs[1], H, tune_target(p, TuneKey::DwPairBlocks)), W, ka, kb);
     if (b.inputs[0] != a.outputs[0] || bytes > kDwPairSmemBytes) return false;
     const Kernel& akern = p.kernels.at(size_t(a.kernel));
     const Kernel& bkern = p.kernels.at(size_t(b.kernel));
@@ -1474,7 +1475,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
   const Buffer& U = p.buffers.at(size_t(c.outputs[1]));
   const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3], HW = H * W;
   const int64_t ka = p.buffers.at(size_t(c.inputs[1])).shape[2], kb = p.buffers.at(size_t(c.inputs[3])).shape[2];
-  const int64_t BH = dw_pair_band_rows(N * C, H), NBAND = (H + BH - 1) / BH;
+  const int64_t BH = dw_pair_band_rows(N * C, H, tune_target(p, TuneKey::DwPairBlocks)), NBAND = (H + BH - 1) / BH;
   if (dw_pair_smem(BH, W, ka, kb) > kDwPairSmemBytes) return gen.why = "depthwise pair too large", gen;
   // xs: input rows R0 - hb - ha .. (XH rows, W + 2 ha columns); ts: first-conv rows R0 - hb .. (TH
   // rows, W + 2 hb columns); R0 = the band's first row.

@@ -38,6 +38,8 @@ extern const char* kMmaHelpers;  // module-scope PTX helpers of the mma kernels 
 extern const char* kClusterHelpers;  // cluster barrier and peer shared-memory load (compute_90+)
 
 int plan_sm(const Plan& p);  // the plan's virtual architecture number (meta cuda_arch): 75, 80, 90, ...
+// The plan's sizing target `k` (meta cuda_tune, else the key's default: options.h Tune).
+int64_t tune_target(const Plan& p, TuneKey k);
 std::string I(int64_t v);    // an index literal: plain when it fits an int, else opv_idx
 const char* c_type(DType dt);
 std::string load(DType dt, const std::string& name, const std::string& idx);  // element as float
@@ -69,7 +71,8 @@ struct MmaShape {
   bool kmajor_b = false;  // B staged [BN][KC] (NHWC: B = W, contiguous along K) instead of [KC][BN]
   int64_t stage_bytes(int64_t kc) const { return (BM * (kc + 8) + (kmajor_b ? BN * (kc + 8) : kc * (BN + 8))) * 2; }
 };
-MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K, bool kmajor_b);
+// target_blocks: the blocks split-K aims at (TuneKey::MmaBlocks; tune_target).
+MmaShape mma_shape(int64_t N, int64_t M, int64_t P, int64_t K, bool kmajor_b, int64_t target_blocks);
 
 // The kernel size of a stride-1, dilation-1, 'same'-padded depthwise conv call with unary
 // post-ops (float types, Linear), else 0 (codegen.cpp: the depthwise pairs; ffn.cpp).

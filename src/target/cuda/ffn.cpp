@@ -54,7 +54,8 @@ namespace opv::plan::cuda::detail {
 // fc2's (operand slots j -> j + 2), "cuda_batch_post_ops" = their counts. With the depthwise
 // conv: inputs = [its X, W1, B1, W2, B2, its W, its B, fc2's inputs from slot 3 on], fc2's operand
 // slots j -> j + 4, "cl_batch" = 3, "cuda_ffn_dw" = K, post-ops = the conv's, fc1's, fc2's.
-constexpr int64_t kFfnBN = 16, kFfnHC = 64, kFfnTargetBlocks = 96, kFfnMinBlocks = 24;
+// The hidden split aims at TuneKey::FfnBlocks blocks (96 by default: pixel tiles x S).
+constexpr int64_t kFfnBN = 16, kFfnHC = 64, kFfnMinBlocks = 24;
 constexpr int64_t kFfnMaxReduceBytes = 192 << 10;  // the last block's partials at most
 // float4 loads per thread in flight in the last block's reduction: 24 up to run 8 (stage 2's 12
 // partials in 4 dependent batches), 48 from run 10 (2 batches; 192 registers, no spills with sm_90)
@@ -76,7 +77,7 @@ struct FfnShape {
 };
 // Pixel tiles, hidden split and slab ring of a ConvFFN (the given fields set), or false when it
 // does not fit this kernel.
-static bool ffn_size(FfnShape* sh) {
+static bool ffn_size(FfnShape* sh, int64_t target_blocks) {
   FfnShape& s = *sh;
   s.SK1 = std::min<int64_t>(s.Cin, 64);
   if (s.Cin % 16 || s.Cin % s.SK1 || s.Hd % kFfnHC || s.Cout % 64) return false;
@@ -84,7 +85,7 @@ static bool ffn_size(FfnShape* sh) {
   s.PT = (s.P + kFfnBN - 1) / kFfnBN;
   s.NC = s.Hd / kFfnHC;
   const int64_t tiles = s.N * s.PT;
-  const int64_t s0 = std::clamp<int64_t>((kFfnTargetBlocks + tiles - 1) / tiles, 1, s.NC);
+  const int64_t s0 = std::clamp<int64_t>((target_blocks + tiles - 1) / tiles, 1, s.NC);
   s.CPB = (s.NC + s0 - 1) / s0;
   s.S = (s.NC + s.CPB - 1) / s.CPB;
   while (s.S > 1 && s.S * s.Cout * kFfnBN * 4 > kFfnMaxReduceBytes) {
@@ -137,7 +138,7 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
   s.N = xs[0], s.Cin = xs[1], s.Hd = p.buffers.at(size_t(hid)).shape[1], s.Cout = ys[1], s.P = xs[2] * xs[3];
   s.OW = xs[3];
   if (s.N * s.Cin * s.P > INT32_MAX / 2 || s.N * s.Hd * s.P > INT32_MAX / 2 || s.N * s.Cout * s.P > INT32_MAX / 2 ||
-      !ffn_size(&s))
+      !ffn_size(&s, tune_target(p, TuneKey::FfnBlocks)))
     return false;
   if (s.blocks() < kFfnMinBlocks) return false;  // too few blocks: the two tiled launches are faster
   *sh = s;
@@ -224,7 +225,7 @@ Generated ffn(const Plan& p, const Call& c) {
   s.N = buf(0).shape[0], s.Cin = buf(0).shape[1], s.P = buf(0).shape[2] * buf(0).shape[3], s.OW = buf(0).shape[3];
   s.Hd = buf(1).shape[0], s.Cout = Y.shape[1];
   // The same sizing as ffn_shape (re-derived: the plan keeps no shape of the hidden tensor).
-  if (!ffn_size(&s)) return gen.why = "ConvFFN shape does not fit the kernel", gen;
+  if (!ffn_size(&s, tune_target(p, TuneKey::FfnBlocks))) return gen.why = "ConvFFN shape does not fit the kernel", gen;
   // NHWC (X and Y channels-last): X's tile is staged [BN][CIN] (pixel rows of 16-byte chunks) and
   // read with plain ldmatrix as fc1's B fragments; the output is stored [pixel][channel].
   const bool nhwc = nhwc_stored(buf(0));

@@ -15,6 +15,14 @@ constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept 
 constexpr const char* kClusterKey = "cuda_cluster";  // 0 = split ConvFFN partials through global memory (absent = clusters)
 constexpr const char* kPdlKey = "cuda_pdl";  // PdlMode as 0 off, 1 on, 2 early (absent = off, the default)
 constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
+constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = every target its default)
+// TuneKey order. Defaults: ffn.cpp (run 10, 96 blocks over the split), codegen.cpp's 1x1 split-K
+// (128) and depthwise-pair bands (256).
+constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
+    {"ffn_blocks", 96, 1, 4096},
+    {"mma_blocks", 128, 1, 4096},
+    {"dwpair_blocks", 256, 1, 4096},
+};
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
 
@@ -40,6 +48,55 @@ PdlMode parse_pdl_mode(const std::string& s) {
   for (PdlMode m : {PdlMode::Off, PdlMode::On, PdlMode::Early})
     if (s == pdl_mode_name(m)) return m;
   fail("cuda pdl must be off, on or early, got '", s, "'");
+}
+
+const TuneSpec& tune_spec(TuneKey k) { return kTuneSpecs[int(k)]; }
+
+int64_t Tune::get(TuneKey k) const {
+  const int64_t v = value[int(k)];
+  return v ? v : tune_spec(k).dflt;
+}
+
+std::string Tune::str() const {
+  std::string s;
+  for (int i = 0; i < kTuneKeys; ++i)
+    if (value[i]) s += (s.empty() ? "" : ",") + std::string(kTuneSpecs[i].name) + "=" + std::to_string(value[i]);
+  return s;
+}
+
+bool Tune::operator==(const Tune& o) const {
+  for (int i = 0; i < kTuneKeys; ++i)
+    if (get(TuneKey(i)) != o.get(TuneKey(i))) return false;
+  return true;
+}
+
+Tune Tune::parse(const std::string& s) {
+  Tune t;
+  size_t at = 0;
+  while (at < s.size()) {
+    size_t end = s.find(',', at);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(at, end - at);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    int i = 0;
+    while (i < kTuneKeys && key != kTuneSpecs[i].name) ++i;
+    std::string known;
+    for (const TuneSpec& k : kTuneSpecs) known += (known.empty() ? "" : ", ") + std::string(k.name);
+    OPV_CHECK(i < kTuneKeys, "cuda tune: unknown key '", key, "' (known: ", known, ")");
+    OPV_CHECK(!t.value[i], "cuda tune: key '", key, "' given twice");
+    const std::string num = eq == std::string::npos ? "" : item.substr(eq + 1);
+    bool digits = !num.empty() && num.size() <= 9;
+    for (char c : num) digits = digits && std::isdigit(static_cast<unsigned char>(c)) != 0;
+    const TuneSpec& sp = kTuneSpecs[i];
+    const int64_t v = digits ? std::stoll(num) : -1;
+    OPV_CHECK(v >= sp.lo && v <= sp.hi, "cuda tune: ", key, " must be an integer in [", sp.lo, ", ", sp.hi,
+              "], got '", num, "'");
+    t.value[i] = v;
+    at = end + 1;
+    OPV_CHECK(end == s.size() || at < s.size(), "cuda tune: a trailing ',' in '", s, "'");
+  }
+  return t;
 }
 
 LayoutChoice parse_layout_choice(const std::string& s) {
@@ -89,6 +146,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kLayoutKey, std::string(layout_choice_name(layout)));
   else
     meta.erase(kLayoutKey);
+  if (!tune.str().empty())
+    meta.set(kTuneMetaKey, tune.str());
+  else
+    meta.erase(kTuneMetaKey);
 }
 
 Options Options::from_meta(const Attrs& meta) {
@@ -114,6 +175,7 @@ Options Options::from_meta(const Attrs& meta) {
   OPV_CHECK(pdl >= 0 && pdl <= 2, "plan meta ", kPdlKey, " must be 0, 1 or 2, got ", pdl);
   o.pdl = PdlMode(pdl);
   o.layout = parse_layout_choice(meta.s(kLayoutKey, layout_choice_name(o.layout)));
+  o.tune = Tune::parse(meta.s(kTuneMetaKey, ""));
   return o;
 }
 

@@ -1,7 +1,7 @@
 // Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-ffn-dw,
-// --cuda-pack, --cuda-se, --cuda-cluster, --cuda-pdl, --cuda-layout), handed to its plan passes in plan::PassCtx.
+// --cuda-pack, --cuda-se, --cuda-cluster, --cuda-pdl, --cuda-layout, --cuda-tune), handed to its plan passes in plan::PassCtx.
 // Recorded in plan meta ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_se",
-// "cuda_cluster", "cuda_pdl", "cuda_layout";
+// "cuda_cluster", "cuda_pdl", "cuda_layout", "cuda_tune";
 // only values that differ from the defaults) like the opencl options, so `opvision opt` and
 // readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
@@ -38,6 +38,34 @@ enum class PdlMode : uint8_t {
 const char* pdl_mode_name(PdlMode m);  // "off", "on", "early"
 // Throws opv::Error unless `s` is off, on or early.
 PdlMode parse_pdl_mode(const std::string& s);
+
+// The code generators' sizing targets that a compile may override (compile --cuda-tune KEY=N,...;
+// Options::tune): the block counts each kernel family's grid is sized towards. Their defaults are
+// the values measured best so far (BENCHMARKS.md, CUDA); an override is for sweeping them on a GPU
+// (bench/device_cuda.sh --tune), every value giving the same outputs up to summation order.
+enum class TuneKey : uint8_t {
+  FfnBlocks,     // "ffn_blocks": fused ConvFFN, blocks the hidden split aims at (pixel tiles x S)
+  MmaBlocks,     // "mma_blocks": tensor-core 1x1 convs, blocks split-K aims at
+  DwPairBlocks,  // "dwpair_blocks": depthwise pairs, blocks the row bands aim at
+};
+constexpr int kTuneKeys = 3;
+struct TuneSpec {
+  const char* name;
+  int64_t dflt, lo, hi;
+};
+const TuneSpec& tune_spec(TuneKey k);
+
+// The overrides of the TuneKey targets: unset keys take tune_spec(k).dflt.
+struct Tune {
+  int64_t value[kTuneKeys] = {0, 0, 0};  // 0 = the default
+  int64_t get(TuneKey k) const;
+  // "key=N,key=N" of the set keys in TuneKey order ("" when none): the meta form.
+  std::string str() const;
+  // Parses "key=N[,key=N...]" (empty: no overrides); throws opv::Error naming the bad key or value
+  // (an unknown key, a value outside [lo, hi], a key given twice).
+  static Tune parse(const std::string& s);
+  bool operator==(const Tune& o) const;
+};
 
 struct Options {
   // NVRTC's virtual architecture of the stored PTX ("compute_75" ... "compute_120"). The driver
@@ -82,17 +110,19 @@ struct Options {
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
   // 3x3 + ConvFFN 7x7 in one launch) have no NHWC form: 25 single depthwise launches instead of 12.
   LayoutChoice layout = LayoutChoice::Nchw;
+  // Overrides of the generators' sizing targets (Tune; meta "cuda_tune", only where set).
+  Tune tune;
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
   // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_pdl" /
-  // "cuda_layout", each only when
+  // "cuda_layout" / "cuda_tune", each only when
   // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
     return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack &&
-           fuse_se == o.fuse_se && cluster == o.cluster && pdl == o.pdl && layout == o.layout;
+           fuse_se == o.fuse_se && cluster == o.cluster && pdl == o.pdl && layout == o.layout && tune == o.tune;
   }
 };
 

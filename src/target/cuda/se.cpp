@@ -68,7 +68,7 @@ static int se_fc_form(const Plan& p, const Call& c) {
     if (po.input >= 0 || unary_expr(po, "v").empty()) return 0;
   if (numel(x.out().shape) <= kSplitMaxOutputs && conv1x1_gemv_ok(x)) return kSeGemv;
   if (!conv1x1_mma_ok(x)) return 0;
-  return mma_shape(xs[0], x.out().shape[1], 1, xs[1], false).S == 1 ? kSeMma : 0;
+  return mma_shape(xs[0], x.out().shape[1], 1, xs[1], false, tune_spec(TuneKey::MmaBlocks).dflt).S == 1 ? kSeMma : 0;
 }
 
 static bool se_mean_ok(const Plan& p, const Call& r) {
@@ -200,7 +200,7 @@ static SeFc se_fc(int form, const std::string& tag, int64_t M, int64_t K, int64_
     return {pre.str(), s.str()};
   }
   // conv1x1_mma's chains for one pixel column (no split-K): this warp's 16-row groups
-  const MmaShape sh = mma_shape(N, M, 1, K, false);
+  const MmaShape sh = mma_shape(N, M, 1, K, false, tune_spec(TuneKey::MmaBlocks).dflt);
   const int64_t nst = (K + sh.KC - 1) / sh.KC, steps = sh.KC / sh.WK / 16, ng = (rows + 15) / 16;
   const int64_t qpw = (ng + kSeWarps - 1) / kSeWarps;
   const bool fetch = qpw * sh.WK * nst * steps * 4 <= kSePrefetchRegs;
