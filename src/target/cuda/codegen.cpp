@@ -1523,8 +1523,13 @@ Generated dw_pair(const Plan& p, const Call& c) {
     << "  for (int e = tid; e < " << ka * ka << "; e += " << kDwPairThreads << ") wa[e] = "
     << load(dtype_of(1), "in1", "c * " + I(ka * ka) + " + e") << ";\n"
     << "  for (int e = tid; e < " << kb * kb << "; e += " << kDwPairThreads << ") wb[e] = "
-    << load(dtype_of(3), "in3", "c * " + I(kb * kb) + " + e") << ";\n"
-    << "  __syncthreads();\n";
+    << load(dtype_of(3), "in3", "c * " + I(kb * kb) + " + e") << ";\n";
+  // The biases into registers before the first barrier: read after it, each was a global-memory
+  // round trip on the kernel's critical path (the load does not move above a bar.sync).
+  for (int slot : {2, 4})
+    if (c.inputs[size_t(slot)] >= 0)
+      b << "  const float bias" << slot << " = " << load(dtype_of(size_t(slot)), "in" + std::to_string(slot), "c") << ";\n";
+  b << "  __syncthreads();\n";
   // R outputs (tile row i, columns q0 .. q0 + R - 1) of a conv over `src` (sw floats a row; output
   // column q's kh-th row of taps is src row i + kh, columns q .. q + kk - 1): each tap row's R + kk
   // - 1 inputs into registers, then every output's taps in the order kh, then kw (fmaf from 0, as a
@@ -1543,8 +1548,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
       << "    float v[" << R << "];\n"
       << "#pragma unroll\n    for (int u = 0; u < " << R << "; ++u) {\n"
       << "      float vv = acc[u]"
-      << (c.inputs[size_t(bias_slot)] >= 0 ? " + " + load(dtype_of(size_t(bias_slot)), "in" + std::to_string(bias_slot), "c")
-                                            : std::string())
+      << (c.inputs[size_t(bias_slot)] >= 0 ? " + bias" + std::to_string(bias_slot) : std::string())
       << ";\n";
     for (int64_t q = po_from; q < po_from + po_n; ++q) b << "      vv = " << unary_expr(k.post_ops[size_t(q)], "vv") << ";\n";
     b << "      v[u] = vv;\n    }\n";
