@@ -192,6 +192,21 @@ std::string post_ops(const Ctx& x) {
   return s;
 }
 
+SplitPostOps post_ops_split(const Ctx& x, const std::string& reg, const std::string& idx) {
+  SplitPostOps sp;
+  for (const PostOp& po : x.k.post_ops) {
+    if (po.input < 0) {
+      sp.ops += "  v = " + unary_expr(po, "v") + ";\n";
+      continue;
+    }
+    const Buffer& b = x.in(size_t(po.input));
+    const std::string r = reg + std::to_string(sp.operands++) + "[" + idx + "]";
+    sp.loads += "  " + r + " = " + load(b.dtype, x.in_name(size_t(po.input)), bcast_offset(x.out().shape, b)) + ";\n";
+    sp.ops += "  v = " + (po.swapped ? binary_expr(po.op, r, "v") : binary_expr(po.op, "v", r)) + ";\n";
+  }
+  return sp;
+}
+
 // ---- families: each returns the body (after `i` is known to be in range) or "" with *why -------
 
 // Whether element i of `a` and of `b` are the same logical element (same element count, and the

@@ -405,6 +405,42 @@ Generated ffn(const Plan& p, const Call& c) {
   // pixel column of n-tile nt (`col`), and the B fragments' ldmatrix (x4: both halves; x2: one).
   const int64_t NWT = w8 ? 1 : 2;
   const std::string nwt = std::to_string(NWT), col = w8 ? "wn * 8" : "nt * 8";
+  // fc2's epilogue at output (m, q): the bias, fc2's post-ops, the store. With `pf` (an index into
+  // the prefetch registers) the bias and the post-ops' operands come from registers that
+  // `prefetch` loaded before the final barrier or the main loop, not from global memory after it.
+  const std::string coords = "      const opv_idx o0 = n, o1 = m, o2 = q / " + I(s.OW) + ", o3 = q % " + I(s.OW) +
+                             ";\n      (void)o0; (void)o1; (void)o2; (void)o3;\n";
+  const bool has_b2 = c.inputs[4] >= 0;
+  auto epilogue = [&](const std::string& pf) {
+    const SplitPostOps sp = post_ops_split(x2, "pfo", pf);
+    return coords + "      float v = sum" +
+           (has_b2 ? " + " + (pf.empty() ? load(buf(4).dtype, "in4", "m") : "pfb[" + pf + "]") : std::string()) + ";\n" +
+           (pf.empty() ? post_ops(x2) : sp.ops) + "      " +
+           store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") + "\n";
+  };
+  // The prefetch registers' declaration ([dims] each) and their loads at (m, q), index pf.
+  const int npf = post_ops_split(x2, "pfo", "0").operands + (has_b2 ? 1 : 0);
+  auto prefetch_decl = [&](const std::string& dims) {
+    std::string d;
+    if (has_b2) d += "  float pfb" + dims + ";\n";
+    for (int j = 0; j < npf - (has_b2 ? 1 : 0); ++j) d += "  float pfo" + std::to_string(j) + dims + ";\n";
+    return d;
+  };
+  auto prefetch = [&](const std::string& pf) {
+    return coords + (has_b2 ? "      pfb[" + pf + "] = " + load(buf(4).dtype, "in4", "m") + ";\n" : std::string()) +
+           post_ops_split(x2, "pfo", pf).loads;
+  };
+  const std::string mq = "    const opv_idx m = mt * 64 + " + wrow + " * 16 + g + (r >> 1) * 8, q = p0 + " + col + " + 2 * t + (r & 1);\n";
+  std::ostringstream epi;
+  epi << epilogue("");
+  // Unsplit layers (S == 1) run the epilogue on their own accumulators right after the main loop:
+  // where the operands of all of them fit 32 registers, they are loaded before the loop.
+  const bool pf1 = s.S == 1 && npf > 0 && s.Cout / 64 * NWT * 4 * npf <= 32;
+  if (pf1)
+    b << prefetch_decl("[NS2][" + nwt + "][4]")
+      << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
+      << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+      << mq << "    if (q < P) {\n" << prefetch("mt][nt][r") << "    }\n  }\n";
   b << "  float acc2[NS2][" << nwt << "][4];\n"
     << "#pragma unroll\n  for (int a = 0; a < NS2; ++a)\n#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n"
     << "      for (int r = 0; r < 4; ++r) acc2[a][c][r] = 0.0f;\n"
@@ -417,7 +453,14 @@ Generated ffn(const Plan& p, const Call& c) {
     << "    return Ws[q++ % NB];\n"
     << "  };\n"
     << "#pragma unroll 1\n  for (int ch = c_beg; ch < c_end; ++ch) {\n"
-    << "    const int h0 = ch * HC;\n"
+    << "    const int h0 = ch * HC;\n";
+  // fc1's bias for this thread's two hidden rows of the chunk, loaded before the chunk's slab
+  // barriers: read in the epilogue, after them, each was a global-memory round trip on the
+  // kernel's critical path (a load does not move above a bar.sync).
+  if (c.inputs[2] >= 0)
+    b << "    const float b1v[2] = {" << load(buf(2).dtype, "in2", "h0 + " + wrow + " * 16 + g") << ", "
+      << load(buf(2).dtype, "in2", "h0 + " + wrow + " * 16 + g + 8") << "};\n";
+  b
     << "    float acc1[" << nwt << "][4];\n"
     << "#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) acc1[c][r] = 0.0f;\n"
     << "#pragma unroll\n    for (int j = 0; j < NS1; ++j) {\n"
@@ -444,7 +487,7 @@ Generated ffn(const Plan& p, const Call& c) {
   b << "#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
     << "        const int hl = " << wrow << " * 16 + g + (r >> 1) * 8;\n"
     << "        float v = acc1[nt][r]"
-    << (c.inputs[2] >= 0 ? " + " + load(buf(2).dtype, "in2", "h0 + hl") : std::string()) << ";\n";
+    << (c.inputs[2] >= 0 ? " + b1v[r >> 1]" : "") << ";\n";
   for (int64_t q = po1; q < po2; ++q) b << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
   b << "        Gs[hl * LDG + " << col << " + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"
     // fc2: the first W2 slab's barrier also publishes the hidden tile.
@@ -466,12 +509,6 @@ Generated ffn(const Plan& p, const Call& c) {
     << "      }\n    }\n"
     << "  }\n"
     << "  asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n";
-  std::ostringstream epi;
-  epi << "      const opv_idx o0 = n, o1 = m, o2 = q / " << I(s.OW) << ", o3 = q % " << I(s.OW) << ";\n"
-      << "      (void)o0; (void)o1; (void)o2; (void)o3;\n"
-      << "      float v = sum" << (c.inputs[4] >= 0 ? " + " + load(buf(4).dtype, "in4", "m") : std::string()) << ";\n"
-      << post_ops(x2) << "      " << store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") << "\n";
-  const std::string mq = "    const opv_idx m = mt * 64 + " + wrow + " * 16 + g + (r >> 1) * 8, q = p0 + " + col + " + 2 * t + (r & 1);\n";
   // The block's partial tile in fragment order from `dst` (float4 j of thread tid is acc2[j / NWT]
   // [j % NWT][0..3], stored at [j][tid]: a warp writes 512 contiguous bytes), as both split forms
   // store it.
@@ -490,6 +527,20 @@ Generated ffn(const Plan& p, const Call& c) {
     // form's sums bit for bit) and runs the epilogue at the coordinates of f's fragment (j = f /
     // NT of thread f % NT); a second barrier keeps every ring alive until all have read it.
     gen.source = kClusterHelpers;
+    // Where each thread sums at most one float4 of the tile (TILE / 4 <= S x NT), the epilogue's
+    // operands of that float4 are loaded before the cluster barrier.
+    const bool pf = npf > 0 && TILE / 4 <= s.S * NT;
+    const std::string frag_coords =
+        "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n" +
+        std::string(w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n" : "") + frag_of_j;
+    if (pf) {
+      b << prefetch_decl("[4]")
+        << "  if (sp * " << nts << " + tid < TILE / 4) {  // the epilogue's operands of this thread's float4\n"
+        << "    const int f = sp * " << nts << " + tid, j = f / " << nts << ", ft = f % " << nts << ";\n"
+        << frag_coords
+        << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+        << mq << "    if (q < P) {\n" << prefetch("r") << "    }\n      }\n  }\n";
+    }
     b << "  __syncthreads();  // every warp is done with the slabs: the ring holds the partial now\n"
       << "  float* red = (float*)&Ws[0][0];\n";
     store_partial("red");
@@ -505,21 +556,19 @@ Generated ffn(const Plan& p, const Call& c) {
       << "    const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
       << "    const int j = f / " << nts << ", ft = f % " << nts << ";\n"
       << "    {  // the coordinates of thread ft's fragment j\n"
-      << "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n"
-      << (w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n" : "")
-      << frag_of_j
+      << frag_coords
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq
       << "    if (q < P) {\n"
       << "      const float sum = t4v[r];\n"
-      << epi.str() << "    }\n      }\n    }\n  }\n"
+      << (pf ? epilogue("r") : epi.str()) << "    }\n      }\n    }\n  }\n"
       << "  opv_cluster_sync();  // no block leaves while a peer may still read its ring\n";
   } else if (s.S == 1) {
     b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq
       << "    if (q < P) {\n      const float sum = acc2[mt][nt][r];\n"
-      << epi.str() << "    }\n  }\n";
+      << (pf1 ? epilogue("mt][nt][r") : epi.str()) << "    }\n  }\n";
   } else {
     gen.source = "__device__ __align__(16) float opv_ws[" + I(s.N * s.PT * s.S * TILE) + "];  // hidden-split partial tiles\n" +
                  "__device__ __forceinline__ float4 opv_ldcg4(const float* p) {\n"
