@@ -1004,8 +1004,51 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "      const opv_idx c = kb + r, p = p0 + pp;\n"
       << "      bb[r * LDB + pp] = (c < K && p < P) ? Bg[c * P + p] : (unsigned short)0;\n    }\n";
   }
-  b << "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  };\n"
-    << "  load_stage(0, kbeg);\n"
+  b << "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  };\n";
+  // The epilogue on `sum` for output (m, p); with `pf` (an index into the prefetch registers)
+  // the bias and the post-ops' operands come from registers loaded at the kernel's start (before
+  // the main loop's barriers: loaded after them, each was a global-memory round trip on the
+  // kernel's critical path).
+  const char* ch = nhwc ? "p" : "m";  // the output channel: the column (NHWC) or the row
+  const char* px = nhwc ? "m" : "p";  // the pixel
+  const std::string coords = "      const opv_idx o0 = n, o1 = " + std::string(ch) + ", o2 = " + px + " / " + I(OW) +
+                             ", o3 = " + px + " % " + I(OW) + ";\n      (void)o0; (void)o1; (void)o2; (void)o3;\n";
+  auto epilogue = [&](const std::string& pf) {
+    const SplitPostOps spo = post_ops_split(x, "pfo", pf);
+    return coords + "      float v = sum" +
+           (x.has(2) ? " + " + (pf.empty() ? load(x.in(2).dtype, "in2", ch) : "pfb[" + pf + "]") : std::string()) +
+           ";\n" + (pf.empty() ? post_ops(x) : spo.ops) + "      " +
+           store(x.out().dtype, "out0", "(n * M + m) * P + p", "v") + "\n";
+  };
+  const int npf = post_ops_split(x, "pfo", "0").operands + (x.has(2) ? 1 : 0);
+  auto prefetch_decl = [&](int64_t n) {
+    std::string d = x.has(2) ? "  float pfb[" + std::to_string(n) + "];\n" : "";
+    for (int j = 0; j < npf - (x.has(2) ? 1 : 0); ++j) d += "  float pfo" + std::to_string(j) + "[" + std::to_string(n) + "];\n";
+    return d;
+  };
+  auto prefetch = [&](const std::string& pf) {
+    return coords + (x.has(2) ? "      pfb[" + pf + "] = " + load(x.in(2).dtype, "in2", ch) + ";\n" : std::string()) +
+           post_ops_split(x, "pfo", pf).loads;
+  };
+  std::ostringstream epi;
+  epi << epilogue("");
+  // Prefetch where a thread's outputs are few: the cluster form's one float4 (TILE / 4 <= S x
+  // threads), the unsplit form's TILE / threads outputs up to 32 registers in all.
+  const bool pf_cluster = cluster && npf > 0 && TILE / 4 <= sh.S * kMmaThreads;
+  const int64_t per_thread = TILE / kMmaThreads;
+  const bool pf_single = !cluster && sh.S == 1 && npf > 0 && per_thread * npf <= 32;
+  if (pf_cluster || pf_single) {  // the prefetch, before the first stage's loads
+    if (pf_cluster)
+      b << prefetch_decl(4) << "  if (sp * " << kMmaThreads << " + tid < TILE / 4) {\n"
+        << "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n"
+        << "    const int o = (sp * " << kMmaThreads << " + tid) * 4 + e;\n";
+    else
+      b << prefetch_decl(per_thread) << "  {\n#pragma unroll\n    for (int e = 0; e < " << per_thread << "; ++e) {\n"
+        << "    const int o = tid + e * " << kMmaThreads << ";\n";
+    b << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
+      << "    if (m < M && p < P) {\n" << prefetch("e") << "    }\n    }\n  }\n";
+  }
+  b << "  load_stage(0, kbeg);\n"
     << "  for (int st = 0; st < nst; ++st) {\n"
     << "    if (st + 1 < nst) {\n"
     << "      load_stage((st + 1) % NBUF, kbeg + (opv_idx)(st + 1) * KC);\n"
@@ -1040,15 +1083,6 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     << "#pragma unroll\n        for (int r = 0; r < 4; ++r)\n"
     << "          red[wk * TILE + (wm * 32 + mi * 16 + g + (r >> 1) * 8) * BN + wn * 32 + ni * 8 + 2 * t + (r & 1)] = acc[mi][ni][r];\n"
     << "  }\n  __syncthreads();\n";
-  // The epilogue on `sum` for output (m, p).
-  std::ostringstream epi;
-  const char* ch = nhwc ? "p" : "m";  // the output channel: the column (NHWC) or the row
-  const char* px = nhwc ? "m" : "p";  // the pixel
-  epi << "      const opv_idx o0 = n, o1 = " << ch << ", o2 = " << px << " / " << I(OW) << ", o3 = " << px << " % "
-      << I(OW) << ";\n"
-      << "      (void)o0; (void)o1; (void)o2; (void)o3;\n"
-      << "      float v = sum" << (x.has(2) ? " + " + load(x.in(2).dtype, "in2", ch) : "") << ";\n";
-  epi << post_ops(x) << "      " << store(x.out().dtype, "out0", "(n * M + m) * P + p", "v") << "\n";
   // Split-K: float4s of every partial a thread loads at once in the last block (at most
   // kMmaReduceInFlight; a divisor of TILE / 512, which every tile size is a multiple of).
   const int64_t nv = TILE / (4 * kMmaThreads);
@@ -1073,15 +1107,19 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
       << "    if (m < M && p < P) {\n"
       << "      const float sum = s4[e];\n"
-      << epi.str() << "    }\n    }\n  }\n"
+      << (pf_cluster ? epilogue("e") : epi.str()) << "    }\n    }\n  }\n"
       << "  opv_cluster_sync();  // no block leaves while a peer may still read its partial\n";
   } else if (sh.S == 1) {
-    b << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {\n"
-      << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
+    if (pf_single)
+      b << "#pragma unroll\n  for (int e = 0; e < " << per_thread << "; ++e) {\n"
+        << "    const int o = tid + e * " << kMmaThreads << ";\n";
+    else
+      b << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {\n";
+    b << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
       << "    if (m < M && p < P) {\n"
       << "      float sum = red[o];\n"
       << "#pragma unroll\n      for (int q = 1; q < WK; ++q) sum += red[q * TILE + o];\n"
-      << epi.str() << "    }\n  }\n";
+      << (pf_single ? epilogue("e") : epi.str()) << "    }\n  }\n";
   } else {
     b << "  float* wsp = opv_ws + (tile * S + sp) * TILE;\n"
       << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {\n"
