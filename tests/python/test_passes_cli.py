@@ -269,6 +269,18 @@ def test_cuda_cluster_switch(cli, tmp_path):
     assert p.returncode != 0 and "--cuda-cluster" in p.stderr, describe(p)
 
 
+def _compile_cuda90(cli, model, art, *extra):
+    """`model` compiled for cuda at compute_90 with `extra` flags into `art` (skipping where NVRTC
+    is missing): its meta line and its `inspect --dump`."""
+    p = cli.run("compile", model, "-o", art, "--target", "cuda", "--cuda-arch", "compute_90", *extra, timeout=600)
+    if p.returncode != 0 and "nvrtc" in p.stderr.lower():
+        pytest.skip(f"NVRTC is not available here: {p.stderr.strip()[:300]}")
+    assert p.returncode == 0, describe(p)
+    d = cli.run("inspect", art, "--dump")
+    assert d.returncode == 0, describe(d)
+    return next(line for line in d.stdout.splitlines() if line.startswith("meta ")), d.stdout
+
+
 def test_cuda_pdl_switch(cli, tmp_path):
     """compile --cuda-pdl off|on|early (target cuda): the choice is recorded in the plan meta
     unless it is the default (off): cuda_pdl=1 for on, 2 for early; a value outside the three is a
@@ -277,14 +289,7 @@ def test_cuda_pdl_switch(cli, tmp_path):
     model = _cuda_help_and_model(cli, tmp_path, "--cuda-pdl off|on|early", "programmatic dependent launch")
 
     def meta(name, *extra):
-        art = tmp_path / f"{name}.opv"
-        p = cli.run("compile", model, "-o", art, "--target", "cuda", "--cuda-arch", "compute_90", *extra, timeout=600)
-        if p.returncode != 0 and "nvrtc" in p.stderr.lower():
-            pytest.skip(f"NVRTC is not available here: {p.stderr.strip()[:300]}")
-        assert p.returncode == 0, describe(p)
-        m = cli.run("inspect", art)
-        assert m.returncode == 0, describe(m)
-        return next(line for line in m.stdout.splitlines() if line.startswith("meta "))
+        return _compile_cuda90(cli, model, tmp_path / f"{name}.opv", *extra)[0]
 
     assert " cuda_pdl=" not in meta("default")
     assert " cuda_pdl=" not in meta("off", "--cuda-pdl", "off")
@@ -303,15 +308,8 @@ def test_cuda_tune_option(cli, tmp_path):
     model = _cuda_help_and_model(cli, tmp_path, "--cuda-tune KEY=N", "ffn_blocks")
 
     def compiled(name, *extra):
-        art = tmp_path / f"{name}.opv"
-        p = cli.run("compile", model, "-o", art, "--target", "cuda", "--cuda-arch", "compute_90", *extra, timeout=600)
-        if p.returncode != 0 and "nvrtc" in p.stderr.lower():
-            pytest.skip(f"NVRTC is not available here: {p.stderr.strip()[:300]}")
-        assert p.returncode == 0, describe(p)
-        d = cli.run("inspect", art, "--dump")
-        assert d.returncode == 0, describe(d)
-        meta = next(line for line in d.stdout.splitlines() if line.startswith("meta "))
-        mlp = [line.split("global=")[1].split()[0] for line in d.stdout.splitlines()
+        meta, dump = _compile_cuda90(cli, model, tmp_path / f"{name}.opv", *extra)
+        mlp = [line.split("global=")[1].split()[0] for line in dump.splitlines()
                if line.startswith("  c") and "/mlp/fc" in line and "global=" in line]
         return meta, mlp
 
