@@ -74,14 +74,14 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-pdl", "off|on|early", "cuda: programmatic dependent launch (compute_90+): programmatic graph "
               "edges between kernels, each kernel waiting for the ones before it at its start; on: the next kernel is "
               "launched as this one's blocks exit; early: as soon as they have all started (they wait on the SMs); "
-              "off: ordinary edges (the default: early is slower on the H100, on not yet timed on a GPU). Recorded in "
+              "off: ordinary edges (the default: on the H100 early is slower and on no faster). Recorded in "
               "the plan when not off", "off")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "
               "auto (the plan's choice: nhwc where it has tensor-core 1x1 convs, compute_80+ fp16). Recorded in the plan "
               "(meta cuda_layout_plan); nchw is the default: nhwc is slower on the H200 (0.379 vs 0.326 ms, BENCHMARKS.md)", "nchw")
       .option("--cuda-tune", "KEY=N", "cuda: override a code generator's sizing target, for sweeps on a GPU "
-              "(bench/device_cuda.sh --tune): ffn_blocks (fused ConvFFN blocks, default 96), mma_blocks (tensor-core "
+              "(bench/device_cuda.sh --base-flags): ffn_blocks (fused ConvFFN blocks, default 96), mma_blocks (tensor-core "
               "1x1 split-K blocks, 128), dwpair_blocks (depthwise-pair row bands, 256); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")

@@ -49,15 +49,15 @@ std::string store(DType dt, const std::string& name, const std::string& idx, con
 bool post_ops_ok(const Ctx& x, std::string* why);
 std::string post_ops(const Ctx& x);
 // post_ops with the operand loads split from their use, so a kernel can issue the loads early (before
-// a barrier that would otherwise put each on its critical path): `loads` sets `<reg>N[idx]` to
-// binary post-op N's operand at output coordinates o<d> (N = 0, 1, ... in post-op order), `ops`
-// applies the post-ops to v reading those registers; `operands` = N's count (the caller declares
-// the arrays).
+// its barriers): `loads` sets `pfoN[idx]` to binary post-op N's operand at output coordinates o<d>
+// (N = 0, 1, ... in post-op order), `ops` applies the post-ops to v reading those registers;
+// `operands` = N's count. prefetch_decls declares the arrays (`pfb` too, a bias, where `bias`).
 struct SplitPostOps {
   std::string loads, ops;
   int operands = 0;
 };
-SplitPostOps post_ops_split(const Ctx& x, const std::string& reg, const std::string& idx);
+SplitPostOps post_ops_split(const Ctx& x, const std::string& idx);
+std::string prefetch_decls(int operands, bool bias, const std::string& dims);
 // Offset into a row-major tensor of shape `in` broadcast to `out`, from out's coordinates o<d>.
 std::string bcast_offset(const Shape& out, const Shape& in);
 // Declares output coordinates o0..o<r-1> of flat index `i` over `shape` (row-major).

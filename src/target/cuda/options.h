@@ -28,7 +28,8 @@ LayoutChoice parse_layout_choice(const std::string& s);
 enum class PdlMode : uint8_t {
   Off,    // no prologue, ordinary graph edges (the default; meta "cuda_pdl" absent)
   On,     // griddepcontrol.wait first: the next kernel is launched as this one's blocks exit, before
-          // the kernel's completion is signalled (attr and meta 1)
+          // the kernel's completion is signalled (attr and meta 1). On the H100 the fixture runs in
+          // the same time as with Off (BENCHMARKS.md, CUDA session 20)
   Early,  // griddepcontrol.launch_dependents, then the wait: the next kernel's blocks are launched
           // once every block of this one has started, and wait on the SMs (attr and meta 2). On the
           // H100 the fixture ran 1.26x slower so (BENCHMARKS.md, CUDA session 19); likely the early
@@ -42,7 +43,8 @@ PdlMode parse_pdl_mode(const std::string& s);
 // The code generators' sizing targets that a compile may override (compile --cuda-tune KEY=N,...;
 // Options::tune): the block counts each kernel family's grid is sized towards. Their defaults are
 // the values measured best so far (BENCHMARKS.md, CUDA); an override is for sweeping them on a GPU
-// (bench/device_cuda.sh --tune), every value giving the same outputs up to summation order.
+// (bench/device_cuda.sh --base-flags), every value giving the same outputs up to summation
+// order. Run 31 (H100, session 20) swept each both ways: all within the rounds' noise.
 enum class TuneKey : uint8_t {
   FfnBlocks,     // "ffn_blocks": fused ConvFFN, blocks the hidden split aims at (pixel tiles x S)
   MmaBlocks,     // "mma_blocks": tensor-core 1x1 convs, blocks split-K aims at
@@ -104,7 +106,7 @@ struct Options {
   // backend joins consecutive launches by programmatic graph edges, and each kernel waits
   // (griddepcontrol.wait), before its first memory access, until the kernels before it have
   // finished and their writes are visible. compile --cuda-pdl off|on|early. Off by default: early
-  // is slower on the H100 and on has not run on a GPU yet (BENCHMARKS.md, CUDA session 19).
+  // is slower on the H100 (session 19) and on no faster (0.296 vs 0.296 ms, run 32, session 20).
   PdlMode pdl = PdlMode::Off;
   // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
