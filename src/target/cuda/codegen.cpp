@@ -178,19 +178,7 @@ bool post_ops_ok(const Ctx& x, std::string* why) {
   }
   return true;
 }
-std::string post_ops(const Ctx& x) {
-  std::string s;
-  for (const PostOp& po : x.k.post_ops) {
-    if (po.input < 0) {
-      s += "  v = " + unary_expr(po, "v") + ";\n";
-      continue;
-    }
-    const Buffer& b = x.in(size_t(po.input));
-    const std::string a = load(b.dtype, x.in_name(size_t(po.input)), bcast_offset(x.out().shape, b));
-    s += "  v = " + (po.swapped ? binary_expr(po.op, a, "v") : binary_expr(po.op, "v", a)) + ";\n";
-  }
-  return s;
-}
+std::string post_ops(const Ctx& x) { return post_ops_split(x, "").ops; }
 
 SplitPostOps post_ops_split(const Ctx& x, const std::string& idx) {
   SplitPostOps sp;
@@ -200,8 +188,10 @@ SplitPostOps post_ops_split(const Ctx& x, const std::string& idx) {
       continue;
     }
     const Buffer& b = x.in(size_t(po.input));
-    const std::string r = "pfo" + std::to_string(sp.operands++) + "[" + idx + "]";
-    sp.loads += "  " + r + " = " + load(b.dtype, x.in_name(size_t(po.input)), bcast_offset(x.out().shape, b)) + ";\n";
+    const std::string a = load(b.dtype, x.in_name(size_t(po.input)), bcast_offset(x.out().shape, b));
+    const std::string r = idx.empty() ? a : "pfo" + std::to_string(sp.operands) + "[" + idx + "]";
+    if (!idx.empty()) sp.loads += "  " + r + " = " + a + ";\n";
+    ++sp.operands;
     sp.ops += "  v = " + (po.swapped ? binary_expr(po.op, r, "v") : binary_expr(po.op, "v", r)) + ";\n";
   }
   return sp;
@@ -1020,13 +1010,12 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   const std::string coords = "      const opv_idx o0 = n, o1 = " + std::string(ch) + ", o2 = " + px + " / " + I(OW) +
                              ", o3 = " + px + " % " + I(OW) + ";\n      (void)o0; (void)o1; (void)o2; (void)o3;\n";
   auto epilogue = [&](const std::string& pf) {
-    const SplitPostOps spo = post_ops_split(x, pf);
     return coords + "      float v = sum" +
            (x.has(2) ? " + " + (pf.empty() ? load(x.in(2).dtype, "in2", ch) : "pfb[" + pf + "]") : std::string()) +
-           ";\n" + (pf.empty() ? post_ops(x) : spo.ops) + "      " +
+           ";\n" + post_ops_split(x, pf).ops + "      " +
            store(x.out().dtype, "out0", "(n * M + m) * P + p", "v") + "\n";
   };
-  const int nops = post_ops_split(x, "0").operands, npf = nops + (x.has(2) ? 1 : 0);
+  const int nops = post_ops_split(x, "").operands, npf = nops + (x.has(2) ? 1 : 0);
   auto prefetch_decl = [&](int64_t n) { return prefetch_decls(nops, x.has(2), "[" + std::to_string(n) + "]"); };
   auto prefetch = [&](const std::string& pf) {
     return coords + (x.has(2) ? "      pfb[" + pf + "] = " + load(x.in(2).dtype, "in2", ch) + ";\n" : std::string()) +

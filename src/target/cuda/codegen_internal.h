@@ -51,7 +51,8 @@ std::string post_ops(const Ctx& x);
 // post_ops with the operand loads split from their use, so a kernel can issue the loads early (before
 // its barriers): `loads` sets `pfoN[idx]` to binary post-op N's operand at output coordinates o<d>
 // (N = 0, 1, ... in post-op order), `ops` applies the post-ops to v reading those registers;
-// `operands` = N's count. prefetch_decls declares the arrays (`pfb` too, a bias, where `bias`).
+// `operands` = N's count. With an empty idx, `ops` loads each operand where it is used and `loads`
+// is empty (post_ops). prefetch_decls declares the arrays (`pfb` too, a bias, where `bias`).
 struct SplitPostOps {
   std::string loads, ops;
   int operands = 0;

@@ -412,14 +412,13 @@ Generated ffn(const Plan& p, const Call& c) {
                              ";\n      (void)o0; (void)o1; (void)o2; (void)o3;\n";
   const bool has_b2 = c.inputs[4] >= 0;
   auto epilogue = [&](const std::string& pf) {
-    const SplitPostOps sp = post_ops_split(x2, pf);
     return coords + "      float v = sum" +
            (has_b2 ? " + " + (pf.empty() ? load(buf(4).dtype, "in4", "m") : "pfb[" + pf + "]") : std::string()) + ";\n" +
-           (pf.empty() ? post_ops(x2) : sp.ops) + "      " +
+           post_ops_split(x2, pf).ops + "      " +
            store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") + "\n";
   };
   // The prefetch registers' declaration ([dims] each) and their loads at (m, q), index pf.
-  const int nops = post_ops_split(x2, "0").operands, npf = nops + (has_b2 ? 1 : 0);
+  const int nops = post_ops_split(x2, "").operands, npf = nops + (has_b2 ? 1 : 0);
   auto prefetch_decl = [&](const std::string& dims) { return prefetch_decls(nops, has_b2, dims); };
   auto prefetch = [&](const std::string& pf) {
     return coords + (has_b2 ? "      pfb[" + pf + "] = " + load(buf(4).dtype, "in4", "m") + ";\n" : std::string()) +

@@ -81,9 +81,11 @@ Tune Tune::parse(const std::string& s) {
     const std::string key = item.substr(0, eq);
     int i = 0;
     while (i < kTuneKeys && key != kTuneSpecs[i].name) ++i;
-    std::string known;
-    for (const TuneSpec& k : kTuneSpecs) known += (known.empty() ? "" : ", ") + std::string(k.name);
-    OPV_CHECK(i < kTuneKeys, "cuda tune: unknown key '", key, "' (known: ", known, ")");
+    if (i == kTuneKeys) {
+      std::string known;
+      for (const TuneSpec& k : kTuneSpecs) known += (known.empty() ? "" : ", ") + std::string(k.name);
+      fail("cuda tune: unknown key '", key, "' (known: ", known, ")");
+    }
     OPV_CHECK(!t.value[i], "cuda tune: key '", key, "' given twice");
     const std::string num = eq == std::string::npos ? "" : item.substr(eq + 1);
     bool digits = !num.empty() && num.size() <= 9;
