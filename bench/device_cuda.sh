@@ -102,7 +102,6 @@ fi
 # shellcheck source=bench/device_env.sh
 source "$ROOT/bench/device_env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-BASE_FLAGS=""
 BASE_LIST=()  # every --base-flags value, in order
 BATCH=32
 OPVB=""  # the base artifacts' compiler (--base-bin: the bundle's opvision_base)
@@ -113,14 +112,12 @@ while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" || "${1:-}" == "--b
     shift
     continue
   fi
-  if [[ "$1" == "--base-flags" ]]; then
-    BASE_LIST+=("$2")
-    [[ -z "$BASE_FLAGS" ]] && BASE_FLAGS="$2"
-  fi
+  [[ "$1" == "--base-flags" ]] && BASE_LIST+=("$2")
   [[ "$1" == "--batch" ]] && BATCH="$2"
   [[ "$1" == "--arch" ]] && ARCH="$2"
   shift 2
 done
+BASE_FLAGS="${BASE_LIST[0]:-}"  # the first base's flags (the generated variants' base)
 BASE=""
 [[ -n "$BASE_FLAGS" || -n "$OPVB" ]] && BASE="${BASE_FLAGS:-no flags}${OPVB:+, compiled by opvision_base}"
 OPVB="${OPVB:-$OPV}"
