@@ -11,6 +11,7 @@
 //      backend within the fp32 tolerance on random inputs. Skipped cleanly without one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -314,6 +315,9 @@ struct F16Case {
   // With `ffn`: FastViT's block, x0 -> depthwise 3x3 (bias: the RepMixer) -> T -> depthwise 7x7
   // (bias) -> the ConvFFN on it with T as the residual; the 7x7 folds into the ConvFFN's launch.
   bool ffn_dw = false;
+  // > 0: a dense conv_k x conv_k conv (C -> M, stride conv_s, dilation conv_d, 'same'-style pads
+  // (conv_k - 1) / 2 * conv_d) instead of the 1x1: the implicit-GEMM family from compute_80.
+  int64_t conv_k = 0, conv_s = 1, conv_d = 1;
 };
 std::vector<F16Case> f16_cases() {
   return {
@@ -372,6 +376,14 @@ std::vector<F16Case> f16_cases() {
       // The pack folded into the stem conv: two images, odd map sizes (partial pixel blocks, padding).
       {"pack_conv_table", 2, 3, 16, 9, 14, 0, false, false, false, true, false, 1},
       {"pack_conv_direct", 1, 4, 24, 10, 15, 0, false, false, false, true, false, 2},
+      // Dense KxK convs as implicit GEMMs (conv_mma.cpp): the stem's shape (24 channels, 3x3
+      // stride 2, K = 216: 16-byte staging of X and W, 64 channels a block, pixel pairs stored
+      // as one word); 5 channels (K = 45: element staging), dilation 2, 48 channels (3 groups of
+      // 16), an odd width (single stores), two images, the residual; a 5x5 over 72 columns (the
+      // last of 3 pixel tiles partial).
+      {"conv_mma_stem", 1, 24, 64, 16, 32, 1, false, false, false, false, false, 0, false, 3, 2},
+      {"conv_mma_dilated_odd", 2, 5, 48, 9, 11, 2, false, false, false, false, false, 0, false, 3, 1, 2},
+      {"conv_mma_5x5_partial_tile", 1, 8, 32, 6, 72, 0, false, false, false, false, false, 0, false, 5, 1},
   };
 }
 ir::Graph pack_graph(const F16Case& t, DType dt) {
@@ -513,11 +525,14 @@ ir::Graph f16_graph(const F16Case& t, DType dt) {
   g.source = "cuda_codegen_test";
   auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
   const Shape xs = t.gemv ? Shape{1, t.C} : Shape{t.N, t.C, t.H, t.W};
-  const Shape ys = t.gemv ? Shape{1, t.M} : Shape{t.N, t.M, t.H, t.W};
+  const int64_t k = std::max<int64_t>(t.conv_k, 1), pad = (k - 1) / 2 * t.conv_d;
+  const int64_t span = t.conv_d * (k - 1) + 1;
+  const Shape ys = t.gemv ? Shape{1, t.M}
+                          : Shape{t.N, t.M, (t.H + 2 * pad - span) / t.conv_s + 1, (t.W + 2 * pad - span) / t.conv_s + 1};
   const int x = g.add_value({"x0", dt, xs, nullptr});
   g.inputs.push_back(x);
-  const float ws = 1.0f / std::sqrt(float(t.C));
-  std::vector<int> ins{x, g.add_const("w", rounded(t.gemv ? Shape{t.M, t.C} : Shape{t.M, t.C, 1, 1}, 21, -ws, ws))};
+  const float ws = 1.0f / std::sqrt(float(t.C * k * k));
+  std::vector<int> ins{x, g.add_const("w", rounded(t.gemv ? Shape{t.M, t.C} : Shape{t.M, t.C, k, k}, 21, -ws, ws))};
   if (t.post) ins.push_back(g.add_const("b", rounded({t.M}, 22, -0.5f, 0.5f)));
   std::vector<PostOp> po;
   if (t.post == 1) po.push_back(PostOp{OpKind::Relu});
@@ -532,7 +547,7 @@ ir::Graph f16_graph(const F16Case& t, DType dt) {
   if (t.gemv) {
     a.set("transB", int64_t(1));
   } else {
-    a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
+    a = ints({{"strides", {t.conv_s, t.conv_s}}, {"dilations", {t.conv_d, t.conv_d}}, {"pads", {pad, pad, pad, pad}}});
     a.set("group", int64_t(1));
   }
   const int y = g.add_value({"y", dt, ys, nullptr});
@@ -695,6 +710,21 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       const bool conv_gemv = t.name == "conv_gemv_one_pixel";
       const bool mma = !t.gemv && !conv_gemv && arch != "compute_75";
       EXPECT_EQ(gen.source.find("mma.sync.aligned.m16n8k16") != std::string::npos, mma) << arch;
+      if (t.conv_k) {  // compute_75: 4 or 8 channels a thread (conv_multi); then the implicit GEMM
+        EXPECT_EQ(gen.source.find("// implicit GEMM: ") != std::string::npos, mma) << arch;
+        EXPECT_EQ(gen.local[0], 128);
+        if (!mma) continue;
+        const int64_t K = t.C * t.conv_k * t.conv_k, MG = t.M % 64 == 0 ? 64 : t.M % 32 == 0 ? 32 : 16;
+        EXPECT_NE(gen.source.find(std::to_string(MG) + " channels x 32 pixels of a row a block, K = " + std::to_string(K)),
+                  std::string::npos);
+        EXPECT_EQ(gen.source.find("opv_cp16(xs") != std::string::npos, t.W % 8 == 0) << "16-byte X rows";
+        EXPECT_EQ(gen.source.find("opv_cp16(ws") != std::string::npos, K % 8 == 0) << "16-byte W rows";
+        const int64_t ow = p.buffers[size_t(p.outputs[0])].shape[3];
+        EXPECT_EQ(gen.source.find("(unsigned)hv[0] | ((unsigned)hv[1] << 16)") != std::string::npos, ow % 2 == 0)
+            << "pixel pairs stored as one word exactly where the width is even";
+        EXPECT_EQ(gen.global[0], t.N * p.buffers[size_t(p.outputs[0])].shape[2] * ((ow + 31) / 32) * (t.M / MG) * 128);
+        continue;
+      }
       if (mma) {
         EXPECT_EQ(gen.local[0], 128);
         EXPECT_NE(gen.source.find("__launch_bounds__(128)"), std::string::npos);

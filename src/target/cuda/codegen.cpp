@@ -1708,6 +1708,14 @@ Generated generate(const Plan& p, const Call& c) {
         block = kDwNhwcThreads;
         count = blocks * block;
         writes_itself = own_post_ops = true;
+      } else if (conv_mma_ok(x)) {
+        if (!post_ops_ok(x, &why)) break;
+        int64_t blocks = 0;
+        body = conv_mma(x, &blocks);
+        globals = kMmaHelpers;
+        block = kConvMmaThreads;
+        count = blocks * block;
+        writes_itself = own_post_ops = true;
       } else if (const int64_t co = conv_multi_co(x); co > 0) {
         if (!post_ops_ok(x, &why)) break;
         int64_t blocks = 0;

@@ -107,6 +107,15 @@ struct ConvInput {
 int64_t conv_multi_co(const Ctx& x);
 std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInput* src = nullptr);
 
+// conv_mma.cpp: dense KxK fp16 convs (group 1, NCHW input) as implicit GEMMs on the tensor cores
+// (compute_80+; blocks of kConvMmaThreads): conv_mma_ok says whether the family takes the call,
+// conv_mma gives the kernel body ("" when it does not) and *blocks.
+constexpr int kConvMmaThreads = 128;
+bool conv_mma_ok(const Ctx& x);
+std::string conv_mma(const Ctx& x, int64_t* blocks);
+// Element strides of b's logical dims (Linear: row-major; NHWC: C*H*W, 1, W*C, C).
+std::vector<int64_t> strides_of(const Buffer& b);
+
 // movement.cpp: Slice, Tile, Pad, Gather and Where as typed copies (movement_op: the ops it takes),
 // and the element-wise ops with a non-float output (comparisons, And/Or/Xor/Not, Cast to an
 // integer or bool type).

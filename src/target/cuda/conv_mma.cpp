@@ -1,0 +1,198 @@
+/* Dense KxK fp16 convolutions on the tensor cores (target "cuda", compute_80+; part of plan pass
+ * "cuda-codegen", codegen.h): the stem's 3x3 stride-2 conv and any dense conv the 1x1 families do
+ * not take, as an implicit GEMM (D[channel][pixel] = W[channel][k] x im2col[k][pixel], k = (c, kh,
+ * kw) in W's own order) with mma.sync m16n8k16, fp32 accumulators.
+ *
+ * A block of 4 warps computes MG (16, 32 or 64) output channels of BP = 32 consecutive output
+ * pixels of one output row, warp w the 8 pixels w * 8.. of them for all MG channels:
+ *   - X: the KH input rows under that row segment, every input channel, staged once into shared
+ *     memory (xs[(c * KH + kh) * CW + col], zero outside the map: padding), with 16-byte cp.async
+ *     where X's rows are a multiple of 8 halves wide (whole chunks in or out of the map), else
+ *     element loads. The im2col matrix is never built: B's fragment element (k, pixel) is
+ *     xs[offs[k] + base(pixel)], offs a per-block table of k's (c, kh, kw) offsets (k past K: a
+ *     zeroed row after the tile, so the padding steps multiply zeros, never input values).
+ *   - W: the block's MG rows of K weights, staged once as [MG][Kp + 8] halves (Kp = K rounded up
+ *     to 16, zero past K; the 8 extra halves keep ldmatrix's eight rows in distinct banks), read
+ *     as A fragments with ldmatrix.
+ *   - the epilogue: bias (loaded before the main loop), the kernel's post-ops, the store, at each
+ *     accumulator's (channel, pixel).
+ * Numerics: every product of fp16 values is exact in fp32 and summed in fp32 in the tensor cores'
+ * order (not conv_multi's): within the fp32 tolerance of the reference, not bit-identical to it.
+ * (Not the same as the implicit GEMM tried on the 1x1 tiles on 2026-12-03 (codegen.cpp): that one
+ * gathered every im2col element from global memory per tile, 30 us against 17 for the stem.)
+ */
+#include <algorithm>
+#include <sstream>
+#include <string>
+
+#include "target/cuda/codegen_internal.h"
+
+namespace opv::plan::cuda::detail {
+
+namespace {
+constexpr int64_t kBP = 32;                           // output pixels a block (8 a warp)
+constexpr int64_t kSmemBytes = (48 << 10) - 256;     // static shared memory (48 KB without opt-in)
+
+struct ConvMmaShape {
+  int64_t N = 0, C = 0, H = 0, W = 0, M = 0, OH = 0, OW = 0, KH = 0, KW = 0;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  int64_t K = 0, Kp = 0, LDW = 0, MG = 0, CW = 0, OWT = 0;
+  bool vec_x = false;  // X staged in 16-byte chunks (W % 8 == 0)
+  bool vec_w = false;  // W staged in 16-byte chunks (K % 8 == 0)
+  int64_t smem() const { return (C * KH * CW + CW) * 2 + Kp * 4 + MG * LDW * 2; }
+};
+
+// The shape of call x in this family, or false when it does not take it.
+bool conv_mma_shape(const Ctx& x, ConvMmaShape* out) {
+  if (x.sm < 80 || x.k.op != OpKind::Conv || !x.has(1) || x.c.outputs.size() != 1) return false;
+  const Buffer& X = x.in(0);
+  const Buffer& Wt = x.in(1);
+  const Buffer& Y = x.out();
+  if (X.shape.size() != 4 || Wt.shape.size() != 4 || Y.shape.size() != 4) return false;
+  if (X.dtype != DType::F16 || Wt.dtype != DType::F16 || !is_float(Y.dtype) || nhwc_stored(X) ||
+      X.layout != Layout::Linear || Wt.layout != Layout::Linear)
+    return false;
+  if (x.has(2) && !is_float(x.in(2).dtype)) return false;
+  const Attrs& a = x.k.attrs;
+  const auto s = a.ints("strides", {1, 1}), d = a.ints("dilations", {1, 1}), pd = a.ints("pads", {0, 0, 0, 0});
+  if (a.i("group", 1) != 1 || s.size() != 2 || d.size() != 2 || pd.size() != 4) return false;
+  ConvMmaShape c;
+  c.N = X.shape[0], c.C = X.shape[1], c.H = X.shape[2], c.W = X.shape[3];
+  c.M = Y.shape[1], c.OH = Y.shape[2], c.OW = Y.shape[3], c.KH = Wt.shape[2], c.KW = Wt.shape[3];
+  c.sh = s[0], c.sw = s[1], c.dh = d[0], c.dw = d[1], c.ph = pd[0], c.pw = pd[1];
+  if (Wt.shape[0] != c.M || Wt.shape[1] != c.C || Y.shape[0] != c.N || c.M % 16 || c.KH * c.KW < 2 || c.sh < 1 ||
+      c.sw < 1 || c.dh < 1 || c.dw < 1)
+    return false;
+  c.K = c.C * c.KH * c.KW;
+  if (c.K < 16 || numel(X.shape) > INT32_MAX / 2 || numel(Y.shape) > INT32_MAX / 2 || numel(Wt.shape) > INT32_MAX / 2)
+    return false;
+  c.Kp = (c.K + 15) / 16 * 16;
+  c.LDW = c.Kp + 8;
+  c.vec_x = c.W % 8 == 0;
+  c.vec_w = c.K % 8 == 0;
+  // Input columns a row segment spans (+ 7: the 16-byte chunks start at a multiple of 8).
+  const int64_t span = (kBP - 1) * c.sw + (c.KW - 1) * c.dw + 1;
+  c.CW = c.vec_x ? (span + 7 + 7) / 8 * 8 : (span + 1) / 2 * 2;
+  c.OWT = (c.OW + kBP - 1) / kBP;
+  for (const int64_t mg : {64, 32, 16}) {
+    if (c.M % mg) continue;
+    c.MG = mg;
+    if (c.smem() <= kSmemBytes) break;
+    c.MG = 0;
+  }
+  if (c.MG == 0) return false;
+  *out = c;
+  return true;
+}
+}  // namespace
+
+bool conv_mma_ok(const Ctx& x) {
+  ConvMmaShape s;
+  return conv_mma_shape(x, &s);
+}
+
+std::string conv_mma(const Ctx& x, int64_t* blocks) {
+  ConvMmaShape s;
+  if (!conv_mma_shape(x, &s)) return "";
+  const Buffer& Y = x.out();
+  const std::vector<int64_t> yst = strides_of(Y);  // Linear or NHWC
+  const int64_t G = s.M / s.MG, MT = s.MG / 16, KS = s.Kp / 16, KHW = s.KH * s.KW, ROWS = s.C * s.KH;
+  *blocks = s.N * s.OH * s.OWT * G;
+  std::ostringstream b;
+  b << "  // implicit GEMM: " << s.MG << " channels x " << kBP << " pixels of a row a block, K = " << s.K << " (" << KS
+    << " steps of 16), X " << (s.vec_x ? "in 16-byte chunks" : "element by element") << ", W "
+    << (s.vec_w ? "in 16-byte chunks" : "element by element") << "\n"
+    << "  constexpr int CW = " << s.CW << ", ROWS = " << ROWS << ", K = " << s.K << ", KP = " << s.Kp << ", LDW = " << s.LDW
+    << ", MG = " << s.MG << ", MT = " << MT << ";\n"
+    << "  __shared__ __align__(16) unsigned short xs[ROWS * CW + CW];  // the rows, then a zero row\n"
+    << "  __shared__ __align__(16) unsigned short ws[MG * LDW];\n"
+    << "  __shared__ __align__(8) int offs[KP];\n"
+    << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
+    << "  const int ot = (int)(blockIdx.x % " << s.OWT << "), oh = (int)((blockIdx.x / " << s.OWT << ") % " << s.OH
+    << ");\n"
+    << "  const int cg = (int)((blockIdx.x / " << s.OWT * s.OH << ") % " << G << ");\n"
+    << "  const opv_idx n = blockIdx.x / " << I(s.OWT * s.OH * G) << ";\n"
+    << "  const int ow0 = ot * " << kBP << ", iw_lo = ow0 * " << s.sw << " - " << s.pw << ";\n"
+    // ia: xs column 0's input column (a multiple of 8 for the chunked staging; floor for negatives)
+    << "  const int ia = " << (s.vec_x ? "(iw_lo >= 0 ? iw_lo : iw_lo - 7) / 8 * 8" : "iw_lo") << ";\n"
+    << "  const unsigned short* Xn = in0 + n * " << I(s.C * s.H * s.W) << ";\n"
+    << "  const unsigned short* Wg = in1 + (opv_idx)cg * " << I(s.MG * s.K) << ";\n";
+  // W rows, zero past K.
+  if (s.vec_w)
+    b << "  for (int e = tid; e < MG * (K / 8); e += 128) {\n"
+      << "    const int r = e / (K / 8), cc = e % (K / 8);\n"
+      << "    opv_cp16(ws + r * LDW + cc * 8, Wg + r * K + cc * 8, true);\n  }\n";
+  else
+    b << "  for (int e = tid; e < MG * K; e += 128) {\n"
+      << "    const int r = e / K, kk = e % K;\n"
+      << "    ws[r * LDW + kk] = Wg[r * K + kk];\n  }\n";
+  if (s.Kp > s.K)
+    b << "  for (int e = tid; e < MG * (KP - K); e += 128) ws[(e / (KP - K)) * LDW + K + e % (KP - K)] = 0;\n";
+  // X's rows (c, kh): input row oh * sh - ph + kh * dh, columns ia .. ia + CW - 1.
+  const std::string ih = "oh * " + I(s.sh) + " - " + I(s.ph) + " + (r % " + I(s.KH) + ") * " + I(s.dh);
+  if (s.vec_x)
+    b << "  for (int e = tid; e < ROWS * (CW / 8); e += 128) {\n"
+      << "    const int r = e / (CW / 8), j = e % (CW / 8), ih = " << ih << ", iw = ia + j * 8;\n"
+      << "    const bool ok = ih >= 0 && ih < " << s.H << " && iw >= 0 && iw < " << s.W << ";\n"
+      << "    opv_cp16(xs + r * CW + j * 8, ok ? Xn + ((r / " << s.KH << ") * " << s.H << " + ih) * " << s.W
+      << " + iw : Xn, ok);\n  }\n";
+  else
+    b << "  for (int e = tid; e < ROWS * CW; e += 128) {\n"
+      << "    const int r = e / CW, j = e % CW, ih = " << ih << ", iw = ia + j;\n"
+      << "    const bool ok = ih >= 0 && ih < " << s.H << " && iw >= 0 && iw < " << s.W << ";\n"
+      << "    xs[e] = ok ? Xn[((r / " << s.KH << ") * " << s.H << " + ih) * " << s.W << " + iw] : (unsigned short)0;\n  }\n";
+  b << "  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
+    << "  for (int e = tid; e < CW; e += 128) xs[ROWS * CW + e] = 0;\n"
+    << "  for (int k = tid; k < KP; k += 128)\n"
+    << "    offs[k] = k < K ? ((k / " << KHW << ") * " << s.KH << " + (k / " << s.KW << ") % " << s.KH << ") * CW + (k % "
+    << s.KW << ") * " << s.dw << " : ROWS * CW;\n";
+  // Bias of the thread's channels, before the barrier.
+  const bool bias = x.has(2);
+  if (bias)
+    b << "  float bv[MT][2];\n"
+      << "#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int h = 0; h < 2; ++h) bv[mt][h] = "
+      << load(x.in(2).dtype, "in2", "cg * MG + mt * 16 + g + h * 8") << ";\n";
+  b << "  asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
+    << "  __syncthreads();\n"
+    // Pixel g of the warp's 8: its first tap's xs column.
+    << "  const int base = iw_lo - ia + (warp * 8 + g) * " << s.sw << ";\n"
+    << "  float acc[MT][4];\n"
+    << "#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) acc[mt][r] = 0.0f;\n"
+    << "#pragma unroll " << (KS <= 32 ? "" : "4") << "\n  for (int ks = 0; ks < " << KS << "; ++ks) {\n"
+    << "    const int2 o0 = *(const int2*)(offs + ks * 16 + 2 * t), o1 = *(const int2*)(offs + ks * 16 + 8 + 2 * t);\n"
+    << "    unsigned bf[2];\n"
+    << "    bf[0] = (unsigned)xs[base + o0.x] | ((unsigned)xs[base + o0.y] << 16);\n"
+    << "    bf[1] = (unsigned)xs[base + o1.x] | ((unsigned)xs[base + o1.y] << 16);\n"
+    << "#pragma unroll\n    for (int mt = 0; mt < MT; ++mt) {\n"
+    << "      unsigned af[4];\n"
+    << "      opv_ldsm4(af, ws + (mt * 16 + (lane & 15)) * LDW + ks * 16 + (lane >> 4) * 8);\n"
+    << "      opv_mma(acc[mt], af, bf);\n"
+    << "    }\n  }\n";
+  // Accumulator r of m-tile mt: channel mt * 16 + g (+ 8 for r >= 2), pixel 2t (+ 1 for odd r).
+  // fp16 NCHW outputs of an even width: the two pixels of a pair in one 4-byte store.
+  const bool pair = Y.dtype == DType::F16 && !nhwc_stored(Y) && Y.layout == Layout::Linear && s.OW % 2 == 0;
+  const std::string y_at = "o0 * " + I(yst[0]) + " + o1 * " + I(yst[1]) + " + o2 * " + I(yst[2]) + " + o3 * " + I(yst[3]);
+  auto output = [&](const std::string& r, const std::string& indent) {
+    return indent + "const opv_idx o0 = n, o1 = cg * MG + mt * 16 + g + ((" + r + ") >> 1) * 8, o2 = oh, o3 = ow0 + warp * 8 + 2 * t + ((" + r +
+           ") & 1);\n" + indent + "(void)o0; (void)o1; (void)o2; (void)o3;\n" + indent + "float v = acc[mt][" + r + "]" +
+           (bias ? " + bv[mt][(" + r + ") >> 1]" : "") + ";\n" + post_ops(x);
+  };
+  if (pair)
+    b << "#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n"
+      << "      if (ow0 + warp * 8 + 2 * t >= " << s.OW << ") continue;\n"
+      << "      unsigned short hv[2];\n"
+      << "#pragma unroll\n      for (int j = 0; j < 2; ++j) {\n"
+      << output("2 * h + j", "        ") << "        hv[j] = opv_f2h(v);\n      }\n"
+      << "      const opv_idx o1 = cg * MG + mt * 16 + g + h * 8, o3 = ow0 + warp * 8 + 2 * t;\n"
+      << "      *(unsigned*)(out0 + n * " << I(yst[0]) << " + o1 * " << I(yst[1]) << " + oh * " << I(yst[2])
+      << " + o3) = (unsigned)hv[0] | ((unsigned)hv[1] << 16);\n"
+      << "    }\n";
+  else
+    b << "#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) {\n"
+      << "      if (ow0 + warp * 8 + 2 * t + (r & 1) >= " << s.OW << ") continue;\n"
+      << output("r", "      ") << "      " << store(Y.dtype, "out0", y_at, "v") << "\n"
+      << "    }\n";
+  return b.str();
+}
+
+}  // namespace opv::plan::cuda::detail
