@@ -226,30 +226,40 @@ TEST(CudaLayout, NhwcDomainEdgesAndKernels) {
     EXPECT_TRUE(k.name.ends_with("_nhwc")) << k.name;
     EXPECT_TRUE(k.source.find("const opv_idx o1 = r_ % ") != std::string::npos ||
                 k.source.find("opv_ldsm4(r, bb") != std::string::npos ||
-                k.source.find("output channels per thread") != std::string::npos ||
+                k.source.find("// implicit GEMM: ") != std::string::npos ||
                 k.source.find("NHWC: 2 channels a thread") != std::string::npos)
-        << k.name << ": NHWC coordinates, the NHWC GEMM, the multi-channel conv or the NHWC depthwise conv";
+        << k.name << ": NHWC coordinates, the NHWC GEMM, the implicit-GEMM conv or the NHWC depthwise conv";
   }
   // The tensor-core 1x1s in NHWC: B (the weights) along K, plain ldmatrix; no transposed load.
   int mma = 0;
   for (const plan::Kernel& k : p.kernels) {
-    if (k.source.find("mma.sync") == std::string::npos) continue;
+    if (k.source.find("mma.sync") == std::string::npos || k.source.find("// implicit GEMM: ") != std::string::npos)
+      continue;
     ++mma;
     EXPECT_NE(k.source.find("opv_ldsm4(r, bb"), std::string::npos) << k.name;
     EXPECT_EQ(k.source.find("opv_ldsm4t(r, bb"), std::string::npos) << k.name;
     EXPECT_NE(k.source.find("const unsigned short* Ag = in0"), std::string::npos) << "A = X: " << k.name;
   }
   EXPECT_EQ(mma, 2) << "both 1x1 convs on tensor cores";
-  // The stem (3x3 stride 2, 8 channels a thread) reads the Linear model input itself and stores
-  // its 8 channels with one 16-byte store; the depthwise conv takes the NHWC family.
+  // The stem (3x3 stride 2, an implicit GEMM on the tensor cores from compute_80) reads the
+  // Linear model input itself and stores NHWC (channel stride 1, no pixel pairs); the depthwise
+  // conv takes the NHWC family.
   bool stem = false, dw = false;
   for (const plan::Kernel& k : p.kernels) {
-    stem |= k.source.find("output channels per thread") != std::string::npos &&
-            k.source.find("*(uint4*)(out0 + ") != std::string::npos;
+    stem |= k.source.find("// implicit GEMM: ") != std::string::npos &&
+            k.source.find("const unsigned short* Xn = in0") != std::string::npos &&
+            k.source.find("(unsigned)hv[0] | ((unsigned)hv[1] << 16)") == std::string::npos;
     dw |= k.source.find("depthwise 3x3 NHWC: 2 channels a thread") != std::string::npos;
   }
   EXPECT_TRUE(stem);
   EXPECT_TRUE(dw);
+  // compute_75 (no tensor cores): the stem computes 8 channels a thread and stores them with one
+  // 16-byte NHWC store.
+  bool stem75 = false;
+  for (const plan::Kernel& k : generated(trunk(DType::F16), "compute_75", LayoutChoice::Nhwc).kernels)
+    stem75 |= k.source.find("output channels per thread") != std::string::npos &&
+              k.source.find("*(uint4*)(out0 + ") != std::string::npos;
+  EXPECT_TRUE(stem75);
   // The pack stays NCHW (a domain starts at a conv); its first conv is a tensor-core 1x1, whose X
   // must be NHWC: a Reorder before it, and one after the last conv (a plan Output).
   const plan::Plan pk = generated(pack(DType::F16), "compute_80", LayoutChoice::Nhwc);

@@ -4,7 +4,8 @@
 //
 // Families (codegen.cpp): element-wise (unary, binary with broadcasting, Cast to float types,
 // Reshape-like copies, Expand), Conv (2-D, any group/stride/pad/dilation; dense non-1x1 convs
-// with several output channels per thread), dense 1x1 convs as GEMMs (fp16 storage at
+// with several output channels per thread, or, fp16 at compute_80+, as implicit GEMMs on the
+// tensor cores: conv_mma.cpp, the stem), dense 1x1 convs as GEMMs (fp16 storage at
 // compute_80+: mma.sync m16n8k16 tensor-core tiles with split-K; otherwise fp32 shared-memory
 // tiles; on a 1x1 map, GEMV rows), Gemm and MatMul (long reductions: a warp per output),
 // reductions (ReduceMean/Sum/Max/Min, global pools), MaxPool/AveragePool, Concat, Transpose,
@@ -12,7 +13,7 @@
 // unary ops and broadcast binary operands, target/c_expr.h).
 // Layouts (cuda_abi.h): every family indexes each operand through its own layout (Linear or NHWC,
 // the pass "cuda-layout"); the tensor-core 1x1s, the fused ConvFFN, the multi-channel stem and a
-// depthwise family have NHWC forms of their own; Gemm, MatMul, Softmax, Transpose and Reshape see
+// depthwise family have NHWC forms of their own (the implicit-GEMM conv: NCHW input, any output); Gemm, MatMul, Softmax, Transpose and Reshape see
 // Linear buffers only. The depthwise pairs and the pack inside the stem are NCHW-only.
 // Launch-merging rewrites of the plan, before generation (pass "cuda-codegen"): independent fp16
 // GEMVs batched into one launch (the heads), the squeeze-excitation gate (mean pool -> 1x1 ->
