@@ -175,6 +175,14 @@ std::vector<Case> cases() {
                  a.set("axis", int64_t(1));
                  return b.node(OpKind::Concat, a, {x, y, b.constant({2, 2, 4}, 6)}, {2, 6, 4});
                }});
+  c.push_back({"concat_axis1_odd_last_dim", [] {  // 4 outputs a thread only where the last dim allows
+                 G b;
+                 int x = b.input({2, 3, 5});
+                 int y = b.input({2, 1, 5});
+                 Attrs a;
+                 a.set("axis", int64_t(1));
+                 return b.node(OpKind::Concat, a, {x, y}, {2, 4, 5});
+               }});
   c.push_back({"transpose_nchw_nhwc", [] {
                  G b;
                  int x = b.input({2, 3, 4, 5});
@@ -225,6 +233,11 @@ TEST(CudaCodegen, EveryFamilyGeneratesAKernel) {
           << "64 x 64 tiles where the layer gives enough of them, else 32 x 32";
       EXPECT_EQ(gen.source.find("ws[4][16][32]") != std::string::npos, c.name == "conv1x1_long_c_tiled_groups")
           << "channel groups for the small layers over many channels";
+    }
+    if (c.name.starts_with("concat")) {  // fp32: 4 outputs a thread where the last dim is a multiple of 4
+      const bool vec = c.name == "concat_axis1";
+      EXPECT_EQ(gen.source.find("// 4 outputs of the last dim a thread, one 16-byte store") != std::string::npos, vec);
+      EXPECT_EQ(gen.global[0], vec ? 2 * 6 * 4 / 4 : 2 * 4 * 5);
     }
   }
 }
@@ -359,6 +372,8 @@ std::vector<F16Case> f16_cases() {
       {"dw_pair_vec_rows_r2", 1, 4, 4, 8, 64, 0, false, false, true},
       // The input pack's Concat and Cast in one launch (uint8 in, fp16 out, broadcast operands).
       {"concat_cast_pack", 2, 3, 6, 4, 6, 0, false, false, false, true},
+      // ... with rows a multiple of 8 wide: 8 outputs a thread, one 16-byte store.
+      {"concat_cast_pack_vec", 2, 3, 6, 4, 16, 0, false, false, false, true},
       // fc1 -> GELU -> fc2 -> residual in one launch, the hidden tile on chip: 63 pixels (element
       // loads, a partial pixel tile), two images, the hidden chunks split over 3 blocks.
       {"ffn_odd_pixels_split", 2, 64, 192, 9, 7, 0, false, false, false, false, true},
@@ -617,6 +632,10 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       ASSERT_EQ(p.calls.size(), 1u) << "Concat and Cast in one launch";
       EXPECT_EQ(p.calls[0].inputs.size(), 4u);
       EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].name, "concat_cast_f16");
+      const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
+      ASSERT_FALSE(gen.source.empty()) << gen.why;
+      EXPECT_EQ(gen.source.find("// 8 outputs of the last dim a thread, one 16-byte store") != std::string::npos, t.W % 8 == 0);
+      EXPECT_EQ(gen.global[0], t.W % 8 == 0 ? t.N * 2 * t.C * t.H * t.W / 8 : t.N * 2 * t.C * t.H * t.W) << "threads";
       continue;
     }
     if (t.ffn_dw) {
