@@ -82,7 +82,8 @@ int cmd_compile(int argc, char** argv) {
               "(meta cuda_layout_plan); nchw is the default: nhwc is slower on the H200 (0.379 vs 0.326 ms, BENCHMARKS.md)", "nchw")
       .option("--cuda-tune", "KEY=N", "cuda: override a code generator's sizing target, for sweeps on a GPU "
               "(bench/device_cuda.sh --base-flags): ffn_blocks (fused ConvFFN blocks, default 96), mma_blocks (tensor-core "
-              "1x1 split-K blocks, 128), dwpair_blocks (depthwise-pair row bands, 256); repeatable. Recorded in the "
+              "1x1 split-K blocks, 128), dwpair_blocks (depthwise-pair row bands, 256), convmma_blocks (implicit-GEMM conv "
+              "channel groups, 256); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

@@ -331,6 +331,7 @@ struct F16Case {
   // > 0: a dense conv_k x conv_k conv (C -> M, stride conv_s, dilation conv_d, 'same'-style pads
   // (conv_k - 1) / 2 * conv_d) instead of the 1x1: the implicit-GEMM family from compute_80.
   int64_t conv_k = 0, conv_s = 1, conv_d = 1;
+  std::string tune = "";  // compile --cuda-tune (Options::tune)
 };
 std::vector<F16Case> f16_cases() {
   return {
@@ -396,7 +397,11 @@ std::vector<F16Case> f16_cases() {
       // as one word); 5 channels (K = 45: element staging), dilation 2, 48 channels (3 groups of
       // 16), an odd width (single stores), two images, the residual; a 5x5 over 72 columns (the
       // last of 3 pixel tiles partial).
+      // Small layers take the channel groups that give the most blocks (16 channels: convmma_blocks
+      // 256 by default); with convmma_blocks=1 the largest (64: four m-tiles a warp, as the fixture's stem).
       {"conv_mma_stem", 1, 24, 64, 16, 32, 1, false, false, false, false, false, 0, false, 3, 2},
+      {"conv_mma_stem_mg64", 1, 24, 64, 16, 32, 1, false, false, false, false, false, 0, false, 3, 2, 1, "convmma_blocks=1"},
+      {"conv_mma_5x5_mg32", 1, 8, 32, 6, 72, 0, false, false, false, false, false, 0, false, 5, 1, 1, "convmma_blocks=1"},
       {"conv_mma_dilated_odd", 2, 5, 48, 9, 11, 2, false, false, false, false, false, 0, false, 3, 1, 2},
       {"conv_mma_5x5_partial_tile", 1, 8, 32, 6, 72, 0, false, false, false, false, false, 0, false, 5, 1},
   };
@@ -571,10 +576,12 @@ ir::Graph f16_graph(const F16Case& t, DType dt) {
   g.validate();
   return g;
 }
-plan::Plan lower_cuda_arch(const ir::Graph& g, const std::string& arch, bool fuse_pack = false, bool fuse_ffn_dw = false) {
+plan::Plan lower_cuda_arch(const ir::Graph& g, const std::string& arch, bool fuse_pack = false, bool fuse_ffn_dw = false,
+                           const std::string& tune = "") {
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
   o.pass_ctx.cuda.fuse_pack = fuse_pack;
   o.pass_ctx.cuda.fuse_ffn_dw = fuse_ffn_dw;
   return lower(g, o);
@@ -722,6 +729,7 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
     o.target = "cuda";
     plan::Plan p = lower_graph(f16_graph(t, DType::F16), o);
     ASSERT_EQ(p.calls.size(), 1u);
+    if (!t.tune.empty()) p.meta.set("cuda_tune", t.tune);
     for (const std::string arch : {"compute_75", "compute_80", "compute_90"}) {
       if (arch != "compute_75") p.meta.set("cuda_arch", arch);
       const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
@@ -733,7 +741,14 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
         EXPECT_EQ(gen.source.find("// implicit GEMM: ") != std::string::npos, mma) << arch;
         EXPECT_EQ(gen.local[0], 128);
         if (!mma) continue;
-        const int64_t K = t.C * t.conv_k * t.conv_k, MG = t.M % 64 == 0 ? 64 : t.M % 32 == 0 ? 32 : 16;
+        // Channels a block: the largest of 64/32/16 dividing M that still gives convmma_blocks
+        // blocks, else 16 (every case's M is a multiple of 16; all fit shared memory).
+        const int64_t K = t.C * t.conv_k * t.conv_k, oh = p.buffers[size_t(p.outputs[0])].shape[2];
+        const int64_t tiles = t.N * oh * ((p.buffers[size_t(p.outputs[0])].shape[3] + 31) / 32);
+        const int64_t target = plan::cuda::Tune::parse(t.tune).get(plan::cuda::TuneKey::ConvMmaBlocks);
+        int64_t MG = 16;
+        for (const int64_t mg : {64, 32})
+          if (MG == 16 && t.M % mg == 0 && tiles * (t.M / mg) >= target) MG = mg;
         EXPECT_NE(gen.source.find(std::to_string(MG) + " channels x 32 pixels of a row a block, K = " + std::to_string(K)),
                   std::string::npos);
         EXPECT_EQ(gen.source.find("opv_cp16(xs") != std::string::npos, t.W % 8 == 0) << "16-byte X rows";
@@ -849,7 +864,7 @@ TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
     CompileOptions ro;
     ro.target = "reference";
     const plan::Plan rp = lower(f16_graph(t, DType::F32), ro);
-    const plan::Plan cp = lower_cuda_arch(f16_graph(t, DType::F16), arch, t.pack_conv != 0, t.ffn_dw);
+    const plan::Plan cp = lower_cuda_arch(f16_graph(t, DType::F16), arch, t.pack_conv != 0, t.ffn_dw, t.tune);
     std::vector<Tensor> r_in, c_in, want, got;
     for (size_t i = 0; i < cp.inputs.size(); ++i) {
       const plan::Buffer& b = cp.buffers[size_t(cp.inputs[i])];

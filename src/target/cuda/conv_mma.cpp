@@ -3,7 +3,7 @@
  * not take, as an implicit GEMM (D[channel][pixel] = W[channel][k] x im2col[k][pixel], k = (c, kh,
  * kw) in W's own order) with mma.sync m16n8k16, fp32 accumulators.
  *
- * A block of 4 warps computes MG (16, 32 or 64) output channels of BP = 32 consecutive output
+ * A block of 4 warps computes MG (16, 32 or 64; TuneKey::ConvMmaBlocks) output channels of BP = 32 consecutive output
  * pixels of one output row, warp w the 8 pixels w * 8.. of them for all MG channels:
  *   - X: the KH input rows under that row segment, every input channel, staged once into shared
  *     memory (xs[(c * KH + kh) * CW + col], zero outside the map: padding), with 16-byte cp.async
@@ -26,6 +26,7 @@
 #include <string>
 
 #include "target/cuda/codegen_internal.h"
+#include "target/cuda/options.h"
 
 namespace opv::plan::cuda::detail {
 
@@ -74,11 +75,19 @@ bool conv_mma_shape(const Ctx& x, ConvMmaShape* out) {
   const int64_t span = (kBP - 1) * c.sw + (c.KW - 1) * c.dw + 1;
   c.CW = c.vec_x ? (span + 7 + 7) / 8 * 8 : (span + 1) / 2 * 2;
   c.OWT = (c.OW + kBP - 1) / kBP;
+  // Channels a block: the largest of 64, 32, 16 that divides M, fits shared memory and gives
+  // TuneKey::ConvMmaBlocks blocks (256 by default: the stem in one group of 64), else the smallest
+  // that fits (the most blocks).
+  const int64_t target = tune_target(x.p, TuneKey::ConvMmaBlocks), pixel_tiles = c.N * c.OH * c.OWT;
   for (const int64_t mg : {64, 32, 16}) {
     if (c.M % mg) continue;
+    const int64_t keep = c.MG;
     c.MG = mg;
-    if (c.smem() <= kSmemBytes) break;
-    c.MG = 0;
+    if (c.smem() > kSmemBytes) {
+      c.MG = keep;
+      continue;
+    }
+    if (pixel_tiles * (c.M / mg) >= target) break;
   }
   if (c.MG == 0) return false;
   *out = c;

@@ -49,8 +49,9 @@ enum class TuneKey : uint8_t {
   FfnBlocks,     // "ffn_blocks": fused ConvFFN, blocks the hidden split aims at (pixel tiles x S)
   MmaBlocks,     // "mma_blocks": tensor-core 1x1 convs, blocks split-K aims at
   DwPairBlocks,  // "dwpair_blocks": depthwise pairs, blocks the row bands aim at
+  ConvMmaBlocks,  // "convmma_blocks": implicit-GEMM convs (the stem), blocks the channel groups aim at
 };
-constexpr int kTuneKeys = 3;
+constexpr int kTuneKeys = 4;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
@@ -59,7 +60,7 @@ const TuneSpec& tune_spec(TuneKey k);
 
 // The overrides of the TuneKey targets: unset keys take tune_spec(k).dflt.
 struct Tune {
-  int64_t value[kTuneKeys] = {0, 0, 0};  // 0 = the default
+  int64_t value[kTuneKeys] = {};  // 0 = the default
   int64_t get(TuneKey k) const;
   // "key=N,key=N" of the set keys in TuneKey order ("" when none): the meta form.
   std::string str() const;
