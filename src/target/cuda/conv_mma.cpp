@@ -22,6 +22,7 @@
  * gathered every im2col element from global memory per tile, 30 us against 17 for the stem.)
  */
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 #include <string>
 
@@ -66,6 +67,11 @@ bool conv_mma_shape(const Ctx& x, ConvMmaShape* out) {
     return false;
   c.K = c.C * c.KH * c.KW;
   if (c.K < 16 || numel(X.shape) > INT32_MAX / 2 || numel(Y.shape) > INT32_MAX / 2 || numel(Wt.shape) > INT32_MAX / 2)
+    return false;
+  // The kernel's column and row arithmetic is int: every coordinate it forms must fit.
+  constexpr int64_t kIntSafe = INT32_MAX / 4;
+  if (c.ph < 0 || c.pw < 0 || std::max({c.ph, c.pw, c.sh, c.sw, c.dh, c.dw}) > kIntSafe ||
+      (c.OW + kBP) * c.sw + c.KW * c.dw > kIntSafe || c.OH * c.sh + c.KH * c.dh > kIntSafe)
     return false;
   c.Kp = (c.K + 15) / 16 * 16;
   c.LDW = c.Kp + 8;
