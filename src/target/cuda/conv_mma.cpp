@@ -185,7 +185,7 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
     << "    }\n  }\n";
   // Accumulator r of m-tile mt: channel mt * 16 + g (+ 8 for r >= 2), pixel 2t (+ 1 for odd r).
   // fp16 NCHW outputs of an even width: the two pixels of a pair in one 4-byte store.
-  const bool pair = Y.dtype == DType::F16 && !nhwc_stored(Y) && Y.layout == Layout::Linear && s.OW % 2 == 0;
+  const bool pair = Y.dtype == DType::F16 && Y.layout == Layout::Linear && s.OW % 2 == 0;
   const std::string y_at = "o0 * " + I(yst[0]) + " + o1 * " + I(yst[1]) + " + o2 * " + I(yst[2]) + " + o3 * " + I(yst[3]);
   auto output = [&](const std::string& r, const std::string& indent) {
     return indent + "const opv_idx o0 = n, o1 = cg * MG + mt * 16 + g + ((" + r + ") >> 1) * 8, o2 = oh, o3 = ow0 + warp * 8 + 2 * t + ((" + r +
@@ -198,9 +198,8 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
       << "      unsigned short hv[2];\n"
       << "#pragma unroll\n      for (int j = 0; j < 2; ++j) {\n"
       << output("2 * h + j", "        ") << "        hv[j] = opv_f2h(v);\n      }\n"
-      << "      const opv_idx o1 = cg * MG + mt * 16 + g + h * 8, o3 = ow0 + warp * 8 + 2 * t;\n"
-      << "      *(unsigned*)(out0 + n * " << I(yst[0]) << " + o1 * " << I(yst[1]) << " + oh * " << I(yst[2])
-      << " + o3) = (unsigned)hv[0] | ((unsigned)hv[1] << 16);\n"
+      << "      const opv_idx o0 = n, o1 = cg * MG + mt * 16 + g + h * 8, o2 = oh, o3 = ow0 + warp * 8 + 2 * t;\n"
+      << "      *(unsigned*)(out0 + " << y_at << ") = (unsigned)hv[0] | ((unsigned)hv[1] << 16);\n"
       << "    }\n";
   else
     b << "#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) {\n"
