@@ -16,6 +16,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <tuple>
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_driver.h"
@@ -1336,5 +1337,180 @@ TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
   }
 }
 
+
+// ---- FastViT stages as one kernel (stage.cpp) ---------------------------------------------------
+// `blocks` FastViT blocks chained: x -> [depthwise k1 (bias, the RepMixer) -> T; depthwise k2 (bias)
+// -> U; fc1 1x1 C -> Hd (bias, GELU); fc2 1x1 Hd -> C (bias, + T)] -> ... With `tap_out` block 0's
+// output is a graph output too (the run must stop there).
+struct StageCase {
+  std::string name;
+  int64_t N, C, H, W, Hd, blocks, k1, k2;
+  int64_t cluster;  // the cluster the shapes give (16 or 8)
+  bool tap_out = false;
+};
+std::vector<StageCase> stage_cases() {
+  return {
+      {"fixture_stage2_x2", 1, 256, 8, 16, 768, 2, 3, 7, 16},
+      {"two_images_64px_5x5_x3", 2, 128, 4, 16, 256, 3, 3, 5, 16},
+      {"cluster8_x2", 2, 64, 16, 8, 128, 2, 3, 7, 8},
+      {"tapped_x2", 1, 256, 8, 16, 768, 2, 3, 7, 16, true},
+  };
+}
+ir::Graph stage_graph(const StageCase& t, DType dt) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
+  const Shape xs{t.N, t.C, t.H, t.W};
+  int x = g.add_value({"x0", dt, xs, nullptr});
+  g.inputs = {x};
+  uint64_t seed = 300;
+  for (int64_t b = 0; b < t.blocks; ++b) {
+    const std::string s = std::to_string(b);
+    auto dw = [&](int in, int64_t k, const std::string& name) {
+      Attrs d = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {(k - 1) / 2, (k - 1) / 2, (k - 1) / 2, (k - 1) / 2}}});
+      d.set("group", t.C);
+      const int y = g.add_value({name, dt, xs, nullptr});
+      g.add_node({name, OpKind::Conv, d,
+                  {in, g.add_const(name + "_w", rounded({t.C, 1, k, k}, seed, -0.3f, 0.3f)),
+                   g.add_const(name + "_b", rounded({t.C}, seed + 1, -0.5f, 0.5f))},
+                  {y}, {}});
+      seed += 2;
+      return y;
+    };
+    const int res = dw(x, t.k1, "mixer" + s);
+    const int u = dw(res, t.k2, "ffn_conv" + s);
+    Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
+    a.set("group", int64_t(1));
+    const float w1 = 1.0f / std::sqrt(float(t.C)), w2 = 1.0f / std::sqrt(float(t.Hd));
+    const int h = g.add_value({"hidden" + s, dt, {t.N, t.Hd, t.H, t.W}, nullptr});
+    g.add_node({"fc1_" + s, OpKind::Conv, a,
+                {u, g.add_const("w1_" + s, rounded({t.Hd, t.C, 1, 1}, seed, -w1, w1)),
+                 g.add_const("b1_" + s, rounded({t.Hd}, seed + 1, -0.5f, 0.5f))},
+                {h}, {PostOp{OpKind::Gelu}}});
+    const int y = g.add_value({"y" + s, dt, xs, nullptr});
+    g.add_node({"fc2_" + s, OpKind::Conv, a,
+                {h, g.add_const("w2_" + s, rounded({t.C, t.Hd, 1, 1}, seed + 2, -w2, w2)),
+                 g.add_const("b2_" + s, rounded({t.C}, seed + 3, -0.5f, 0.5f)), res},
+                {y}, {PostOp{OpKind::Add, 0, 0, 3}}});
+    seed += 4;
+    if (t.tap_out && b == 0) g.outputs.push_back(y);
+    x = y;
+  }
+  g.outputs.push_back(x);
+  g.validate();
+  return g;
+}
+plan::Plan lower_stage(const StageCase& t, const std::string& arch, bool stage = true, bool cluster = true) {
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.fuse_stage = stage;
+  o.pass_ctx.cuda.cluster = cluster;
+  return lower(stage_graph(t, DType::F16), o);
+}
+// The stage calls of p: (call, its "cuda_stage" block count).
+std::vector<std::pair<size_t, int64_t>> stage_calls(const plan::Plan& p) {
+  std::vector<std::pair<size_t, int64_t>> r;
+  for (size_t i = 0; i < p.calls.size(); ++i)
+    if (const int64_t n = p.kernels[size_t(p.calls[i].kernel)].attrs.i("cuda_stage", 0); n > 0) r.push_back({i, n});
+  return r;
+}
+
+// From compute_90 (with clusters) a run of FastViT blocks is one call on one cluster an image, with
+// more shared memory than a static declaration may have (kernel attr cuda_smem); compute_80, `compile
+// --cuda-stage off` (meta cuda_stage = 0) and --cuda-cluster off keep two launches a block; a block
+// output another call (or the graph) reads ends the run.
+TEST(CudaCodegen, FastVitStagesRunAsOneClusterKernelFromCompute90) {
+  std::string nvrtc_why;
+  const bool nvrtc = plan::cuda::nvrtc_available(&nvrtc_why);
+  for (const StageCase& t : stage_cases()) {
+    SCOPED_TRACE(t.name);
+    const plan::Plan p = lower_stage(t, "compute_90");
+    const auto st = stage_calls(p);
+    if (t.tap_out) {
+      ASSERT_EQ(st.size(), 2u) << "block 0's output is read outside the run: two runs of one block";
+      EXPECT_EQ(st[0].second, 1);
+      EXPECT_EQ(st[1].second, 1);
+    } else {
+      ASSERT_EQ(st.size(), 1u);
+      EXPECT_EQ(st[0].second, t.blocks);
+      EXPECT_EQ(p.calls.size(), 1u) << "the whole graph is one launch";
+    }
+    const plan::Call& c = p.calls[st[0].first];
+    const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+    EXPECT_GT(k.attrs.i("cuda_smem", 0), 48 << 10);
+    EXPECT_LE(k.attrs.i("cuda_smem", 0), 232448);
+    EXPECT_EQ(c.inputs.size(), size_t(1 + 8 * st[0].second));
+    EXPECT_EQ(c.local[0], t.H * t.W / 16 * 32) << "a warp per 16 pixels";
+    EXPECT_EQ(c.global[0] / c.local[0], t.N * t.cluster) << "a cluster an image";
+    const plan::cuda::Generated gen = plan::cuda::generate(p, c);
+    ASSERT_FALSE(gen.source.empty()) << gen.why;
+    EXPECT_NE(gen.source.find("__cluster_dims__(" + std::to_string(t.cluster) + ", 1, 1)"), std::string::npos);
+    EXPECT_NE(gen.source.find("st.shared::cluster.v4.b32"), std::string::npos) << "the depthwise outputs broadcast";
+    EXPECT_NE(gen.source.find("extern __shared__"), std::string::npos);
+    EXPECT_EQ(gen.smem, k.attrs.i("cuda_smem", 0));
+    if (nvrtc) {
+      const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "stage", "compute_90");
+      EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(t.cluster)), std::string::npos);
+    }
+    for (const auto& [arch, stage, cluster] : {std::tuple{"compute_80", true, true}, std::tuple{"compute_90", false, true},
+                                              std::tuple{"compute_90", true, false}}) {
+      const plan::Plan q = lower_stage(t, arch, stage, cluster);
+      EXPECT_TRUE(stage_calls(q).empty()) << arch << " stage " << stage << " cluster " << cluster;
+      EXPECT_EQ(q.calls.size(), size_t(2 * t.blocks)) << "a depthwise pair and a ConvFFN a block";
+      EXPECT_EQ(q.meta.has("cuda_stage"), !stage) << "recorded only when off";
+    }
+  }
+  Attrs bad;
+  bad.set("cuda_stage", int64_t(2));
+  EXPECT_THROW(plan::cuda::Options::from_meta(bad), Error);
+}
+
+// The stage kernel against the reference backend (fp32 math on the same fp16-rounded inputs and
+// weights) and against the two-launches-a-block artifact, on random inputs, replayed.
+TEST(CudaCodegen, FastVitStageMatchesReferenceOnTheDevice) {
+  std::unique_ptr<backend::Backend> cu, apart;
+  if (std::string why = test::open_cuda(&cu); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&apart); !why.empty()) GTEST_SKIP() << why;
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "thread-block clusters need an sm_90+ device";
+  uint64_t seed = 500;
+  for (const StageCase& t : stage_cases()) {
+    SCOPED_TRACE(t.name);
+    CompileOptions ro;
+    ro.target = "reference";
+    const plan::Plan rp = lower(stage_graph(t, DType::F32), ro);
+    const plan::Plan cp = lower_stage(t, "compute_90");
+    const plan::Plan ap = lower_stage(t, "compute_90", false);
+    ASSERT_FALSE(stage_calls(cp).empty());
+    auto ref = backend::create("reference");
+    ref->load(rp);
+    cu->load(cp);
+    apart->load(ap);
+    const plan::Buffer& xb = cp.buffers[size_t(cp.inputs[0])];
+    for (int rep = 0; rep < test::device_replays(); ++rep) {
+      const Tensor x = test::random_f32(xb.shape, seed++, -2.f, 2.f).cast(DType::F16);
+      const Tensor xr = x.cast(DType::F32);
+      std::vector<Tensor> want, got, base;
+      for (size_t o = 0; o < cp.outputs.size(); ++o) {
+        want.emplace_back(DType::F32, rp.buffers[size_t(rp.outputs[o])].shape);
+        got.emplace_back(DType::F16, cp.buffers[size_t(cp.outputs[o])].shape);
+        base.emplace_back(DType::F16, cp.buffers[size_t(cp.outputs[o])].shape);
+      }
+      std::vector<Tensor*> wo, go, bo;
+      for (size_t o = 0; o < want.size(); ++o) wo.push_back(&want[o]), go.push_back(&got[o]), bo.push_back(&base[o]);
+      ref->run({&xr}, wo);
+      cu->run({&x}, go);
+      apart->run({&x}, bo);
+      for (size_t o = 0; o < got.size(); ++o) {
+        const ErrorMetrics e = compare(got[o].cast(DType::F32), want[o]);
+        EXPECT_LT(e.rel_l2, 2e-3) << "output " << o << ", replay " << rep;
+        EXPECT_LT(e.max_abs_rel, 1e-2) << "output " << o << ", replay " << rep;
+        const ErrorMetrics eb = compare(got[o].cast(DType::F32), base[o].cast(DType::F32));
+        EXPECT_LT(eb.rel_l2, 2e-3) << "against the two-launch form, output " << o;
+        EXPECT_GT(compare(got[o].cast(DType::F32), xr).rel_l2, 1e-2) << "the blocks changed their input";
+      }
+    }
+  }
+}
 }  // namespace
 }  // namespace opv

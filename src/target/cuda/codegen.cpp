@@ -1709,6 +1709,7 @@ Generated generate(const Plan& p, const Call& c) {
   if (k.op == OpKind::Conv && k.attrs.i("cuda_ffn", 0) > 0) return ffn(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_pack_conv", 0) > 0) return pack_conv(p, c);
   if (k.attrs.i("cuda_se", 0) > 0) return se_gate(p, c);
+  if (k.op == OpKind::Conv && k.attrs.i("cuda_stage", 0) > 0) return stage(p, c);
   if (c.outputs.size() != 1 && k.op != OpKind::Split)
     return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)
@@ -1896,6 +1897,8 @@ bool codegen(Plan& p, const PassCtx& ctx) {
   if (ctx.cuda.fuse_ffn && ctx.cuda.fuse_ffn_dw) fuse_ffn(p, true);
   fuse_dw_pairs(p);
   if (ctx.cuda.fuse_ffn) fuse_ffn(p, false);
+  // FastViT blocks (depthwise pair + ConvFFN) chained into one kernel a run (compute_90+, clusters)
+  if (ctx.cuda.fuse_stage && ctx.cuda.cluster) fuse_stage(p);
   fuse_concat_cast(p);
   if (ctx.cuda.fuse_pack) fuse_pack_conv(p);  // opt-in: slower than two launches on the H200 (BENCHMARKS.md)
   // Every kernel gets the programmatic-dependent-launch prologue (Options::pdl) from compute_90.
@@ -1924,6 +1927,7 @@ bool codegen(Plan& p, const PassCtx& ctx) {
     k.entry = std::move(g.entry);
     k.options = kSourceFormat;
     if (pdl) k.attrs.set("cuda_pdl", pdl);
+    if (g.smem > 0) k.attrs.set("cuda_smem", g.smem);
     c.global = g.global;
     c.local = g.local;
     auto [it, fresh] = interned.emplace(std::make_pair(k.source, k.entry), int(kernels.size()));

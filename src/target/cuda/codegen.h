@@ -42,6 +42,7 @@ namespace opv::plan::cuda {
 struct Generated {
   std::string source, entry, why;
   std::array<int64_t, 3> global{0, 0, 0}, local{0, 0, 0};
+  int64_t smem = 0;  // bytes of dynamic shared memory a launch (kernel attr "cuda_smem")
 };
 Generated generate(const Plan& p, const Call& c);
 

@@ -142,6 +142,12 @@ Generated ffn(const Plan& p, const Call& c);
 void fuse_se(Plan& p);
 Generated se_gate(const Plan& p, const Call& c);
 
+// stage.cpp: a run of FastViT blocks (depthwise pair, then the fused ConvFFN adding the pair's
+// first output) merged into one call on a thread-block cluster (compute_90+; cuda_abi.h "stage"),
+// and the source of such a call.
+void fuse_stage(Plan& p);
+Generated stage(const Plan& p, const Call& c);
+
 // pack_conv.cpp: the input pack (a Concat or Cast to float with element-wise post-ops, e.g. uint8
 // frames -> normalised fp16) folded into the dense conv that alone reads it (cuda_abi.h "pack").
 void fuse_pack_conv(Plan& p);

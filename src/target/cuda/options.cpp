@@ -11,6 +11,7 @@ constexpr const char* kArchKey = "cuda_arch";
 constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
 constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
+constexpr const char* kStageKey = "cuda_stage";  // 0 = FastViT blocks kept as two launches each (absent = one kernel a stage)
 constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept apart (absent = fused, the default)
 constexpr const char* kClusterKey = "cuda_cluster";  // 0 = split ConvFFN partials through global memory (absent = clusters)
 constexpr const char* kPdlKey = "cuda_pdl";  // PdlMode as 0 off, 1 on, 2 early (absent = off, the default)
@@ -142,6 +143,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kClusterKey, int64_t(cluster ? 1 : 0));
   else
     meta.erase(kClusterKey);
+  if (fuse_stage != Options().fuse_stage)
+    meta.set(kStageKey, int64_t(fuse_stage ? 1 : 0));
+  else
+    meta.erase(kStageKey);
   if (pdl != Options().pdl)
     meta.set(kPdlKey, int64_t(pdl));
   else
@@ -175,6 +180,9 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t cl = meta.i(kClusterKey, o.cluster ? 1 : 0);
   OPV_CHECK(cl == 0 || cl == 1, "plan meta ", kClusterKey, " must be 0 or 1, got ", cl);
   o.cluster = cl != 0;
+  const int64_t st = meta.i(kStageKey, o.fuse_stage ? 1 : 0);
+  OPV_CHECK(st == 0 || st == 1, "plan meta ", kStageKey, " must be 0 or 1, got ", st);
+  o.fuse_stage = st != 0;
   const int64_t pdl = meta.i(kPdlKey, int64_t(o.pdl));
   OPV_CHECK(pdl >= 0 && pdl <= 2, "plan meta ", kPdlKey, " must be 0, 1 or 2, got ", pdl);
   o.pdl = PdlMode(pdl);

@@ -1,7 +1,7 @@
 // Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-ffn-dw,
-// --cuda-pack, --cuda-se, --cuda-cluster, --cuda-pdl, --cuda-layout, --cuda-tune), handed to its plan passes in plan::PassCtx.
+// --cuda-pack, --cuda-se, --cuda-cluster, --cuda-stage, --cuda-pdl, --cuda-layout, --cuda-tune), handed to its plan passes in plan::PassCtx.
 // Recorded in plan meta ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_se",
-// "cuda_cluster", "cuda_pdl", "cuda_layout", "cuda_tune";
+// "cuda_cluster", "cuda_stage", "cuda_pdl", "cuda_layout", "cuda_tune";
 // only values that differ from the defaults) like the opencl options, so `opvision opt` and
 // readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
@@ -103,6 +103,12 @@ struct Options {
   // the last block's sum (ffn.cpp). false keeps the latter (a before/after; meta "cuda_cluster" = 0).
   // compile --cuda-cluster off turns it off.
   bool cluster = true;
+  // With cluster: a run of FastViT blocks (the depthwise pair, then the fused ConvFFN whose fc2
+  // adds the pair's first output) as one kernel on one thread-block cluster per image, the
+  // activations kept in the blocks' shared memory from block to block (stage.cpp; compute_90+,
+  // where the stage's shapes fit). false keeps each block's two launches (a before/after; meta
+  // "cuda_stage" = 0). compile --cuda-stage off turns it off.
+  bool fuse_stage = true;
   // Programmatic dependent launch (compute_90+, PdlMode; kernel attr "cuda_pdl", cuda_abi.h): the
   // backend joins consecutive launches by programmatic graph edges, and each kernel waits
   // (griddepcontrol.wait), before its first memory access, until the kernels before it have
@@ -118,14 +124,14 @@ struct Options {
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_pdl" /
+  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_stage" / "cuda_pdl" /
   // "cuda_layout" / "cuda_tune", each only when
   // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
     return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack &&
-           fuse_se == o.fuse_se && cluster == o.cluster && pdl == o.pdl && layout == o.layout && tune == o.tune;
+           fuse_se == o.fuse_se && cluster == o.cluster && fuse_stage == o.fuse_stage && pdl == o.pdl && layout == o.layout && tune == o.tune;
   }
 };
 
