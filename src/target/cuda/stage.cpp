@@ -74,9 +74,11 @@ static bool stage_size(StageShape* sh) {
   if (s.N < 1 || s.C % 64 || s.W % 8 || s.P % 16 || s.P / 16 > kStageMaxWarps || s.P / 16 < 1 || s.K1 < 1 ||
       s.K2 < 1 || s.K1 % 2 == 0 || s.K2 % 2 == 0 || s.K1 > kStageMaxK || s.K2 > kStageMaxK)
     return false;
+  // The widest cluster (at most 16 blocks, sm_90's non-portable limit) whose blocks own a multiple
+  // of 8 channels (16-byte copies) and of 16 hidden channels (fc2's k-steps).
   s.CL = 0;
-  for (const int64_t cl : {16, 8})  // own channels a multiple of 8 (16-byte copies), hidden chunks of 16
-    if (!s.CL && s.C % (cl * 8) == 0 && s.Hd % (cl * 16) == 0) s.CL = cl;
+  for (int64_t cl = 16; cl >= 2 && !s.CL; --cl)
+    if (s.C % (cl * 8) == 0 && s.Hd % (cl * 16) == 0) s.CL = cl;
   if (!s.CL) return false;
   s.CC = s.C / s.CL, s.HPC = s.Hd / s.CL, s.WP = s.P / 16;
   // Swizzle masks: the XOR must stay inside the row (its 16-byte columns, its 8-pixel groups).
@@ -102,66 +104,131 @@ static bool stage_size(StageShape* sh) {
   return s.smem <= kStageMaxSmem && s.N * s.C * s.P <= INT32_MAX / 4;
 }
 
-// One FastViT block of a run: the depthwise pair call d and the fused ConvFFN call f after it.
-// *sig: what two blocks of one run must share (shapes, biases present, post-ops).
-static bool stage_block(const Plan& p, const std::vector<int>& readers, const Call& d, const Call& f,
-                        StageShape* sh, std::string* sig) {
-  const Kernel& dk = p.kernels.at(size_t(d.kernel));
-  const Kernel& fk = p.kernels.at(size_t(f.kernel));
-  if (dk.attrs.i("cuda_dw_pair", 0) <= 0 || fk.attrs.i("cuda_ffn", 0) <= 0 || fk.attrs.i("cuda_ffn_dw", 0) != 0 ||
-      !dk.source.empty() || !fk.source.empty())
+// One FastViT block of a run as the plan has it: the depthwise pair call, then either the fused
+// ConvFFN call or fc1's and fc2's own calls (layers the ConvFFN kernel does not take).
+struct StageBlock {
+  size_t calls = 0;                 // 2 or 3
+  int x = -1, out = -1;             // the block's input and output buffers
+  int ops[8] = {-1, -1, -1, -1, -1, -1, -1, -1};  // W3, B3, W7, B7, W1, B1, W2, B2 (absent bias -1)
+  std::vector<PostOp> dw1, dw2, fc1, fin;  // unary post-ops: the pair's two convs, fc1, fc2 after the residual op
+  PostOp res;                       // fc2's binary op on the pair's first output
+  std::string sig;                  // what two blocks of one run must share (shapes, biases present, post-ops)
+  StageShape shape;
+};
+// Whether the (unfused) call c is a dense 1x1 conv (stride 1, no padding) of C -> M channels on x,
+// its post-ops unary, except with `binary_first` a first binary op on its last input (slot 3 on).
+static bool plain_1x1(const Plan& p, const Call& c, int x, int64_t C, int64_t M, bool binary_first) {
+  const Kernel& k = p.kernels.at(size_t(c.kernel));
+  if (k.op != OpKind::Conv || !k.source.empty() || k.attrs.has("cl_batch") || c.outputs.size() != 1 ||
+      c.inputs.size() < 2 || c.inputs[0] != x || c.inputs[1] < 0)
     return false;
-  if (d.outputs.size() != 2 || d.inputs.size() != 5 || f.outputs.size() != 1 || f.inputs.size() != 6) return false;
-  const std::vector<int64_t> dn = dk.attrs.ints("cuda_batch_post_ops"), fn = fk.attrs.ints("cuda_batch_post_ops");
-  if (dn.size() != 2 || fn.size() != 2 || size_t(dn[0] + dn[1]) != dk.post_ops.size() ||
-      size_t(fn[0] + fn[1]) != fk.post_ops.size() || fn[1] < 1)
+  if (k.attrs.i("group", 1) != 1 || k.attrs.ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      k.attrs.ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      k.attrs.ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} ||
+      p.buffers.at(size_t(c.inputs[1])).shape != Shape{M, C, 1, 1})
     return false;
-  const int y1 = d.outputs[0], y2 = d.outputs[1];
-  if (f.inputs[0] != y2 || f.inputs[5] != y1 || readers.at(size_t(y1)) != 1 || readers.at(size_t(y2)) != 1 ||
-      p.buffers.at(size_t(y1)).kind != BufferKind::Intermediate || p.buffers.at(size_t(y2)).kind != BufferKind::Intermediate)
-    return false;
-  // Post-ops: the pair's and fc1's unary; fc2's a binary op on slot 5 (the residual), then unary.
-  for (const PostOp& po : dk.post_ops)
-    if (po.input >= 0 || unary_expr(po, "v").empty()) return false;
-  for (size_t q = 0; q < fk.post_ops.size(); ++q) {
-    const PostOp& po = fk.post_ops[q];
-    if (q == size_t(fn[0])) {
-      if (po.input != 5 || binary_expr(po.op, "a", "b").empty()) return false;
+  for (size_t q = 0; q < k.post_ops.size(); ++q) {
+    const PostOp& po = k.post_ops[q];
+    if (q == 0 && binary_first) {
+      if (po.input < 3 || binary_expr(po.op, "a", "b").empty()) return false;
     } else if (po.input >= 0 || unary_expr(po, "v").empty()) {
       return false;
     }
   }
-  if (d.inputs[0] < 0 || d.inputs[1] < 0 || d.inputs[3] < 0 || f.inputs[1] < 0 || f.inputs[3] < 0) return false;
-  // Every tensor fp16 and Linear (the kernel copies weights and biases as raw fp16 bytes).
-  for (const std::vector<int>* ids : {&d.inputs, &d.outputs, &f.inputs, &f.outputs})
-    for (int b : *ids)
-      if (b >= 0 && (p.buffers.at(size_t(b)).dtype != DType::F16 || p.buffers.at(size_t(b)).layout != Layout::Linear))
-        return false;
+  return binary_first ? !k.post_ops.empty() && c.inputs.size() == size_t(k.post_ops[0].input) + 1
+                      : c.inputs.size() <= 3;
+}
+// The FastViT block whose depthwise pair is call i, or false.
+static bool stage_block(const Plan& p, const std::vector<int>& readers, size_t i, StageBlock* blk) {
+  if (i + 1 >= p.calls.size()) return false;
+  const Call& d = p.calls[i];
+  const Kernel& dk = p.kernels.at(size_t(d.kernel));
+  if (dk.attrs.i("cuda_dw_pair", 0) <= 0 || !dk.source.empty() || d.outputs.size() != 2 || d.inputs.size() != 5 ||
+      d.inputs[0] < 0 || d.inputs[1] < 0 || d.inputs[3] < 0)
+    return false;
+  const std::vector<int64_t> dn = dk.attrs.ints("cuda_batch_post_ops");
+  if (dn.size() != 2 || dn[0] < 0 || dn[1] < 0 || size_t(dn[0] + dn[1]) != dk.post_ops.size()) return false;
+  for (const PostOp& po : dk.post_ops)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return false;
+  const int y1 = d.outputs[0], y2 = d.outputs[1];
+  auto inner = [&](int b) { return readers.at(size_t(b)) == 1 && p.buffers.at(size_t(b)).kind == BufferKind::Intermediate; };
+  if (!inner(y1) || !inner(y2)) return false;
   const Shape& xs = p.buffers.at(size_t(d.inputs[0])).shape;
   if (xs.size() != 4) return false;
-  StageShape s;
+  const Shape& w1s = p.buffers.at(size_t(d.inputs[3])).shape;  // (the pair's second weight, for K2)
+  StageBlock b;
+  StageShape& s = b.shape;
   s.N = xs[0], s.C = xs[1], s.H = xs[2], s.W = xs[3];
-  const Shape& w3 = p.buffers.at(size_t(d.inputs[1])).shape;
-  const Shape& w7 = p.buffers.at(size_t(d.inputs[3])).shape;
-  const Shape& w1 = p.buffers.at(size_t(f.inputs[1])).shape;
-  const Shape& w2 = p.buffers.at(size_t(f.inputs[3])).shape;
-  if (w3.size() != 4 || w7.size() != 4 || w1.size() != 4 || w2.size() != 4) return false;
-  s.K1 = w3[2], s.K2 = w7[2], s.Hd = w1[0];
-  if (w3 != Shape{s.C, 1, s.K1, s.K1} || w7 != Shape{s.C, 1, s.K2, s.K2} || w1 != Shape{s.Hd, s.C, 1, 1} ||
+  b.x = d.inputs[0];
+  b.ops[0] = d.inputs[1], b.ops[1] = d.inputs[2], b.ops[2] = d.inputs[3], b.ops[3] = d.inputs[4];
+  b.dw1.assign(dk.post_ops.begin(), dk.post_ops.begin() + dn[0]);
+  b.dw2.assign(dk.post_ops.begin() + dn[0], dk.post_ops.end());
+  const Call& f = p.calls[i + 1];
+  const Kernel& fk = p.kernels.at(size_t(f.kernel));
+  std::vector<PostOp> fc2;  // fc2's post-ops, the residual op first
+  if (fk.attrs.i("cuda_ffn", 0) > 0) {  // the fused ConvFFN: [X, W1, B1, W2, B2, residual]
+    const std::vector<int64_t> fn = fk.attrs.ints("cuda_batch_post_ops");
+    if (fk.attrs.i("cuda_ffn_dw", 0) != 0 || !fk.source.empty() || f.outputs.size() != 1 || f.inputs.size() != 6 ||
+        fn.size() != 2 || fn[0] < 0 || fn[1] < 1 || size_t(fn[0] + fn[1]) != fk.post_ops.size() || f.inputs[0] != y2 ||
+        f.inputs[5] != y1 || f.inputs[1] < 0 || f.inputs[3] < 0 || fk.post_ops[size_t(fn[0])].input != 5)
+      return false;
+    b.ops[4] = f.inputs[1], b.ops[5] = f.inputs[2], b.ops[6] = f.inputs[3], b.ops[7] = f.inputs[4];
+    b.fc1.assign(fk.post_ops.begin(), fk.post_ops.begin() + fn[0]);
+    fc2.assign(fk.post_ops.begin() + fn[0], fk.post_ops.end());
+    b.out = f.outputs[0];
+    b.calls = 2;
+  } else {  // fc1's and fc2's own calls
+    if (i + 2 >= p.calls.size() || f.inputs.size() < 2 || f.inputs[1] < 0) return false;
+    const Call& g = p.calls[i + 2];
+    const Shape& w1 = p.buffers.at(size_t(f.inputs[1])).shape;
+    if (w1.size() != 4 || !plain_1x1(p, f, y2, s.C, w1[0], false) || !inner(f.outputs[0]) ||
+        !plain_1x1(p, g, f.outputs[0], w1[0], s.C, true))
+      return false;
+    const Kernel& gk = p.kernels.at(size_t(g.kernel));
+    if (g.inputs[size_t(gk.post_ops[0].input)] != y1) return false;
+    auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
+    b.ops[4] = f.inputs[1], b.ops[5] = in(f, 2), b.ops[6] = g.inputs[1], b.ops[7] = in(g, 2);
+    b.fc1 = fk.post_ops;
+    fc2 = gk.post_ops;
+    b.out = g.outputs[0];
+    b.calls = 3;
+  }
+  for (const PostOp& po : b.fc1)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return false;
+  if (fc2.empty() || fc2[0].input < 0 || binary_expr(fc2[0].op, "a", "b").empty()) return false;
+  b.res = fc2[0];
+  b.fin.assign(fc2.begin() + 1, fc2.end());
+  for (const PostOp& po : b.fin)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return false;
+  // Every tensor fp16 and Linear (the kernel copies weights and biases as raw fp16 bytes).
+  for (size_t c = i; c < i + b.calls; ++c)
+    for (const std::vector<int>* ids : {&p.calls[c].inputs, &p.calls[c].outputs})
+      for (int id : *ids)
+        if (id >= 0 && (p.buffers.at(size_t(id)).dtype != DType::F16 || p.buffers.at(size_t(id)).layout != Layout::Linear))
+          return false;
+  const Shape& w3 = p.buffers.at(size_t(b.ops[0])).shape;
+  const Shape& w1 = p.buffers.at(size_t(b.ops[4])).shape;
+  const Shape& w2 = p.buffers.at(size_t(b.ops[6])).shape;
+  if (w3.size() != 4 || w1s.size() != 4 || w1.size() != 4 || w2.size() != 4) return false;
+  s.K1 = w3[2], s.K2 = w1s[2], s.Hd = w1[0];
+  if (w3 != Shape{s.C, 1, s.K1, s.K1} || w1s != Shape{s.C, 1, s.K2, s.K2} || w1 != Shape{s.Hd, s.C, 1, 1} ||
       w2 != Shape{s.C, s.Hd, 1, 1} || p.buffers.at(size_t(y1)).shape != xs || p.buffers.at(size_t(y2)).shape != xs ||
-      p.buffers.at(size_t(f.outputs[0])).shape != xs)
+      p.buffers.at(size_t(b.out)).shape != xs)
     return false;
-  auto bias_ok = [&](const Call& c, size_t j, int64_t n) { return c.inputs[j] < 0 || numel(p.buffers.at(size_t(c.inputs[j])).shape) == n; };
-  if (!bias_ok(d, 2, s.C) || !bias_ok(d, 4, s.C) || !bias_ok(f, 2, s.Hd) || !bias_ok(f, 4, s.C)) return false;
+  const int64_t bias_n[8] = {0, s.C, 0, s.C, 0, s.Hd, 0, s.C};
+  for (int j = 1; j < 8; j += 2)
+    if (b.ops[j] >= 0 && numel(p.buffers.at(size_t(b.ops[j])).shape) != bias_n[j]) return false;
   if (!stage_size(&s)) return false;
   std::ostringstream o;
-  o << s.N << "," << s.C << "," << s.H << "," << s.W << "," << s.Hd << "," << s.K1 << "," << s.K2 << "|" << (d.inputs[2] >= 0)
-    << (d.inputs[4] >= 0) << (f.inputs[2] >= 0) << (f.inputs[4] >= 0) << "|" << dn[0] << "," << fn[0] << "|"
-    << post_ops_str(dk.post_ops) << "|" << post_ops_str(fk.post_ops);
-  for (const PostOp& po : fk.post_ops) o << "," << po.alpha << "," << po.beta << "," << po.swapped;
-  for (const PostOp& po : dk.post_ops) o << "," << po.alpha << "," << po.beta;
-  *sh = s;
-  *sig = o.str();
+  o << s.N << "," << s.C << "," << s.H << "," << s.W << "," << s.Hd << "," << s.K1 << "," << s.K2 << "|";
+  for (int j = 1; j < 8; j += 2) o << (b.ops[j] >= 0);
+  for (const std::vector<PostOp>* v : {&b.dw1, &b.dw2, &b.fc1, &b.fin}) {
+    o << "|";
+    for (const PostOp& po : *v) o << int(po.op) << "," << po.alpha << "," << po.beta << ";";
+  }
+  o << "|" << int(b.res.op) << "," << b.res.swapped;
+  b.sig = o.str();
+  *blk = std::move(b);
   return true;
 }
 
@@ -169,60 +236,49 @@ void fuse_stage(Plan& p) {
   if (plan_sm(p) < 90) return;
   const std::vector<int> readers = reader_counts(p);
   std::vector<Call> calls;
-  for (size_t i = 0; i < p.calls.size(); ++i) {
-    StageShape sh;
-    std::string sig;
-    size_t n = 0;  // FastViT blocks of the run from call i
-    for (std::string s2; i + 2 * n + 1 < p.calls.size() && n < size_t(kStageMaxBlocks); ++n) {
-      const Call& d = p.calls[i + 2 * n];
-      StageShape s;
-      if (!stage_block(p, readers, d, p.calls[i + 2 * n + 1], &s, &s2) || (n && s2 != sig)) break;
-      if (n) {  // chained: this block reads the previous block's output, which nothing else reads
-        const int prev = p.calls[i + 2 * n - 1].outputs[0];
-        if (d.inputs[0] != prev || readers.at(size_t(prev)) != 1 || p.buffers.at(size_t(prev)).kind != BufferKind::Intermediate)
+  for (size_t i = 0; i < p.calls.size();) {
+    std::vector<StageBlock> run;
+    size_t next = i;  // the call after the run
+    for (StageBlock blk; run.size() < size_t(kStageMaxBlocks) && stage_block(p, readers, next, &blk);) {
+      if (!run.empty()) {  // chained: this block reads the previous block's output, which nothing else reads
+        const int prev = run.back().out;
+        if (blk.sig != run[0].sig || blk.x != prev || readers.at(size_t(prev)) != 1 ||
+            p.buffers.at(size_t(prev)).kind != BufferKind::Intermediate)
           break;
-      } else {
-        sh = s, sig = s2;
       }
+      next += blk.calls;
+      run.push_back(std::move(blk));
     }
-    if (n == 0) {
-      calls.push_back(p.calls[i]);
+    if (run.empty()) {
+      calls.push_back(p.calls[i++]);
       continue;
     }
-    const Call& d0 = p.calls[i];
-    const Kernel& dk = p.kernels.at(size_t(d0.kernel));
-    const Kernel& fk = p.kernels.at(size_t(p.calls[i + 1].kernel));
-    const std::vector<int64_t> dn = dk.attrs.ints("cuda_batch_post_ops"), fn = fk.attrs.ints("cuda_batch_post_ops");
-    Kernel k = dk;
+    const StageBlock& b0 = run[0];
+    const StageShape& sh = b0.shape;
+    Kernel k = p.kernels.at(size_t(p.calls[i].kernel));
     k.name = "stage_" + std::to_string(sh.C) + "_" + std::to_string(sh.Hd) + "_dw" + std::to_string(sh.K1) + "x" +
-             std::to_string(sh.K1) + "_" + std::to_string(sh.K2) + "x" + std::to_string(sh.K2) + "_x" + std::to_string(n) +
-             "_f16";
+             std::to_string(sh.K1) + "_" + std::to_string(sh.K2) + "x" + std::to_string(sh.K2) + "_x" +
+             std::to_string(run.size()) + "_f16";
     // Post-ops: the pair's, fc1's, then fc2's after the residual op (which moves to attrs: its
     // operand is no input of the fused call).
-    const PostOp res = fk.post_ops[size_t(fn[0])];
-    k.post_ops = dk.post_ops;
-    k.post_ops.insert(k.post_ops.end(), fk.post_ops.begin(), fk.post_ops.begin() + fn[0]);
-    k.post_ops.insert(k.post_ops.end(), fk.post_ops.begin() + fn[0] + 1, fk.post_ops.end());
-    k.attrs.set("cuda_batch_post_ops", std::vector<int64_t>{dn[0], dn[1], fn[0], fn[1] - 1});
+    k.post_ops = b0.dw1;
+    for (const std::vector<PostOp>* v : {&b0.dw2, &b0.fc1, &b0.fin}) k.post_ops.insert(k.post_ops.end(), v->begin(), v->end());
     k.attrs.erase("cuda_dw_pair");
-    k.attrs.set("cuda_stage", int64_t(n));
-    k.attrs.set("cuda_stage_res", int64_t(res.op));
-    k.attrs.set("cuda_stage_res_swapped", int64_t(res.swapped ? 1 : 0));
-    k.attrs.set("cl_batch", int64_t(2 * n));
+    k.attrs.set("cuda_batch_post_ops", std::vector<int64_t>{int64_t(b0.dw1.size()), int64_t(b0.dw2.size()),
+                                                              int64_t(b0.fc1.size()), int64_t(b0.fin.size())});
+    k.attrs.set("cuda_stage", int64_t(run.size()));
+    k.attrs.set("cuda_stage_res", int64_t(b0.res.op));
+    k.attrs.set("cuda_stage_res_swapped", int64_t(b0.res.swapped ? 1 : 0));
+    k.attrs.set("cl_batch", int64_t(next - i));
     Call f;
-    f.inputs = {d0.inputs[0]};
-    for (size_t b = 0; b < n; ++b) {
-      const Call& d = p.calls[i + 2 * b];
-      const Call& ff = p.calls[i + 2 * b + 1];
-      for (int id : {d.inputs[1], d.inputs[2], d.inputs[3], d.inputs[4], ff.inputs[1], ff.inputs[2], ff.inputs[3], ff.inputs[4]})
-        f.inputs.push_back(id);
-    }
-    f.outputs = p.calls[i + 2 * n - 1].outputs;
-    f.label = d0.label + " .. " + p.calls[i + 2 * n - 1].label;
+    f.inputs = {b0.x};
+    for (const StageBlock& b : run) f.inputs.insert(f.inputs.end(), std::begin(b.ops), std::end(b.ops));
+    f.outputs = {run.back().out};
+    f.label = p.calls[i].label + " .. " + p.calls[next - 1].label;
     f.kernel = int(p.kernels.size());
     p.kernels.push_back(std::move(k));
     calls.push_back(std::move(f));
-    i += 2 * n - 1;
+    i = next;
   }
   p.calls = std::move(calls);
 }
