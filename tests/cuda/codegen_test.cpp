@@ -1354,6 +1354,7 @@ std::vector<StageCase> stage_cases() {
       {"fixture_stage2_x2", 1, 256, 8, 16, 768, 2, 3, 7, 16},
       {"two_images_64px_5x5_x3", 2, 128, 4, 16, 256, 3, 3, 5, 16},
       {"cluster8_x2", 2, 64, 16, 8, 128, 2, 3, 7, 8},
+      {"cluster4_hidden192_x2", 1, 64, 8, 16, 192, 2, 3, 7, 4},
       {"tapped_x2", 1, 256, 8, 16, 768, 2, 3, 7, 16, true},
       // The fixture's stage 3: too few pixel tiles for the fused ConvFFN, fc1 and fc2 calls of their own.
       {"fixture_stage3_unfused_ffn_x2", 1, 512, 4, 8, 1536, 2, 3, 7, 16, false, 3},
