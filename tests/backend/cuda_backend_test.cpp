@@ -2,17 +2,20 @@
 // whose kernels are small hand-written PTX:
 //   sub_f32_<n>        y = a - b over n floats, 1-D (a non-commutative op: argument order shows)
 //   copy_f32_<w>x<h>   y = x over an h x w matrix, 2-D grid (ctaid.y / ntid.y)
+//   sub_f32_<n> staged through the last words of dynamic shared memory (kernel attr cuda_smem)
 // Without a CUDA driver or device (CI): "cuda" is listed when built with it, creating it throws a
 // clear opv::Error, and a bad device selector is refused before the driver is asked; the graph's
 // dependencies (graph_deps.h) come from arena bytes, not buffer ids, on hand-built plans. With a
 // GPU: outputs equal the reference backend's in both graph shapes (branches, chain), the CUDA
 // graph replays with changing inputs and with several inferences in flight, profiling gives one
-// time per call, and plans the backend cannot run are refused naming the call.
+// time per call, dynamic shared memory (attr cuda_smem) reaches the graph's and the direct
+// launches, and plans the backend cannot run are refused naming the call.
 // GPU tests skip cleanly without one; on the H200 they run through scripts/device_gtest.sh.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -113,6 +116,29 @@ std::string ptx_copy2d(int64_t w, int64_t h) {
          "  mul.wide.u32 %rd3, %r6, 4;\n"
          "  add.s64 %rd4, %rd2, %rd3;\n  ld.global.f32 %f1, [%rd4];\n"
          "  add.s64 %rd5, %rd1, %rd3;\n  st.global.f32 [%rd5], %f1;\n"
+         "DONE:\n  ret;\n}\n";
+}
+
+// sub_f32_<n> that stores each difference in dynamic shared memory and reads it back before
+// storing it: thread t of a block uses word (smem / 4 - ntid + t), the last ntid words of `smem`
+// bytes, so it faults (cudasim) unless every launch gets them all.
+std::string ptx_sub_dsmem(int64_t n, int64_t smem) {
+  return std::string(kPtxHeader) + ".extern .shared .align 16 .b8 opv_dsmem[];\n" + ".visible .entry sub_f32_" +
+         std::to_string(n) +
+         "(.param .u64 y, .param .u64 a, .param .u64 b)\n{\n"
+         "  .reg .pred %p;\n  .reg .b32 %r<9>;\n  .reg .f32 %f<5>;\n  .reg .b64 %rd<8>;\n"
+         "  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n  mov.u32 %r3, %tid.x;\n"
+         "  mad.lo.s32 %r4, %r1, %r2, %r3;\n"
+         "  setp.ge.u32 %p, %r4, " + std::to_string(n) + ";\n  @%p bra DONE;\n"
+         "  ld.param.u64 %rd1, [y];\n  ld.param.u64 %rd2, [a];\n  ld.param.u64 %rd3, [b];\n"
+         "  mul.wide.u32 %rd4, %r4, 4;\n"
+         "  add.s64 %rd5, %rd2, %rd4;\n  ld.global.f32 %f1, [%rd5];\n"
+         "  add.s64 %rd6, %rd3, %rd4;\n  ld.global.f32 %f2, [%rd6];\n"
+         "  sub.f32 %f3, %f1, %f2;\n"
+         "  mov.u32 %r5, " + std::to_string(smem / 4) + ";\n  sub.s32 %r5, %r5, %r2;\n  add.s32 %r5, %r5, %r3;\n"
+         "  mov.u32 %r6, opv_dsmem;\n  mad.lo.s32 %r7, %r5, 4, %r6;\n"
+         "  st.shared.f32 [%r7], %f3;\n  ld.volatile.shared.f32 %f4, [%r7];\n"
+         "  add.s64 %rd7, %rd1, %rd4;\n  st.global.f32 [%rd7], %f4;\n"
          "DONE:\n  ret;\n}\n";
 }
 
@@ -629,6 +655,60 @@ TEST(CudaBackendGpu, LoadErrorsNameTheKernel) {
   const plan::Plan p = chain_plan();
   be->load(p);
   expect_matches_reference(*be, p, 21);
+}
+
+// Dynamic shared memory (cuda_abi.h, kernel attr cuda_smem): 100 KB, beyond the 48 KB a launch
+// gets without cuFuncSetAttribute, for the sub kernel (calls 0 and 2); the graph's kernel nodes
+// and, while profiling, the direct launches both give the reference's outputs.
+TEST(CudaBackendGpu, DynamicSharedMemoryReachesEveryLaunch) {
+  SKIP_WITHOUT_CUDA();
+  constexpr int64_t kSmem = 100 * 1024;
+  plan::Plan p = chain_plan();
+  p.kernels[0].source = ptx_sub_dsmem(kN, kSmem);
+  p.kernels[0].attrs.set("cuda_smem", kSmem);
+  auto be = backend::create("cuda");
+  ASSERT_TRUE(backend::supports(*be, p)) << backend::supports(*be, p).why;
+  be->load(p);
+  expect_matches_reference(*be, p, 81);
+  expect_matches_reference(*be, p, 82);
+  EXPECT_EQ(backend::cuda_load_info(*be)->graph_runs, 2);
+  be->set_profiling(true);
+  expect_matches_reference(*be, p, 83);
+  EXPECT_EQ(backend::cuda_load_info(*be)->direct_runs, 1);
+}
+
+// A corrupt or hostile cuda_smem (an .opv is input) is refused naming the call and the kernel, a
+// size no device has fails cuFuncSetAttribute naming the kernel; the backend loads a good plan after.
+TEST(CudaBackendGpu, HostileDynamicSharedMemoryIsAClearError) {
+  SKIP_WITHOUT_CUDA();
+  auto be = backend::create("cuda");
+  for (const int64_t bytes :
+       {int64_t(-5), int64_t(1) << 40, (int64_t(1) << 20) + 1, std::numeric_limits<int64_t>::min()}) {
+    plan::Plan p = chain_plan();
+    p.kernels[0].attrs.set("cuda_smem", bytes);
+    const std::string e = error_of([&] { be->load(p); });
+    EXPECT_EQ(e, "cuda backend: call 0 (t) kernel 'sub_f32_1000' asks for " + std::to_string(bytes) +
+                     " bytes of dynamic shared memory (attr cuda_smem); 0 to 1048576 (cuda_abi.h)");
+  }
+  {
+    plan::Plan p = chain_plan();
+    p.kernels[0].attrs.set("cuda_smem", std::string("lots"));
+    EXPECT_EQ(error_of([&] { be->load(p); }),
+              "cuda backend: call 0 (t) kernel 'sub_f32_1000' has a non-integer attr cuda_smem (bytes of dynamic "
+              "shared memory)");
+  }
+  {  // within the bound, beyond every device's limit per block (227 KB on sm_90)
+    plan::Plan p = chain_plan();
+    p.kernels[0].attrs.set("cuda_smem", int64_t(1) << 20);
+    const std::string e = error_of([&] { be->load(p); });
+    EXPECT_EQ(e.rfind("cuda backend: cuFuncSetAttribute failed: CUDA_ERROR_INVALID_VALUE", 0), 0u) << e;
+    EXPECT_NE(e.find("kernel 'sub_f32_1000': 1048576 bytes of dynamic shared memory (attr cuda_smem)"),
+              std::string::npos)
+        << e;
+  }
+  const plan::Plan p = chain_plan();
+  be->load(p);
+  expect_matches_reference(*be, p, 84);
 }
 
 TEST(CudaBackendGpu, RunChecksItsTensors) {

@@ -1,13 +1,16 @@
 // cudasim (src/backend/cuda/sim/ptx.h): the PTX simulator on hand-written PTX, checked against the
 // PTX ISA's definitions computed here on the host: mma.sync m16n8k16 fragments, ldmatrix (plain
 // and .trans), shfl.sync butterflies, a two-block cluster exchanging data through distributed
-// shared memory, module-scope .global variables, and the faults it must report instead of
-// running on: out-of-bounds and misaligned accesses, shared memory overruns, deadlocks,
-// instructions it does not know. The generated kernels run on it through the driver stand-in
+// shared memory, module-scope .global variables, dynamic shared memory (.extern .shared) through
+// the driver stand-in's API (cuFuncSetAttribute, sharedMemBytes, its limits) and across a
+// cluster, and the faults it must report instead of running on: out-of-bounds and misaligned
+// accesses, shared memory overruns, deadlocks, instructions it does not know. The generated kernels run on it through the driver stand-in
 // (the cuda_sim tests in CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #ifdef OPV_HAVE_CUDASIM
+
+#include <cuda.h>
 
 #include <cstring>
 #include <string>
@@ -382,6 +385,337 @@ $lone:
   EXPECT_NE(over.find("beyond the block's 64 bytes"), std::string::npos) << over;
   const std::string stuck = run_error(*m->find("stuck"), {1, 1, 1}, {32, 1, 1}, {}, b.mem);
   EXPECT_NE(stuck.find("deadlock"), std::string::npos) << stuck;
+}
+
+// ---- dynamic shared memory ----------------------------------------------------------------------
+
+// Thread t of a block writes words t, t + ntid, ... < `words` of the dynamic array (word i = 3i + 1),
+// then, after bar.sync, sums the words thread ntid-1-t wrote into out[t]; thread 0 also stores the
+// array's shared address at out[ntid]. 12 static bytes come first, so the array (.align 16) is
+// at 16.
+const char* kDynamicPtx = R"(
+.extern .shared .align 16 .b8 dsm[];
+.visible .entry big(.param .u64 out, .param .u32 words)
+.maxntid 256, 1, 1
+{
+  .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .pred %p<3>;
+  .shared .align 4 .b8 stat[12];
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [words];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, dsm;
+  st.shared.u32 [stat+8], %r2;
+  mov.u32 %r5, %r2;
+$write:
+  setp.ge.u32 %p1, %r5, %r1;
+  @%p1 bra $written;
+  mad.lo.s32 %r6, %r5, 4, %r4;
+  mad.lo.s32 %r7, %r5, 3, 1;
+  st.shared.u32 [%r6], %r7;
+  add.s32 %r5, %r5, %r3;
+  bra $write;
+$written:
+  bar.sync 0;
+  sub.s32 %r8, %r3, 1;
+  sub.s32 %r5, %r8, %r2;
+  mov.u32 %r9, 0;
+$read:
+  setp.ge.u32 %p1, %r5, %r1;
+  @%p1 bra $done;
+  ld.shared.u32 %r10, [dsm];
+  mad.lo.s32 %r6, %r5, 4, %r4;
+  ld.shared.u32 %r11, [%r6];
+  add.s32 %r9, %r9, %r11;
+  add.s32 %r5, %r5, %r3;
+  bra $read;
+$done:
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r9;
+  setp.eq.u32 %p2, %r2, 0;
+  mul.wide.u32 %rd4, %r3, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  @%p2 st.global.u32 [%rd5], %r4;
+  ret;
+}
+)";
+
+// What kDynamicPtx's thread t stores for `words` words over `threads` threads.
+uint32_t dynamic_sum(uint32_t t, uint32_t threads, uint32_t words) {
+  uint32_t sum = 0;
+  for (uint32_t i = threads - 1 - t; i < words; i += threads) sum += 3 * i + 1;
+  return sum;
+}
+
+// cuGetErrorString's text for `r` (the simulator's message for the call that just failed).
+std::string error_string(CUresult r) {
+  const char* s = nullptr;
+  cuGetErrorString(r, &s);
+  return s ? s : "";
+}
+
+TEST(CudaSim, DynamicSharedMemoryThroughTheDriverApi) {
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  CUmodule mod = nullptr;
+  const std::string ptx = std::string(kHeader) + kDynamicPtx;
+  ASSERT_EQ(cuModuleLoadDataEx(&mod, ptx.c_str(), 0, nullptr, nullptr), CUDA_SUCCESS) << error_string(CUDA_ERROR_INVALID_PTX);
+  CUfunction f = nullptr;
+  ASSERT_EQ(cuModuleGetFunction(&f, mod, "big"), CUDA_SUCCESS);
+  EXPECT_EQ(reinterpret_cast<const Kernel*>(f)->shared_bytes, 12u);
+  EXPECT_EQ(reinterpret_cast<const Kernel*>(f)->dynamic_base, 16u);
+  int major = 0, minor = 0, optin = 0, v = -1;
+  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0);
+  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0);
+  ASSERT_EQ(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0), CUDA_SUCCESS);
+  if (major == 9 && minor == 0) {
+    EXPECT_EQ(optin, 232448);  // the default device, sm_90
+  }
+  if (optin < 100 * 1024 + 12) GTEST_SKIP() << "OPV_CUDASIM_SM names a device with less than 100 KB of shared memory a block";
+  // Without the attribute: 48 KB less the 12 static bytes.
+  ASSERT_EQ(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f), CUDA_SUCCESS);
+  EXPECT_EQ(v, 49152 - 12);
+
+  constexpr uint32_t kThreads = 256;
+  CUdeviceptr out = 0;
+  ASSERT_EQ(cuMemAlloc(&out, (kThreads + 1) * 4), CUDA_SUCCESS);
+  uint32_t words = 0;
+  void* params[] = {&out, &words};
+  std::vector<uint32_t> got(kThreads + 1);
+  auto launch_with = [&](uint32_t bytes, uint32_t n) {
+    words = n;
+    std::fill(got.begin(), got.end(), 0u);
+    const CUresult r = cuLaunchKernel(f, 1, 1, 1, kThreads, 1, 1, bytes, nullptr, params, nullptr);
+    cuMemcpyDtoHAsync(got.data(), out, got.size() * 4, nullptr);
+    return r;
+  };
+  auto expect_sums = [&](uint32_t n) {
+    for (uint32_t t = 0; t < kThreads; ++t) {
+      ASSERT_EQ(got[t], dynamic_sum(t, kThreads, n)) << "thread " << t;
+    }
+    EXPECT_EQ(got[kThreads], 16u);  // the array's address: after the static bytes, aligned
+  };
+  ASSERT_EQ(launch_with(49152 - 12, (49152 - 12) / 4), CUDA_SUCCESS) << error_string(CUDA_ERROR_LAUNCH_FAILED);
+  expect_sums((49152 - 12) / 4);
+  // 100 KB needs the attribute first.
+  constexpr uint32_t kBytes = 100 * 1024, kWords = kBytes / 4;
+  EXPECT_EQ(launch_with(49152 - 8, 1), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_with(kBytes, kWords), CUDA_ERROR_INVALID_VALUE);
+  const std::string refused = error_string(CUDA_ERROR_INVALID_VALUE);
+  EXPECT_NE(refused.find("kernel 'big': 102400 bytes of dynamic shared memory, more than its "
+                         "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (49140, never set"),
+            std::string::npos)
+      << refused;
+  ASSERT_EQ(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(kBytes)), CUDA_SUCCESS);
+  ASSERT_EQ(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f), CUDA_SUCCESS);
+  EXPECT_EQ(v, int(kBytes));
+  ASSERT_EQ(launch_with(kBytes, kWords), CUDA_SUCCESS) << error_string(CUDA_ERROR_LAUNCH_FAILED);
+  expect_sums(kWords);
+  EXPECT_EQ(launch_with(kBytes + 4, kWords), CUDA_ERROR_INVALID_VALUE);  // past the attribute
+
+  // The same launch as a graph's kernel node; one past the attribute is refused when added.
+  CUgraph g = nullptr;
+  ASSERT_EQ(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+  CUDA_KERNEL_NODE_PARAMS kp{};
+  kp.func = f;
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = kThreads;
+  kp.blockDimY = kp.blockDimZ = 1;
+  kp.sharedMemBytes = kBytes + 4;
+  kp.kernelParams = params;
+  CUgraphNode node = nullptr;
+  EXPECT_EQ(cuGraphAddKernelNode(&node, g, nullptr, 0, &kp), CUDA_ERROR_INVALID_VALUE);
+  kp.sharedMemBytes = kBytes;
+  words = kWords;
+  ASSERT_EQ(cuGraphAddKernelNode(&node, g, nullptr, 0, &kp), CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cuGraphInstantiate(&exec, g, 0), CUDA_SUCCESS);
+  std::fill(got.begin(), got.end(), 0u);
+  cuMemsetD8Async(out, 0, got.size() * 4, nullptr);
+  ASSERT_EQ(cuGraphLaunch(exec, nullptr), CUDA_SUCCESS) << error_string(CUDA_ERROR_LAUNCH_FAILED);
+  cuMemcpyDtoHAsync(got.data(), out, got.size() * 4, nullptr);
+  expect_sums(kWords);
+  cuGraphExecDestroy(exec);
+  cuGraphDestroy(g);
+
+  // The device's limit: static + dynamic at most `optin` bytes, for the attribute and the launch.
+  const uint32_t most = uint32_t(optin) - 12;
+  EXPECT_EQ(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(most) + 4),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_NE(error_string(CUDA_ERROR_INVALID_VALUE).find("MAX_DYNAMIC_SHARED_SIZE_BYTES " + std::to_string(most + 4) +
+                                                        " with 12 static bytes"),
+            std::string::npos)
+      << error_string(CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, -1), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(most)), CUDA_SUCCESS);
+  ASSERT_EQ(launch_with(most, most / 4), CUDA_SUCCESS) << error_string(CUDA_ERROR_LAUNCH_FAILED);
+  expect_sums(most / 4);
+  EXPECT_EQ(launch_with(most + 4, 1), CUDA_ERROR_INVALID_VALUE);
+
+  // One word past the dynamic bytes: a fault naming the access and the region.
+  EXPECT_EQ(launch_with(kBytes, kWords + 1), CUDA_ERROR_ILLEGAL_ADDRESS);
+  const std::string oob = error_string(CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_NE(oob.find("kernel 'big'"), std::string::npos) << oob;
+  EXPECT_NE(oob.find("write of 4 bytes at shared 0x19010 beyond the block's 102416 bytes (102400 dynamic from 0x10)"),
+            std::string::npos)
+      << oob;
+  // Without dynamic bytes the array has no room at all.
+  EXPECT_EQ(launch_with(0, 1), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_NE(error_string(CUDA_ERROR_ILLEGAL_ADDRESS).find("at shared 0x10 beyond the block's 12 bytes"),
+            std::string::npos)
+      << error_string(CUDA_ERROR_ILLEGAL_ADDRESS);
+  cuMemFree(out);
+  cuModuleUnload(mod);
+}
+
+// A 2-block cluster: block r writes words i of its dynamic array (r * 1000000 + i), waits at the
+// cluster barrier, then thread t reads word (words - 1 - t + skew) of the peer's array (rank r ^ 1)
+// through mapa + ld.shared::cluster into out[block * ntid + t]. 4 static bytes, an array aligned
+// to 128: the arrays begin at 128.
+const char* kClusterDynamicPtx = R"(
+.extern .shared .align 128 .b8 dpair[];
+.visible .entry pair(.param .u64 out, .param .u32 words, .param .u32 skew)
+.reqnctapercluster 2, 1, 1
+{
+  .reg .b32 %r<20>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+  .shared .align 4 .b8 tag[4];
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [words];
+  ld.param.u32 %r2, [skew];
+  mov.u32 %r3, %tid.x;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %cluster_ctarank;
+  st.shared.u32 [tag], %r5;
+  mul.lo.s32 %r6, %r5, 1000000;
+  mov.u32 %r7, %r3;
+  mov.u32 %r19, dpair;
+$write:
+  setp.ge.u32 %p1, %r7, %r1;
+  @%p1 bra $written;
+  mad.lo.s32 %r8, %r7, 4, %r19;
+  add.s32 %r9, %r6, %r7;
+  st.shared.u32 [%r8], %r9;
+  add.s32 %r7, %r7, %r4;
+  bra $write;
+$written:
+  barrier.cluster.arrive.release.aligned;
+  barrier.cluster.wait.acquire.aligned;
+  sub.s32 %r10, %r1, 1;
+  sub.s32 %r10, %r10, %r3;
+  add.s32 %r10, %r10, %r2;
+  mov.u32 %r11, dpair;
+  shl.b32 %r12, %r10, 2;
+  add.s32 %r13, %r11, %r12;
+  xor.b32 %r14, %r5, 1;
+  mapa.shared::cluster.u32 %r15, %r13, %r14;
+  ld.shared::cluster.u32 %r16, [%r15];
+  barrier.cluster.arrive.release.aligned;
+  barrier.cluster.wait.acquire.aligned;
+  mov.u32 %r17, %ctaid.x;
+  mad.lo.s32 %r18, %r17, %r4, %r3;
+  mul.wide.u32 %rd2, %r18, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r16;
+  ret;
+}
+)";
+
+TEST(CudaSim, ClusterBlocksReadEachOthersDynamicSharedMemory) {
+  auto m = parse_module(std::string(kHeader) + kClusterDynamicPtx);
+  const Kernel& k = *m->find("pair");
+  EXPECT_EQ(k.cluster[0], 2u);
+  EXPECT_EQ(k.shared_bytes, 4u);
+  EXPECT_EQ(k.dynamic_base, 128u);
+  constexpr uint32_t kBlocks = 4, kThreads = 64, kBytes = 64 * 1024, kWords = kBytes / 4;
+  Buffers b;
+  const uint64_t out = b.add(kBlocks * kThreads * 4);
+  auto run = [&](uint32_t bytes, uint64_t skew) {
+    const std::vector<uint64_t> args = {out, uint64_t(kWords) | (skew << 32)};  // words, skew: two u32s
+    try {
+      launch(k, {kBlocks, 1, 1}, {kThreads, 1, 1}, reinterpret_cast<const uint8_t*>(args.data()), b.mem, 0, bytes);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  ASSERT_EQ(run(kBytes, 0), "");
+  const auto* o = reinterpret_cast<const uint32_t*>(out);
+  for (uint32_t blk = 0; blk < kBlocks; ++blk) {
+    for (uint32_t t = 0; t < kThreads; ++t) {
+      ASSERT_EQ(o[blk * kThreads + t], ((blk % 2) ^ 1) * 1000000 + kWords - 1 - t) << blk << "," << t;
+    }
+  }
+  // One word past the peer's array: a fault, though the block's own static bytes come before it.
+  const std::string past = run(kBytes, 1);
+  EXPECT_NE(past.find("ld.shared::cluster.u32"), std::string::npos) << past;
+  EXPECT_NE(past.find("read of 4 bytes at shared 0x10080 beyond the block's 65664 bytes (65536 dynamic from 0x80)"),
+            std::string::npos)
+      << past;
+  // Less dynamic memory than the kernel writes: the writes fault.
+  EXPECT_NE(run(kBytes - 4, 0).find("beyond the block's 65660 bytes"), std::string::npos) << run(kBytes - 4, 0);
+}
+
+TEST(CudaSim, ExternSharedArraysOnlyUnsized) {
+  auto error = [](const std::string& decl) {
+    try {
+      parse_module(std::string(kHeader) + decl + "\n.visible .entry k()\n{\n  ret;\n}\n");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(".extern .shared .align 16 .b8 d[];"), "");
+  EXPECT_EQ(error(".extern .shared .b32 d[];\n.extern .shared .align 8 .b8 e[];"), "");
+  EXPECT_NE(error(".extern .shared .align 16 .b8 d[64];").find("line 4: '.extern .shared' variable 'd' with a size"),
+            std::string::npos)
+      << error(".extern .shared .align 16 .b8 d[64];");
+  EXPECT_NE(error(".extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);")
+                .find("line 4: module-scope '.extern .func'"),
+            std::string::npos);
+  // In a body an array without a size is not dynamic shared memory.
+  try {
+    parse_module(std::string(kHeader) + ".visible .entry k()\n{\n  .shared .b8 d[];\n  ret;\n}\n");
+    ADD_FAILURE() << "an unsized .shared array in a body was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("an array needs a size"), std::string::npos) << e.what();
+  }
+  // Every kernel's arrays begin after its own static bytes, at the largest alignment it names; each
+  // kernel stores the addresses of the two names it uses.
+  auto m = parse_module(std::string(kHeader) + R"(
+.extern .shared .align 4 .b8 a4[];
+.extern .shared .align 64 .b8 a64[];
+.visible .entry one(.param .u64 out)
+{
+  .reg .b32 %r<3>; .reg .b64 %rd<2>;
+  .shared .align 4 .b8 s[20];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, a4;
+  mov.u32 %r2, s;
+  st.global.v2.u32 [%rd1], {%r1, %r2};
+  ret;
+}
+.visible .entry two(.param .u64 out)
+{
+  .reg .b32 %r<3>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, a4;
+  mov.u32 %r2, a64;
+  st.global.v2.u32 [%rd1], {%r1, %r2};
+  .shared .align 8 .b8 late[40];
+  ret;
+}
+)");
+  Buffers b;
+  const uint64_t out = b.add(8);
+  const auto* o = reinterpret_cast<const uint32_t*>(out);
+  EXPECT_EQ(m->find("one")->dynamic_base, 20u);
+  ASSERT_EQ(run_error(*m->find("one"), {1, 1, 1}, {1, 1, 1}, {out}, b.mem), "");
+  EXPECT_EQ(o[0], 20u);
+  EXPECT_EQ(o[1], 0u);
+  EXPECT_EQ(m->find("two")->dynamic_base, 64u);  // 40 static bytes, declared after the uses
+  ASSERT_EQ(run_error(*m->find("two"), {1, 1, 1}, {1, 1, 1}, {out}, b.mem), "");
+  EXPECT_EQ(o[0], 64u);
+  EXPECT_EQ(o[1], 64u);
 }
 
 TEST(CudaSim, RefusesWhatItDoesNotSimulateNamingTheLine) {

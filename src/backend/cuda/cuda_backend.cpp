@@ -6,7 +6,8 @@
 //   Linear: they are the caller's tensors); Intermediates at a
 //   kAlign-aligned arena offset inside Plan::arena_bytes, Constants at a kAlign-aligned offset
 //   inside Plan::weights; every call's kernel has PTX source (Kernel.options == kPtxFormat) and an
-//   entry, and a launch geometry within the device's block and grid limits.
+//   entry, an integer attr "cuda_smem" from 0 to kMaxDynamicSmem if any (hostile plans), and a
+//   launch geometry within the device's block and grid limits.
 // load():
 //   1. require_support; drop the previous plan's objects;
 //   2. context: the device's primary context (retained once, kept across loads), pushed around
@@ -20,7 +21,9 @@
 //      device copy of every input (the upload slot the next replay writes while this one runs);
 //   4. build(): cuModuleLoadDataEx per kernel a call uses (the PTX is JIT-compiled for the device;
 //      a failure quotes the JIT log), cuModuleGetFunction(entry) (kernels compiled for clusters of
-//      more than 8 blocks get CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED); per call the argument array
+//      more than 8 blocks get CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED; kernels with attr
+//      "cuda_smem" > 0 get CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = that many bytes, which
+//      every launch of them, direct or graph node, passes as sharedMemBytes); per call the argument array
 //      (device pointers of the outputs, then the present inputs) checked against the kernel's
 //      parameters where the driver can tell (cuFuncGetParamInfo), and grid/block from
 //      Call.global/local (0 = 1; grid = ceil(global / local)) checked against the kernel's
@@ -57,6 +60,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "backend/cuda/cuda_driver.h"
@@ -77,6 +82,9 @@ constexpr size_t kJitLogBytes = 8192;  // JIT error log kept for a failed module
 constexpr int kMaxKernelParams = 4096; // bound of the parameter count probe (cuFuncGetParamInfo)
 constexpr int kUnknownParams = -1;      // the driver cannot list a kernel's parameters
 constexpr int kPortableClusterBlocks = 8;  // wider thread-block clusters need the function's opt-in
+// Bound of a kernel's dynamic shared memory (attr cuda_smem) before the device is asked: above any
+// GPU's per-block limit (227 KB on sm_90), so only a corrupt or hostile plan passes it.
+constexpr int64_t kMaxDynamicSmem = int64_t(1) << 20;
 
 std::string call_name(size_t i, const plan::Call& c) { return "call " + std::to_string(i) + " (" + c.label + ")"; }
 
@@ -94,9 +102,23 @@ Launch launch_of(const plan::Call& c) {
   return l;
 }
 
+// Why kernel `k`'s attr "cuda_smem" (bytes of dynamic shared memory per launch, cuda_abi.h) is
+// unusable, "" when absent or an integer from 0 to kMaxDynamicSmem.
+std::string dynamic_smem_problem(const plan::Kernel& k) {
+  const auto it = k.attrs.map().find("cuda_smem");
+  if (it == k.attrs.map().end()) return "";
+  const int64_t* bytes = std::get_if<int64_t>(&it->second);
+  if (!bytes) return "has a non-integer attr cuda_smem (bytes of dynamic shared memory)";
+  if (*bytes < 0 || *bytes > kMaxDynamicSmem)
+    return detail::concat("asks for ", *bytes, " bytes of dynamic shared memory (attr cuda_smem); 0 to ",
+                          kMaxDynamicSmem, " (cuda_abi.h)");
+  return "";
+}
+
 struct CallRt {
   CUfunction fn = nullptr;
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  unsigned smem = 0;               // dynamic shared memory bytes (kernel attr cuda_smem)
   std::vector<int> arg_buffers;    // plan buffers of the arguments: outputs, then present inputs
   std::vector<CUdeviceptr> args;  // their device pointers (input slot 0)
   std::vector<void*> params;      // &args[i], what cuLaunchKernel takes
@@ -223,6 +245,7 @@ Support CudaBackend::supports_call(const plan::Plan& plan, int ci) const {
     return Support::no(detail::concat(who, " has options '", k.options, "', not '", plan::cuda::kPtxFormat,
                                       "': the cuda backend loads only PTX (run the plan pass nvrtc; cuda_abi.h)"));
   if (k.entry.empty()) return Support::no(who + " has PTX but no entry");
+  if (const std::string why = dynamic_smem_problem(k); !why.empty()) return Support::no(who + " " + why);
   for (int d = 0; d < 3; ++d)
     if (c.global[size_t(d)] < 0 || c.local[size_t(d)] < 0)
       return Support::no(detail::concat(who, " has a negative launch size in dimension ", d));
@@ -421,6 +444,12 @@ void CudaBackend::build() {
         cluster > kPortableClusterBlocks)
       cu::check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "cuFuncSetAttribute",
                 detail::concat("kernel '", k.name, "': a cluster of ", cluster, " blocks"));
+    // Dynamic shared memory beyond the default 48 KB (less the static bytes) launches only once the
+    // function allows it; set whenever there is any, so the limit is the device's alone.
+    if (const int64_t smem = k.attrs.i("cuda_smem", 0); smem > 0)  // 0 to kMaxDynamicSmem (supports_call)
+      cu::check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)),
+                "cuFuncSetAttribute",
+                detail::concat("kernel '", k.name, "': ", smem, " bytes of dynamic shared memory (attr cuda_smem)"));
   }
   std::vector<int> params(kernels_.size(), kUnknownParams);  // per kernel, counted once
   // Programmatic edges need a Hopper-or-newer device and a driver with edge data (and, per call,
@@ -432,6 +461,7 @@ void CudaBackend::build() {
     const plan::Kernel& k = kernels_[size_t(c.kernel)];
     CallRt& r = rt_[ci];
     r.fn = fns[size_t(c.kernel)];
+    r.smem = unsigned(k.attrs.i("cuda_smem", 0));
     std::vector<int>& args = r.arg_buffers;
     args = c.outputs;
     for (int b : c.inputs)
@@ -470,12 +500,13 @@ void CudaBackend::enqueue(bool timed) {
   for (size_t ci = 0; ci < rt_.size(); ++ci) {
     CallRt& r = rt_[ci];
     if (timed) cu::check(d.cuEventRecord(events_[1 + 2 * ci], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
-    cu::check(d.cuLaunchKernel(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], 0, stream_,
-                               r.params.empty() ? nullptr : r.params.data(), nullptr),
+    cu::check(d.cuLaunchKernel(r.fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem,
+                               stream_, r.params.empty() ? nullptr : r.params.data(), nullptr),
               "cuLaunchKernel",
               detail::concat(call_name(ci, calls_[ci]), " kernel '", kernels_[size_t(calls_[ci].kernel)].entry,
                              "' grid ", r.grid[0], "x", r.grid[1], "x", r.grid[2], " block ", r.block[0], "x",
-                             r.block[1], "x", r.block[2]));
+                             r.block[1], "x", r.block[2],
+                             r.smem ? detail::concat(" dynamic shared memory ", r.smem, " bytes") : ""));
     if (timed) cu::check(d.cuEventRecord(events_[2 + 2 * ci], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
   }
   for (size_t i = 0; i < out_stage_.size(); ++i)
@@ -581,6 +612,7 @@ CUgraphExec CudaBackend::instantiate(const std::vector<cuda::GraphNode>& nodes, 
           k.blockDimX = r.block[0];
           k.blockDimY = r.block[1];
           k.blockDimZ = r.block[2];
+          k.sharedMemBytes = r.smem;
           k.kernelParams = params.empty() ? nullptr : params.data();  // copied by the driver
           cu::check(d.cuGraphAddKernelNode(&made[i], g, dep_ptr, deps.size(), &k), "cuGraphAddKernelNode",
                     detail::concat(call_name(size_t(n.index), calls_[size_t(n.index)]), " kernel '",

@@ -28,7 +28,18 @@
 //   Launch             Call.local = the block size (x, y, z; 0 = 1), Call.global = the number of
 //                      threads per dimension (0 = 1); the grid is ceil(global / local) per
 //                      dimension. Kernels check their own bounds (the compiled-in element count),
-//                      so a partial last block is safe. Dynamic shared memory: none.
+//                      so a partial last block is safe.
+//                      Dynamic shared memory: kernel attr "cuda_smem" (int, default 0) = the bytes
+//                      every launch of the kernel gets, which it declares as
+//                      `extern __shared__ __align__(128) unsigned char opv_dsmem[];` (PTX:
+//                      `.extern .shared .align 128 .b8 opv_dsmem[];`); they follow its static
+//                      __shared__ data. When > 0 the backend sets CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_
+//                      SHARED_SIZE_BYTES to it once (cuFuncSetAttribute after cuModuleGetFunction:
+//                      beyond 48 KB less the static bytes a launch needs it) and passes it as
+//                      sharedMemBytes of every launch (cuLaunchKernel, graph kernel nodes), so
+//                      static + dynamic can reach the device's opt-in limit (232448 bytes a block
+//                      on sm_90); more fails the load naming the kernel. A value below 0, above
+//                      1 MiB or not an integer is refused as a corrupt plan (supports_call).
 //   Order              each call sees the effects of every earlier call whose memory it overlaps;
 //                      nothing between them needs the host. The backend records the inference
 //                      (input copies, launches, output copies) once as a CUDA graph whose edges

@@ -8,11 +8,18 @@
 // call returns; streams and events are tokens, graphs are their nodes in the order added (a
 // topological order: a node's dependencies exist before it). Modules take PTX text only.
 // OPV_CUDASIM_DUMP=DIR writes each module's PTX as loaded to DIR/moduleN.ptx.
+// Dynamic shared memory (sharedMemBytes of cuLaunchKernel and of kernel nodes) is checked as a
+// GPU checks it: more than 48 KB less the kernel's static bytes needs
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES set at least that high, and static + dynamic
+// may not pass the device's opt-in limit per block (smem_optin(): 227 KB on sm_90); either is
+// CUDA_ERROR_INVALID_VALUE, as is setting the attribute beyond that limit.
 // Errors: a launch that faults returns CUDA_ERROR_ILLEGAL_ADDRESS (memory) or
 // CUDA_ERROR_LAUNCH_FAILED (anything else), and cuGetErrorString for that code then gives the
-// simulator's message, naming the kernel, block, thread and PTX line.
+// simulator's message, naming the kernel, block, thread and PTX line (so for any code the
+// simulator failed with last, e.g. a refused shared memory size).
 #include <cuda.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,11 +41,13 @@ using opv::cudasim::Module;
 std::mutex g_lock;
 Memory g_mem;
 std::string g_last_error;  // the simulator's message for the last failed call
+CUresult g_last_code = CUDA_SUCCESS;  // and its code
 
 struct Node {
   bool kernel = true;
   const Kernel* k = nullptr;
   Dim3 grid, block;
+  unsigned shared = 0;  // dynamic shared memory bytes
   std::vector<uint8_t> params;
   void* dst = nullptr;
   const void* src = nullptr;
@@ -65,7 +74,44 @@ int sm() {
 
 CUresult fail(CUresult r, const std::string& message) {
   g_last_error = message;
+  g_last_code = r;
   return r;
+}
+
+// The most shared memory a block may have (static + dynamic) once the kernel opts in
+// (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN), per compute capability as the CUDA
+// programming guide lists it; 48 KB, the limit without opting in, before Volta.
+constexpr int kDefaultSharedPerBlock = 48 * 1024;
+int smem_optin() {
+  const int s = sm();
+  if (s >= 90) return 227 * 1024;             // 232448
+  if (s == 80 || s == 87) return 163 * 1024;  // A100, Orin
+  if (s >= 86) return 99 * 1024;              // 86, 89
+  if (s >= 75) return 64 * 1024;
+  if (s >= 70) return 96 * 1024;
+  return kDefaultSharedPerBlock;
+}
+
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: as set, else 48 KB less the static bytes.
+int64_t max_dynamic(const Kernel& k) {
+  if (k.max_dynamic_shared >= 0) return k.max_dynamic_shared;
+  return std::max<int64_t>(0, int64_t(kDefaultSharedPerBlock) - int64_t(k.shared_bytes));
+}
+
+// A launch's dynamic shared memory against the kernel's attribute and the device's limit.
+CUresult check_shared(const Kernel& k, unsigned bytes) {
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (int64_t(bytes) > max_dynamic(k))
+    return fail(CUDA_ERROR_INVALID_VALUE,
+                "cudasim: kernel '" + k.name + "': " + std::to_string(bytes) + " bytes of dynamic shared memory, "
+                "more than its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (" + std::to_string(max_dynamic(k)) +
+                (k.max_dynamic_shared < 0 ? ", never set: 48 KB less its static bytes" : "") + ")");
+  if (int64_t(k.shared_bytes) + bytes > smem_optin())
+    return fail(CUDA_ERROR_INVALID_VALUE,
+                "cudasim: kernel '" + k.name + "': " + std::to_string(k.shared_bytes) + " static + " +
+                    std::to_string(bytes) + " dynamic bytes of shared memory, more than sm_" + std::to_string(sm()) +
+                    " allows a block (" + std::to_string(smem_optin()) + ")");
+  return CUDA_SUCCESS;
 }
 
 std::vector<uint8_t> pack_params(const Kernel& k, void** params) {
@@ -81,7 +127,7 @@ CUresult run(const Node& n) {
     return CUDA_SUCCESS;
   }
   try {
-    opv::cudasim::launch(*n.k, n.grid, n.block, n.params.data(), g_mem);
+    opv::cudasim::launch(*n.k, n.grid, n.block, n.params.data(), g_mem, 0, n.shared);
   } catch (const std::exception& e) {
     const std::string m = e.what();
     const bool memory = m.find("outside every") != std::string::npos || m.find("beyond") != std::string::npos ||
@@ -127,7 +173,7 @@ CUresult CUDAAPI cuGetErrorString(CUresult r, const char** s) {
   static thread_local std::string text;
   std::lock_guard<std::mutex> g(g_lock);
   text = (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_INVALID_PTX ||
-          r == CUDA_ERROR_INVALID_IMAGE) && !g_last_error.empty()
+          r == CUDA_ERROR_INVALID_IMAGE || r == g_last_code) && !g_last_error.empty()
              ? g_last_error
              : std::string(name_of(r)) + " (cudasim)";
   *s = text.c_str();
@@ -161,7 +207,8 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 0x7fffffff; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = kDefaultSharedPerBlock; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = smem_optin(); break;
     case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *v = sm() >= 90; break;
     default: *v = 0; break;
   }
@@ -287,6 +334,11 @@ CUresult CUDAAPI cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction f
   switch (a) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = int(k.max_threads); break;
     case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *v = int(k.shared_bytes); break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
+      std::lock_guard<std::mutex> g(g_lock);
+      *v = int(max_dynamic(k));
+      break;
+    }
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = int(k.registers); break;
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: *v = int(k.cluster[0]); break;
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: *v = int(k.cluster[1]); break;
@@ -296,8 +348,20 @@ CUresult CUDAAPI cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction f
   }
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute, int) {
-  return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+// MAX_DYNAMIC_SHARED_SIZE_BYTES is kept (the launches check against it); other attributes
+// (NON_PORTABLE_CLUSTER_SIZE_ALLOWED, ...) are accepted and change nothing here.
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_SUCCESS;
+  Kernel& k = *reinterpret_cast<Kernel*>(f);
+  std::lock_guard<std::mutex> g(g_lock);
+  if (v < 0 || int64_t(k.shared_bytes) + v > smem_optin())
+    return fail(CUDA_ERROR_INVALID_VALUE,
+                "cudasim: cuFuncSetAttribute: kernel '" + k.name + "': MAX_DYNAMIC_SHARED_SIZE_BYTES " +
+                    std::to_string(v) + " with " + std::to_string(k.shared_bytes) + " static bytes; sm_" +
+                    std::to_string(sm()) + " allows a block " + std::to_string(smem_optin()) + " in all");
+  k.max_dynamic_shared = v;
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
@@ -310,16 +374,15 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                 unsigned bz, unsigned shared, CUstream, void** params, void** extra) {
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
-  if (extra || shared) {
-    std::lock_guard<std::mutex> g(g_lock);
-    return fail(CUDA_ERROR_LAUNCH_FAILED, "cudasim: 'extra' parameters and dynamic shared memory are not simulated");
-  }
+  std::lock_guard<std::mutex> g(g_lock);
+  if (extra) return fail(CUDA_ERROR_LAUNCH_FAILED, "cudasim: 'extra' parameters are not simulated");
   Node n;
   n.k = reinterpret_cast<const Kernel*>(f);
+  if (const CUresult r = check_shared(*n.k, shared); r != CUDA_SUCCESS) return r;
   n.grid = {gx, gy, gz};
   n.block = {bx, by, bz};
+  n.shared = shared;
   n.params = pack_params(*n.k, params);
-  std::lock_guard<std::mutex> g(g_lock);
   return run(n);
 }
 
@@ -352,12 +415,17 @@ CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int) {
 CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, const CUgraphNode*, size_t,
                                       const CUDA_KERNEL_NODE_PARAMS* p) {
   if (!node || !g || !p || !p->func) return CUDA_ERROR_INVALID_VALUE;
-  if (p->extra || p->sharedMemBytes) return CUDA_ERROR_INVALID_VALUE;
+  if (p->extra) return CUDA_ERROR_INVALID_VALUE;
   Graph& gr = *reinterpret_cast<Graph*>(g);
   Node n;
   n.k = reinterpret_cast<const Kernel*>(p->func);
+  {  // checked when the node is added, against the attribute as it is then
+    std::lock_guard<std::mutex> lock(g_lock);
+    if (const CUresult r = check_shared(*n.k, p->sharedMemBytes); r != CUDA_SUCCESS) return r;
+  }
   n.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
   n.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
+  n.shared = p->sharedMemBytes;
   n.params = pack_params(*n.k, p->kernelParams);
   gr.nodes.push_back(std::move(n));
   gr.handles.push_back(std::make_unique<int>(int(gr.nodes.size()) - 1));

@@ -5,9 +5,12 @@
 // 1. parse_module(): PTX text as NVRTC writes it (.version/.target, .entry kernels with .param
 //    lists, .reg/.shared declarations, .maxntid/.reqntid/.reqnctapercluster, labels, predicated
 //    instructions) into pre-decoded instructions: register names become slots, labels become
-//    instruction indexes, shared symbols become offsets. Anything outside the subset it knows is
-//    refused with the line named ("cudasim: line 41: unsupported instruction 'tex.2d...'"), never
-//    run approximately.
+//    instruction indexes, shared symbols become offsets. Dynamic shared memory: module-scope
+//    `.extern .shared .align A .b8 NAME[];` (NVRTC's form of `extern __shared__`) declares arrays
+//    that all begin at the kernel's dynamic region, which follows its static .shared symbols,
+//    aligned to the largest alignment of those the kernel names (as on a GPU). Anything outside
+//    the subset it knows is refused with the line named ("cudasim: line 41: unsupported
+//    instruction 'tex.2d...'"), never run approximately.
 // 2. launch(): runs a grid. Blocks run one cluster at a time (a kernel without clusters: one
 //    block at a time); within a cluster every thread is an interpreter state, stepped until it
 //    reaches a synchronisation point: bar.sync (its block), a warp-wide instruction (shfl.sync,
@@ -16,7 +19,8 @@
 //    issued, mma.sync accumulates its 16 products in k order with fused multiply-adds onto C,
 //    .approx functions are the C library's.
 // 3. Memory is checked: every global access must lie inside one allocation the driver made
-//    (Memory), every shared access inside the block's shared memory, every address aligned to its
+//    (Memory), every shared access inside the block's shared memory (static and the launch's
+//    dynamic bytes, its own or, through shared::cluster, a peer's), every address aligned to its
 //    access size; a violation stops the launch with the kernel, instruction and address named. A
 //    deadlock (threads waiting at different barriers) is reported the same way.
 #pragma once
@@ -59,6 +63,13 @@ struct Kernel {
   std::vector<Param> params;
   uint32_t param_bytes = 0;
   uint32_t shared_bytes = 0;  // static .shared symbols
+  // Where the dynamic shared memory (the .extern .shared arrays, all at this offset) begins:
+  // shared_bytes aligned up to the largest alignment of the arrays the kernel names. A block has
+  // dynamic_base + the launch's dynamic bytes of shared memory.
+  uint32_t dynamic_base = 0;
+  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as cuFuncSetAttribute set it (driver.cpp);
+  // -1: never set (the device's default, 48 KB less the static bytes).
+  int64_t max_dynamic_shared = -1;
   uint32_t local_bytes = 0;   // .local symbols (per thread: the compiler's stack frames)
   uint32_t max_threads = 1024;  // .maxntid / .reqntid product, else the device limit
   uint32_t cluster[3] = {0, 0, 0};  // .reqnctapercluster; 0 = no cluster
@@ -96,10 +107,12 @@ struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
 };
 
-// Runs kernel `k` over grid x block with `params` (k.param_bytes bytes, laid out as k.params say).
+// Runs kernel `k` over grid x block with `params` (k.param_bytes bytes, laid out as k.params say)
+// and `dynamic_shared` bytes of dynamic shared memory per block (the driver checks them against
+// the device's limits; here only against what the simulator addresses, 16 MiB a block).
 // Throws SimError naming the kernel, the instruction and the fault; also once the threads have run
 // `max_steps` instructions in all (0: no bound; the fuzz target bounds hostile loops with it).
 void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem,
-            uint64_t max_steps = 0);
+            uint64_t max_steps = 0, uint32_t dynamic_shared = 0);
 
 }  // namespace opv::cudasim

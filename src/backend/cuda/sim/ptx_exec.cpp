@@ -113,7 +113,8 @@ struct Launch {
   const Memory& mem;
   uint32_t cluster_blocks = 1;
   uint32_t threads_per_block = 0;
-  std::vector<std::vector<uint8_t>> smem;  // per block of the running cluster
+  uint32_t dynamic_shared = 0;  // the launch's dynamic shared memory, from k.dynamic_base
+  std::vector<std::vector<uint8_t>> smem;  // per block of the running cluster: static, then dynamic
   std::vector<Thread> th;
   std::vector<uint64_t> regs;
   std::vector<uint8_t> locals;  // per thread: Kernel::local_bytes
@@ -179,7 +180,10 @@ struct Launch {
         std::vector<uint8_t>& s = smem[blk];
         if (addr + bytes > s.size())
           fault(t, std::string(write ? "write" : "read") + " of " + std::to_string(bytes) + " bytes at shared " +
-                       hex(addr) + " beyond the block's " + std::to_string(s.size()) + " bytes");
+                       hex(addr) + " beyond the block's " + std::to_string(s.size()) + " bytes" +
+                       (dynamic_shared ? " (" + std::to_string(dynamic_shared) + " dynamic from " +
+                                             hex(k.dynamic_base) + ")"
+                                       : std::string()));
         return s.data() + addr;
       }
       case Space::Param:
@@ -1004,7 +1008,8 @@ void Launch::run_cluster(const uint32_t first[3]) {
 
 }  // namespace
 
-void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem, uint64_t max_steps) {
+void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem, uint64_t max_steps,
+            uint32_t dynamic_shared) {
   const uint64_t tpb = uint64_t(block.x) * block.y * block.z;
   if (tpb == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0) throw SimError("cudasim: kernel '" + k.name + "': empty launch");
   if (tpb > k.max_threads)
@@ -1024,7 +1029,15 @@ void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const
   if (uint64_t(l.cluster_blocks) * tpb * (k.registers + k.local_bytes / 8) > (uint64_t(1) << 25))
     throw SimError("cudasim: kernel '" + k.name + "': " + std::to_string(k.registers) + " registers for " +
                    std::to_string(uint64_t(l.cluster_blocks) * tpb) + " threads at once is more than it simulates");
-  l.smem.assign(l.cluster_blocks, std::vector<uint8_t>(k.shared_bytes));
+  // Static, then (from the dynamic arrays' alignment on) dynamic; shared::cluster addresses keep
+  // the offset in the low kClusterShift bits.
+  const uint64_t smem_bytes = dynamic_shared ? uint64_t(k.dynamic_base) + dynamic_shared : k.shared_bytes;
+  if (smem_bytes > (uint64_t(1) << kClusterShift))
+    throw SimError("cudasim: kernel '" + k.name + "': " + std::to_string(dynamic_shared) +
+                   " bytes of dynamic shared memory after " + std::to_string(k.dynamic_base) +
+                   " static is more than it simulates (16 MiB a block)");
+  l.dynamic_shared = dynamic_shared;
+  l.smem.assign(l.cluster_blocks, std::vector<uint8_t>(size_t(smem_bytes)));
   for (uint32_t z = 0; z < grid.z; z += cz)
     for (uint32_t y = 0; y < grid.y; y += cy)
       for (uint32_t x = 0; x < grid.x; x += cx) {

@@ -3,7 +3,9 @@
 // .address_size), entries (.entry NAME(.param ...) performance directives { body }); within a
 // body: scope braces, labels ("$L__BB0_3:"), declarations (.reg, .shared) and instructions, each
 // ending at ';'. Register names are slots, scoped by braces (inline asm declares its own
-// temporaries); labels resolve to instruction indexes once the body is read.
+// temporaries); labels resolve to instruction indexes once the body is read, and so do the
+// offsets of the module's .extern .shared arrays (dynamic shared memory follows every static
+// .shared symbol, which the body may declare after the instructions that name the arrays).
 #include <algorithm>
 #include <bit>
 #include <cctype>
@@ -109,12 +111,14 @@ Ty type_of(const std::string& s) {
 }
 
 // A variable or parameter declaration's words after its state space: ".align A", ".TYPE" (and
-// other qualifiers, skipped), "NAME" or "NAME[N]".
+// other qualifiers, skipped), "NAME" or "NAME[N]"; with `unsized_ok` also "NAME[]" (count 0,
+// unsized: an .extern .shared array).
 struct VarDecl {
   std::string name;
   uint64_t align = 0, elem = 0, count = 1;
+  bool unsized = false;
 };
-VarDecl parse_var(const std::vector<std::string>& words, size_t first, uint32_t line) {
+VarDecl parse_var(const std::vector<std::string>& words, size_t first, uint32_t line, bool unsized_ok = false) {
   VarDecl v;
   for (size_t i = first; i < words.size(); ++i) {
     if (words[i] == ".align" && i + 1 < words.size()) {
@@ -128,10 +132,15 @@ VarDecl parse_var(const std::vector<std::string>& words, size_t first, uint32_t 
       v.name += words[i];
     }
   }
-  if (const size_t lb = v.name.find('['); lb != std::string::npos) {
+  if (const size_t lb = v.name.find('['); lb != std::string::npos && unsized_ok && v.name.substr(lb) == "[]") {
+    v.unsized = true;
+    v.count = 0;
+    v.name = v.name.substr(0, lb);
+  } else if (lb != std::string::npos) {
     int64_t c = 0;
     if (!parse_int(v.name.substr(lb + 1, v.name.find(']') - lb - 1), &c) || c <= 0 || c > (int64_t(1) << 32))
-      fail(line, "unsupported declaration of '" + v.name + "' (an array needs a size; dynamic shared memory is not simulated)");
+      fail(line, "unsupported declaration of '" + v.name + "' (an array needs a size; only module-scope .extern "
+                 ".shared arrays, dynamic shared memory, have none)");
     v.count = uint64_t(c);
     v.name = v.name.substr(0, lb);
   }
@@ -178,6 +187,12 @@ struct BodyParser {
   std::unordered_map<std::string, uint32_t> local_syms;   // name -> local offset
   std::unordered_map<std::string, uint32_t> param_syms;   // name -> param offset
   const std::unordered_map<std::string, uint64_t>* global_syms = nullptr;  // name -> address
+  // The module's .extern .shared arrays: name -> alignment. They resolve to offset 0 here; finish()
+  // adds Kernel::dynamic_base to the operands that named one (dynamic_uses: instruction, operand).
+  const std::unordered_map<std::string, uint64_t>* extern_syms = nullptr;
+  bool dynamic_named = false;  // set by operand() when it resolved an .extern .shared array
+  uint64_t dynamic_align = 1;  // the largest alignment of those the body names
+  std::vector<std::pair<size_t, size_t>> dynamic_uses;
   std::unordered_map<std::string, int32_t> labels;
   std::vector<std::pair<size_t, std::string>> fixups;     // (instr, label)
   uint32_t line = 0;
@@ -249,6 +264,17 @@ struct BodyParser {
     fail(line, "unsupported declaration '" + words[0] + "'");
   }
 
+  // Whether `name` is one of the module's .extern .shared arrays (and notes that the operand being
+  // read names it).
+  bool is_dynamic(const std::string& name) {
+    if (!extern_syms) return false;
+    auto it = extern_syms->find(name);
+    if (it == extern_syms->end()) return false;
+    dynamic_named = true;
+    dynamic_align = std::max(dynamic_align, it->second);
+    return true;
+  }
+
   // An operand: register, !pred, d|p, vector, [address], immediate, symbol or label.
   Opnd operand(const std::string& text, Ty t, bool label_ok = false) {
     Opnd o;
@@ -292,6 +318,7 @@ struct BodyParser {
         o.imm += p->second;
       } else if (auto sh = shared_syms.find(base); sh != shared_syms.end()) {
         o.imm += sh->second;
+      } else if (is_dynamic(base)) {  // at offset 0 until finish() adds the dynamic region's
       } else if (auto lo = local_syms.find(base); lo != local_syms.end()) {
         o.imm += lo->second;
       } else if (auto gl = global_syms->find(base); gl != global_syms->end()) {
@@ -345,6 +372,11 @@ struct BodyParser {
     if (auto sh = shared_syms.find(s); sh != shared_syms.end()) {
       o.kind = Opnd::Imm;
       o.imm = sh->second;
+      return o;
+    }
+    if (is_dynamic(s)) {
+      o.kind = Opnd::Imm;
+      o.imm = 0;
       return o;
     }
     if (auto lo = local_syms.find(s); lo != local_syms.end()) {
@@ -534,7 +566,11 @@ struct BodyParser {
     if (args.size() > 5) fail(line, "too many operands (5 at most)");
     in.nops = uint8_t(args.size());
     Ty opt = in.t;
-    for (size_t i = 0; i < args.size(); ++i) in.o[i] = operand(args[i], opt, in.op == Op::Bra);
+    for (size_t i = 0; i < args.size(); ++i) {
+      dynamic_named = false;
+      in.o[i] = operand(args[i], opt, in.op == Op::Bra);
+      if (dynamic_named) dynamic_uses.emplace_back(k.code.size(), i);
+    }
     if (in.op == Op::Bra) {
       if (args.size() != 1) fail(line, "bra takes one label");
       fixups.emplace_back(k.code.size(), trim(args[0]));
@@ -566,6 +602,11 @@ struct BodyParser {
       if (it == labels.end()) fail(k.code[at].line, "unknown label '" + label + "'");
       k.code[at].target = it->second;
     }
+    // Dynamic shared memory follows the static symbols, now that all of them are known.
+    const uint64_t base = (uint64_t(k.shared_bytes) + dynamic_align - 1) / dynamic_align * dynamic_align;
+    if (base >= (1u << kClusterShift)) fail(line, "shared memory beyond 16 MiB");
+    k.dynamic_base = uint32_t(base);
+    for (const auto& [at, i] : dynamic_uses) k.code[at].o[i].imm += base;
     Instr ret;  // falling off the end returns
     ret.op = Op::Ret;
     ret.line = line;
@@ -669,7 +710,25 @@ void parse_global(Reader& r, Module& m, std::unordered_map<std::string, uint64_t
   m.globals.push_back(std::move(g));
 }
 
-void parse_entry(Reader& r, Module& m, const std::unordered_map<std::string, uint64_t>& globals) {
+// .extern .shared .align A .TYPE NAME[];  an array of dynamic shared memory (extern __shared__):
+// no storage of its own, every kernel's starts at that kernel's dynamic region. `syms`: name ->
+// alignment (the element size without .align). Other .extern declarations (device functions,
+// variables of other modules) stay refused: the simulator links nothing.
+void parse_extern(Reader& r, std::unordered_map<std::string, uint64_t>& syms) {
+  const uint32_t at = r.line;
+  const std::vector<std::string> words = words_of(r.until(';'));
+  if (words.empty() || words[0] != ".shared")
+    fail(at, "module-scope '.extern " + (words.empty() ? std::string() : words[0]) +
+                 "' (device functions, variables of other modules) is not simulated");
+  const VarDecl v = parse_var(words, 1, at, /*unsized_ok=*/true);
+  if (!v.unsized)
+    fail(at, "'.extern .shared' variable '" + v.name + "' with a size: only unsized arrays (NAME[], dynamic "
+                 "shared memory) are simulated");
+  syms[v.name] = v.align ? v.align : v.elem;
+}
+
+void parse_entry(Reader& r, Module& m, const std::unordered_map<std::string, uint64_t>& globals,
+                 const std::unordered_map<std::string, uint64_t>& externs) {
   Kernel k;
   std::string name = r.word();
   if (name.empty()) fail(r.line, "entry without a name");
@@ -678,6 +737,7 @@ void parse_entry(Reader& r, Module& m, const std::unordered_map<std::string, uin
   k.name = name;
   BodyParser body(k);
   body.global_syms = &globals;
+  body.extern_syms = &externs;
   const std::string plist = r.until(')');
   uint32_t off = 0;
   for (const std::string& p : split(plist, ',')) {
@@ -772,6 +832,7 @@ std::unique_ptr<Module> parse_module(const std::string& ptx) {
   const std::string text = strip_comments(ptx);
   Reader r(text);
   std::unordered_map<std::string, uint64_t> globals;
+  std::unordered_map<std::string, uint64_t> externs;  // .extern .shared arrays: name -> alignment
   while (!r.eof()) {
     const std::string w = r.word();
     if (w == ".version" || w == ".target" || w == ".address_size") {
@@ -779,10 +840,12 @@ std::unique_ptr<Module> parse_module(const std::string& ptx) {
     } else if (w == ".visible" || w == ".weak") {
       continue;
     } else if (w == ".entry") {
-      parse_entry(r, *m, globals);
+      parse_entry(r, *m, globals, externs);
     } else if (w == ".global") {
       parse_global(r, *m, globals);
-    } else if (w == ".func" || w == ".extern" || w == ".const" || w == ".shared") {
+    } else if (w == ".extern") {
+      parse_extern(r, externs);
+    } else if (w == ".func" || w == ".const" || w == ".shared") {
       fail(r.line, "module-scope '" + w + "' (device functions, constant or shared variables) is not simulated");
     } else {
       fail(r.line, "unexpected '" + w + "'");
