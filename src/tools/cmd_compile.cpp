@@ -72,9 +72,9 @@ int cmd_compile(int argc, char** argv) {
               "bit-identical); off keeps the global-memory partials and the last block's sum (a before/after). Recorded "
               "in the plan when off", "on")
       .option("--cuda-stage", "on|off", "cuda: with --cuda-cluster on, a run of FastViT blocks (depthwise pair -> "
-              "fused ConvFFN + residual) as one kernel on a thread-block cluster per image, the activations kept in "
-              "shared memory from block to block (compute_90+, where the shapes fit); off keeps two launches a block. "
-              "Recorded in the plan when off", "on")
+              "ConvFFN + residual) as one kernel on a thread-block cluster per image, the activations kept in shared "
+              "memory from block to block (compute_90+, where the shapes fit); slower on the H200 so far "
+              "(BENCHMARKS.md). Recorded in the plan when on", "off")
       .option("--cuda-pdl", "off|on|early", "cuda: programmatic dependent launch (compute_90+): programmatic graph "
               "edges between kernels, each kernel waiting for the ones before it at its start; on: the next kernel is "
               "launched as this one's blocks exit; early: as soon as they have all started (they wait on the SMs); "
@@ -146,7 +146,7 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
   opts.pass_ctx.cuda.fuse_se = on_off(a, "--cuda-se", "on");
   opts.pass_ctx.cuda.cluster = on_off(a, "--cuda-cluster", "on");
-  opts.pass_ctx.cuda.fuse_stage = on_off(a, "--cuda-stage", "on");
+  opts.pass_ctx.cuda.fuse_stage = on_off(a, "--cuda-stage", "off");
   try {
     opts.pass_ctx.cuda.pdl = plan::cuda::parse_pdl_mode(a.get("--cuda-pdl", "off"));
   } catch (const Error& e) {

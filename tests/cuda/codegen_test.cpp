@@ -1420,16 +1420,25 @@ std::vector<std::pair<size_t, int64_t>> stage_calls(const plan::Plan& p) {
   return r;
 }
 
-// From compute_90 (with clusters) a run of FastViT blocks is one call on one cluster an image, with
-// more shared memory than a static declaration may have (kernel attr cuda_smem); compute_80, `compile
-// --cuda-stage off` (meta cuda_stage = 0) and --cuda-cluster off keep two launches a block; a block
-// output another call (or the graph) reads ends the run.
+// With `compile --cuda-stage on` (meta cuda_stage = 1; off by default) from compute_90 (with
+// clusters) a run of FastViT blocks is one call on one cluster an image, with more shared memory
+// than a static declaration may have (kernel attr cuda_smem); compute_80, the default and
+// --cuda-cluster off keep two launches a block; a block output another call (or the graph) reads
+// ends the run.
 TEST(CudaCodegen, FastVitStagesRunAsOneClusterKernelFromCompute90) {
   std::string nvrtc_why;
   const bool nvrtc = plan::cuda::nvrtc_available(&nvrtc_why);
   for (const StageCase& t : stage_cases()) {
     SCOPED_TRACE(t.name);
     const plan::Plan p = lower_stage(t, "compute_90");
+    EXPECT_EQ(plan::cuda::Options::from_meta(p.meta).fuse_stage, true) << "read back from the plan";
+    EXPECT_TRUE(stage_calls(lower(stage_graph(t, DType::F16), [] {
+                  CompileOptions o;
+                  o.target = "cuda";
+                  o.pass_ctx.cuda.arch = "compute_90";
+                  return o;
+                }())).empty())
+        << "off by default";
     const auto st = stage_calls(p);
     if (t.tap_out) {
       ASSERT_EQ(st.size(), 2u) << "block 0's output is read outside the run: two runs of one block";
@@ -1462,7 +1471,7 @@ TEST(CudaCodegen, FastVitStagesRunAsOneClusterKernelFromCompute90) {
       const plan::Plan q = lower_stage(t, arch, stage, cluster);
       EXPECT_TRUE(stage_calls(q).empty()) << arch << " stage " << stage << " cluster " << cluster;
       EXPECT_EQ(q.calls.size(), size_t(t.apart * t.blocks)) << "a depthwise pair and a ConvFFN (or fc1, fc2) a block";
-      EXPECT_EQ(q.meta.has("cuda_stage"), !stage) << "recorded only when off";
+      EXPECT_EQ(q.meta.has("cuda_stage"), stage) << "recorded only when on";
     }
   }
   Attrs bad;

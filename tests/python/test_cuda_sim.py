@@ -74,6 +74,23 @@ def test_fixture_on_cudasim(sim, fixture_artifacts):
     assert rel < 1e-2 and mx < 1e-2
 
 
+def test_fixture_stage_kernels_on_cudasim(sim, fixture_paths, tmp_path):
+    """compile --cuda-stage on (compute_90): stage 2's six FastViT blocks and stage 3's two (its fc1
+    and fc2 unfused) each become one kernel on a thread-block cluster (46 -> 30 launches), recorded
+    in the plan, and the outputs still match onnxruntime."""
+    model, ref = fixture_paths
+    art = tmp_path / "stage.opv"
+    p = sim.run("compile", model, "-o", art, "--target", "cuda", "--cuda-arch", "compute_90", "--cuda-stage", "on")
+    assert p.returncode == 0, describe(p)
+    d = sim.run("inspect", art, "--dump")
+    assert d.returncode == 0, describe(d)
+    assert "cuda_stage=1" in d.stdout.split("calls ")[0], d.stdout[:1500]
+    assert "stage_256_768_dw3x3_7x7_x6_f16" in d.stdout and "stage_512_1536_dw3x3_7x7_x2_f16" in d.stdout
+    assert "calls 30 " in d.stdout, d.stdout[:400]
+    rel, mx = assert_verify_ok(sim, art, ref, "cuda")
+    assert rel < 1e-2 and mx < 1e-2
+
+
 def test_fixture_tuned_on_cudasim(sim, fixture_paths, tmp_path):
     """--cuda-tune moves the generators' block targets: the fused ConvFFN's hidden split, the 1x1s'
     split-K and the depthwise pairs' row bands all change shape (launch sizes differ from the

@@ -83,6 +83,14 @@
 //                      forms (1 GEMV, 2 tensor cores); post-ops (unary) the convs' and the Mul's.
 //                      A Concat fused with the Cast of its output (no "cl_batch"): inputs = the
 //                      Concat's, then the Cast's post-op operands; output = the Cast's.
+//                      FastViT stage (Conv, "cuda_stage" = n blocks, compute_90+; Options::fuse_stage,
+//                      opt-in): n blocks, each a depthwise pair and its ConvFFN (fused or fc1, fc2
+//                      calls) adding the pair's first output, as one launch on one thread-block
+//                      cluster per image (stage.cpp; dynamic shared memory, "cuda_smem"): output = the
+//                      last block's; inputs = [X, then per block W3, B3, W7, B7, W1, B1, W2, B2]
+//                      (absent bias -1); post-ops (unary) the pair's two convs', fc1's, and fc2's after
+//                      the residual op, "cuda_batch_post_ops" = their 4 counts; the residual op itself
+//                      in "cuda_stage_res" (OpKind) and "cuda_stage_res_swapped"; "cl_batch" = the calls merged.
 //                      The pack inside a conv (Conv, "cuda_pack_conv", opt-in Options::fuse_pack):
 //                      output = the conv's; inputs = the conv's with slot 0 = the pack's input 0
 //                      and slot 2 kept (-1 without a bias), then the pack's inputs 1.. from slot

@@ -103,12 +103,14 @@ struct Options {
   // the last block's sum (ffn.cpp). false keeps the latter (a before/after; meta "cuda_cluster" = 0).
   // compile --cuda-cluster off turns it off.
   bool cluster = true;
-  // With cluster: a run of FastViT blocks (the depthwise pair, then the fused ConvFFN whose fc2
-  // adds the pair's first output) as one kernel on one thread-block cluster per image, the
-  // activations kept in the blocks' shared memory from block to block (stage.cpp; compute_90+,
-  // where the stage's shapes fit). false keeps each block's two launches (a before/after; meta
-  // "cuda_stage" = 0). compile --cuda-stage off turns it off.
-  bool fuse_stage = true;
+  // With cluster: a run of FastViT blocks (the depthwise pair, then the ConvFFN whose fc2 adds the
+  // pair's first output) as one kernel on one thread-block cluster per image, the activations kept
+  // in the blocks' shared memory from block to block (stage.cpp; compute_90+, where the stage's
+  // shapes fit). Off by default: on the H200 the fixture's two stages take 136 + 61 us as one
+  // cluster each against 82 + 33 us as their 20 launches (0.385 vs 0.291 ms end to end,
+  // BENCHMARKS.md CUDA session 22): a cluster is 16 SMs whose warps each run the whole stage's
+  // chain of latencies. compile --cuda-stage on turns it on (meta "cuda_stage" = 1).
+  bool fuse_stage = false;
   // Programmatic dependent launch (compute_90+, PdlMode; kernel attr "cuda_pdl", cuda_abi.h): the
   // backend joins consecutive launches by programmatic graph edges, and each kernel waits
   // (griddepcontrol.wait), before its first memory access, until the kernels before it have
