@@ -26,7 +26,9 @@
 // (FastViT's 7x7; --cuda-ffn-dw off, Options::fuse_ffn_dw, keeps it apart), a Concat and the Cast of its output as one launch (the input
 // pack, the output), and, opt-in (Options::fuse_pack: slower on the H200 so far), such a pack
 // (Concat or Cast to float, element-wise post-ops) computed inside the dense conv that alone reads
-// it (the stem reads the uint8 frames: pack_conv.cpp); cuda_abi.h gives their argument order.
+// it (the stem reads the uint8 frames: pack_conv.cpp), and, opt-in (Options::fuse_stage: slower on
+// the H200 so far), a run of FastViT blocks (depthwise pair -> ConvFFN + residual) as one kernel on
+// one thread-block cluster per image (stage.cpp, compute_90+); cuda_abi.h gives their argument order.
 #pragma once
 #include <string>
 #include <vector>
