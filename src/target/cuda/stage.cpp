@@ -287,6 +287,31 @@ void fuse_stage(Plan& p) {
 static const char* kStageHelpers = R"(__device__ __forceinline__ void opv_st_cluster4(unsigned a, uint4 v) {
   asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};" :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
+// 8 outputs (row r, columns x0 .. x0 + 7) of a K x K stride-1 'same' depthwise conv over one H x W
+// fp16 plane x with fp16 weights w (K * K): taps in the order kh, then kw, fmaf from 0, zero
+// outside the map (the depthwise pair's order); each input row is read once for all 8.
+template <int K, int H, int W>
+__device__ __forceinline__ void opv_dw_row8(const unsigned short* x, const unsigned short* w, int r, int x0, float* acc) {
+#pragma unroll
+  for (int u = 0; u < 8; ++u) acc[u] = 0.0f;
+#pragma unroll
+  for (int kh = 0; kh < K; ++kh) {
+    const int ih = r + kh - (K - 1) / 2;
+    const bool rok = ih >= 0 && ih < H;
+    float xr[8 + K - 1];
+#pragma unroll
+    for (int j = 0; j < 8 + K - 1; ++j) {
+      const int iw = x0 - (K - 1) / 2 + j;
+      xr[j] = rok && iw >= 0 && iw < W ? opv_h2f(x[ih * W + iw]) : 0.0f;
+    }
+#pragma unroll
+    for (int kw = 0; kw < K; ++kw) {
+      const float wv = opv_h2f(w[kh * K + kw]);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) acc[u] = fmaf(xr[u + kw], wv, acc[u]);
+    }
+  }
+}
 __device__ __forceinline__ unsigned opv_pack2(float lo, float hi) {
   return (unsigned)opv_f2h(lo) | ((unsigned)opv_f2h(hi) << 16);
 }
@@ -441,30 +466,12 @@ Generated stage(const Plan& p, const Call& c) {
     // The block's first slab group holds its parameters (and, for block 0, the input).
     asm volatile("cp.async.wait_group %0;" :: "n"(NB - 2) : "memory");
     __syncthreads();
-    // 1a. the first depthwise conv, own channels: Os -> Ys (8 pixels of a row a thread; taps in
-    // the order kh, then kw, fmaf from 0, zero outside the map, then the bias, as the pair).
+    // 1a. the first depthwise conv, own channels: Os -> Ys (8 pixels of a row a thread, then the
+    // bias and the post-ops, as the pair).
     for (int e = tid; e < CC * H * (W / 8); e += NT) {
       const int c = e / (H * (W / 8)), r = (e / (W / 8)) % H, x0 = (e % (W / 8)) * 8;
       float acc[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) acc[u] = 0.0f;
-#pragma unroll
-      for (int kh = 0; kh < K1; ++kh) {
-        const int ih = r + kh - (K1 - 1) / 2;
-        const bool rok = ih >= 0 && ih < H;
-        float xr[8 + K1 - 1];
-#pragma unroll
-        for (int j = 0; j < 8 + K1 - 1; ++j) {
-          const int iw = x0 - (K1 - 1) / 2 + j;
-          xr[j] = rok && iw >= 0 && iw < W ? opv_h2f(Os[c * P + ih * W + iw]) : 0.0f;
-        }
-#pragma unroll
-        for (int kw = 0; kw < K1; ++kw) {
-          const float wv = opv_h2f(Q[Q_W3 + c * (K1 * K1) + kh * K1 + kw]);
-#pragma unroll
-          for (int u = 0; u < 8; ++u) acc[u] = fmaf(xr[u + kw], wv, acc[u]);
-        }
-      }
+      opv_dw_row8<K1, H, W>(Os + c * P, Q + Q_W3 + c * (K1 * K1), r, x0, acc);
       const float bias = HB3 ? opv_h2f(Q[Q_B3 + c]) : 0.0f;
       unsigned pk[4];
 #pragma unroll
@@ -476,25 +483,7 @@ Generated stage(const Plan& p, const Call& c) {
     for (int e = tid; e < CC * H * (W / 8); e += NT) {
       const int c = e / (H * (W / 8)), r = (e / (W / 8)) % H, x0 = (e % (W / 8)) * 8;
       float acc[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) acc[u] = 0.0f;
-#pragma unroll
-      for (int kh = 0; kh < K2; ++kh) {
-        const int ih = r + kh - (K2 - 1) / 2;
-        const bool rok = ih >= 0 && ih < H;
-        float xr[8 + K2 - 1];
-#pragma unroll
-        for (int j = 0; j < 8 + K2 - 1; ++j) {
-          const int iw = x0 - (K2 - 1) / 2 + j;
-          xr[j] = rok && iw >= 0 && iw < W ? opv_h2f(Ys[c * P + ih * W + iw]) : 0.0f;
-        }
-#pragma unroll
-        for (int kw = 0; kw < K2; ++kw) {
-          const float wv = opv_h2f(Q[Q_W7 + c * (K2 * K2) + kh * K2 + kw]);
-#pragma unroll
-          for (int u = 0; u < 8; ++u) acc[u] = fmaf(xr[u + kw], wv, acc[u]);
-        }
-      }
+      opv_dw_row8<K2, H, W>(Ys + c * P, Q + Q_W7 + c * (K2 * K2), r, x0, acc);
       const float bias = HB7 ? opv_h2f(Q[Q_B7 + c]) : 0.0f;
       uint4 v;
       v.x = opv_pack2(po_dw2(acc[0] + bias), po_dw2(acc[1] + bias));
