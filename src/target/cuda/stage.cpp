@@ -1,9 +1,11 @@
 /* A run of FastViT blocks as one kernel on one thread-block cluster (part of plan pass
  * "cuda-codegen", codegen.h; compute_90+, Options::cluster and Options::fuse_stage):
  *   1. fuse_stage: consecutive blocks, each a depthwise pair call (RepMixer KxK -> the ConvFFN's
- *      KxK, codegen.cpp) followed by the fused ConvFFN call on the pair's second output whose fc2
- *      ends with a binary op on the pair's first output (the residual), every intermediate read by
- *      the next call of the run alone, become one call (cuda_abi.h "stage").
+ *      KxK, codegen.cpp) followed by the ConvFFN on the pair's second output (the fused call of
+ *      ffn.cpp, or fc1's and fc2's own 1x1 calls where that kernel does not take the layer) whose
+ *      fc2 applies a binary op with the pair's first output (the residual), every intermediate
+ *      read by the next call of the run alone, become one call (cuda_abi.h "FastViT stage").
+ *      Off by default (Options::fuse_stage: slower on the H200, BENCHMARKS.md CUDA session 22).
  *   2. stage: that call's kernel (the comment above kStageRing describes it).
  * Invariant: the fused call computes what its members compute one after the other, every tensor
  * they store (the depthwise outputs, fc1's hidden activations, each block's output) rounded to
