@@ -124,9 +124,7 @@ static bool plain_1x1(const Plan& p, const Call& c, int x, int64_t C, int64_t M,
   if (k.op != OpKind::Conv || !k.source.empty() || k.attrs.has("cl_batch") || c.outputs.size() != 1 ||
       c.inputs.size() < 2 || c.inputs[0] != x || c.inputs[1] < 0)
     return false;
-  if (k.attrs.i("group", 1) != 1 || k.attrs.ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
-      k.attrs.ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} ||
-      k.attrs.ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} ||
+  if (!conv1x1_tiled_ok(Ctx{p, c, k}) || k.attrs.ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} ||
       p.buffers.at(size_t(c.inputs[1])).shape != Shape{M, C, 1, 1})
     return false;
   for (size_t q = 0; q < k.post_ops.size(); ++q) {
@@ -289,11 +287,16 @@ void fuse_stage(Plan& p) {
 static const char* kStageHelpers = R"(__device__ __forceinline__ void opv_st_cluster4(unsigned a, uint4 v) {
   asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};" :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
+__device__ __forceinline__ unsigned opv_pack2(float lo, float hi) {
+  return (unsigned)opv_f2h(lo) | ((unsigned)opv_f2h(hi) << 16);
+}
 // 8 outputs (row r, columns x0 .. x0 + 7) of a K x K stride-1 'same' depthwise conv over one H x W
 // fp16 plane x with fp16 weights w (K * K): taps in the order kh, then kw, fmaf from 0, zero
-// outside the map (the depthwise pair's order); each input row is read once for all 8.
-template <int K, int H, int W>
-__device__ __forceinline__ void opv_dw_row8(const unsigned short* x, const unsigned short* w, int r, int x0, float* acc) {
+// outside the map (the depthwise pair's order; each input row read once for all 8), then the
+// bias and the post-ops `po`, as 8 fp16 values.
+template <int K, int H, int W, class Po>
+__device__ __forceinline__ uint4 opv_dw_row8(const unsigned short* x, const unsigned short* w, int r, int x0, float bias, Po po) {
+  float acc[8];
 #pragma unroll
   for (int u = 0; u < 8; ++u) acc[u] = 0.0f;
 #pragma unroll
@@ -313,9 +316,8 @@ __device__ __forceinline__ void opv_dw_row8(const unsigned short* x, const unsig
       for (int u = 0; u < 8; ++u) acc[u] = fmaf(xr[u + kw], wv, acc[u]);
     }
   }
-}
-__device__ __forceinline__ unsigned opv_pack2(float lo, float hi) {
-  return (unsigned)opv_f2h(lo) | ((unsigned)opv_f2h(hi) << 16);
+  return make_uint4(opv_pack2(po(acc[0] + bias), po(acc[1] + bias)), opv_pack2(po(acc[2] + bias), po(acc[3] + bias)),
+                    opv_pack2(po(acc[4] + bias), po(acc[5] + bias)), opv_pack2(po(acc[6] + bias), po(acc[7] + bias)));
 }
 )";
 
@@ -472,26 +474,15 @@ Generated stage(const Plan& p, const Call& c) {
     // bias and the post-ops, as the pair).
     for (int e = tid; e < CC * H * (W / 8); e += NT) {
       const int c = e / (H * (W / 8)), r = (e / (W / 8)) % H, x0 = (e % (W / 8)) * 8;
-      float acc[8];
-      opv_dw_row8<K1, H, W>(Os + c * P, Q + Q_W3 + c * (K1 * K1), r, x0, acc);
       const float bias = HB3 ? opv_h2f(Q[Q_B3 + c]) : 0.0f;
-      unsigned pk[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) pk[u] = opv_pack2(po_dw1(acc[2 * u] + bias), po_dw1(acc[2 * u + 1] + bias));
-      *(uint4*)(Ys + c * P + r * W + x0) = make_uint4(pk[0], pk[1], pk[2], pk[3]);
+      *(uint4*)(Ys + c * P + r * W + x0) = opv_dw_row8<K1, H, W>(Os + c * P, Q + Q_W3 + c * (K1 * K1), r, x0, bias, po_dw1);
     }
     __syncthreads();
     // 1b. the second depthwise conv from Ys into row c0 + c of every block's Xs.
     for (int e = tid; e < CC * H * (W / 8); e += NT) {
       const int c = e / (H * (W / 8)), r = (e / (W / 8)) % H, x0 = (e % (W / 8)) * 8;
-      float acc[8];
-      opv_dw_row8<K2, H, W>(Ys + c * P, Q + Q_W7 + c * (K2 * K2), r, x0, acc);
       const float bias = HB7 ? opv_h2f(Q[Q_B7 + c]) : 0.0f;
-      uint4 v;
-      v.x = opv_pack2(po_dw2(acc[0] + bias), po_dw2(acc[1] + bias));
-      v.y = opv_pack2(po_dw2(acc[2] + bias), po_dw2(acc[3] + bias));
-      v.z = opv_pack2(po_dw2(acc[4] + bias), po_dw2(acc[5] + bias));
-      v.w = opv_pack2(po_dw2(acc[6] + bias), po_dw2(acc[7] + bias));
+      const uint4 v = opv_dw_row8<K2, H, W>(Ys + c * P, Q + Q_W7 + c * (K2 * K2), r, x0, bias, po_dw2);
       const int ch = c0 + c, col = (r * W + x0) >> 3;
       const unsigned short* dst = Xs + ch * P + ((col ^ (ch & XM)) << 3);
 #pragma unroll 4
