@@ -4,6 +4,16 @@
 // global pools one per input element, windowed pools one per window element, a few per element
 // for Softmax/LayerNorm/BatchNorm/linear Resize; data movement (Reshape, Transpose, Concat,
 // Cast, Reorder, ...) none. Bytes moved: every call's input and output buffer bytes.
+// Merged calls (kernel attr "cl_batch" = n calls in one launch) count the work of their members:
+//   - batches of one op (opencl's batch pass, cuda's batched GEMVs): n groups, each its share of
+//     the inputs and outputs (cl_abi.h, cuda_abi.h), counted as the call it was;
+//   - cuda's chains of stride-1 convs on one map (depthwise pair, ConvFFN, FastViT stage; kernel
+//     attr "cuda_dw_pair", "cuda_ffn" or "cuda_stage", cuda_abi.h): each rank-4 weight input W
+//     is one member conv, 2 * N*OH*OW * numel(W) over the output's map;
+//   - cuda's SE gate ("cuda_se"): the mean over X, its two 1x1 convs on the N squeezed vectors,
+//     and the product with X;
+//   - others (cuda's input pack inside the stem conv) as their first member.
+// Their post-ops count one per output element each, as a plain call's.
 #include "tools/plan_stats.h"
 
 #include <algorithm>
@@ -24,11 +34,10 @@ const Shape& shape_of(const plan::Plan& p, int id) {
   return id >= 0 && size_t(id) < p.buffers.size() ? p.buffers[size_t(id)].shape : kEmpty;
 }
 
-}  // namespace
 
-FlopCount call_flops(const plan::Plan& p, const plan::Call& c) {
+// The FLOPs of a call as one op of kernel k (the inputs and outputs of one member of a batch).
+FlopCount op_flops(const plan::Plan& p, const plan::Kernel& k, const plan::Call& c) {
   FlopCount cost;
-  const plan::Kernel& k = p.kernels[size_t(c.kernel)];
   const int64_t out = c.outputs.empty() ? 0 : numel(shape_of(p, c.outputs[0]));
   auto in_shape = [&](size_t i) -> const Shape& { return shape_of(p, i < c.inputs.size() ? c.inputs[i] : -1); };
   const int64_t in0 = c.inputs.empty() ? 0 : numel(in_shape(0));
@@ -75,6 +84,59 @@ FlopCount call_flops(const plan::Plan& p, const plan::Call& c) {
     default:
       if (is_unary(k.op) || is_binary(k.op)) cost.elementwise += out;
       break;  // data movement: Reshape, Transpose, Concat, Split, Slice, Gather, Pad, Reorder, ...
+  }
+  return cost;
+}
+
+// Work of the member convs of a cuda chain: every rank-4 Constant input from slot 1 on.
+int64_t chain_conv_flops(const plan::Plan& p, const plan::Call& c) {
+  if (c.outputs.empty()) return 0;
+  const Shape& y = shape_of(p, c.outputs[0]);
+  if (y.size() != 4) return 0;
+  const int64_t pixels = y[0] * y[2] * y[3];
+  int64_t flops = 0;
+  for (size_t i = 1; i < c.inputs.size(); ++i) {
+    const int b = c.inputs[i];
+    if (b < 0 || size_t(b) >= p.buffers.size() || p.buffers[size_t(b)].kind != plan::BufferKind::Constant) continue;
+    const Shape& w = p.buffers[size_t(b)].shape;
+    if (w.size() == 4) flops += kMacFlops * pixels * numel(w);
+  }
+  return flops;
+}
+
+}  // namespace
+
+FlopCount call_flops(const plan::Plan& p, const plan::Call& c) {
+  FlopCount cost;
+  if (c.kernel < 0 || size_t(c.kernel) >= p.kernels.size()) return cost;
+  const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+  const int64_t out = c.outputs.empty() ? 0 : numel(shape_of(p, c.outputs[0]));
+  const int64_t n = k.attrs.i("cl_batch", 0);
+  if (n <= 1) {
+    cost = op_flops(p, k, c);
+  } else if (k.attrs.has("cuda_dw_pair") || k.attrs.has("cuda_ffn") || k.attrs.has("cuda_stage")) {
+    cost.conv += chain_conv_flops(p, c);
+  } else if (k.attrs.has("cuda_se")) {
+    // inputs [X, W1, B1, W2, B2]: mean over H, W; W1 [Cr, C, 1, 1] and W2 [C, Cr, 1, 1] on N vectors
+    const Shape& x = shape_of(p, c.inputs.empty() ? -1 : c.inputs[0]);
+    const int64_t batch = x.empty() ? 0 : x[0];
+    cost.other += c.inputs.empty() ? 0 : numel(x);
+    for (size_t i : {size_t(1), size_t(3)})
+      if (i < c.inputs.size()) cost.conv += kMacFlops * batch * numel(shape_of(p, c.inputs[i]));
+    cost.elementwise += out;
+  } else if (c.inputs.size() % size_t(n) == 0 && c.outputs.size() % size_t(n) == 0 && !c.outputs.empty()) {
+    const size_t ni = c.inputs.size() / size_t(n), no = c.outputs.size() / size_t(n);
+    for (size_t g = 0; g < size_t(n); ++g) {
+      plan::Call m;
+      m.inputs.assign(c.inputs.begin() + std::ptrdiff_t(g * ni), c.inputs.begin() + std::ptrdiff_t((g + 1) * ni));
+      m.outputs.assign(c.outputs.begin() + std::ptrdiff_t(g * no), c.outputs.begin() + std::ptrdiff_t((g + 1) * no));
+      const FlopCount f = op_flops(p, k, m);
+      cost.conv += f.conv, cost.matmul += f.matmul, cost.elementwise += f.elementwise, cost.other += f.other;
+      cost.elementwise += numel(shape_of(p, m.outputs[0])) * int64_t(k.post_ops.size());
+    }
+    return cost;
+  } else {
+    cost = op_flops(p, k, c);
   }
   cost.elementwise += out * int64_t(k.post_ops.size());
   return cost;

@@ -124,5 +124,64 @@ TEST(PlanStats, PoolsReductionsAndComposites) {
   EXPECT_EQ(call_flops(p, p.calls[4]).total(), 0);     // Cast converts, no arithmetic counted
 }
 
+
+// Merged calls (kernel attr "cl_batch") count their members' work, not only the first member's.
+TEST(PlanStats, MergedCallsCountEveryMember) {
+  using K = plan::BufferKind;
+  plan::Plan p;
+  p.target = "cuda";
+  int x = add(p, "x", {1, 8, 4, 4}, K::Input, DType::F16);          // 16 pixels
+  int w3 = add(p, "w3", {8, 1, 3, 3}, K::Constant, DType::F16);     // depthwise 3x3: 72 weights
+  int w7 = add(p, "w7", {8, 1, 7, 7}, K::Constant, DType::F16);     // depthwise 7x7: 392
+  int y1 = add(p, "y1", {1, 8, 4, 4}, K::Intermediate, DType::F16);
+  int y2 = add(p, "y2", {1, 8, 4, 4}, K::Intermediate, DType::F16);
+  int w1 = add(p, "w1", {24, 8, 1, 1}, K::Constant, DType::F16);    // fc1: 192
+  int w2 = add(p, "w2", {8, 24, 1, 1}, K::Constant, DType::F16);    // fc2: 192
+  int b1 = add(p, "b1", {24}, K::Constant, DType::F16);             // rank 1: not a member conv
+  int y3 = add(p, "y3", {1, 8, 4, 4}, K::Intermediate, DType::F16);
+  int a = add(p, "a", {1, 16}, K::Intermediate, DType::F16);
+  int ga = add(p, "ga", {4, 16}, K::Constant, DType::F16);
+  int gb = add(p, "gb", {6, 16}, K::Constant, DType::F16);
+  int o1 = add(p, "o1", {1, 4}, K::Output, DType::F16);
+  int o2 = add(p, "o2", {1, 6}, K::Output, DType::F16);
+  int se = add(p, "se", {1, 8, 4, 4}, K::Intermediate, DType::F16);
+  int s1 = add(p, "s1", {2, 8, 1, 1}, K::Constant, DType::F16);
+  int s2 = add(p, "s2", {8, 2, 1, 1}, K::Constant, DType::F16);
+  PostOp gelu;
+  gelu.op = OpKind::Gelu;
+
+  Attrs pair;
+  pair.set("cl_batch", int64_t(2));
+  pair.set("cuda_dw_pair", int64_t(1));
+  call(p, OpKind::Conv, {x, w3, -1, w7, -1}, {y1, y2}, pair);
+  Attrs ffn;
+  ffn.set("cl_batch", int64_t(2));
+  ffn.set("cuda_ffn", int64_t(1));
+  call(p, OpKind::Conv, {y2, w1, b1, w2, -1, y1}, {y3}, ffn, {gelu});
+  Attrs gemv;  // two Gemms of 16 -> 4 and 16 -> 6 outputs, 3 inputs each
+  gemv.set("cl_batch", int64_t(2));
+  gemv.set("transB", int64_t(1));
+  call(p, OpKind::Gemm, {a, ga, -1, a, gb, -1}, {o1, o2}, gemv);
+  Attrs sea;
+  sea.set("cl_batch", int64_t(4));
+  sea.set("cuda_se", int64_t(1));
+  call(p, OpKind::ReduceMean, {y3, s1, -1, s2, -1}, {se}, sea);
+
+  // The pair: 2 * 16 pixels * (72 + 392) = 14848, not the first conv's 2 * 128 * 9 = 2304.
+  EXPECT_EQ(call_flops(p, p.calls[0]).conv, 14848);
+  // The ConvFFN: 2 * 16 * (192 + 192) = 12288 (fc1's alone: 6144); its GELU counted per output.
+  FlopCount f = call_flops(p, p.calls[1]);
+  EXPECT_EQ(f.conv, 12288);
+  EXPECT_EQ(f.elementwise, 128);
+  // The GEMVs: 2 * (4 + 6) * 16 = 320 (the first member's alone: 128).
+  EXPECT_EQ(call_flops(p, p.calls[2]).matmul, 320);
+  // The SE gate: the mean over 128 inputs, 2 * (16 + 16) for its two 1x1s, 128 products.
+  FlopCount g = call_flops(p, p.calls[3]);
+  EXPECT_EQ(g.other, 128);
+  EXPECT_EQ(g.conv, 64);
+  EXPECT_EQ(g.elementwise, 128);
+  EXPECT_EQ(plan_stats(p).flops.conv, 14848 + 12288 + 64);
+}
+
 }  // namespace
 }  // namespace opv::tools
