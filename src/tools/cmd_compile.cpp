@@ -75,6 +75,9 @@ int cmd_compile(int argc, char** argv) {
               "ConvFFN + residual) as one kernel on a thread-block cluster per image, the activations kept in shared "
               "memory from block to block (compute_90+, where the shapes fit); slower on the H200 so far "
               "(BENCHMARKS.md). Recorded in the plan when on", "off")
+      .option("--cuda-heads", "on|off", "cuda: with --cuda-cluster on, chains of batched GEMVs (the output heads' "
+              "MLPs, each layer reading the one before alone) as one launch, a thread-block cluster per head "
+              "(compute_90+; bit-identical); off keeps a launch per layer. Recorded in the plan when off", "on")
       .option("--cuda-pdl", "off|on|early", "cuda: programmatic dependent launch (compute_90+): programmatic graph "
               "edges between kernels, each kernel waiting for the ones before it at its start; on: the next kernel is "
               "launched as this one's blocks exit; early: as soon as they have all started (they wait on the SMs); "
@@ -147,6 +150,7 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_se = on_off(a, "--cuda-se", "on");
   opts.pass_ctx.cuda.cluster = on_off(a, "--cuda-cluster", "on");
   opts.pass_ctx.cuda.fuse_stage = on_off(a, "--cuda-stage", "off");
+  opts.pass_ctx.cuda.fuse_heads = on_off(a, "--cuda-heads", "on");
   try {
     opts.pass_ctx.cuda.pdl = plan::cuda::parse_pdl_mode(a.get("--cuda-pdl", "off"));
   } catch (const Error& e) {

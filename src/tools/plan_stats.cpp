@@ -10,6 +10,7 @@
 //   - cuda's chains of stride-1 convs on one map (depthwise pair, ConvFFN, FastViT stage; kernel
 //     attr "cuda_dw_pair", "cuda_ffn" or "cuda_stage", cuda_abi.h): each rank-4 weight input W
 //     is one member conv, 2 * N*OH*OW * numel(W) over the output's map;
+//   - cuda's GEMV chains ("cuda_heads" = L): 2 * numel(B) for every layer's weight B (one row of A);
 //   - cuda's SE gate ("cuda_se"): the mean over X, its two 1x1 convs on the N squeezed vectors,
 //     and the product with X;
 //   - others (cuda's input pack inside the stem conv) as their first member.
@@ -116,6 +117,11 @@ FlopCount call_flops(const plan::Plan& p, const plan::Call& c) {
     cost = op_flops(p, k, c);
   } else if (k.attrs.has("cuda_dw_pair") || k.attrs.has("cuda_ffn") || k.attrs.has("cuda_stage")) {
     cost.conv += chain_conv_flops(p, c);
+  } else if (const int64_t layers = k.attrs.i("cuda_heads", 0); layers > 0) {
+    // n chains of one-row GEMVs: inputs per chain [A, then B, C per layer]: 2 * N * K a layer
+    const size_t stride = size_t(1 + 2 * layers);
+    for (size_t j = 0; j < c.inputs.size(); ++j)
+      if (j % stride % 2 == 1) cost.matmul += kMacFlops * numel(shape_of(p, c.inputs[j]));
   } else if (k.attrs.has("cuda_se")) {
     // inputs [X, W1, B1, W2, B2]: mean over H, W; W1 [Cr, C, 1, 1] and W2 [C, Cr, 1, 1] on N vectors
     const Shape& x = shape_of(p, c.inputs.empty() ? -1 : c.inputs[0]);

@@ -72,7 +72,7 @@ def test_integer_flags_are_range_checked(cli, tmp_path):
     assert_error(cli.run("bench", model, "--iters", "0"), "--iters")
     assert_error(cli.run("bench", model, "--cuda-overlap", "maybe"), "--cuda-overlap must be on or off, not 'maybe'")
     # on|off switches of the cuda target are checked before anything is compiled
-    for flag in ("--cuda-ffn", "--cuda-ffn-dw", "--cuda-pack", "--cuda-se", "--cuda-stage"):
+    for flag in ("--cuda-ffn", "--cuda-ffn-dw", "--cuda-pack", "--cuda-se", "--cuda-stage", "--cuda-heads"):
         assert_error(cli.run("compile", model, "-o", tmp_path / "x.opv", "--target", "cuda", flag, "yes"),
                      f"{flag} must be on or off, not 'yes'")
     assert not (tmp_path / "x.opv").exists()

@@ -1705,6 +1705,7 @@ Generated generate(const Plan& p, const Call& c) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   Ctx x{p, c, k};
   x.sm = plan_sm(p);
+  if (k.op == OpKind::Gemm && k.attrs.i("cuda_heads", 0) > 0) return heads(p, c);
   if (k.op == OpKind::Gemm && k.attrs.i("cl_batch", 0) > 0) return gemv_batch(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_dw_pair", 0) > 0) return dw_pair(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_ffn", 0) > 0) return ffn(p, c);
@@ -1892,6 +1893,8 @@ Generated generate(const Plan& p, const Call& c) {
 bool codegen(Plan& p, const PassCtx& ctx) {
   OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");
   batch_gemvs(p);
+  // the heads' GEMV layers chained into one launch (compute_90+, clusters)
+  if (ctx.cuda.fuse_heads && ctx.cuda.cluster) fuse_heads(p);
   if (ctx.cuda.fuse_se) fuse_se(p);  // before fuse_ffn: the SE gate's two 1x1s are not a ConvFFN
   // compile --cuda-ffn off keeps fc1 and fc2 apart; --cuda-ffn-dw off the depthwise conv before
   // them (then paired with the one before it where it can be)

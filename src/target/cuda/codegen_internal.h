@@ -148,6 +148,12 @@ Generated se_gate(const Plan& p, const Call& c);
 void fuse_stage(Plan& p);
 Generated stage(const Plan& p, const Call& c);
 
+// heads.cpp: chains of batched fp16 GEMVs (each layer's member reading the previous layer's member
+// alone: the heads' MLPs) merged into one call, a thread-block cluster per chain (compute_90+;
+// cuda_abi.h "GEMV chains"), and the source of such a call.
+void fuse_heads(Plan& p);
+Generated heads(const Plan& p, const Call& c);
+
 // pack_conv.cpp: the input pack (a Concat or Cast to float with element-wise post-ops, e.g. uint8
 // frames -> normalised fp16) folded into the dense conv that alone reads it (cuda_abi.h "pack").
 void fuse_pack_conv(Plan& p);

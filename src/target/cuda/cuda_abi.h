@@ -91,6 +91,12 @@
 //                      (absent bias -1); post-ops (unary) the pair's two convs', fc1's, and fc2's after
 //                      the residual op, "cuda_batch_post_ops" = their 4 counts; the residual op itself
 //                      in "cuda_stage_res" (OpKind) and "cuda_stage_res_swapped"; "cl_batch" = the calls merged.
+//                      GEMV chains (Gemm, "cuda_heads" = L layers, compute_90+; Options::fuse_heads):
+//                      n chains of L batched fp16 GEMVs, each layer's A the layer before's output,
+//                      as one launch, a thread-block cluster per chain (heads.cpp): outputs = the
+//                      last layers' (chain order), inputs = per chain its A, then per layer B, C
+//                      (1 + 2L a chain; an absent C is -1); post-ops (unary) per chain per layer,
+//                      "cuda_batch_post_ops" = their n x L counts; "cl_batch" = n.
 //                      The pack inside a conv (Conv, "cuda_pack_conv", opt-in Options::fuse_pack):
 //                      output = the conv's; inputs = the conv's with slot 0 = the pack's input 0
 //                      and slot 2 kept (-1 without a bias), then the pack's inputs 1.. from slot

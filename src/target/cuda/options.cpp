@@ -12,6 +12,7 @@ constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent =
 constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kStageKey = "cuda_stage";  // 1 = FastViT blocks as one kernel a run (absent = two launches a block)
+constexpr const char* kHeadsKey = "cuda_heads";  // 0 = a launch per GEMV layer (absent = chains fused, the default)
 constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept apart (absent = fused, the default)
 constexpr const char* kClusterKey = "cuda_cluster";  // 0 = split ConvFFN partials through global memory (absent = clusters)
 constexpr const char* kPdlKey = "cuda_pdl";  // PdlMode as 0 off, 1 on, 2 early (absent = off, the default)
@@ -147,6 +148,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kStageKey, int64_t(fuse_stage ? 1 : 0));
   else
     meta.erase(kStageKey);
+  if (fuse_heads != Options().fuse_heads)
+    meta.set(kHeadsKey, int64_t(fuse_heads ? 1 : 0));
+  else
+    meta.erase(kHeadsKey);
   if (pdl != Options().pdl)
     meta.set(kPdlKey, int64_t(pdl));
   else
@@ -183,6 +188,9 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t st = meta.i(kStageKey, o.fuse_stage ? 1 : 0);
   OPV_CHECK(st == 0 || st == 1, "plan meta ", kStageKey, " must be 0 or 1, got ", st);
   o.fuse_stage = st != 0;
+  const int64_t hd = meta.i(kHeadsKey, o.fuse_heads ? 1 : 0);
+  OPV_CHECK(hd == 0 || hd == 1, "plan meta ", kHeadsKey, " must be 0 or 1, got ", hd);
+  o.fuse_heads = hd != 0;
   const int64_t pdl = meta.i(kPdlKey, int64_t(o.pdl));
   OPV_CHECK(pdl >= 0 && pdl <= 2, "plan meta ", kPdlKey, " must be 0, 1 or 2, got ", pdl);
   o.pdl = PdlMode(pdl);

@@ -1,5 +1,5 @@
 // Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-ffn-dw,
-// --cuda-pack, --cuda-se, --cuda-cluster, --cuda-stage, --cuda-pdl, --cuda-layout, --cuda-tune), handed to its plan passes in plan::PassCtx.
+// --cuda-pack, --cuda-se, --cuda-cluster, --cuda-stage, --cuda-heads, --cuda-pdl, --cuda-layout, --cuda-tune), handed to its plan passes in plan::PassCtx.
 // Recorded in plan meta ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_se",
 // "cuda_cluster", "cuda_stage", "cuda_pdl", "cuda_layout", "cuda_tune";
 // only values that differ from the defaults) like the opencl options, so `opvision opt` and
@@ -111,6 +111,12 @@ struct Options {
   // BENCHMARKS.md CUDA session 22): a cluster is 16 SMs whose warps each run the whole stage's
   // chain of latencies. compile --cuda-stage on turns it on (meta "cuda_stage" = 1).
   bool fuse_stage = false;
+  // With cluster: chains of batched fp16 GEMVs (the heads' MLPs: layer j + 1's member g reading
+  // layer j's member g alone) as one launch, a thread-block cluster per member, each layer's
+  // vector handed to the next through distributed shared memory (heads.cpp; compute_90+;
+  // bit-identical to the batched launches). compile --cuda-heads off keeps a launch a layer
+  // (meta "cuda_heads" = 0).
+  bool fuse_heads = true;
   // Programmatic dependent launch (compute_90+, PdlMode; kernel attr "cuda_pdl", cuda_abi.h): the
   // backend joins consecutive launches by programmatic graph edges, and each kernel waits
   // (griddepcontrol.wait), before its first memory access, until the kernels before it have
@@ -126,14 +132,15 @@ struct Options {
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_stage" / "cuda_pdl" /
+  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_stage" / "cuda_heads" / "cuda_pdl" /
   // "cuda_layout" / "cuda_tune", each only when
   // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
     return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack &&
-           fuse_se == o.fuse_se && cluster == o.cluster && fuse_stage == o.fuse_stage && pdl == o.pdl && layout == o.layout && tune == o.tune;
+           fuse_se == o.fuse_se && cluster == o.cluster && fuse_stage == o.fuse_stage &&
+           fuse_heads == o.fuse_heads && pdl == o.pdl && layout == o.layout && tune == o.tune;
   }
 };
 
