@@ -1338,6 +1338,136 @@ TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
 }
 
 
+// ---- chains of batched GEMVs as one launch (heads.cpp) -------------------------------------------
+// Five heads on x [1, 264]: l1 264 -> n1 (bias, ReLU), l2 n1 -> 40 (bias, ReLU, or GELU for head 3),
+// l3 40 -> n3 (bias except head 1). K = 264 leaves lane 1's second 8-element chunk past K; n1 = 104
+// gives warps two rows a layer, the second past N on most. With `tap` head 0's l1 output is a graph
+// output too (read twice: no chain).
+ir::Graph head_chain_graph(DType dt, bool tap = false) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
+  const int64_t K = 264, n1[5] = {104, 64, 104, 8, 104}, n3[5] = {12, 4, 12, 12, 1};
+  const int x = g.add_value({"x0", dt, {1, K}, nullptr});
+  g.inputs.push_back(x);
+  Attrs tb;
+  tb.set("transB", int64_t(1));
+  uint64_t seed = 300;
+  for (int h = 0; h < 5; ++h) {
+    const std::string s = std::to_string(h);
+    auto layer = [&](int in, int64_t k, int64_t m, const std::string& name, bool bias, std::vector<PostOp> po) {
+      const float w = 2.0f / std::sqrt(float(k));
+      std::vector<int> ins{in, g.add_const("w" + name, rounded({m, k}, seed++, -w, w))};
+      if (bias) ins.push_back(g.add_const("b" + name, rounded({m}, seed++, -0.5f, 0.5f)));
+      const int y = g.add_value({name, dt, {1, m}, nullptr});
+      g.add_node({name, OpKind::Gemm, tb, ins, {y}, std::move(po)});
+      return y;
+    };
+    const int a = layer(x, K, n1[h], "l1_" + s, true, {PostOp{OpKind::Relu}});
+    if (tap && h == 0) g.outputs.push_back(a);
+    const int b = layer(a, n1[h], 40, "l2_" + s, true, {PostOp{h == 3 ? OpKind::Gelu : OpKind::Relu}});
+    g.outputs.push_back(layer(b, 40, n3[h], "l3_" + s, h != 1, {}));
+  }
+  g.validate();
+  return g;
+}
+plan::Plan lower_head_chain(bool fuse, const std::string& arch = "compute_90", bool tap = false) {
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.fuse_heads = fuse;
+  return lower(head_chain_graph(DType::F16, tap), o);
+}
+
+// compute_90 (the default): the three batched layers become one call on 8-block clusters, a cluster
+// a head; compute_80 and --cuda-heads off keep a launch per layer, a tapped hidden vector ends a chain.
+TEST(CudaCodegen, HeadChainsAreOneClusterLaunchFromCompute90) {
+  const plan::Plan p = lower_head_chain(true);
+  ASSERT_EQ(p.calls.size(), 1u) << "three layers of five heads in one launch";
+  const plan::Call& c = p.calls[0];
+  const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+  EXPECT_EQ(k.attrs.i("cuda_heads", 0), 3);
+  EXPECT_EQ(k.attrs.i("cl_batch", 0), 5);
+  EXPECT_EQ(k.attrs.ints("cuda_batch_post_ops"), (std::vector<int64_t>{1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0}));
+  ASSERT_EQ(c.inputs.size(), 35u) << "per head A, then B and C per layer";
+  EXPECT_EQ(c.inputs[7 + 6], -1) << "head 1's l3 has no bias";
+  for (size_t h = 0; h < 5; ++h) {
+    EXPECT_EQ(c.inputs[7 * h], p.inputs[0]);
+    EXPECT_EQ(c.outputs[h], p.outputs[h]) << "the chains in the first layer's order";
+  }
+  EXPECT_EQ(c.local[0], 256);
+  EXPECT_EQ(c.global[0], 5 * 8 * 256) << "an 8-block cluster a head";
+  EXPECT_NE(k.source.find(".reqnctapercluster 8"), std::string::npos);
+  EXPECT_NE(k.source.find("barrier.cluster.wait"), std::string::npos);
+  EXPECT_FALSE(p.meta.has("cuda_heads")) << "the default is not recorded";
+  plan::Plan src = p;
+  plan::Kernel& sk = src.kernels[size_t(src.calls[0].kernel)];
+  sk.source.clear();
+  sk.options.clear();
+  const plan::cuda::Generated gen = plan::cuda::generate(src, src.calls[0]);
+  ASSERT_FALSE(gen.source.empty()) << gen.why;
+  // heads 0 and 2 are the same code (the same shapes and post-ops): one copy, their pointers picked
+  EXPECT_NE(gen.source.find("if (g == 0 || g == 2)"), std::string::npos);
+  EXPECT_NE(gen.source.find("opv_gelu"), std::string::npos) << "head 3's GELU";
+
+  const plan::Plan apart = lower_head_chain(false);
+  EXPECT_EQ(apart.calls.size(), 3u);
+  EXPECT_EQ(apart.meta.i("cuda_heads", 1), 0);
+  EXPECT_FALSE(plan::PassCtx::from_meta(apart.meta).cuda.fuse_heads);
+  EXPECT_EQ(lower_head_chain(true, "compute_80").calls.size(), 3u) << "compute_80: no clusters";
+  // head 0's l1 output read by the caller too: l1 stays a batched launch, l2 -> l3 still chain
+  const plan::Plan tapped = lower_head_chain(true, "compute_90", true);
+  ASSERT_EQ(tapped.calls.size(), 2u) << "a tapped hidden vector ends the chain before it";
+  EXPECT_EQ(tapped.kernels[size_t(tapped.calls[0].kernel)].attrs.i("cuda_heads", 0), 0);
+  EXPECT_EQ(tapped.kernels[size_t(tapped.calls[1].kernel)].attrs.i("cuda_heads", 0), 2);
+  Attrs bad;
+  bad.set("cuda_heads", int64_t(2));
+  EXPECT_THROW(plan::cuda::Options::from_meta(bad), Error);
+}
+
+// The one launch computes what the three batched launches compute, bit for bit (the same lanes sum
+// the same chunks in the same order, the same fp16 roundings), and both match the reference
+// backend; fresh random inputs, replayed.
+TEST(CudaCodegen, HeadChainsMatchApartBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> one, three;
+  if (std::string why = test::open_cuda(&one); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&three); !why.empty()) GTEST_SKIP() << why;
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "thread-block clusters need an sm_90+ device";
+  const plan::Plan p1 = lower_head_chain(true), p3 = lower_head_chain(false);
+  ASSERT_EQ(p1.calls.size(), 1u);
+  ASSERT_EQ(p3.calls.size(), 3u);
+  CompileOptions ro;
+  ro.target = "reference";
+  auto ref = backend::create("reference");
+  ref->load(lower(head_chain_graph(DType::F32), ro));
+  one->load(p1);
+  three->load(p3);
+  uint64_t seed = 400;
+  for (int rep = 0; rep < test::device_replays(); ++rep) {
+    const Tensor x = test::random_f32({1, 264}, seed++, -2.f, 2.f).cast(DType::F16);
+    const Tensor xr = x.cast(DType::F32);
+    std::vector<Tensor> a, b, want;
+    std::vector<Tensor*> pa, pb, pw;
+    for (int o : p1.outputs) {
+      const Shape& ys = p1.buffers[size_t(o)].shape;
+      a.emplace_back(DType::F16, ys), b.emplace_back(DType::F16, ys), want.emplace_back(DType::F32, ys);
+    }
+    for (size_t i = 0; i < a.size(); ++i) pa.push_back(&a[i]), pb.push_back(&b[i]), pw.push_back(&want[i]);
+    one->run({&x}, pa);
+    three->run({&x}, pb);
+    ref->run({&xr}, pw);
+    for (size_t i = 0; i < a.size(); ++i) {
+      SCOPED_TRACE("head " + std::to_string(i) + ", replay " + std::to_string(rep));
+      EXPECT_EQ(std::memcmp(a[i].bytes().data(), b[i].bytes().data(), a[i].nbytes()), 0);
+      const ErrorMetrics e = compare(a[i].cast(DType::F32), want[i]);
+      EXPECT_LT(e.rel_l2, 5e-3);
+      int64_t nonzero = 0;
+      for (int64_t j = 0; j < a[i].numel(); ++j) nonzero += a[i].get_f64(j) != 0.0;
+      EXPECT_GT(nonzero, 0) << "the outputs were written (the backend zero-fills outputs)";
+    }
+  }
+}
+
 // ---- FastViT stages as one kernel (stage.cpp) ---------------------------------------------------
 // `blocks` FastViT blocks chained: x -> [depthwise k1 (bias, the RepMixer) -> T; depthwise k2 (bias)
 // -> U; fc1 1x1 C -> Hd (bias, GELU); fc2 1x1 Hd -> C (bias, + T)] -> ... With `tap_out` block 0's
