@@ -1342,8 +1342,9 @@ TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
 // Five heads on x [1, 264]: l1 264 -> n1 (bias, ReLU), l2 n1 -> 40 (bias, ReLU, or GELU for head 3),
 // l3 40 -> n3 (bias except head 1). K = 264 leaves lane 1's second 8-element chunk past K; n1 = 104
 // gives warps two rows a layer, the second past N on most. With `tap` head 0's l1 output is a graph
-// output too (read twice: no chain).
-ir::Graph head_chain_graph(DType dt, bool tap = false) {
+// output too (read twice: no chain). With `cat` the one output is Concat(x0, heads 0-4, head 2
+// again) cast to fp32 (the fixture's output form); `cat` 2 adds another graph input to the Concat.
+ir::Graph head_chain_graph(DType dt, bool tap = false, int cat = 0) {
   ir::Graph g;
   g.source = "cuda_codegen_test";
   auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
@@ -1368,15 +1369,34 @@ ir::Graph head_chain_graph(DType dt, bool tap = false) {
     const int b = layer(a, n1[h], 40, "l2_" + s, true, {PostOp{h == 3 ? OpKind::Gelu : OpKind::Relu}});
     g.outputs.push_back(layer(b, 40, n3[h], "l3_" + s, h != 1, {}));
   }
+  if (cat) {
+    std::vector<int> parts{x};
+    int64_t cols = K;
+    for (int h = 0; h < 5; ++h) parts.push_back(g.outputs[size_t(h)]), cols += n3[h];
+    parts.push_back(g.outputs[2]), cols += n3[2];
+    if (cat == 2) {
+      parts.push_back(g.add_value({"x1", dt, {1, 8}, nullptr})), cols += 8;
+      g.inputs.push_back(parts.back());
+    }
+    Attrs ax;
+    ax.set("axis", int64_t(1));
+    const int joined = g.add_value({"joined", dt, {1, cols}, nullptr});
+    g.add_node({"cat", OpKind::Concat, ax, parts, {joined}, {}});
+    Attrs to;
+    to.set("to", int64_t(DType::F32));
+    const int y = g.add_value({"out", DType::F32, {1, cols}, nullptr});
+    g.add_node({"cast", OpKind::Cast, to, {joined}, {y}, {}});
+    g.outputs = {y};
+  }
   g.validate();
   return g;
 }
-plan::Plan lower_head_chain(bool fuse, const std::string& arch = "compute_90", bool tap = false) {
+plan::Plan lower_head_chain(bool fuse, const std::string& arch = "compute_90", bool tap = false, int cat = 0) {
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
   o.pass_ctx.cuda.fuse_heads = fuse;
-  return lower(head_chain_graph(DType::F16, tap), o);
+  return lower(head_chain_graph(DType::F16, tap, cat), o);
 }
 
 // compute_90 (the default): the three batched layers become one call on 8-block clusters, a cluster
@@ -1420,6 +1440,15 @@ TEST(CudaCodegen, HeadChainsAreOneClusterLaunchFromCompute90) {
   ASSERT_EQ(tapped.calls.size(), 2u) << "a tapped hidden vector ends the chain before it";
   EXPECT_EQ(tapped.kernels[size_t(tapped.calls[0].kernel)].attrs.i("cuda_heads", 0), 0);
   EXPECT_EQ(tapped.kernels[size_t(tapped.calls[1].kernel)].attrs.i("cuda_heads", 0), 2);
+  // The Concat (+ Cast) of x0 and the heads' outputs inside the launch: columns per Concat input
+  const plan::Plan folded = lower_head_chain(true, "compute_90", false, 1);
+  ASSERT_EQ(folded.calls.size(), 1u) << "the Concat and Cast in the chains' launch";
+  const plan::Kernel& fk = folded.kernels[size_t(folded.calls[0].kernel)];
+  EXPECT_EQ(fk.attrs.ints("cuda_heads_cat"), (std::vector<int64_t>{-1, 0, 1, 2, 3, 4, 2}));
+  EXPECT_EQ(folded.calls[0].outputs, folded.outputs);
+  EXPECT_EQ(folded.buffers[size_t(folded.outputs[0])].dtype, DType::F32);
+  EXPECT_EQ(lower_head_chain(true, "compute_90", false, 2).calls.size(), 2u) << "the Concat reads another input";
+  EXPECT_EQ(lower_head_chain(false, "compute_90", false, 1).calls.size(), 4u);
   Attrs bad;
   bad.set("cuda_heads", int64_t(2));
   EXPECT_THROW(plan::cuda::Options::from_meta(bad), Error);
@@ -1465,6 +1494,28 @@ TEST(CudaCodegen, HeadChainsMatchApartBitForBitOnTheDevice) {
       for (int64_t j = 0; j < a[i].numel(); ++j) nonzero += a[i].get_f64(j) != 0.0;
       EXPECT_GT(nonzero, 0) << "the outputs were written (the backend zero-fills outputs)";
     }
+  }
+  // the Concat of x0 and the heads' outputs, cast to fp32, folded in: the same bytes as the four
+  // launches apart (three batched layers, the Concat + Cast)
+  const plan::Plan f1 = lower_head_chain(true, "compute_90", false, 1), f4 = lower_head_chain(false, "compute_90", false, 1);
+  ASSERT_EQ(f1.calls.size(), 1u);
+  ASSERT_EQ(f4.calls.size(), 4u);
+  auto fref = backend::create("reference");
+  fref->load(lower(head_chain_graph(DType::F32, false, 1), ro));
+  one->load(f1);
+  three->load(f4);
+  const Shape ys = f1.buffers[size_t(f1.outputs[0])].shape;
+  for (int rep = 0; rep < test::device_replays(); ++rep) {
+    SCOPED_TRACE("Concat folded, replay " + std::to_string(rep));
+    const Tensor x = test::random_f32({1, 264}, seed++, -2.f, 2.f).cast(DType::F16);
+    const Tensor xr = x.cast(DType::F32);
+    Tensor a(DType::F32, ys), b(DType::F32, ys), want(DType::F32, ys);
+    one->run({&x}, {&a});
+    three->run({&x}, {&b});
+    fref->run({&xr}, {&want});
+    EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0);
+    EXPECT_LT(compare(a, want).rel_l2, 5e-3);
+    EXPECT_EQ(a.get_f64(5), xr.get_f64(5)) << "x0's columns copied";
   }
 }
 

@@ -152,6 +152,7 @@ Generated stage(const Plan& p, const Call& c);
 // alone: the heads' MLPs) merged into one call, a thread-block cluster per chain (compute_90+;
 // cuda_abi.h "GEMV chains"), and the source of such a call.
 void fuse_heads(Plan& p);
+void fold_heads_concat(Plan& p);
 Generated heads(const Plan& p, const Call& c);
 
 // pack_conv.cpp: the input pack (a Concat or Cast to float with element-wise post-ops, e.g. uint8

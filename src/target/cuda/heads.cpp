@@ -157,6 +157,78 @@ void fuse_heads(Plan& p) {
   p.calls = std::move(calls);
 }
 
+// A Concat along the last axis of [1, n] vectors (with or without the Cast after it, fused by
+// fuse_concat_cast; no other post-ops) whose every input is the output of a chain of GEMV chain
+// call h (read by the Concat alone, maybe more than once) or the chains' common first input, into
+// a float output, moves into h: the chains' last layers store into the Concat's output at their
+// columns (converted as the Concat converts their fp16 outputs), block 0 copies the common input.
+// Nothing between h and the Concat writes what either reads, and the Concat reads nothing h does
+// not already have, so computing its output at h's place changes no value.
+void fold_heads_concat(Plan& p) {
+  const std::vector<int> readers = reader_counts(p);
+  for (size_t i = 0; i + 1 < p.calls.size(); ++i) {
+    Call& h = p.calls[i];
+    const Kernel& hk = p.kernels.at(size_t(h.kernel));
+    const int64_t L = hk.attrs.i("cuda_heads", 0);
+    if (L < 2 || hk.attrs.has("cuda_heads_cat")) continue;
+    const size_t n = h.outputs.size(), stride = size_t(1 + 2 * L);
+    if (h.inputs.size() != n * stride) continue;
+    const int a = h.inputs[0];
+    bool common = true;
+    for (size_t g = 0; g < n; ++g) common &= h.inputs[g * stride] == a;
+    for (size_t j = i + 1; j < p.calls.size(); ++j) {
+      const Call& c = p.calls[j];
+      const Kernel& ck = p.kernels.at(size_t(c.kernel));
+      bool reads = false;
+      for (int b : c.inputs)
+        reads |= std::find(h.outputs.begin(), h.outputs.end(), b) != h.outputs.end();
+      if (!reads) continue;
+      // the first call that reads a chain's output: the Concat, or nothing to fold
+      if (ck.op != OpKind::Concat || !ck.post_ops.empty() || c.outputs.size() != 1) break;
+      const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
+      if (Y.shape.size() != 2 || Y.shape[0] != 1 || Y.layout != Layout::Linear ||
+          (Y.dtype != DType::F16 && Y.dtype != DType::F32))
+        break;
+      const int64_t axis = ck.attrs.i("axis", 0);
+      if (axis != 1 && axis != -1) break;
+      std::vector<int64_t> cat;  // per Concat input: its chain, or -1 for the common input
+      std::vector<int> uses(n, 0);
+      int64_t cols = 0;
+      bool ok = true;
+      for (int b : c.inputs) {
+        const auto it = b < 0 ? h.outputs.end() : std::find(h.outputs.begin(), h.outputs.end(), b);
+        if (b >= 0 && it != h.outputs.end()) {
+          const size_t g = size_t(it - h.outputs.begin());
+          cat.push_back(int64_t(g));
+          ++uses[g];
+        } else if (b >= 0 && b == a && common) {
+          cat.push_back(-1);
+        } else {
+          ok = false;
+          break;
+        }
+        const Buffer& in = p.buffers.at(size_t(b));
+        ok &= in.dtype == DType::F16 && in.shape.size() == 2 && in.shape[0] == 1 && in.layout == Layout::Linear;
+        cols += ok ? in.shape[1] : 0;
+      }
+      for (size_t g = 0; g < n && ok; ++g) {
+        const Buffer& o = p.buffers.at(size_t(h.outputs[g]));
+        ok &= uses[g] > 0 && readers.at(size_t(h.outputs[g])) == uses[g] && o.kind == BufferKind::Intermediate;
+      }
+      if (!ok || cols != Y.shape[1]) break;
+      Kernel k = hk;
+      k.name = hk.name + "_cat_" + std::string(dtype_name(Y.dtype));
+      k.attrs.set("cuda_heads_cat", cat);
+      h.outputs = c.outputs;
+      h.label += "+" + c.label;
+      h.kernel = int(p.kernels.size());
+      p.kernels.push_back(std::move(k));
+      p.calls.erase(p.calls.begin() + std::ptrdiff_t(j));
+      break;
+    }
+  }
+}
+
 // A 2-byte store into the shared memory of a block of the cluster (a mapa address).
 static const char* kHeadsHelpers = R"(__device__ __forceinline__ void opv_st_cluster2(unsigned a, unsigned short v) {
   asm volatile("st.shared::cluster.u16 [%0], %1;" :: "r"(a), "h"(v) : "memory");
@@ -167,11 +239,37 @@ Generated heads(const Plan& p, const Call& c) {
   Generated gen;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   const int64_t L = k.attrs.i("cuda_heads", 0);
-  const size_t n = c.outputs.size();
   const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
   const size_t stride = size_t(1 + 2 * std::max<int64_t>(L, 0));
-  if (L < 2 || n == 0 || c.inputs.size() != n * stride || npo.size() != n * size_t(L))
+  // With a Concat folded in ("cuda_heads_cat": per Concat input its chain, or -1 for the common
+  // input) the one output is the Concat's; each chain stores at its columns there.
+  const bool folded = k.attrs.has("cuda_heads_cat");
+  const std::vector<int64_t> cat = k.attrs.ints("cuda_heads_cat");
+  const size_t n = folded ? c.inputs.size() / stride : c.outputs.size();
+  if (L < 2 || n == 0 || c.inputs.size() != n * stride || npo.size() != n * size_t(L) || (folded && c.outputs.size() != 1))
     return gen.why = "GEMV chain call out of shape", gen;
+  std::vector<std::vector<int64_t>> cols(n);  // folded: per chain its columns in the Concat's output
+  std::string copy_a;                          // folded: block 0 copies the common input there
+  if (folded) {
+    const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
+    if (Y.dtype != DType::F16 && Y.dtype != DType::F32) return gen.why = "GEMV chain Concat output", gen;
+    int64_t at = 0;
+    for (int64_t e : cat) {
+      if (e < -1 || e >= int64_t(n)) return gen.why = "GEMV chain Concat input out of range", gen;
+      if (e >= 0) {
+        cols[size_t(e)].push_back(at);
+        const int w = c.inputs[size_t(e) * stride + stride - 2];
+        at += w < 0 ? 0 : p.buffers.at(size_t(w)).shape.at(0);
+      } else {
+        const Buffer& A = p.buffers.at(size_t(c.inputs.at(0)));
+        copy_a += "  if (blockIdx.x == 0)  // the common input's columns\n    for (int j = (int)threadIdx.x; j < " +
+                  std::to_string(numel(A.shape)) + "; j += " + std::to_string(kHeadsWarps * kWarp) + ") { const float v = " +
+                  load(A.dtype, "in0", "j") + "; " + store(Y.dtype, "out0", std::to_string(at) + " + j", "v") + " }\n";
+        at += numel(A.shape);
+      }
+    }
+    if (at != numel(Y.shape)) return gen.why = "GEMV chain Concat columns", gen;
+  }
   int64_t hmax = 8;
   // Members whose code is the same (shapes, bias and output types, post-ops) share it: the member
   // picks its pointers (pa, pw<l>, pb<l>, py) and runs the group's code, so the kernel holds one
@@ -210,11 +308,16 @@ Generated heads(const Plan& p, const Call& c) {
       if (l + 1 < size_t(L)) hmax = std::max(hmax, (ls[l].N + 7) / 8 * 8);
       K = B.shape[0];
     }
-    const Buffer& Y = p.buffers.at(size_t(c.outputs[g]));
-    if (!is_float(Y.dtype) || numel(Y.shape) != ls.back().N) return gen.why = "GEMV chain output", gen;
+    const Buffer& Y = p.buffers.at(size_t(c.outputs[folded ? 0 : g]));
+    if (!is_float(Y.dtype) || (!folded && numel(Y.shape) != ls.back().N) || (folded && cols[g].empty()))
+      return gen.why = "GEMV chain output", gen;
     if (regs > kHeadsMaxRegs || hmax > kHeadsMaxVector) return gen.why = "GEMV chain too wide for registers", gen;
     decl << "    " << c_type(Y.dtype) << "* py;\n";
-    pick << "py = out" << g << ";";
+    pick << "py = out" << (folded ? 0 : g) << ";";
+    for (size_t u = 0; u < cols[g].size(); ++u) {
+      decl << "    int pc" << u << ";\n";
+      pick << " pc" << u << " = " << cols[g][u] << ";";
+    }
     // every layer's weight rows and biases first
     for (size_t l = 0; l < size_t(L); ++l) {
       const Layer& y = ls[l];
@@ -262,7 +365,10 @@ Generated heads(const Plan& p, const Call& c) {
         body << "          v = " << e << ";\n";
       }
       if (last) {
-        body << "          " << store(Y.dtype, "py", "row", "v") << "\n";
+        if (!folded) body << "          " << store(Y.dtype, "py", "row", "v") << "\n";
+        // folded: the value the Concat reads, the chain's fp16 output, converted
+        for (size_t u = 0; u < cols[g].size(); ++u)
+          body << "          " << store(Y.dtype, "py", "pc" + std::to_string(u) + " + row", "opv_h2f(opv_f2h(v))") << "\n";
       } else {
         body << "          const unsigned short h = opv_f2h(v);\n"
              << "#pragma unroll\n          for (unsigned sq = 0; sq < " << kHeadsCluster << "; ++sq)\n"
@@ -289,7 +395,7 @@ Generated heads(const Plan& p, const Call& c) {
   body << "  }\n";
   if (po_at != k.post_ops.size()) return gen.why = "GEMV chain post-op counts", gen;
   std::string params;
-  for (size_t g = 0; g < n; ++g)
+  for (size_t g = 0; g < c.outputs.size(); ++g)
     params += std::string(g ? ", " : "") + c_type(p.buffers.at(size_t(c.outputs[g])).dtype) + "* __restrict__ out" + std::to_string(g);
   for (size_t j = 0; j < c.inputs.size(); ++j)
     if (c.inputs[j] >= 0)
@@ -309,7 +415,7 @@ Generated heads(const Plan& p, const Call& c) {
       << ");\n"
       << "  const int row0 = rank * " << kHeadsWarps << " + (int)(threadIdx.x / " << kWarp << ");\n"
       << "  asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\" ::: \"memory\");  // waited on before the first stores into peers\n"
-      << body.str() << "}\n";
+      << copy_a << body.str() << "}\n";
   gen.source = src.str();
   gen.global = {int64_t(n) * kHeadsCluster * kHeadsWarps * kWarp, 0, 0};
   gen.local = {kHeadsWarps * kWarp, 0, 0};
