@@ -29,9 +29,10 @@ namespace opv::plan::cuda::detail {
 // Every layer's weight rows and biases are loaded into registers at the kernel's start (they do
 // not depend on the data), so the chain has one round trip to memory, then per layer: the
 // layer's input (layer 0: A from global memory; then the previous layer's vector from the block's
-// own shared memory), the dot products, the warp sums, and lane 0's epilogue (bias, post-ops);
+// own shared memory), the dot products, the warp sums, and the epilogue (bias, post-ops);
 // a layer's output rounded to fp16 is stored into every block of the cluster (st.shared::cluster
-// into opv_h[l % 2]), the last layer's into the member's output in global memory. Cluster
+// into opv_h[l % 2], lane j into block j: after the butterfly every lane holds the sum), the last
+// layer's into the member's output in global memory. Cluster
 // barriers, split into arrive and wait: one arrive at the start and its wait before the first
 // stores into peers (every block of the cluster is running), then after each layer's stores an
 // arrive (release) whose wait (acquire) comes before the next layer reads its vector. Two
@@ -356,7 +357,7 @@ Generated heads(const Plan& p, const Call& c) {
       if (l == 0) body << "      opv_cluster_wait();  // every block of the cluster is running\n";
       body << "#pragma unroll\n      for (int i = 0; i < " << y.R << "; ++i) {\n"
            << "        const int row = row0 + i * " << kHeadsCluster * kHeadsWarps << ";\n"
-           << "        if (lane == 0 && row < " << y.N << ") {\n"
+           << "        if (lane < " << (last ? 1 : kHeadsCluster) << " && row < " << y.N << ") {\n"
            << "          float v = acc[i]" << (c.inputs[base + 2 + 2 * l] >= 0 ? " + b" + std::to_string(l) + "[i]" : std::string()) << ";\n";
       for (int64_t q = 0; q < npo.at(g * size_t(L) + l); ++q, ++po_at) {
         if (po_at >= k.post_ops.size() || k.post_ops[po_at].input >= 0) return gen.why = "GEMV chain post-ops", gen;
@@ -370,9 +371,8 @@ Generated heads(const Plan& p, const Call& c) {
         for (size_t u = 0; u < cols[g].size(); ++u)
           body << "          " << store(Y.dtype, "py", "pc" + std::to_string(u) + " + row", "opv_h2f(opv_f2h(v))") << "\n";
       } else {
-        body << "          const unsigned short h = opv_f2h(v);\n"
-             << "#pragma unroll\n          for (unsigned sq = 0; sq < " << kHeadsCluster << "; ++sq)\n"
-             << "            opv_st_cluster2(opv_cluster_addr(&opv_h[" << l % 2 << "][row], sq), h);\n";
+        // every lane holds the warp's sum (a butterfly): lane j stores it into block j
+        body << "          opv_st_cluster2(opv_cluster_addr(&opv_h[" << l % 2 << "][row], (unsigned)lane), opv_f2h(v));\n";
       }
       body << "        }\n      }\n";
       if (!last) body << "      opv_cluster_arrive();  // this block's rows of layer " << l << " stored\n";
