@@ -16,7 +16,10 @@
 // depthwise family have NHWC forms of their own (the implicit-GEMM conv: NCHW input, any output); Gemm, MatMul, Softmax, Transpose and Reshape see
 // Linear buffers only. The depthwise pairs and the pack inside the stem are NCHW-only.
 // Launch-merging rewrites of the plan, before generation (pass "cuda-codegen"): independent fp16
-// GEMVs batched into one launch (the heads), the squeeze-excitation gate (mean pool -> 1x1 ->
+// GEMVs batched into one launch (the heads), chains of such batches (each layer reading the one
+// before: the heads' MLPs) with the Concat of their outputs as one launch on a thread-block
+// cluster per chain (heads.cpp, compute_90+; --cuda-heads off, Options::fuse_heads, keeps a launch
+// a layer), the squeeze-excitation gate (mean pool -> 1x1 ->
 // 1x1 -> scale of its input; se.cpp, Options::fuse_se) as one launch, bit-identical to the four
 // calls, a depthwise conv followed by another on its output
 // as one launch (RepMixer -> ConvFFN), the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one

@@ -96,7 +96,10 @@
 //                      as one launch, a thread-block cluster per chain (heads.cpp): outputs = the
 //                      last layers' (chain order), inputs = per chain its A, then per layer B, C
 //                      (1 + 2L a chain; an absent C is -1); post-ops (unary) per chain per layer,
-//                      "cuda_batch_post_ops" = their n x L counts; "cl_batch" = n.
+//                      "cuda_batch_post_ops" = their n x L counts; "cl_batch" = n. With a Concat
+//                      of [1, k] vectors folded in ("cuda_heads_cat" = per Concat input its chain,
+//                      or -1 for the chains' common A): the one output is the Concat's (F16 or
+//                      F32), each chain's fp16 output converted into its columns.
 //                      The pack inside a conv (Conv, "cuda_pack_conv", opt-in Options::fuse_pack):
 //                      output = the conv's; inputs = the conv's with slot 0 = the pack's input 0
 //                      and slot 2 kept (-1 without a bias), then the pack's inputs 1.. from slot
