@@ -1322,6 +1322,17 @@ TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
     one->load(p1);
     four->load(p4);
     const Shape xs{t.N, t.C, t.H, t.W};
+    // compute_90 (an sm_90+ device): the image's blocks as one cluster where F1 is a GEMV (each
+    // pools its own channels and computes its share of F1 into every block): the same bytes
+    std::unique_ptr<backend::Backend> c90;
+    if (backend::cu::select_device("").cc_major >= 9) {
+      const plan::Plan p90 = lower_se(t, true, "compute_90");
+      ASSERT_EQ(p90.calls.size(), 1u);
+      const bool cl = p90.kernels[size_t(p90.calls[0].kernel)].source.find(".reqnctapercluster") != std::string::npos;
+      EXPECT_EQ(cl, t.fc1_form == 1 && t.C > 128) << "a cluster where F1 is a GEMV and the image has 2+ blocks";
+      if (std::string why = test::open_cuda(&c90); !why.empty()) GTEST_SKIP() << why;
+      c90->load(p90);
+    }
     for (int rep = 0; rep < test::device_replays(); ++rep) {
       const Tensor x = test::random_f32(xs, seed++, -3.f, 3.f).cast(DType::F16);
       const Tensor xr = x.cast(DType::F32);
@@ -1330,6 +1341,11 @@ TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
       four->run({&x}, {&b});
       ref->run({&xr}, {&want});
       EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+      if (c90) {
+        Tensor d(DType::F16, xs);
+        c90->run({&x}, {&d});
+        EXPECT_EQ(std::memcmp(d.bytes().data(), b.bytes().data(), d.nbytes()), 0) << "compute_90, replay " << rep;
+      }
       const ErrorMetrics e = compare(a.cast(DType::F32), want);
       EXPECT_LT(e.rel_l2, 2e-3) << "replay " << rep;
       EXPECT_LT(e.max_abs_rel, 1e-2) << "replay " << rep;

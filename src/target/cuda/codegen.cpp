@@ -942,10 +942,13 @@ __device__ __forceinline__ float opv_ldcg(const float* p) { float v; asm volatil
 // Module-scope helpers of kernels whose blocks form thread-block clusters (compute_90+): the
 // cluster-wide barrier (release/acquire: shared-memory writes before it are visible to every block
 // of the cluster after it), the address of the same shared variable in block `rank` of the cluster
-// (mapa.shared::cluster), and a 16-byte load from such an address.
+// (mapa.shared::cluster), a 16-byte load and a 2-byte store at such an address, and the barrier's
+// halves (arrive with release, wait with acquire) for kernels that work between them.
 const char* kClusterHelpers = R"(__device__ __forceinline__ void opv_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+__device__ __forceinline__ void opv_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void opv_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 __device__ __forceinline__ unsigned opv_cluster_addr(const void* p, unsigned rank) {
   unsigned a;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(opv_smem(p)), "r"(rank));
@@ -955,6 +958,9 @@ __device__ __forceinline__ float4 opv_ld_cluster4(unsigned a) {
   float4 v;
   asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
   return v;
+}
+__device__ __forceinline__ void opv_st_cluster2(unsigned a, unsigned short v) {
+  asm volatile("st.shared::cluster.u16 [%0], %1;" :: "r"(a), "h"(v) : "memory");
 }
 )";
 // The whole kernel body (after `i`); *blocks: the launch's block count; *globals: module-scope

@@ -13,7 +13,11 @@
  *      channels of the gate: it pools all C channels of its image, computes all of F1's outputs,
  *      its kSeRows of F2's, and scales its channels of X. Every block pools and computes F1 again
  *      (a few hundred KB from L2 a block; no inter-block communication, so no workspace, counter
- *      or co-residency assumption).
+ *      or co-residency assumption). From compute_90 (Options::cluster), where F1 is a GEMV and an
+ *      image has 2..kSeMaxCluster blocks, the image's blocks are one thread-block cluster instead:
+ *      each pools only its own gate channels and computes ceil(Hd / blocks) of F1's rows, storing
+ *      both into every block's shared memory (st.shared::cluster; a cluster barrier after each),
+ *      so a block reads its slice of X and 1/blocks of W1 rather than all of both.
  * Numerics (the invariant): the fused call's outputs are bit-identical to the four calls':
  *   - R: per channel the H*W elements added in float in row-major order from 0.0f, divided by
  *     the float literal H*W, rounded to fp16 (reduce() in codegen.cpp; 16-byte loads where H*W
@@ -48,6 +52,7 @@ constexpr int64_t kSeRows = 128;                         // gate channels (F2 ou
 constexpr int64_t kSeSmemBytes = 40 << 10;               // pooled + hidden vectors + gate, at most
 constexpr int64_t kSeXVectors = 4;                      // M's prefetched 16-byte vectors a thread, at most
 constexpr int kSeGemv = 1, kSeMma = 2;                   // member forms ("cuda_se_forms")
+constexpr int64_t kSeMaxCluster = 8;                     // blocks an image as one cluster, at most
 
 // The form the 1x1 conv call `c` on a 1x1 map gets in generate() (kSeGemv, kSeMma with one
 // tile column and no split-K), or 0 when it is neither (the fusion then leaves the calls alone).
@@ -158,16 +163,19 @@ void fuse_se(Plan& p) {
 // post-ops `po`, rounded to fp16 into dst[row - rbase]. The weights the warp needs go into
 // registers (`pre`, emitted at the kernel's start, so their loads overlap the pool's) where they
 // take at most kSePrefetchRegs a thread; `body` computes from them (else loads them itself).
+// With `cl` > 0 (the GEMV form only) row m goes to dst[m] in every block of the cluster instead:
+// lane j (j < cl; after the warp sum every lane holds it) stores it into block j.
 constexpr int64_t kSePrefetchRegs = 64;
 struct SeFc {
   std::string pre, body;
 };
 static SeFc se_fc(int form, const std::string& tag, int64_t M, int64_t K, int64_t N, const std::string& w,
                   const std::string& bias, DType bias_dt, const std::vector<PostOp>& po, const std::string& src,
-                  const std::string& dst, const std::string& rbase, int64_t rows) {
+                  const std::string& dst, const std::string& rbase, int64_t rows, int64_t cl = 0) {
   std::string epi = "        float v = s" + (bias.empty() ? std::string() : " + " + load(bias_dt, bias, "m")) + ";\n";
   for (const PostOp& q : po) epi += "        v = " + unary_expr(q, "v") + ";\n";
-  epi += "        " + dst + "[m - (" + rbase + ")] = opv_f2h(v);\n";
+  epi += cl > 0 ? "        opv_st_cluster2(opv_cluster_addr(&" + dst + "[m], (unsigned)lane), opv_f2h(v));\n"
+                : "        " + dst + "[m - (" + rbase + ")] = opv_f2h(v);\n";
   std::ostringstream pre, s;
   const std::string wa = tag + "w";  // the prefetched weights
   if (form == kSeGemv) {  // conv1x1_gemv's lanes, steps and warp sum
@@ -196,7 +204,8 @@ static SeFc se_fc(int form, const std::string& tag, int64_t M, int64_t K, int64_
         << " + kk), acc);\n";
     }
     s << "    acc = opv_warp_sum(acc);\n"
-      << "    if (lane == 0) {\n      const float s = acc;\n  " << epi << "    }\n  }\n";
+      << "    if (lane " << (cl > 0 ? "< " + std::to_string(cl) : std::string("== 0")) << ") {\n      const float s = acc;\n  " << epi
+      << "    }\n  }\n";
     return {pre.str(), s.str()};
   }
   // conv1x1_mma's chains for one pixel column (no split-K): this warp's 16-row groups
@@ -286,6 +295,13 @@ Generated se_gate(const Plan& p, const Call& c) {
     return std::vector<PostOp>(k.post_ops.begin() + from, k.post_ops.begin() + from + n);
   };
   const int64_t MB = (C + kSeRows - 1) / kSeRows;  // blocks an image
+  // The image's blocks as one thread-block cluster (compute_90+, Options::cluster, F1 a GEMV): each
+  // pools only its own gate channels and computes HPB of F1's rows, and stores both into every
+  // block's shared memory (distributed shared memory), instead of every block pooling all C
+  // channels and computing all of F1; the same sums in the same order, so the same bytes.
+  const bool cluster = plan_sm(p) >= 90 && Options::from_meta(p.meta).cluster && forms[0] == kSeGemv && MB >= 2 &&
+                       MB <= kSeMaxCluster;
+  const int64_t HPB = (Hd + MB - 1) / MB;  // F1 rows a block of the cluster
   std::ostringstream b;
   b << "  // SE gate: mean over " << HW << " pixels of " << C << " channels -> 1x1 to " << Hd << " (form " << forms[0]
     << ") -> 1x1 to " << C << " (form " << forms[1] << ") -> scale; " << kSeRows << " gate channels a block\n"
@@ -298,16 +314,23 @@ Generated se_gate(const Plan& p, const Call& c) {
     << "  unsigned short* yn = out0 + n * " << C * HW << ";\n"
     << "  const int nch = " << C << " - r0 < " << kSeRows << " ? " << C << " - r0 : " << kSeRows << ";  // this block's gate channels\n"
     << "  (void)lane; (void)nch;\n";
+  if (cluster)
+    b << "  const int r1 = (blockIdx.x % " << MB << ") * " << HPB << ";  // this block's rows of F1\n"
+      << "  asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\" ::: \"memory\");  // waited on before the first stores into peers\n";
   // The members' weights into registers first (their loads overlap the pool's)
   const SeFc f1 = se_fc(int(forms[0]), "f1", Hd, C, N, "in1", c.inputs[2] >= 0 ? "in2" : "",
-                        c.inputs[2] >= 0 ? buf(2).dtype : DType::F32, range(0, npo[0]), "sq", "sh", "0", Hd);
+                        c.inputs[2] >= 0 ? buf(2).dtype : DType::F32, range(0, npo[0]), "sq", "sh", cluster ? "r1" : "0",
+                        cluster ? HPB : Hd, cluster ? MB : 0);
   const SeFc f2 = se_fc(int(forms[1]), "f2", C, Hd, N, "in3", c.inputs[4] >= 0 ? "in4" : "",
                         c.inputs[4] >= 0 ? buf(4).dtype : DType::F32, range(npo[0], npo[1]), "sh", "sg", "r0", kSeRows);
   std::ostringstream xpre;  // M's prefetch (below)
   const size_t pre_at = size_t(b.tellp());
   b << f1.pre << f2.pre;
   // 1. R: per channel, row-major order from 0.0f
-  b << "  for (int c = tid; c < " << C << "; c += " << kSeThreads << ") {\n    float acc = 0.0f;\n";
+  if (cluster)  // this block's channels, a thread each (kSeRows <= kSeThreads)
+    b << "  {\n  const int c = r0 + tid;\n  float acc = 0.0f;\n  if (tid < nch) {\n";
+  else
+    b << "  for (int c = tid; c < " << C << "; c += " << kSeThreads << ") {\n    float acc = 0.0f;\n";
   if (HW % 8 == 0) {
     b << "    for (int q = 0; q < " << HW << "; q += 8) {\n"
       << "      const opv_u4 u = *(const opv_u4*)(xn + c * " << HW << " + q);\n"
@@ -318,9 +341,18 @@ Generated se_gate(const Plan& p, const Call& c) {
   } else {
     b << "    for (int q = 0; q < " << HW << "; ++q) acc += opv_h2f(xn[c * " << HW << " + q]);\n";
   }
-  b << "    sq[c] = opv_f2h(acc / " << float_literal(double(HW)) << ");\n  }\n  __syncthreads();\n";
-  // 2. F1: all Hd outputs of the image; 3. F2: this block's gate channels
-  b << f1.body << "  __syncthreads();\n" << f2.body << "  __syncthreads();\n";
+  if (cluster) {
+    b << "  }\n  opv_cluster_wait();  // every block of the cluster is running\n"
+      << "  if (tid < nch) {\n    const unsigned short h = opv_f2h(acc / " << float_literal(double(HW)) << ");\n"
+      << "#pragma unroll\n    for (unsigned r = 0; r < " << MB << "; ++r) opv_st_cluster2(opv_cluster_addr(&sq[c], r), h);\n  }\n  }\n"
+      << "  opv_cluster_sync();  // the pooled vector in every block\n";
+  } else {
+    b << "    sq[c] = opv_f2h(acc / " << float_literal(double(HW)) << ");\n  }\n  __syncthreads();\n";
+  }
+  // 2. F1: all Hd outputs of the image (cluster: this block's HPB, into every block); 3. F2: this
+  // block's gate channels
+  b << f1.body << (cluster ? "  opv_cluster_sync();  // F1's outputs in every block\n" : "  __syncthreads();\n") << f2.body
+    << "  __syncthreads();\n";
   // 4. M: this block's channels of X times the gate (X's slice prefetched as 16-byte vectors at
   // the start where H*W % 8 == 0 and it takes at most kSeXVectors a thread)
   const std::vector<PostOp> mpo = range(npo[0] + npo[1], npo[2]);
@@ -359,7 +391,9 @@ Generated se_gate(const Plan& p, const Call& c) {
   src << "// generated by opvision src/target/cuda/se.cpp (kernel " << k.name
       << ", SE gate: mean pool -> 1x1 -> 1x1 -> scale in one launch) -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
-      << kDot8 << kMmaHelpers << "extern \"C\" __global__ void __launch_bounds__(" << kSeThreads << ") " << gen.entry
+      << kDot8 << kMmaHelpers << (cluster ? kClusterHelpers : "") << "extern \"C\" __global__ void "
+      << (cluster ? "__cluster_dims__(" + std::to_string(MB) + ", 1, 1) " : std::string()) << "__launch_bounds__(" << kSeThreads
+      << ") " << gen.entry
       << "(" << params << kEntryOpen
       << body << "}\n";
   gen.source = src.str();
