@@ -1360,11 +1360,12 @@ TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
 // gives warps two rows a layer, the second past N on most. With `tap` head 0's l1 output is a graph
 // output too (read twice: no chain). With `cat` the one output is Concat(x0, heads 0-4, head 2
 // again) cast to fp32 (the fixture's output form); `cat` 2 adds another graph input to the Concat.
-ir::Graph head_chain_graph(DType dt, bool tap = false, int cat = 0) {
+// `wide` > 0: head 0's l1 has that many rows (2048: more weight registers than a thread holds).
+ir::Graph head_chain_graph(DType dt, bool tap = false, int cat = 0, int64_t wide = 0) {
   ir::Graph g;
   g.source = "cuda_codegen_test";
   auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
-  const int64_t K = 264, n1[5] = {104, 64, 104, 8, 104}, n3[5] = {12, 4, 12, 12, 1};
+  const int64_t K = 264, n1[5] = {wide > 0 ? wide : 104, 64, 104, 8, 104}, n3[5] = {12, 4, 12, 12, 1};
   const int x = g.add_value({"x0", dt, {1, K}, nullptr});
   g.inputs.push_back(x);
   Attrs tb;
@@ -1407,12 +1408,13 @@ ir::Graph head_chain_graph(DType dt, bool tap = false, int cat = 0) {
   g.validate();
   return g;
 }
-plan::Plan lower_head_chain(bool fuse, const std::string& arch = "compute_90", bool tap = false, int cat = 0) {
+plan::Plan lower_head_chain(bool fuse, const std::string& arch = "compute_90", bool tap = false, int cat = 0,
+                            int64_t wide = 0) {
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
   o.pass_ctx.cuda.fuse_heads = fuse;
-  return lower(head_chain_graph(DType::F16, tap, cat), o);
+  return lower(head_chain_graph(DType::F16, tap, cat, wide), o);
 }
 
 // compute_90 (the default): the three batched layers become one call on 8-block clusters, a cluster
@@ -1465,6 +1467,11 @@ TEST(CudaCodegen, HeadChainsAreOneClusterLaunchFromCompute90) {
   EXPECT_EQ(folded.buffers[size_t(folded.outputs[0])].dtype, DType::F32);
   EXPECT_EQ(lower_head_chain(true, "compute_90", false, 2).calls.size(), 2u) << "the Concat reads another input";
   EXPECT_EQ(lower_head_chain(false, "compute_90", false, 1).calls.size(), 4u);
+  // a layer wider than the registers hold (2048 rows: 32 a warp) stays a batched launch; l2 -> l3 chain
+  const plan::Plan wide = lower_head_chain(true, "compute_90", false, 0, 2048);
+  ASSERT_EQ(wide.calls.size(), 2u);
+  EXPECT_EQ(wide.kernels[size_t(wide.calls[0].kernel)].attrs.i("cuda_heads", 0), 0);
+  EXPECT_EQ(wide.kernels[size_t(wide.calls[1].kernel)].attrs.i("cuda_heads", 0), 2);
   Attrs bad;
   bad.set("cuda_heads", int64_t(2));
   EXPECT_THROW(plan::cuda::Options::from_meta(bad), Error);

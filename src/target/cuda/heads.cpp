@@ -86,7 +86,7 @@ void fuse_heads(Plan& p) {
     bool ok = true;
     for (size_t g = 0; g < n && ok; ++g) {
       Layer l;
-      ok = member_layer(p, first, g, &l);
+      ok = member_layer(p, first, g, &l) && l.R * l.Q <= kHeadsMaxRegs;
       chain[g].push_back(g);
       regs[g] = l.R * l.Q;
     }
@@ -96,7 +96,7 @@ void fuse_heads(Plan& p) {
       const Call& next = p.calls[i + L];
       std::vector<size_t> at(n, n);
       std::vector<char> taken(n, 0);
-      for (size_t g = 0; g < n && at[0] != n + 1; ++g) {
+      for (size_t g = 0; g < n; ++g) {
         const int h = prev.outputs[chain[g].back()];
         const Buffer& hb = p.buffers.at(size_t(h));
         if (hb.kind != BufferKind::Intermediate || hb.dtype != DType::F16 || readers.at(size_t(h)) != 1 ||
