@@ -69,8 +69,9 @@ int cmd_compile(int argc, char** argv) {
               "calls (a before/after of the fusion). Recorded in the plan when off", "on")
       .option("--cuda-cluster", "on|off", "cuda: layers whose fused ConvFFN splits its hidden channels over blocks add "
               "the split partials inside a thread-block cluster, through distributed shared memory (compute_90+; "
-              "bit-identical); off keeps the global-memory partials and the last block's sum (a before/after). Recorded "
-              "in the plan when off", "on")
+              "bit-identical), and the squeeze-excitation gate's blocks of one image share its pooled vector and "
+              "first 1x1 the same way; off keeps the global-memory partials and the last block's sum, and every SE "
+              "block pooling on its own (a before/after). Recorded in the plan when off", "on")
       .option("--cuda-stage", "on|off", "cuda: with --cuda-cluster on, a run of FastViT blocks (depthwise pair -> "
               "ConvFFN + residual) as one kernel on a thread-block cluster per image, the activations kept in shared "
               "memory from block to block (compute_90+, where the shapes fit); slower on the H200 so far "

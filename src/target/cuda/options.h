@@ -100,7 +100,9 @@ struct Options {
   // blocks as one thread-block cluster (compute_90+, S <= 16): the partial tiles stay in each
   // block's shared memory and every block adds its share of the tile from all S through distributed
   // shared memory, in split order (bit-identical), instead of global-memory partials, a counter and
-  // the last block's sum (ffn.cpp). false keeps the latter (a before/after; meta "cuda_cluster" = 0).
+  // the last block's sum (ffn.cpp); the SE gate's blocks of one image likewise share the pooled
+  // vector and the first 1x1's outputs (se.cpp). false keeps the latter (a before/after; meta
+  // "cuda_cluster" = 0).
   // compile --cuda-cluster off turns it off.
   bool cluster = true;
   // With cluster: a run of FastViT blocks (the depthwise pair, then the ConvFFN whose fc2 adds the
