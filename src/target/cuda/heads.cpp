@@ -159,8 +159,8 @@ void fuse_heads(Plan& p) {
 }
 
 // A Concat along the last axis of [1, n] vectors (with or without the Cast after it, fused by
-// fuse_concat_cast; no other post-ops) whose every input is the output of a chain of GEMV chain
-// call h (read by the Concat alone, maybe more than once) or the chains' common first input, into
+// fuse_concat_cast; no other post-ops) whose every input is a chain's output of the chains' call h
+// (read by the Concat alone, maybe more than once) or the chains' common first input, into
 // a float output, moves into h: the chains' last layers store into the Concat's output at their
 // columns (converted as the Concat converts their fp16 outputs), block 0 copies the common input.
 // Nothing between h and the Concat writes what either reads, and the Concat reads nothing h does
@@ -229,7 +229,6 @@ void fold_heads_concat(Plan& p) {
     }
   }
 }
-
 
 Generated heads(const Plan& p, const Call& c) {
   Generated gen;
