@@ -35,7 +35,6 @@ const Shape& shape_of(const plan::Plan& p, int id) {
   return id >= 0 && size_t(id) < p.buffers.size() ? p.buffers[size_t(id)].shape : kEmpty;
 }
 
-
 // The FLOPs of a call as one op of kernel k (the inputs and outputs of one member of a batch).
 FlopCount op_flops(const plan::Plan& p, const plan::Kernel& k, const plan::Call& c) {
   FlopCount cost;
@@ -132,13 +131,16 @@ FlopCount call_flops(const plan::Plan& p, const plan::Call& c) {
     cost.elementwise += out;
   } else if (c.inputs.size() % size_t(n) == 0 && c.outputs.size() % size_t(n) == 0 && !c.outputs.empty()) {
     const size_t ni = c.inputs.size() / size_t(n), no = c.outputs.size() / size_t(n);
+    // cuda's GEMV batches hold every member's post-ops ("cuda_batch_post_ops" = their counts);
+    // opencl's batches apply the kernel's post-ops in every group
+    const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
     for (size_t g = 0; g < size_t(n); ++g) {
       plan::Call m;
       m.inputs.assign(c.inputs.begin() + std::ptrdiff_t(g * ni), c.inputs.begin() + std::ptrdiff_t((g + 1) * ni));
       m.outputs.assign(c.outputs.begin() + std::ptrdiff_t(g * no), c.outputs.begin() + std::ptrdiff_t((g + 1) * no));
       const FlopCount f = op_flops(p, k, m);
       cost.conv += f.conv, cost.matmul += f.matmul, cost.elementwise += f.elementwise, cost.other += f.other;
-      cost.elementwise += numel(shape_of(p, m.outputs[0])) * int64_t(k.post_ops.size());
+      cost.elementwise += numel(shape_of(p, m.outputs[0])) * (npo.size() == size_t(n) ? npo[g] : int64_t(k.post_ops.size()));
     }
     return cost;
   } else {

@@ -158,10 +158,11 @@ TEST(PlanStats, MergedCallsCountEveryMember) {
   ffn.set("cl_batch", int64_t(2));
   ffn.set("cuda_ffn", int64_t(1));
   call(p, OpKind::Conv, {y2, w1, b1, w2, -1, y1}, {y3}, ffn, {gelu});
-  Attrs gemv;  // two Gemms of 16 -> 4 and 16 -> 6 outputs, 3 inputs each
+  Attrs gemv;  // two Gemms of 16 -> 4 and 16 -> 6 outputs, 3 inputs each; only the second has a ReLU
   gemv.set("cl_batch", int64_t(2));
   gemv.set("transB", int64_t(1));
-  call(p, OpKind::Gemm, {a, ga, -1, a, gb, -1}, {o1, o2}, gemv);
+  gemv.set("cuda_batch_post_ops", std::vector<int64_t>{0, 1});
+  call(p, OpKind::Gemm, {a, ga, -1, a, gb, -1}, {o1, o2}, gemv, {PostOp{OpKind::Relu}});
   Attrs sea;
   sea.set("cl_batch", int64_t(4));
   sea.set("cuda_se", int64_t(1));
@@ -175,6 +176,7 @@ TEST(PlanStats, MergedCallsCountEveryMember) {
   EXPECT_EQ(f.elementwise, 128);
   // The GEMVs: 2 * (4 + 6) * 16 = 320 (the first member's alone: 128).
   EXPECT_EQ(call_flops(p, p.calls[2]).matmul, 320);
+  EXPECT_EQ(call_flops(p, p.calls[2]).elementwise, 6) << "the second member's ReLU on its 6 outputs";
   // The SE gate: the mean over 128 inputs, 2 * (16 + 16) for its two 1x1s, 128 products.
   FlopCount g = call_flops(p, p.calls[3]);
   EXPECT_EQ(g.other, 128);
