@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential cmake pkg-config git
+  ccache                                          # a second build with the same flags (the wheel's) reuses ./build's objects
   libprotobuf-dev protobuf-compiler libonnx-dev   # ONNX import (compiler only)
   libdnnl-dev                                     # oneDNN: the cpu backend
   libzip-dev zlib1g-dev                           # .npz I/O, artifact checksums

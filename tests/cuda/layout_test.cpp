@@ -421,7 +421,7 @@ CompileOptions pdl_opts(const std::string& arch, PdlMode pdl) {
 
 // From compute_90 every kernel carries the prologue (attr and PTX: the wait; with early the release
 // of the dependents before it), none below it or with --cuda-pdl off (the default; on and early are
-// recorded in the meta).
+// recorded in the meta). Kernels with a weight prologue state it after their weights' loads.
 TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
   std::string why;
   if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
@@ -442,6 +442,14 @@ TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
         } else {
           EXPECT_LT(launch, wait) << k.name << ": the dependents are released first";
         }
+      }
+    // No global load before the wait, but in the weight prologues (PrefetchLoadsOnlyConstantsBeforeTheWait;
+    // cudasim checks on every launch that such loads are of memory no kernel writes).
+    for (const plan::Plan* p : {&on, &early})
+      for (const plan::Call& c : p->calls) {
+        const plan::Kernel& k = p->kernels[size_t(c.kernel)];
+        if (plan::cuda::generate(*p, c).source.find(") {\n  OPV_KERNEL_ENTRY();") == std::string::npos) continue;
+        const size_t wait = k.source.find("griddepcontrol.wait");
         EXPECT_EQ(k.source.find("ld.global"), k.source.find("ld.global", wait)) << k.name << ": no global load before the wait";
       }
     const plan::Plan off = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::Off));
@@ -457,6 +465,61 @@ TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
   }
 }
 
+// A 1x1 conv whose weights are a graph input (written by an upload every run, a kernel's output in
+// general), then one with constant weights reading its output: with --cuda-pdl prefetch the first
+// must wait before any load, the second may load its weights before the wait.
+ir::Graph dynamic_weights(DType dt) {
+  Net n(dt);
+  const int x = n.input({1, 16, 8, 16}, dt), w = n.input({32, 16, 1, 1}, dt);
+  Attrs a;
+  a.set("group", int64_t(1));
+  a.set("strides", std::vector<int64_t>{1, 1});
+  a.set("pads", std::vector<int64_t>{0, 0, 0, 0});
+  a.set("dilations", std::vector<int64_t>{1, 1});
+  const int y = n.node(OpKind::Conv, a, {x, w, n.constant({32})}, {1, 32, 8, 16}, {PostOp{OpKind::Gelu}});
+  n.g.outputs.push_back(n.conv(y, 32, 16, 1, 1, 1, {1, 16, 8, 16}));
+  n.g.validate();
+  return n.g;
+}
+
+// --cuda-pdl prefetch: the kernels with a weight prologue (1x1 and KxK tensor-core convs, the
+// ConvFFN, depthwise pairs, GEMV chains) open without the wait and state it after loading plan
+// Constants alone; the wait comes before the release of the dependents; a kernel whose weights are
+// not a Constant keeps the wait first.
+TEST(CudaPdl, PrefetchLoadsOnlyConstantsBeforeTheWait) {
+  std::string why;
+  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  const std::string first = ") {\n  OPV_KERNEL_ENTRY();";
+  std::vector<NetCase> nets(std::begin(kNets), std::end(kNets));
+  nets.push_back({"dynamic_weights", dynamic_weights});
+  int late = 0;
+  for (const NetCase& nc : nets) {
+    SCOPED_TRACE(nc.name);
+    const plan::Plan p = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::Prefetch));
+    EXPECT_EQ(p.meta.i("cuda_pdl", 0), 3);
+    EXPECT_EQ(plan::cuda::Options::from_meta(p.meta).pdl, PdlMode::Prefetch);
+    for (const plan::Kernel& k : p.kernels) {
+      EXPECT_EQ(k.attrs.i("cuda_pdl", 0), 3) << k.name;
+      const size_t wait = k.source.find("griddepcontrol.wait"), launch = k.source.find("griddepcontrol.launch_dependents");
+      ASSERT_NE(wait, std::string::npos) << k.name;
+      EXPECT_LT(wait, launch) << k.name << ": the dependents are released after the wait";
+    }
+    for (const plan::Call& c : p.calls) {
+      const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+      const std::string src = plan::cuda::generate(p, c).source;  // the C++ the stored PTX came from
+      ASSERT_FALSE(src.empty()) << k.name;
+      const bool opens_with_wait = src.find(first) != std::string::npos;
+      EXPECT_NE(src.find("OPV_KERNEL_ENTRY();"), std::string::npos) << k.name;
+      if (!opens_with_wait) ++late;
+      if (std::string(nc.name) == "dynamic_weights" && c.inputs.size() > 1 &&
+          p.buffers[size_t(c.inputs[1])].kind == plan::BufferKind::Input) {
+        EXPECT_TRUE(opens_with_wait) << k.name << ": its weights are an input";
+      }
+    }
+  }
+  EXPECT_GE(late, 4) << "kernels with a weight prologue";
+}
+
 // The programmatic edges change when blocks start, never what they compute: each net with them (on
 // and early) and without them gives the same bytes, replayed with fresh inputs. On a GPU (sm_90+)
 // this is the race test of the prologue; on cudasim, which runs launches one by one, it checks that
@@ -468,10 +531,15 @@ TEST(CudaPdl, ProgrammaticEdgesMatchOrdinaryOnesBitForBitOnTheDevice) {
   if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "programmatic dependent launch needs an sm_90+ device";
   uint64_t seed = 500;
   // (cudasim runs launches one by one: early and on differ only in a no-op there)
-  const std::vector<PdlMode> modes = test::on_cudasim() ? std::vector<PdlMode>{PdlMode::On}
-                                                        : std::vector<PdlMode>{PdlMode::On, PdlMode::Early};
+  // (prefetch: the weight prologues' loads before the wait, which cudasim checks are of memory no
+  // kernel writes)
+  const std::vector<PdlMode> modes = test::on_cudasim()
+                                         ? std::vector<PdlMode>{PdlMode::On, PdlMode::Prefetch}
+                                         : std::vector<PdlMode>{PdlMode::On, PdlMode::Early, PdlMode::Prefetch};
+  std::vector<NetCase> nets(std::begin(kNets), std::end(kNets));
+  nets.push_back({"dynamic_weights", dynamic_weights});
   for (const PdlMode mode : modes)
-    for (const NetCase& nc : kNets)
+    for (const NetCase& nc : nets)
       for (DType dt : {DType::F16, DType::F32}) {
         SCOPED_TRACE(std::string(nc.name) + " " + dtype_name(dt) + " pdl " + plan::cuda::pdl_mode_name(mode));
         const plan::Plan pp = lower(nc.build(dt), pdl_opts("compute_90", mode));

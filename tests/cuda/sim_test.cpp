@@ -34,7 +34,7 @@ struct Buffers {
   }
 };
 
-std::string run_error(const Kernel& k, Dim3 grid, Dim3 block, const std::vector<uint64_t>& args, const Memory& mem) {
+std::string run_error(const Kernel& k, Dim3 grid, Dim3 block, const std::vector<uint64_t>& args, Memory& mem) {
   try {
     launch(k, grid, block, reinterpret_cast<const uint8_t*>(args.data()), mem);
   } catch (const std::exception& e) {
@@ -314,6 +314,29 @@ TEST(CudaSim, GlobalAccessBeforeGridDependencyWaitIsAFault) {
   auto bad = parse_module(kernel(true));
   const std::string e = run_error(*bad->find("pdl"), {1, 1, 1}, {1, 1, 1}, {out}, b.mem);
   EXPECT_NE(e.find("before griddepcontrol.wait"), std::string::npos) << e;
+}
+
+// Reads before griddepcontrol.wait (--cuda-pdl prefetch's weight prologue) are allowed of memory no
+// kernel has written (weights, uploaded by copies), and a fault once a kernel has stored into it.
+TEST(CudaSim, ReadBeforeGridDependencyWaitOnlyOfMemoryNoKernelWrote) {
+  const std::string ptx = std::string(kHeader) +
+                          ".visible .entry pre(.param .u64 out, .param .u64 in)\n{\n  .reg .b32 %r<2>;\n"
+                          "  .reg .b64 %rd<3>;\n  ld.param.u64 %rd1, [out];\n  cvta.to.global.u64 %rd1, %rd1;\n"
+                          "  ld.param.u64 %rd2, [in];\n  cvta.to.global.u64 %rd2, %rd2;\n"
+                          "  ld.global.u32 %r1, [%rd2];\n  griddepcontrol.wait;\n  st.global.u32 [%rd1], %r1;\n"
+                          "  ret;\n}\n";
+  Buffers b;
+  const uint64_t weights = b.add(4), out = b.add(4), out2 = b.add(4);
+  const uint32_t w = 42;
+  std::memcpy(reinterpret_cast<void*>(weights), &w, 4);  // an upload, not a kernel's store
+  auto m = parse_module(ptx);
+  EXPECT_EQ(run_error(*m->find("pre"), {1, 1, 1}, {1, 1, 1}, {out, weights}, b.mem), "");
+  uint32_t v = 0;
+  std::memcpy(&v, reinterpret_cast<const void*>(out), 4);
+  EXPECT_EQ(v, 42u);
+  // `out` now holds a kernel's result: reading it before the wait could race that kernel.
+  const std::string e = run_error(*m->find("pre"), {1, 1, 1}, {1, 1, 1}, {out2, out}, b.mem);
+  EXPECT_NE(e.find("read of memory a kernel writes before griddepcontrol.wait"), std::string::npos) << e;
 }
 
 // Local memory (the compiler's stack frames, e.g. sinf's argument reduction): per thread, through

@@ -282,11 +282,11 @@ def _compile_cuda90(cli, model, art, *extra):
 
 
 def test_cuda_pdl_switch(cli, tmp_path):
-    """compile --cuda-pdl off|on|early (target cuda): the choice is recorded in the plan meta
-    unless it is the default (off): cuda_pdl=1 for on, 2 for early; a value outside the three is a
-    usage error naming the option. Compile only (NVRTC, no GPU); skipped where this build has no
-    cuda target or no NVRTC."""
-    model = _cuda_help_and_model(cli, tmp_path, "--cuda-pdl off|on|early", "programmatic dependent launch")
+    """compile --cuda-pdl off|on|early|prefetch (target cuda): the choice is recorded in the plan
+    meta unless it is the default (off): cuda_pdl=1 for on, 2 for early, 3 for prefetch; a value
+    outside the four is a usage error naming the option. Compile only (NVRTC, no GPU); skipped where
+    this build has no cuda target or no NVRTC."""
+    model = _cuda_help_and_model(cli, tmp_path, "--cuda-pdl off|on|early|prefetch", "programmatic dependent launch")
 
     def meta(name, *extra):
         return _compile_cuda90(cli, model, tmp_path / f"{name}.opv", *extra)[0]
@@ -295,8 +295,9 @@ def test_cuda_pdl_switch(cli, tmp_path):
     assert " cuda_pdl=" not in meta("off", "--cuda-pdl", "off")
     assert " cuda_pdl=1 " in meta("on", "--cuda-pdl", "on")
     assert " cuda_pdl=2 " in meta("early", "--cuda-pdl", "early")
+    assert " cuda_pdl=3 " in meta("prefetch", "--cuda-pdl", "prefetch")
     p = cli.run("compile", model, "-o", tmp_path / "bad.opv", "--target", "cuda", "--cuda-pdl", "maybe")
-    assert p.returncode != 0 and "--cuda-pdl" in p.stderr and "off, on or early" in p.stderr, describe(p)
+    assert p.returncode != 0 and "--cuda-pdl" in p.stderr and "off, on, early or prefetch" in p.stderr, describe(p)
 
 
 def test_cuda_tune_option(cli, tmp_path):

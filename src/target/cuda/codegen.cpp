@@ -54,9 +54,12 @@ const char* kPrelude = R"(// opvision CUDA prelude (src/target/cuda/codegen.cpp)
 #endif
 // Programmatic dependent launch (kernel attr "cuda_pdl", plan pass nvrtc defines OPV_PDL to it):
 // wait until the kernels this one depends on have finished and their writes are visible, before the
-// kernel's first memory access; with OPV_PDL 2 (PdlMode::Early) first let the kernels after this
-// one be launched.
-#if defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL >= 2
+// kernel's first access of memory a kernel writes (only weights may be read before it); with
+// OPV_PDL 2 (PdlMode::Early) first let the kernels after this one be launched, with OPV_PDL 3
+// (PdlMode::Prefetch) right after the wait.
+#if defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL >= 3
+#define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#elif defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL >= 2
 #define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory")
 #elif defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.wait;" ::: "memory")
@@ -507,7 +510,24 @@ std::string matmul(const Ctx& x, std::string* why) {
   // fp16 GEMV rows (B transposed: both operands contiguous along K): every lane reads 16 bytes
   // (8 halves) of A and of B per step, a warp 512 bytes of each.
   const bool vec = x.split && gemm && tb && !ta && A.dtype == DType::F16 && B.dtype == DType::F16 && K % 8 == 0;
-  if (vec) {
+  // The weight prologue (kEntryOpenLate) where B is a plan Constant and a lane's chunks of its row
+  // fit a few registers: they are loaded before the wait for the kernels before this one, A after
+  // it; the same chunks summed in the same order as the loop below.
+  const int64_t chunks = (K + 8 * kWarp - 1) / (8 * kWarp);
+  if (vec && x.const_input(1) && chunks <= 8) {
+    x.globals += kDot8;
+    x.late_entry = true;
+    s << "  opv_u4 wq[" << chunks << "];  // this lane's chunks of B's row n: weights, no kernel writes them\n"
+      << "#pragma unroll\n  for (int q = 0; q < " << chunks << "; ++q) {\n"
+      << "    const opv_idx kk = lane * 8 + q * " << 8 * kWarp << ";\n"
+      << "    wq[q] = kk < " << I(K) << " ? *(const opv_u4*)(in1 + b0 + n * " << I(K) << " + kk) : opv_u4{0u, 0u, 0u, 0u};\n  }\n"
+      << "  OPV_KERNEL_ENTRY();\n"
+      << "  float acc = 0.0f;\n"
+      << "#pragma unroll\n  for (int q = 0; q < " << chunks << "; ++q) {\n"
+      << "    const opv_idx kk = lane * 8 + q * " << 8 * kWarp << ";\n"
+      << "    if (kk < " << I(K) << ") acc = opv_dot8(*(const opv_u4*)(in0 + a0 + m * " << I(K) << " + kk), wq[q], acc);\n  }\n"
+      << x.reduce_end();
+  } else if (vec) {
     x.globals += kDot8;
     s << "  float acc = 0.0f;\n  for (opv_idx kk = lane * 8; kk < " << I(K) << "; kk += " << 8 * kWarp << ")\n"
       << "    acc = opv_dot8(*(const opv_u4*)(in0 + a0 + m * " << I(K) << " + kk), *(const opv_u4*)(in1 + b0 + n * "
@@ -1029,9 +1049,8 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     << "  float acc[2][4][4];\n"
     << "#pragma unroll\n  for (int a = 0; a < 2; ++a)\n#pragma unroll\n    for (int c = 0; c < 4; ++c)\n#pragma unroll\n"
     << "      for (int r = 0; r < 4; ++r) acc[a][c][r] = 0.0f;\n"
-    << "  auto load_stage = [&](int buf, opv_idx kb) {\n"
-    << "    unsigned short* a = As + buf * A_ST;\n"
-    << "    unsigned short* bb = Bs + buf * B_ST;\n";
+    << "  auto load_a = [&](int buf, opv_idx kb) {\n"
+    << "    unsigned short* a = As + buf * A_ST;\n";
   if (vec_a)
     b << "    for (int e = tid; e < BM * KC / 8; e += " << kMmaThreads << ") {\n"
       << "      const int r = e / (KC / 8), cc = (e % (KC / 8)) * 8;\n"
@@ -1043,6 +1062,9 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "      const int r = e / KC, cc = e % KC;\n"
       << "      const opv_idx m = m0 + r, c = kb + cc;\n"
       << "      a[r * LDA + cc] = (m < M && c < K) ? Ag[m * K + c] : (unsigned short)0;\n    }\n";
+  b << "  };\n"
+    << "  auto load_b = [&](int buf, opv_idx kb) {\n"
+    << "    unsigned short* bb = Bs + buf * B_ST;\n";
   if (nhwc && vec_b) {
     b << "    for (int e = tid; e < BN * KC / 8; e += " << kMmaThreads << ") {\n"
       << "      const int r = e / (KC / 8), cc = (e % (KC / 8)) * 8;\n"
@@ -1066,7 +1088,16 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "      const opv_idx c = kb + r, p = p0 + pp;\n"
       << "      bb[r * LDB + pp] = (c < K && p < P) ? Bg[c * P + p] : (unsigned short)0;\n    }\n";
   }
-  b << "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  };\n";
+  b << "  };\n"
+    << "  auto load_stage = [&](int buf, opv_idx kb) {\n"
+    << "    load_a(buf, kb);\n    load_b(buf, kb);\n"
+    << "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  };\n";
+  // The weight prologue (kEntryOpenLate): the first stage's weights (A in NCHW, B in NHWC) before
+  // the wait for the kernels before this one, its activations after.
+  x.late_entry = x.const_input(1);
+  const char* load_w = nhwc ? "load_b" : "load_a";
+  const char* load_x = nhwc ? "load_a" : "load_b";
+  if (x.late_entry) b << "  " << load_w << "(0, kbeg);  // weights: no kernel writes them\n  OPV_KERNEL_ENTRY();\n";
   // The epilogue on `sum` for output (m, p); with `pf` (an index into the prefetch registers)
   // the bias and the post-ops' operands come from registers loaded at the kernel's start (before
   // the main loop's barriers; loaded after them, each was a global-memory round trip after a
@@ -1105,8 +1136,11 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     b << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
       << "    if (m < M && p < P) {\n" << prefetch("e") << "    }\n    }\n  }\n";
   }
-  b << "  load_stage(0, kbeg);\n"
-    << "  for (int st = 0; st < nst; ++st) {\n"
+  if (x.late_entry)
+    b << "  " << load_x << "(0, kbeg);\n  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n";
+  else
+    b << "  load_stage(0, kbeg);\n";
+  b << "  for (int st = 0; st < nst; ++st) {\n"
     << "    if (st + 1 < nst) {\n"
     << "      load_stage((st + 1) % NBUF, kbeg + (opv_idx)(st + 1) * KC);\n"
     << "      asm volatile(\"cp.async.wait_group 1;\" ::: \"memory\");\n"
@@ -1607,15 +1641,20 @@ Generated dw_pair(const Plan& p, const Call& c) {
     << "  const opv_idx plane = blockIdx.x / " << NBAND << ", c = plane % " << I(C) << ";\n"
     << "  const int R0 = (int)(blockIdx.x % " << NBAND << ") * " << BH << ";\n"
     << "  const int tid = threadIdx.x;\n";
+  // The weight prologue (kEntryOpenLate): with the taps and biases plan Constants they are loaded
+  // before the wait for the kernels before this one, the input rows after it.
+  bool late = true;
+  for (size_t j : {1, 2, 3, 4}) late &= c.inputs[j] < 0 || p.buffers.at(size_t(c.inputs[j])).kind == BufferKind::Constant;
+  std::ostringstream xl;  // the input rows' staging
   if (V == 1) {
-    b << "  for (int e = tid; e < " << XH * XW << "; e += " << kDwPairThreads << ") {\n"
+    xl << "  for (int e = tid; e < " << XH * XW << "; e += " << kDwPairThreads << ") {\n"
       << "    const int r = R0 - " << hb + ha << " + e / " << XW << ", q = e % " << XW << " - " << ha << ";\n"
       << "    xs[e] = (r >= 0 && r < " << H << " && q >= 0 && q < " << W << ") ? "
       << load(X.dtype, "in0", "plane * " + I(HW) + " + r * " + I(W) + " + q") << " : 0.0f;\n  }\n";
   } else {
     // The map's columns of each staged row V at a time (zero rows outside the map), the border columns zero.
     const std::string vt = V == 8 ? "uint4" : "unsigned";
-    b << "  for (int e = tid; e < " << XH * (W / V) << "; e += " << kDwPairThreads << ") {\n"
+    xl << "  for (int e = tid; e < " << XH * (W / V) << "; e += " << kDwPairThreads << ") {\n"
       << "    const int rr = e / " << W / V << ", q = (e % " << W / V << ") * " << V << ", r = R0 - " << hb + ha << " + rr;\n"
       << "    __align__(16) unsigned short hv[" << V << "];\n"
       << "    if (r >= 0 && r < " << H << ") *(" << vt << "*)hv = *(const " << vt << "*)(in0 + plane * " << I(HW) << " + r * "
@@ -1623,10 +1662,11 @@ Generated dw_pair(const Plan& p, const Call& c) {
       << "#pragma unroll\n    for (int j = 0; j < " << V << "; ++j) xs[rr * " << XW << " + " << ha << " + q + j] = r >= 0 && r < " << H
       << " ? opv_h2f(hv[j]) : 0.0f;\n  }\n";
     if (ha > 0)
-      b << "  for (int e = tid; e < " << XH * 2 * ha << "; e += " << kDwPairThreads << ") {\n"
+      xl << "  for (int e = tid; e < " << XH * 2 * ha << "; e += " << kDwPairThreads << ") {\n"
         << "    const int rr = e / " << 2 * ha << ", j = e % " << 2 * ha << ";\n"
         << "    xs[rr * " << XW << " + (j < " << ha << " ? j : " << W << " + j)] = 0.0f;\n  }\n";
   }
+  if (!late) b << xl.str();
   b << "  for (int e = tid; e < " << TH * TW << "; e += " << kDwPairThreads << ") {\n"
     << "    const int q = e % " << TW << " - " << hb << ";\n"
     << "    if (q < 0 || q >= " << W << ") ts[e] = 0.0f;\n  }\n"
@@ -1641,6 +1681,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
   for (int slot : {2, 4})
     if (c.inputs[size_t(slot)] >= 0)
       b << "  const float bias" << slot << " = " << load(dtype_of(size_t(slot)), "in" + std::to_string(slot), "c") << ";\n";
+  if (late) b << "  OPV_KERNEL_ENTRY();  // the taps and biases above are weights: no kernel writes them\n" << xl.str();
   b << "  __syncthreads();\n";
   // R outputs (tile row i, columns q0 .. q0 + R - 1) of a conv over `src` (sw floats a row; output
   // column q's kh-th row of taps is src row i + kh, columns q .. q + kk - 1): each tap row's R + kk
@@ -1696,7 +1737,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
       << ", two depthwise convs in one launch) -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
       << "extern \"C\" __global__ void __launch_bounds__(" << kDwPairThreads << ") " << gen.entry << "(" << params
-      << kEntryOpen << b.str() << "}\n";
+      << (late ? kEntryOpenLate : kEntryOpen) << b.str() << "}\n";
   gen.source = src.str();
   gen.global = {N * C * NBAND * kDwPairThreads, 0, 0};
   gen.local = {kDwPairThreads, 0, 0};
@@ -1847,6 +1888,7 @@ Generated generate(const Plan& p, const Call& c) {
     default: body = movement_op(k.op) ? movement(x, &why) : elementwise(x, &why); break;
   }
   if (body.empty()) return g.why = why.empty() ? "no CUDA kernel family" : why, g;
+  OPV_ASSERT(!x.late_entry || body.find("OPV_KERNEL_ENTRY();") != std::string::npos);
   // Copies write a typed element themselves ("out0[i] = ...;" without `float v`).
   if (body.find("float v") == std::string::npos) writes_itself = true;
   if (!writes_itself) {
@@ -1883,7 +1925,7 @@ Generated generate(const Plan& p, const Call& c) {
       << globals << x.globals << "extern \"C\" __global__ void "
       << (x.cluster > 0 ? "__cluster_dims__(" + std::to_string(x.cluster) + ", 1, 1) " : std::string())
       << (block != kBlock ? "__launch_bounds__(" + std::to_string(block) + ") " : std::string()) << g.entry << "("
-      << params << kEntryOpen
+      << params << (x.late_entry ? kEntryOpenLate : kEntryOpen)
       << (x.split ? "  const opv_idx t_ = (opv_idx)blockIdx.x * (opv_idx)blockDim.x + (opv_idx)threadIdx.x;\n"
                     "  const opv_idx i = t_ / " + std::to_string(kWarp) + ";  // one warp per output\n"
                     "  const int lane = (int)(threadIdx.x % " + std::to_string(kWarp) + ");\n"

@@ -21,12 +21,16 @@ struct Ctx {
   bool split = false;  // one warp per output (`lane` in scope; Gemm/MatMul), see kSplitMaxOutputs
   mutable std::string globals{};  // module-scope declarations a family needs (helpers, workspaces)
   mutable int64_t cluster = 0;    // > 0: the family's blocks run as thread-block clusters of this many
+  mutable bool late_entry = false;  // the body states OPV_KERNEL_ENTRY() itself (kEntryOpenLate)
   // The code that ends a split reduction (warp sum, lanes 1.. leave).
   std::string reduce_end() const { return split ? "  acc = opv_warp_sum(acc);\n  if (lane != 0) return;\n" : ""; }
   const Buffer& in(size_t j) const { return p.buffers.at(size_t(c.inputs.at(j))); }
   bool has(size_t j) const { return j < c.inputs.size() && c.inputs[j] >= 0; }
   const Buffer& out(size_t j = 0) const { return p.buffers.at(size_t(c.outputs.at(j))); }
   std::string in_name(size_t j) const { return "in" + std::to_string(j); }
+  // Input j is a plan Constant (weights): no kernel writes it, so it may be read before
+  // OPV_KERNEL_ENTRY() (kEntryOpenLate).
+  bool const_input(size_t j) const { return has(j) && in(j).kind == BufferKind::Constant; }
 };
 
 extern const char* kPrelude;     // helpers every generated source starts with (F16 conversions, ...)
@@ -34,6 +38,10 @@ extern const char* kPrelude;     // helpers every generated source starts with (
 // OPV_KERNEL_ENTRY() (kPrelude: the programmatic-dependent-launch prologue where the kernel is
 // compiled with it, kernel attr "cuda_pdl"; nothing otherwise).
 constexpr const char* kEntryOpen = ") {\n  OPV_KERNEL_ENTRY();\n";
+// Kernels with a weight prologue open with kEntryOpenLate and state OPV_KERNEL_ENTRY() themselves,
+// after loads of buffers no kernel writes alone (const_input: plan Constants), before any other
+// global-memory access: with --cuda-pdl prefetch those loads overlap the kernel before.
+constexpr const char* kEntryOpenLate = ") {\n";
 extern const char* kMmaHelpers;  // module-scope PTX helpers of the mma kernels (ldmatrix, mma.sync, cp.async)
 extern const char* kClusterHelpers;  // cluster barrier and peer shared-memory load (compute_90+)
 

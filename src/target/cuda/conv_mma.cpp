@@ -143,6 +143,10 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
       << "    ws[r * LDW + kk] = Wg[r * K + kk];\n  }\n";
   if (s.Kp > s.K)
     b << "  for (int e = tid; e < MG * (KP - K); e += 128) ws[(e / (KP - K)) * LDW + K + e % (KP - K)] = 0;\n";
+  // The weight prologue (kEntryOpenLate): with W a plan Constant its rows are staged before the
+  // wait for the kernels before this one, X's after it.
+  x.late_entry = x.const_input(1);
+  if (x.late_entry) b << "  OPV_KERNEL_ENTRY();  // W above is weights: no kernel writes it\n";
   // X's rows (c, kh): input row oh * sh - ph + kh * dh, columns ia .. ia + CW - 1.
   const std::string ih = "oh * " + I(s.sh) + " - " + I(s.ph) + " + (r % " + I(s.KH) + ") * " + I(s.dh);
   if (s.vec_x)

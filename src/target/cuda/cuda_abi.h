@@ -51,9 +51,11 @@
 //                      (Options::cluster) those split layers instead run a tile's blocks as one
 //                      thread-block cluster (the PTX requires it: .reqnctapercluster; the backend
 //                      opts clusters wider than 8 in) and keep no workspace.
-//                      Kernel attr "cuda_pdl" = 1 or 2 (compute_90+, Options::pdl): the kernel's
-//                      first statement is griddepcontrol.wait (2: griddepcontrol.launch_dependents
-//                      before it), before any memory access, so the backend may make the graph
+//                      Kernel attr "cuda_pdl" = 1, 2 or 3 (compute_90+, Options::pdl): the kernel
+//                      executes griddepcontrol.wait (2: griddepcontrol.launch_dependents before it,
+//                      3: after it) before any access of memory a kernel writes; before the wait it
+//                      may only read plan Constants (the weight prologues of the tensor-core convs,
+//                      the ConvFFN, the depthwise pairs and the GEMV chains), so the backend may make the graph
 //                      edges from kernel nodes into it programmatic (CU_GRAPH_DEPENDENCY_TYPE_
 //                      PROGRAMMATIC, from port CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC): its blocks
 //                      may be launched once every block of the kernels before it has executed

@@ -309,29 +309,41 @@ Generated ffn(const Plan& p, const Call& c) {
     << "    const int row = row0 + (lane & 15), cc = (col >> 3) + (lane >> 4);\n"
     << "    opv_ldsm4(r, slab + row * 64 + ((cc ^ (row & 7)) * 8));\n"
     << "  };\n";
+  // The weight prologue (kEntryOpenLate): with W1 and W2 plan Constants the first slabs are issued
+  // before the wait for the kernels before this one, X after it.
+  const bool late = buf(1).kind == BufferKind::Constant && buf(3).kind == BufferKind::Constant;
+  std::ostringstream xl;  // X's staging
   if (DK)
     ;  // X is computed below, while the first slabs are in flight
   else if (nhwc)
-    b << "  for (int e = tid; e < BN * (CIN / 8); e += " << nts << ") {\n"
+    xl << "  for (int e = tid; e < BN * (CIN / 8); e += " << nts << ") {\n"
       << "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
       << "    const opv_idx q = p0 + pp;\n"
       << "    const bool ok = q < P;\n"
       << "    opv_cp16(Xs + pp * LDXN + cc, ok ? Xg + q * CIN + cc : Xg, ok);\n  }\n";
   else if (s.P % 8 == 0)
-    b << "  for (int e = tid; e < CIN * BN / 8; e += " << nts << ") {\n"
+    xl << "  for (int e = tid; e < CIN * BN / 8; e += " << nts << ") {\n"
       << "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
       << "    const opv_idx q = p0 + pp;\n"
       << "    const bool ok = q < P;\n"
       << "    opv_cp16(Xs + r * LDX + pp, ok ? Xg + r * P + q : Xg, ok);\n  }\n";
   else
-    b << "  for (int e = tid; e < CIN * BN; e += " << nts << ") {\n"
-      << "    const int r = e / BN, pp = e % BN;\n"
-      << "    const opv_idx q = p0 + pp;\n"
-      << "    Xs[r * LDX + pp] = q < P ? Xg[r * P + q] : (unsigned short)0;\n  }\n";
+    xl << "  for (int e = tid; e < CIN * BN; e += " << nts << ") {\n"
+       << "    const int r = e / BN, pp = e % BN;\n"
+       << "    const opv_idx q = p0 + pp;\n"
+       << "    Xs[r * LDX + pp] = q < P ? Xg[r * P + q] : (unsigned short)0;\n  }\n";
   // Groups: the first holds X and slab 0; then one per slab (empty past the last), so before
-  // slab q is used `wait_group NB - 2` leaves only slabs q+1 .. q+NB-2 in flight.
+  // slab q is used `wait_group NB - 2` leaves only slabs q+1 .. q+NB-2 in flight. With the weight
+  // prologue X's cp.async group comes last, and the kernel waits for every group once before the
+  // first slab.
+  const bool x_async = !DK && (nhwc || s.P % 8 == 0);
+  if (!late) b << xl.str();
   b << "#pragma unroll\n  for (int q = 0; q < NB - 1; ++q) {\n"
     << "    issue(q);\n    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  }\n";
+  if (late) {
+    b << "  OPV_KERNEL_ENTRY();  // the slabs above are weights: no kernel writes them\n" << xl.str();
+    if (x_async) b << "  asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group 0;\" ::: \"memory\");\n";
+  }
   if (DK) {
     // The depthwise conv's outputs of the tile into Xs (the kernel comment): taps in the depthwise
     // pair kernel's order (kh, then kw; fmaf from 0, zero outside the map), then the bias.
@@ -618,7 +630,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << kMmaHelpers << workspace << "extern \"C\" __global__ void "
       << (cluster ? "__cluster_dims__(" + std::to_string(s.S) + ", 1, 1) " : std::string()) << "__launch_bounds__(" << NT
       << ") " << gen.entry << "(" << params
-      << kEntryOpen
+      << (late ? kEntryOpenLate : kEntryOpen)
       << b.str() << "}\n";
   gen.source = src.str();
   gen.global = {s.blocks() * NT, 0, 0};

@@ -265,6 +265,12 @@ Generated heads(const Plan& p, const Call& c) {
     }
     if (at != numel(Y.shape)) return gen.why = "GEMV chain Concat columns", gen;
   }
+  // The weight prologue (kEntryOpenLate): with every chain's weights and biases plan Constants they
+  // are loaded into registers before the wait for the kernels before this one; the vectors (and
+  // block 0's copy of the common input, then at the end) after it.
+  bool late = true;
+  for (size_t j = 0; j < c.inputs.size(); ++j)
+    if (j % stride != 0 && c.inputs[j] >= 0) late &= p.buffers.at(size_t(c.inputs[j])).kind == BufferKind::Constant;
   int64_t hmax = 8;
   // Members whose code is the same (shapes, bias and output types, post-ops) share it: the member
   // picks its pointers (pa, pw<l>, pb<l>, py) and runs the group's code, so the kernel holds one
@@ -333,6 +339,7 @@ Generated heads(const Plan& p, const Call& c) {
     for (size_t l = 0; l < size_t(L); ++l) {
       const Layer& y = ls[l];
       const bool last = l + 1 == size_t(L);
+      if (l == 0 && late) body << "    OPV_KERNEL_ENTRY();  // the registers above hold weights: no kernel writes them\n";
       body << "    {  // layer " << l << ": " << y.N << " x " << y.K << "\n";
       if (l > 0) body << "      opv_cluster_wait();  // layer " << l - 1 << "'s vector in every block\n";
       body << "      opv_u4 x[" << y.Q << "];\n"
@@ -400,14 +407,14 @@ Generated heads(const Plan& p, const Call& c) {
       << " GEMVs, a thread-block cluster each) -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n" << kDot8 << kMmaHelpers << kClusterHelpers
       << "extern \"C\" __global__ void __cluster_dims__(" << kHeadsCluster << ", 1, 1) __launch_bounds__("
-      << kHeadsWarps * kWarp << ") " << gen.entry << "(" << params << kEntryOpen
+      << kHeadsWarps * kWarp << ") " << gen.entry << "(" << params << (late ? kEntryOpenLate : kEntryOpen)
       << "  __shared__ __align__(16) unsigned short opv_h[2][" << hmax << "];  // the layers' vectors, alternately\n"
       << "  const int g = (int)(blockIdx.x / " << kHeadsCluster << ");  // the chain: one cluster each\n"
       << "  const int rank = (int)(blockIdx.x % " << kHeadsCluster << "), lane = (int)(threadIdx.x % " << kWarp
       << ");\n"
       << "  const int row0 = rank * " << kHeadsWarps << " + (int)(threadIdx.x / " << kWarp << ");\n"
       << "  asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\" ::: \"memory\");  // waited on before the first stores into peers\n"
-      << copy_a << body.str() << "}\n";
+      << (late ? "" : copy_a) << body.str() << (late ? copy_a : "") << "}\n";
   gen.source = src.str();
   gen.global = {int64_t(n) * kHeadsCluster * kHeadsWarps * kWarp, 0, 0};
   gen.local = {kHeadsWarps * kWarp, 0, 0};

@@ -35,9 +35,14 @@ enum class PdlMode : uint8_t {
           // H100 the fixture ran 1.26x slower so (BENCHMARKS.md, CUDA session 19); likely the early
           // blocks take SM room the running kernel's successors would have spread over (not
           // profiled).
+  Prefetch,  // the kernel first loads what no kernel writes (weights, biases: the generators that
+             // have such a prologue, kEntryOpenLate), then griddepcontrol.wait, then
+             // griddepcontrol.launch_dependents: the next kernel's blocks are launched once every
+             // block of this one is past its wait, so at most one kernel ahead sits on the SMs,
+             // loading its weights while this one runs (attr and meta 3).
 };
-const char* pdl_mode_name(PdlMode m);  // "off", "on", "early"
-// Throws opv::Error unless `s` is off, on or early.
+const char* pdl_mode_name(PdlMode m);  // "off", "on", "early", "prefetch"
+// Throws opv::Error unless `s` is off, on, early or prefetch.
 PdlMode parse_pdl_mode(const std::string& s);
 
 // The code generators' sizing targets that a compile may override (compile --cuda-tune KEY=N,...;

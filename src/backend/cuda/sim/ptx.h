@@ -41,14 +41,20 @@ struct SimError : std::runtime_error {
 // Device allocations: [base, base + bytes) ranges of host memory standing in for device memory.
 class Memory {
  public:
-  void add(uint64_t base, uint64_t bytes) { ranges_[base] = bytes; }
+  void add(uint64_t base, uint64_t bytes) { ranges_[base] = Range{bytes, false}; }
   void remove(uint64_t base) { ranges_.erase(base); }
   bool contains(uint64_t base) const { return ranges_.count(base) != 0; }
-  // The allocation holding [addr, addr + bytes), or false.
-  bool find(uint64_t addr, uint64_t bytes, uint64_t* base, uint64_t* size) const;
+  // The allocation holding [addr, addr + bytes), or false; *written (optional): its flag "a kernel
+  // has stored into it" (set by the executor; reads of an allocation no kernel writes, such as the
+  // weights, may come before griddepcontrol.wait).
+  bool find(uint64_t addr, uint64_t bytes, uint64_t* base, uint64_t* size, bool** written = nullptr);
 
  private:
-  std::map<uint64_t, uint64_t> ranges_;
+  struct Range {
+    uint64_t bytes;
+    bool kernel_written;
+  };
+  std::map<uint64_t, Range> ranges_;
 };
 
 struct Instr;  // ptx.cpp
@@ -112,7 +118,7 @@ struct Dim3 {
 // the device's limits; here only against what the simulator addresses, 16 MiB a block).
 // Throws SimError naming the kernel, the instruction and the fault; also once the threads have run
 // `max_steps` instructions in all (0: no bound; the fuzz target bounds hostile loops with it).
-void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem,
+void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, Memory& mem,
             uint64_t max_steps = 0, uint32_t dynamic_shared = 0);
 
 }  // namespace opv::cudasim

@@ -25,6 +25,7 @@ struct Thread {
   uint32_t arrivals = 0, wait_for = 0;  // barrier.cluster phases
   uint64_t* r = nullptr;
   uint64_t cache_base = 0, cache_size = 0;  // the allocation last hit
+  bool* cache_written = nullptr;            // its Memory flag "a kernel has stored into it"
   uint8_t* local = nullptr;                   // its local memory (Kernel::local_bytes)
   bool dep_waited = true;  // false until griddepcontrol.wait in a kernel that has one
 };
@@ -110,7 +111,7 @@ struct Launch {
   const Kernel& k;
   Dim3 grid, block;
   const uint8_t* params;
-  const Memory& mem;
+  Memory& mem;
   uint32_t cluster_blocks = 1;
   uint32_t threads_per_block = 0;
   uint32_t dynamic_shared = 0;  // the launch's dynamic shared memory, from k.dynamic_base
@@ -121,7 +122,7 @@ struct Launch {
   int trace_thread = -1;  // OPV_CUDASIM_TRACE=N: thread N of block (0,0,0), every instruction to stderr
   uint64_t steps_left = ~0ull;  // the launch's instruction budget (launch's max_steps)
 
-  Launch(const Kernel& kernel, Dim3 g, Dim3 b, const uint8_t* p, const Memory& m)
+  Launch(const Kernel& kernel, Dim3 g, Dim3 b, const uint8_t* p, Memory& m)
       : k(kernel), grid(g), block(b), params(p), mem(m) {}
 
   [[noreturn]] void fault(const Thread& t, const std::string& what) const {
@@ -159,14 +160,18 @@ struct Launch {
     }
     switch (space) {
       case Space::Global: {
-        if (!t.dep_waited)
-          fault(t, std::string(write ? "write" : "read") + " of global memory before griddepcontrol.wait (with a "
-                   "programmatic dependent launch it could race the kernels before this one)");
         if (!(addr >= t.cache_base && addr + bytes <= t.cache_base + t.cache_size && addr + bytes > addr)) {
-          if (!mem.find(addr, bytes, &t.cache_base, &t.cache_size))
+          if (!mem.find(addr, bytes, &t.cache_base, &t.cache_size, &t.cache_written))
             fault(t, std::string(write ? "write" : "read") + " of " + std::to_string(bytes) + " bytes at " +
                          hex(addr) + " outside every device allocation");
         }
+        // Before griddepcontrol.wait a kernel may only read memory no kernel writes (the weights):
+        // with a programmatic dependent launch anything else could race the kernels before it.
+        if (!t.dep_waited && (write || *t.cache_written))
+          fault(t, std::string(write ? "write" : "read of memory a kernel writes") +
+                       " before griddepcontrol.wait (with a programmatic dependent launch it could race the "
+                       "kernels before this one)");
+        if (write) *t.cache_written = true;
         return reinterpret_cast<uint8_t*>(addr);
       }
       case Space::Shared:
@@ -1008,7 +1013,7 @@ void Launch::run_cluster(const uint32_t first[3]) {
 
 }  // namespace
 
-void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, const Memory& mem, uint64_t max_steps,
+void launch(const Kernel& k, Dim3 grid, Dim3 block, const uint8_t* params, Memory& mem, uint64_t max_steps,
             uint32_t dynamic_shared) {
   const uint64_t tpb = uint64_t(block.x) * block.y * block.z;
   if (tpb == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0) throw SimError("cudasim: kernel '" + k.name + "': empty launch");

@@ -17,13 +17,14 @@
 
 namespace opv::cudasim {
 
-bool Memory::find(uint64_t addr, uint64_t bytes, uint64_t* base, uint64_t* size) const {
+bool Memory::find(uint64_t addr, uint64_t bytes, uint64_t* base, uint64_t* size, bool** written) {
   auto it = ranges_.upper_bound(addr);
   if (it == ranges_.begin()) return false;
   --it;
-  if (addr < it->first || addr + bytes > it->first + it->second || addr + bytes < addr) return false;
+  if (addr < it->first || addr + bytes > it->first + it->second.bytes || addr + bytes < addr) return false;
   *base = it->first;
-  *size = it->second;
+  *size = it->second.bytes;
+  if (written) *written = &it->second.kernel_written;
   return true;
 }
 
