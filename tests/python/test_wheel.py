@@ -25,12 +25,27 @@ def run(cmd, timeout, **kw):
     return p
 
 
+def build_compilers(binary):
+    """CC / CXX of the CMake build that made `binary` (its CMakeCache.txt), so that the wheel's build
+    compiles with the same command lines and ccache (CMakeLists.txt) reuses that build's objects;
+    empty where there is no cache to read."""
+    cache = pathlib.Path(binary).resolve().parent / "CMakeCache.txt"
+    env = {}
+    if cache.is_file():
+        for line in cache.read_text(errors="replace").splitlines():
+            for var, key in (("CC", "CMAKE_C_COMPILER:"), ("CXX", "CMAKE_CXX_COMPILER:")):
+                if line.startswith(key):
+                    env[var] = line.split("=", 1)[1]
+    return env
+
+
 def test_wheel_builds_installs_and_runs(cli, tmp_path):
     wheels = tmp_path / "wheels"
     # --no-build-isolation would need scikit-build-core and nanobind here already; with isolation
     # pip fetches the build requirements of pyproject.toml, as a user's `pip install .` does.
     run([sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "-w", wheels, "-q"], timeout=1800,
-        env={**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")})
+        env={**os.environ, **build_compilers(cli.path),
+             "CMAKE_BUILD_PARALLEL_LEVEL": os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")})
     built = sorted(wheels.glob("opvision-*.whl"))
     assert len(built) == 1, built
     venv = tmp_path / "venv"
