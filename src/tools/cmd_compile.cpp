@@ -79,11 +79,12 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-heads", "on|off", "cuda: with --cuda-cluster on, chains of batched GEMVs (the output heads' "
               "MLPs, each layer reading the one before alone) as one launch, a thread-block cluster per head "
               "(compute_90+; bit-identical); off keeps a launch per layer. Recorded in the plan when off", "on")
-      .option("--cuda-pdl", "off|on|early|prefetch", "cuda: programmatic dependent launch (compute_90+): programmatic graph "
-              "edges between kernels, each kernel waiting for the ones before it at its start; on: the next kernel is "
+      .option("--cuda-pdl", "off|on|early|prefetch|tail", "cuda: programmatic dependent launch (compute_90+): programmatic graph "
+              "edges between kernels, each kernel waiting for the ones before it at its start (kernels with a weight "
+              "prologue: after loading their weights); on: the next kernel is "
               "launched as this one's blocks exit; early: as soon as they have all started (they wait on the SMs); "
-              "prefetch: as soon as they are all past their wait, the kernels with a weight prologue loading their "
-              "weights before waiting (one kernel ahead); "
+              "prefetch: as soon as they are all past their wait (one kernel ahead); tail: as they finish their main "
+              "loop; "
               "off: ordinary edges (the default: on the H100 early is slower and on no faster). Recorded in "
               "the plan when not off", "off")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "

@@ -452,6 +452,20 @@ TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
         const size_t wait = k.source.find("griddepcontrol.wait");
         EXPECT_EQ(k.source.find("ld.global"), k.source.find("ld.global", wait)) << k.name << ": no global load before the wait";
       }
+    // tail: the wait first, the release after the main loop in the kernels that have one
+    const plan::Plan tail = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::Tail));
+    EXPECT_EQ(tail.meta.i("cuda_pdl", 0), 4);
+    int released = 0;
+    for (const plan::Kernel& k : tail.kernels) {
+      EXPECT_EQ(k.attrs.i("cuda_pdl", 0), 4) << k.name;
+      const size_t launch = k.source.find("griddepcontrol.launch_dependents"), wait = k.source.find("griddepcontrol.wait");
+      ASSERT_NE(wait, std::string::npos) << k.name;
+      if (launch != std::string::npos) {
+        EXPECT_LT(wait, launch) << k.name;
+        ++released;
+      }
+    }
+    EXPECT_GT(released, 0) << "kernels with a main loop release the next one after it";
     const plan::Plan off = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::Off));
     EXPECT_FALSE(off.meta.has("cuda_pdl")) << "off is the default";
     EXPECT_EQ(plan::cuda::Options::from_meta(off.meta).pdl, PdlMode::Off);
@@ -535,7 +549,8 @@ TEST(CudaPdl, ProgrammaticEdgesMatchOrdinaryOnesBitForBitOnTheDevice) {
   // kernel writes)
   const std::vector<PdlMode> modes = test::on_cudasim()
                                          ? std::vector<PdlMode>{PdlMode::On, PdlMode::Prefetch}
-                                         : std::vector<PdlMode>{PdlMode::On, PdlMode::Early, PdlMode::Prefetch};
+                                         : std::vector<PdlMode>{PdlMode::On, PdlMode::Early, PdlMode::Prefetch,
+                                                                PdlMode::Tail};
   std::vector<NetCase> nets(std::begin(kNets), std::end(kNets));
   nets.push_back({"dynamic_weights", dynamic_weights});
   for (const PdlMode mode : modes)

@@ -282,11 +282,11 @@ def _compile_cuda90(cli, model, art, *extra):
 
 
 def test_cuda_pdl_switch(cli, tmp_path):
-    """compile --cuda-pdl off|on|early|prefetch (target cuda): the choice is recorded in the plan
-    meta unless it is the default (off): cuda_pdl=1 for on, 2 for early, 3 for prefetch; a value
-    outside the four is a usage error naming the option. Compile only (NVRTC, no GPU); skipped where
+    """compile --cuda-pdl off|on|early|prefetch|tail (target cuda): the choice is recorded in the
+    plan meta unless it is the default (off): cuda_pdl=1 for on, 2 for early, 3 for prefetch, 4 for
+    tail; a value outside the five is a usage error naming the option. Compile only (NVRTC, no GPU); skipped where
     this build has no cuda target or no NVRTC."""
-    model = _cuda_help_and_model(cli, tmp_path, "--cuda-pdl off|on|early|prefetch", "programmatic dependent launch")
+    model = _cuda_help_and_model(cli, tmp_path, "--cuda-pdl off|on|early|prefetch|tail", "programmatic dependent launch")
 
     def meta(name, *extra):
         return _compile_cuda90(cli, model, tmp_path / f"{name}.opv", *extra)[0]
@@ -296,8 +296,9 @@ def test_cuda_pdl_switch(cli, tmp_path):
     assert " cuda_pdl=1 " in meta("on", "--cuda-pdl", "on")
     assert " cuda_pdl=2 " in meta("early", "--cuda-pdl", "early")
     assert " cuda_pdl=3 " in meta("prefetch", "--cuda-pdl", "prefetch")
+    assert " cuda_pdl=4 " in meta("tail", "--cuda-pdl", "tail")
     p = cli.run("compile", model, "-o", tmp_path / "bad.opv", "--target", "cuda", "--cuda-pdl", "maybe")
-    assert p.returncode != 0 and "--cuda-pdl" in p.stderr and "off, on, early or prefetch" in p.stderr, describe(p)
+    assert p.returncode != 0 and "--cuda-pdl" in p.stderr and "off, on, early, prefetch or tail" in p.stderr, describe(p)
 
 
 def test_cuda_tune_option(cli, tmp_path):

@@ -57,14 +57,21 @@ const char* kPrelude = R"(// opvision CUDA prelude (src/target/cuda/codegen.cpp)
 // kernel's first access of memory a kernel writes (only weights may be read before it); with
 // OPV_PDL 2 (PdlMode::Early) first let the kernels after this one be launched, with OPV_PDL 3
 // (PdlMode::Prefetch) right after the wait.
-#if defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL >= 3
+// With OPV_PDL 4 (PdlMode::Tail) the kernels that have a main loop release the next kernel after
+// it (OPV_PDL_TRIGGER()), the others as their blocks exit.
+#if defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL == 3
 #define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
-#elif defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL >= 2
+#elif defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL == 2
 #define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory")
 #elif defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.wait;" ::: "memory")
 #else
 #define OPV_KERNEL_ENTRY() ((void)0)
+#endif
+#if defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL == 4
+#define OPV_PDL_TRIGGER() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define OPV_PDL_TRIGGER() ((void)0)
 #endif
 __device__ __forceinline__ float opv_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ unsigned short opv_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
@@ -526,6 +533,7 @@ std::string matmul(const Ctx& x, std::string* why) {
       << "#pragma unroll\n  for (int q = 0; q < " << chunks << "; ++q) {\n"
       << "    const opv_idx kk = lane * 8 + q * " << 8 * kWarp << ";\n"
       << "    if (kk < " << I(K) << ") acc = opv_dot8(*(const opv_u4*)(in0 + a0 + m * " << I(K) << " + kk), wq[q], acc);\n  }\n"
+      << "  OPV_PDL_TRIGGER();  // the next kernel may be launched\n"
       << x.reduce_end();
   } else if (vec) {
     x.globals += kDot8;
@@ -1166,6 +1174,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     << "    }\n"
     << "    __syncthreads();\n"
     << "  }\n"
+    << "  OPV_PDL_TRIGGER();  // the main loop is done: the next kernel may be launched\n"
     // Accumulators -> shared memory (per K group), then one output per thread and step, adjacent
     // threads on adjacent pixels.
     << "  {\n    const int g = lane >> 2, t = lane & 3;\n"
@@ -1721,7 +1730,8 @@ Generated dw_pair(const Plan& p, const Call& c) {
     << ";  // what the second conv reads: the stored value\n    }\n  }\n"
     << "  __syncthreads();\n";
   // The second conv on the band's rows (row R0 + i: ts rows i .. i + kb - 1).
-  b << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << NS << ";\n"
+  b << "  OPV_PDL_TRIGGER();  // the second conv is left: the next kernel may be launched\n"
+    << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << NS << ";\n"
     << "  for (int e = tid; e < nout; e += " << kDwPairThreads << ") {\n"
     << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ";\n";
   conv_acc("ts", kb, TW, "wb", 4, npo[0], npo[1]);

@@ -186,7 +186,8 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
     << "      unsigned af[4];\n"
     << "      opv_ldsm4(af, ws + (mt * 16 + (lane & 15)) * LDW + ks * 16 + (lane >> 4) * 8);\n"
     << "      opv_mma(acc[mt], af, bf);\n"
-    << "    }\n  }\n";
+    << "    }\n  }\n"
+    << "  OPV_PDL_TRIGGER();  // the main loop is done: the next kernel may be launched\n";
   // Accumulator r of m-tile mt: channel mt * 16 + g (+ 8 for r >= 2), pixel 2t (+ 1 for odd r).
   // fp16 NCHW outputs of an even width: the two pixels of a pair in one 4-byte store.
   const bool pair = Y.dtype == DType::F16 && Y.layout == Layout::Linear && s.OW % 2 == 0;

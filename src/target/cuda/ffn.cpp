@@ -514,6 +514,7 @@ Generated ffn(const Plan& p, const Call& c) {
              "        opv_mma(acc2[j][1], a, b1);\n")
     << "      }\n    }\n"
     << "  }\n"
+    << "  OPV_PDL_TRIGGER();  // the main loop is done: the next kernel may be launched\n"
     << "  asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n";
   // The block's partial tile in fragment order from `dst` (float4 j of thread tid is acc2[j / NWT]
   // [j % NWT][0..3], stored at [j][tid]: a warp writes 512 contiguous bytes), as both split forms

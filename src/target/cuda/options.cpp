@@ -15,7 +15,7 @@ constexpr const char* kStageKey = "cuda_stage";  // 1 = FastViT blocks as one ke
 constexpr const char* kHeadsKey = "cuda_heads";  // 0 = a launch per GEMV layer (absent = chains fused, the default)
 constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept apart (absent = fused, the default)
 constexpr const char* kClusterKey = "cuda_cluster";  // 0 = split ConvFFN partials through global memory (absent = clusters)
-constexpr const char* kPdlKey = "cuda_pdl";  // PdlMode as 0 off, 1 on, 2 early, 3 prefetch (absent = off, the default)
+constexpr const char* kPdlKey = "cuda_pdl";  // PdlMode as 0 off, 1 on, 2 early, 3 prefetch, 4 tail (absent = off, the default)
 constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
 constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = every target its default)
 // TuneKey order. Defaults: ffn.cpp (run 10, 96 blocks over the split), codegen.cpp's 1x1 split-K
@@ -45,14 +45,15 @@ const char* pdl_mode_name(PdlMode m) {
     case PdlMode::On: return "on";
     case PdlMode::Early: return "early";
     case PdlMode::Prefetch: return "prefetch";
+    case PdlMode::Tail: return "tail";
   }
   return "?";
 }
 
 PdlMode parse_pdl_mode(const std::string& s) {
-  for (PdlMode m : {PdlMode::Off, PdlMode::On, PdlMode::Early, PdlMode::Prefetch})
+  for (PdlMode m : {PdlMode::Off, PdlMode::On, PdlMode::Early, PdlMode::Prefetch, PdlMode::Tail})
     if (s == pdl_mode_name(m)) return m;
-  fail("cuda pdl must be off, on, early or prefetch, got '", s, "'");
+  fail("cuda pdl must be off, on, early, prefetch or tail, got '", s, "'");
 }
 
 const TuneSpec& tune_spec(TuneKey k) { return kTuneSpecs[int(k)]; }
@@ -193,7 +194,7 @@ Options Options::from_meta(const Attrs& meta) {
   OPV_CHECK(hd == 0 || hd == 1, "plan meta ", kHeadsKey, " must be 0 or 1, got ", hd);
   o.fuse_heads = hd != 0;
   const int64_t pdl = meta.i(kPdlKey, int64_t(o.pdl));
-  OPV_CHECK(pdl >= 0 && pdl <= 3, "plan meta ", kPdlKey, " must be 0, 1, 2 or 3, got ", pdl);
+  OPV_CHECK(pdl >= 0 && pdl <= 4, "plan meta ", kPdlKey, " must be 0 to 4, got ", pdl);
   o.pdl = PdlMode(pdl);
   o.layout = parse_layout_choice(meta.s(kLayoutKey, layout_choice_name(o.layout)));
   o.tune = Tune::parse(meta.s(kTuneMetaKey, ""));

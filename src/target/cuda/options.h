@@ -40,9 +40,13 @@ enum class PdlMode : uint8_t {
              // griddepcontrol.launch_dependents: the next kernel's blocks are launched once every
              // block of this one is past its wait, so at most one kernel ahead sits on the SMs,
              // loading its weights while this one runs (attr and meta 3).
+  Tail,      // griddepcontrol.wait first (as On); the kernels with a main loop (the tensor-core
+             // convs, the ConvFFN, the depthwise pairs, the GEMVs) release the next kernel after
+             // it (OPV_PDL_TRIGGER()), before their epilogue, the others as their blocks exit
+             // (attr and meta 4).
 };
-const char* pdl_mode_name(PdlMode m);  // "off", "on", "early", "prefetch"
-// Throws opv::Error unless `s` is off, on, early or prefetch.
+const char* pdl_mode_name(PdlMode m);  // "off", "on", "early", "prefetch", "tail"
+// Throws opv::Error unless `s` is off, on, early, prefetch or tail.
 PdlMode parse_pdl_mode(const std::string& s);
 
 // The code generators' sizing targets that a compile may override (compile --cuda-tune KEY=N,...;
