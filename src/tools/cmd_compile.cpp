@@ -85,7 +85,8 @@ int cmd_compile(int argc, char** argv) {
               "launched as this one's blocks exit; early: as soon as they have all started (they wait on the SMs); "
               "prefetch: as soon as they are all past their wait (one kernel ahead); tail: as they finish their main "
               "loop; "
-              "off: ordinary edges (the default: on the H100 early is slower and on no faster). Recorded in "
+              "off: ordinary edges (the default: early and prefetch are slower; on is 2.4 % faster on the H200, "
+              "not yet timed on the H100 with the weight prologues; BENCHMARKS.md). Recorded in "
               "the plan when not off", "off")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "

@@ -131,8 +131,11 @@ struct Options {
   // Programmatic dependent launch (compute_90+, PdlMode; kernel attr "cuda_pdl", cuda_abi.h): the
   // backend joins consecutive launches by programmatic graph edges, and each kernel waits
   // (griddepcontrol.wait), before its first memory access, until the kernels before it have
-  // finished and their writes are visible. compile --cuda-pdl off|on|early. Off by default: early
-  // is slower on the H100 (session 19) and on no faster (0.296 vs 0.296 ms, run 32, session 20).
+  // finished and their writes are visible (kernels with a weight prologue load their weights
+  // first). compile --cuda-pdl off|on|early|prefetch|tail. Off by default: early is slower on the
+  // H100 (session 19), prefetch on the H200 (0.267 vs 0.249 ms, run 40); on was no faster on the
+  // H100 before the weight prologues (0.296 vs 0.296 ms, run 32) and is 2.4 % faster on the H200
+  // with them (0.243 vs 0.249 ms, run 40): one GPU kind, one run, so not yet the default.
   PdlMode pdl = PdlMode::Off;
   // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
