@@ -1653,7 +1653,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
   // The weight prologue (kEntryOpenLate): with the taps and biases plan Constants they are loaded
   // before the wait for the kernels before this one, the input rows after it.
   bool late = true;
-  for (size_t j : {1, 2, 3, 4}) late &= c.inputs[j] < 0 || p.buffers.at(size_t(c.inputs[j])).kind == BufferKind::Constant;
+  for (size_t j : {1, 2, 3, 4}) late &= weight_input(p, c, j);
   std::ostringstream xl;  // the input rows' staging
   if (V == 1) {
     xl << "  for (int e = tid; e < " << XH * XW << "; e += " << kDwPairThreads << ") {\n"

@@ -12,6 +12,12 @@
 
 namespace opv::plan::cuda::detail {
 
+// Input j of call c is absent or a plan Constant: no kernel writes it, so a weight prologue may
+// read it before OPV_KERNEL_ENTRY() (kEntryOpenLate).
+inline bool weight_input(const Plan& p, const Call& c, size_t j) {
+  return j >= c.inputs.size() || c.inputs[j] < 0 || p.buffers.at(size_t(c.inputs[j])).kind == BufferKind::Constant;
+}
+
 // One call being generated: its plan, kernel and what the families share.
 struct Ctx {
   const Plan& p;
@@ -30,7 +36,7 @@ struct Ctx {
   std::string in_name(size_t j) const { return "in" + std::to_string(j); }
   // Input j is a plan Constant (weights): no kernel writes it, so it may be read before
   // OPV_KERNEL_ENTRY() (kEntryOpenLate).
-  bool const_input(size_t j) const { return has(j) && in(j).kind == BufferKind::Constant; }
+  bool const_input(size_t j) const { return has(j) && weight_input(p, c, j); }
 };
 
 extern const char* kPrelude;     // helpers every generated source starts with (F16 conversions, ...)

@@ -311,22 +311,22 @@ Generated ffn(const Plan& p, const Call& c) {
     << "  };\n";
   // The weight prologue (kEntryOpenLate): with W1 and W2 plan Constants the first slabs are issued
   // before the wait for the kernels before this one, X after it.
-  const bool late = buf(1).kind == BufferKind::Constant && buf(3).kind == BufferKind::Constant;
+  const bool late = weight_input(p, c, 1) && weight_input(p, c, 3);
   std::ostringstream xl;  // X's staging
   if (DK)
     ;  // X is computed below, while the first slabs are in flight
   else if (nhwc)
     xl << "  for (int e = tid; e < BN * (CIN / 8); e += " << nts << ") {\n"
-      << "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
-      << "    const opv_idx q = p0 + pp;\n"
-      << "    const bool ok = q < P;\n"
-      << "    opv_cp16(Xs + pp * LDXN + cc, ok ? Xg + q * CIN + cc : Xg, ok);\n  }\n";
+       << "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
+       << "    const opv_idx q = p0 + pp;\n"
+       << "    const bool ok = q < P;\n"
+       << "    opv_cp16(Xs + pp * LDXN + cc, ok ? Xg + q * CIN + cc : Xg, ok);\n  }\n";
   else if (s.P % 8 == 0)
     xl << "  for (int e = tid; e < CIN * BN / 8; e += " << nts << ") {\n"
-      << "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
-      << "    const opv_idx q = p0 + pp;\n"
-      << "    const bool ok = q < P;\n"
-      << "    opv_cp16(Xs + r * LDX + pp, ok ? Xg + r * P + q : Xg, ok);\n  }\n";
+       << "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
+       << "    const opv_idx q = p0 + pp;\n"
+       << "    const bool ok = q < P;\n"
+       << "    opv_cp16(Xs + r * LDX + pp, ok ? Xg + r * P + q : Xg, ok);\n  }\n";
   else
     xl << "  for (int e = tid; e < CIN * BN; e += " << nts << ") {\n"
        << "    const int r = e / BN, pp = e % BN;\n"

@@ -270,7 +270,7 @@ Generated heads(const Plan& p, const Call& c) {
   // block 0's copy of the common input, then at the end) after it.
   bool late = true;
   for (size_t j = 0; j < c.inputs.size(); ++j)
-    if (j % stride != 0 && c.inputs[j] >= 0) late &= p.buffers.at(size_t(c.inputs[j])).kind == BufferKind::Constant;
+    if (j % stride != 0) late &= weight_input(p, c, j);
   int64_t hmax = 8;
   // Members whose code is the same (shapes, bias and output types, post-ops) share it: the member
   // picks its pointers (pa, pw<l>, pb<l>, py) and runs the group's code, so the kernel holds one
