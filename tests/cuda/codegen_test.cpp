@@ -1061,6 +1061,24 @@ plan::Plan lower_ffn_case_at(const F16Case& t, plan::cuda::LayoutChoice layout, 
   return lower(f16_graph(t, DType::F16), o);
 }
 
+// The pull-form cluster barriers in a split kernel's PTX (ConvFFN, split-K 1x1): the partials are
+// published with a release arrive, the peers' partials read (ld.shared::cluster) after it, and the
+// last barrier (no block leaves while a peer may still read it) arrives relaxed, after every
+// remote load: its release fence had waited for the kernel's output stores to be acknowledged.
+void expect_pull_barriers(const std::string& ptx) {
+  std::vector<size_t> arrives;
+  for (size_t at = ptx.find("barrier.cluster.arrive"); at != std::string::npos; at = ptx.find("barrier.cluster.arrive", at + 1))
+    arrives.push_back(at);
+  ASSERT_GE(arrives.size(), 2u) << "the partials' barrier and the exit barrier";
+  const auto line = [&](size_t at) { return ptx.substr(at, ptx.find('\n', at) - at); };
+  EXPECT_NE(line(arrives.front()).find(".release"), std::string::npos) << line(arrives.front());
+  EXPECT_NE(line(arrives.back()).find(".relaxed"), std::string::npos) << line(arrives.back());
+  const size_t last_remote = ptx.rfind("ld.shared::cluster");
+  ASSERT_NE(last_remote, std::string::npos);
+  EXPECT_GT(last_remote, arrives.front()) << "the peers' partials are read after they are published";
+  EXPECT_LT(last_remote, arrives.back()) << "every remote read before the exit barrier";
+}
+
 // From compute_90 the split layers' kernels declare a cluster of their S blocks (the PTX requires
 // it), unsplit layers and compute_80 plans never do, Options::cluster = false (meta cuda_cluster =
 // 0) keeps the global-memory partials; the attr can force the workspace form, and is refused where
@@ -1089,7 +1107,13 @@ TEST(CudaCodegen, FfnSplitLayersRunAsOneClusterFromCompute90) {
         if (nvrtc) {
           const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "ffn", "compute_90");
           EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(S)), std::string::npos);
+          expect_pull_barriers(ptx);
         }
+        // fc2's bias (the epilogue's operand) is loaded before the main loop, not after it, where
+        // the partials' release barrier would wait for the load.
+        const size_t bias = gen.source.find("pfb[r] = ");
+        ASSERT_NE(bias, std::string::npos) << "the split cases have fc2's bias";
+        EXPECT_LT(bias, gen.source.find("for (int ch = c_beg")) << "prefetched before the main loop";
       }
     }
     const plan::Plan p80 = lower_ffn_case_at(t, layout, "compute_80", true);
@@ -1132,8 +1156,9 @@ TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
         EXPECT_NE(gen.source.find("split-K " + std::to_string(S) + " x "), std::string::npos) << "a cluster is a tile's S blocks";
         EXPECT_EQ((gen.global[0] / gen.local[0]) % S, 0) << "the grid is whole clusters";
         if (nvrtc) {
-          EXPECT_NE(plan::cuda::compile_to_ptx(gen.source, "mma", arch).find(".reqnctapercluster " + std::to_string(S)),
-                    std::string::npos);
+          const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "mma", arch);
+          EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(S)), std::string::npos);
+          expect_pull_barriers(ptx);
         }
       }
   }

@@ -972,8 +972,16 @@ __device__ __forceinline__ float opv_ldcg(const float* p) { float v; asm volatil
 // of the cluster after it), the address of the same shared variable in block `rank` of the cluster
 // (mapa.shared::cluster), a 16-byte load and a 2-byte store at such an address, and the barrier's
 // halves (arrive with release, wait with acquire) for kernels that work between them.
+// opv_cluster_exit() is the last barrier of a kernel whose blocks read their peers' shared memory:
+// no block leaves while a peer may still read it. Its arrive is relaxed: each remote load before
+// it has returned (the stores before the barrier consumed its value), and the block has nothing
+// to publish to its peers, so the release fence is left out; that fence waited until the block's
+// global stores (the kernel's outputs) were acknowledged before the arrive.
 const char* kClusterHelpers = R"(__device__ __forceinline__ void opv_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void opv_cluster_exit() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void opv_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void opv_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
@@ -1208,7 +1216,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "    if (m < M && p < P) {\n"
       << "      const float sum = s4[e];\n"
       << (pf_cluster ? epilogue("e") : epi.str()) << "    }\n    }\n  }\n"
-      << "  opv_cluster_sync();  // no block leaves while a peer may still read its partial\n";
+      << "  opv_cluster_exit();  // no block leaves while a peer may still read its partial\n";
   } else if (sh.S == 1) {
     if (pf_single)
       b << "#pragma unroll\n  for (int e = 0; e < " << per_thread << "; ++e) {\n"

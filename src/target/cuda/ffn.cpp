@@ -447,6 +447,23 @@ Generated ffn(const Plan& p, const Call& c) {
       << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq << "    if (q < P) {\n" << prefetch("mt][nt][r") << "    }\n  }\n";
+  // The cluster form's last sum: float4 f of the tile is summed by thread f % NT of block f / NT
+  // (rank), at the coordinates of fragment j = f / NT of thread ft = f % NT. Where each thread
+  // sums at most one float4 (TILE / 4 <= S x NT), the epilogue's operands of that float4 are
+  // loaded here, before the main loop: loaded after it, the first cluster barrier's release
+  // waited for them (a global-memory round trip on every split layer's critical path).
+  const std::string frag_of_j = w8 ? "      const int mt = j;\n" : "      const int mt = j >> 1, nt = j & 1;\n";
+  const std::string frag_coords =
+      "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n" +
+      std::string(w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n" : "") + frag_of_j;
+  const bool pf_cluster = s.S > 1 && cluster && npf > 0 && TILE / 4 <= s.S * NT;
+  if (pf_cluster)
+    b << prefetch_decl("[4]")
+      << "  if (sp * " << nts << " + tid < TILE / 4) {  // the epilogue's operands of this thread's float4\n"
+      << "    const int f = sp * " << nts << " + tid, j = f / " << nts << ", ft = f % " << nts << ";\n"
+      << frag_coords
+      << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+      << mq << "    if (q < P) {\n" << prefetch("r") << "    }\n      }\n  }\n";
   b << "  float acc2[NS2][" << nwt << "][4];\n"
     << "#pragma unroll\n  for (int a = 0; a < NS2; ++a)\n#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n"
     << "      for (int r = 0; r < 4; ++r) acc2[a][c][r] = 0.0f;\n"
@@ -524,8 +541,6 @@ Generated ffn(const Plan& p, const Call& c) {
       << "      *(float4*)(" << dst << " + ((mt * " << nwt << " + nt) * " << nts << " + tid) * 4) = "
          "make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]);\n";
   };
-  // The last sum's fragment: mt (and nt with 4 warps) of fragment float4 j.
-  const std::string frag_of_j = w8 ? "      const int mt = j;\n" : "      const int mt = j >> 1, nt = j & 1;\n";
   if (cluster) {
     // The tile's S blocks are one cluster (rank = sp, blockIdx.x % S). Each stores its partial in
     // fragment order into its own slab ring (float4 j of thread tid at [j][tid], as the workspace
@@ -534,20 +549,7 @@ Generated ffn(const Plan& p, const Call& c) {
     // form's sums bit for bit) and runs the epilogue at the coordinates of f's fragment (j = f /
     // NT of thread f % NT); a second barrier keeps every ring alive until all have read it.
     gen.source = kClusterHelpers;
-    // Where each thread sums at most one float4 of the tile (TILE / 4 <= S x NT), the epilogue's
-    // operands of that float4 are loaded before the cluster barrier.
-    const bool pf = npf > 0 && TILE / 4 <= s.S * NT;
-    const std::string frag_coords =
-        "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n" +
-        std::string(w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n" : "") + frag_of_j;
-    if (pf) {
-      b << prefetch_decl("[4]")
-        << "  if (sp * " << nts << " + tid < TILE / 4) {  // the epilogue's operands of this thread's float4\n"
-        << "    const int f = sp * " << nts << " + tid, j = f / " << nts << ", ft = f % " << nts << ";\n"
-        << frag_coords
-        << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
-        << mq << "    if (q < P) {\n" << prefetch("r") << "    }\n      }\n  }\n";
-    }
+    const bool pf = pf_cluster;  // the epilogue's operands in registers (loaded before the main loop)
     b << "  __syncthreads();  // every warp is done with the slabs: the ring holds the partial now\n"
       << "  float* red = (float*)&Ws[0][0];\n";
     store_partial("red");
@@ -569,7 +571,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << "    if (q < P) {\n"
       << "      const float sum = t4v[r];\n"
       << (pf ? epilogue("r") : epi.str()) << "    }\n      }\n    }\n  }\n"
-      << "  opv_cluster_sync();  // no block leaves while a peer may still read its ring\n";
+      << "  opv_cluster_exit();  // no block leaves while a peer may still read its ring\n";
   } else if (s.S == 1) {
     b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"

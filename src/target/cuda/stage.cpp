@@ -583,7 +583,7 @@ Generated stage(const Plan& p, const Call& c) {
     }
   }
   asm volatile("cp.async.wait_group 0;" ::: "memory");
-  opv_cluster_sync();  // no block leaves while a peer may still read its partial sums
+  opv_cluster_exit();  // no block leaves while a peer may still read its partial sums
 )";
   std::string params = "unsigned short* __restrict__ out0";
   for (size_t j = 0; j < c.inputs.size(); ++j)
