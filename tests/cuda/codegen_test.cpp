@@ -383,6 +383,11 @@ std::vector<F16Case> f16_cases() {
       {"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true},
       // The stage-2 shape: 8 pixel tiles, the 12 hidden chunks split over 6 blocks, 4 row tiles per warp.
       {"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true},
+      // 5 hidden chunks over 32 pixel tiles: 2 a block, the last block 1 (the slab schedule counted
+      // at run time); 64 channels over 8 pixel tiles split 3 ways (8 warps): X's 128 16-byte
+      // copies leave half of the 256 threads idle in its only step (block_steps' guard).
+      {"ffn_uneven_chunks_split", 2, 64, 320, 16, 16, 0, false, false, false, false, true},
+      {"ffn_split_x_guard", 1, 64, 192, 8, 16, 0, false, false, false, false, true},
       // The depthwise 7x7 inside the ConvFFN launch: the stage-0 shape (128 pixel tiles of one row:
       // a half-warp per channel, shuffled taps); a 40 x 39 map over two images (tiles across rows:
       // a thread per output, taps clipped on every side, a partial pixel tile). The stage-1 shape
@@ -980,6 +985,41 @@ plan::Plan lower_ffn_case(const F16Case& t, plan::cuda::LayoutChoice layout) {
   o.pass_ctx.cuda.fuse_ffn_dw = t.ffn_dw;
   o.pass_ctx.cuda.layout = layout;
   return lower(f16_graph(t, DType::F16), o);
+}
+
+// The ConvFFN's slab schedule: where every block has the same number of hidden chunks (NC % CPB
+// == 0) the step count is a constant and the chunk loop unrolled, so each slab's ring buffer and
+// source rows are compile-time; otherwise the count is the block's own. Both forms compile.
+TEST(CudaCodegen, FfnSlabScheduleIsConstantWhereEveryBlockHasTheSameChunks) {
+  std::string nvrtc_why;
+  const bool nvrtc = plan::cuda::nvrtc_available(&nvrtc_why);
+  int fixed = 0, counted = 0;
+  for (const auto& [t, layout] : ffn_warp_cases()) {
+    SCOPED_TRACE(t.name + (layout == plan::cuda::LayoutChoice::Nhwc ? " nhwc" : " nchw"));
+    const plan::Plan p = lower_ffn_case(t, layout);
+    const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[ffn_call(p)]);
+    ASSERT_FALSE(gen.source.empty()) << gen.why;
+    const auto num = [&](const std::string& key) {
+      return std::stoll(gen.source.substr(gen.source.find(key) + key.size()));
+    };
+    const int64_t NC = num(", NC = "), CPB = num(", CPB = ");
+    const bool constant = gen.source.find("constexpr int nsteps = CPB * NSL;") != std::string::npos;
+    EXPECT_EQ(constant, NC % CPB == 0) << "NC " << NC << " CPB " << CPB;
+    EXPECT_EQ(gen.source.find("for (int cq = 0; cq < CPB; ++cq)") != std::string::npos, constant);
+    EXPECT_EQ(gen.source.find("for (int ch = c_beg; ch < c_end; ++ch)") != std::string::npos, !constant);
+    EXPECT_EQ(gen.source.find("for (int e = tid; e < 64"), std::string::npos) << "the slab copies in fixed steps";
+    // X's staging (16-byte copies, NCHW): 2 a row of 16 pixels, one fixed step of the 256 threads
+    // where 64 channels leave half of them idle (block_steps' guard).
+    if (t.name == "ffn_split_x_guard" && layout == plan::cuda::LayoutChoice::Nchw) {
+      EXPECT_NE(gen.source.find("if (e >= 128) break;"), std::string::npos) << gen.source;
+    }
+    (constant ? fixed : counted)++;
+    if (nvrtc) {
+      EXPECT_FALSE(plan::cuda::compile_to_ptx(gen.source, "ffn", "compute_80").empty());
+    }
+  }
+  EXPECT_GT(fixed, 0);
+  EXPECT_GT(counted, 0) << "ffn_uneven_chunks_split";
 }
 
 // Layers whose hidden chunks are split over blocks run the 8-warp form (256 threads: warp w on

@@ -209,6 +209,15 @@ SplitPostOps post_ops_split(const Ctx& x, const std::string& idx) {
   return sp;
 }
 
+std::string block_steps(int64_t n, int64_t threads, const std::string& indent) {
+  const int64_t steps = (n + threads - 1) / threads;
+  const std::string t = std::to_string(threads), nn = std::to_string(n);
+  if (steps > kMaxBlockSteps) return indent + "for (int e = tid; e < " + nn + "; e += " + t + ") {\n";
+  return indent + "#pragma unroll\n" + indent + "for (int i_ = 0; i_ < " + std::to_string(steps) + "; ++i_) {\n" + indent +
+         "  const int e = tid + i_ * " + t + ";\n" +
+         (n % threads ? indent + "  if (e >= " + nn + ") break;  // the last step's spare threads\n" : std::string());
+}
+
 std::string prefetch_decls(int operands, bool bias, const std::string& dims) {
   std::string d = bias ? "  float pfb" + dims + ";\n" : "";
   for (int j = 0; j < operands; ++j) d += "  float pfo" + std::to_string(j) + dims + ";\n";
@@ -1068,7 +1077,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     << "  auto load_a = [&](int buf, opv_idx kb) {\n"
     << "    unsigned short* a = As + buf * A_ST;\n";
   if (vec_a)
-    b << "    for (int e = tid; e < BM * KC / 8; e += " << kMmaThreads << ") {\n"
+    b << block_steps(sh.BM * sh.KC / 8, kMmaThreads, "    ")
       << "      const int r = e / (KC / 8), cc = (e % (KC / 8)) * 8;\n"
       << "      const opv_idx m = m0 + r, c = kb + cc;\n"
       << "      const bool ok = m < M && c < K;\n"
@@ -1082,7 +1091,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     << "  auto load_b = [&](int buf, opv_idx kb) {\n"
     << "    unsigned short* bb = Bs + buf * B_ST;\n";
   if (nhwc && vec_b) {
-    b << "    for (int e = tid; e < BN * KC / 8; e += " << kMmaThreads << ") {\n"
+    b << block_steps(sh.BN * sh.KC / 8, kMmaThreads, "    ")
       << "      const int r = e / (KC / 8), cc = (e % (KC / 8)) * 8;\n"
       << "      const opv_idx p = p0 + r, c = kb + cc;\n"
       << "      const bool ok = p < P && c < K;\n"
@@ -1093,7 +1102,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "      const opv_idx p = p0 + r, c = kb + cc;\n"
       << "      bb[r * LDB + cc] = (p < P && c < K) ? Bg[p * K + c] : (unsigned short)0;\n    }\n";
   } else if (vec_b) {
-    b << "    for (int e = tid; e < KC * BN / 8; e += " << kMmaThreads << ") {\n"
+    b << block_steps(sh.KC * sh.BN / 8, kMmaThreads, "    ")
       << "      const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
       << "      const opv_idx c = kb + r, p = p0 + pp;\n"
       << "      const bool ok = c < K && p < P;\n"
@@ -1664,14 +1673,14 @@ Generated dw_pair(const Plan& p, const Call& c) {
   for (size_t j : {1, 2, 3, 4}) late &= weight_input(p, c, j);
   std::ostringstream xl;  // the input rows' staging
   if (V == 1) {
-    xl << "  for (int e = tid; e < " << XH * XW << "; e += " << kDwPairThreads << ") {\n"
+    xl << block_steps(XH * XW, kDwPairThreads, "  ")
       << "    const int r = R0 - " << hb + ha << " + e / " << XW << ", q = e % " << XW << " - " << ha << ";\n"
       << "    xs[e] = (r >= 0 && r < " << H << " && q >= 0 && q < " << W << ") ? "
       << load(X.dtype, "in0", "plane * " + I(HW) + " + r * " + I(W) + " + q") << " : 0.0f;\n  }\n";
   } else {
     // The map's columns of each staged row V at a time (zero rows outside the map), the border columns zero.
     const std::string vt = V == 8 ? "uint4" : "unsigned";
-    xl << "  for (int e = tid; e < " << XH * (W / V) << "; e += " << kDwPairThreads << ") {\n"
+    xl << block_steps(XH * (W / V), kDwPairThreads, "  ")
       << "    const int rr = e / " << W / V << ", q = (e % " << W / V << ") * " << V << ", r = R0 - " << hb + ha << " + rr;\n"
       << "    __align__(16) unsigned short hv[" << V << "];\n"
       << "    if (r >= 0 && r < " << H << ") *(" << vt << "*)hv = *(const " << vt << "*)(in0 + plane * " << I(HW) << " + r * "
@@ -1679,12 +1688,12 @@ Generated dw_pair(const Plan& p, const Call& c) {
       << "#pragma unroll\n    for (int j = 0; j < " << V << "; ++j) xs[rr * " << XW << " + " << ha << " + q + j] = r >= 0 && r < " << H
       << " ? opv_h2f(hv[j]) : 0.0f;\n  }\n";
     if (ha > 0)
-      xl << "  for (int e = tid; e < " << XH * 2 * ha << "; e += " << kDwPairThreads << ") {\n"
+      xl << block_steps(XH * 2 * ha, kDwPairThreads, "  ")
         << "    const int rr = e / " << 2 * ha << ", j = e % " << 2 * ha << ";\n"
         << "    xs[rr * " << XW << " + (j < " << ha << " ? j : " << W << " + j)] = 0.0f;\n  }\n";
   }
   if (!late) b << xl.str();
-  b << "  for (int e = tid; e < " << TH * TW << "; e += " << kDwPairThreads << ") {\n"
+  b << block_steps(TH * TW, kDwPairThreads, "  ")
     << "    const int q = e % " << TW << " - " << hb << ";\n"
     << "    if (q < 0 || q >= " << W << ") ts[e] = 0.0f;\n  }\n"
     << "  for (int e = tid; e < " << ka * ka << "; e += " << kDwPairThreads << ") wa[e] = "
@@ -1725,7 +1734,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
   };
   const int64_t NS = W / R;  // strips of R outputs a row
   // The first conv on ts's rows (T row r = R0 - hb + i; zero outside the map), stored for the band's rows.
-  b << "  for (int e = tid; e < " << TH * NS << "; e += " << kDwPairThreads << ") {\n"
+  b << block_steps(TH * NS, kDwPairThreads, "  ")
     << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ", r = R0 - " << hb << " + i;\n"
     << "    if (r < 0 || r >= " << H << ") {\n"
     << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) ts[i * " << TW << " + q0 + j + " << hb << "] = 0.0f;\n"
@@ -1740,7 +1749,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
   // The second conv on the band's rows (row R0 + i: ts rows i .. i + kb - 1).
   b << "  OPV_PDL_TRIGGER();  // the second conv is left: the next kernel may be launched\n"
     << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << NS << ";\n"
-    << "  for (int e = tid; e < nout; e += " << kDwPairThreads << ") {\n"
+    << block_steps(BH * NS, kDwPairThreads, "  ") << "    if (e >= nout) break;  // the map's last band is shorter\n"
     << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ";\n";
   conv_acc("ts", kb, TW, "wb", 4, npo[0], npo[1]);
   b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) "

@@ -73,6 +73,14 @@ struct SplitPostOps {
 };
 SplitPostOps post_ops_split(const Ctx& x, const std::string& idx);
 std::string prefetch_decls(int operands, bool bias, const std::string& dims);
+// The head of a block-strided loop, `for (int e = tid; e < n; e += threads)`: up to
+// kMaxBlockSteps steps a thread, as that many unrolled steps whose count the compiler knows (a
+// guard in the last one where threads does not divide n); the strided form left ptxas a remainder
+// loop with branches around every step (ffn_256: 2,920 SASS instructions, 984 with this and the
+// constant slab schedule). More steps keep the strided loop. `indent` prefixes each line; the
+// caller closes the brace; `continue` and `break` in the body mean what they mean in the strided loop.
+constexpr int64_t kMaxBlockSteps = 16;
+std::string block_steps(int64_t n, int64_t threads, const std::string& indent);
 // Offset into a row-major tensor of shape `in` broadcast to `out`, from out's coordinates o<d>.
 std::string bcast_offset(const Shape& out, const Shape& in);
 // Declares output coordinates o0..o<r-1> of flat index `i` over `shape` (row-major).
