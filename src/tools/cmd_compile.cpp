@@ -85,9 +85,8 @@ int cmd_compile(int argc, char** argv) {
               "launched as this one's blocks exit; early: as soon as they have all started (they wait on the SMs); "
               "prefetch: as soon as they are all past their wait (one kernel ahead); tail: as they finish their main "
               "loop; "
-              "off: ordinary edges (the default: early and prefetch are slower; on is 2.4 % faster on the H200, "
-              "not yet timed on the H100 with the weight prologues; BENCHMARKS.md). Recorded in "
-              "the plan when not off", "off")
+              "off: ordinary edges. on is the default: 6 % faster than off on the H100, 1-2 % on the H200; early, "
+              "prefetch and tail are slower (BENCHMARKS.md). Recorded in the plan when not on", "on")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "
               "auto (the plan's choice: nhwc where it has tensor-core 1x1 convs, compute_80+ fp16). Recorded in the plan "
@@ -157,7 +156,7 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_stage = on_off(a, "--cuda-stage", "off");
   opts.pass_ctx.cuda.fuse_heads = on_off(a, "--cuda-heads", "on");
   try {
-    opts.pass_ctx.cuda.pdl = plan::cuda::parse_pdl_mode(a.get("--cuda-pdl", "off"));
+    opts.pass_ctx.cuda.pdl = plan::cuda::parse_pdl_mode(a.get("--cuda-pdl", "on"));
   } catch (const Error& e) {
     throw UsageError(std::string("opvision compile: --cuda-pdl: ") + e.what());
   }

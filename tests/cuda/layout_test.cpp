@@ -420,8 +420,8 @@ CompileOptions pdl_opts(const std::string& arch, PdlMode pdl) {
 }
 
 // From compute_90 every kernel carries the prologue (attr and PTX: the wait; with early the release
-// of the dependents before it), none below it or with --cuda-pdl off (the default; on and early are
-// recorded in the meta). Kernels with a weight prologue state it after their weights' loads.
+// of the dependents before it), none below it or with --cuda-pdl off (on is the default: off and
+// early are recorded in the meta). Kernels with a weight prologue state it after their weights' loads.
 TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
   std::string why;
   if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
@@ -429,7 +429,7 @@ TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
     SCOPED_TRACE(nc.name);
     const plan::Plan on = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::On));
     const plan::Plan early = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::Early));
-    EXPECT_EQ(on.meta.i("cuda_pdl", 0), 1);
+    EXPECT_FALSE(on.meta.has("cuda_pdl")) << "on is the default";
     EXPECT_EQ(early.meta.i("cuda_pdl", 0), 2);
     EXPECT_EQ(plan::cuda::Options::from_meta(early.meta).pdl, PdlMode::Early);
     for (const plan::Plan* p : {&on, &early})
@@ -467,7 +467,8 @@ TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
     }
     EXPECT_GT(released, 0) << "kernels with a main loop release the next one after it";
     const plan::Plan off = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::Off));
-    EXPECT_FALSE(off.meta.has("cuda_pdl")) << "off is the default";
+    EXPECT_EQ(off.meta.i("cuda_pdl", -1), 0) << "off is recorded";
+    EXPECT_EQ(plan::cuda::Options().pdl, PdlMode::On) << "on is the default";
     EXPECT_EQ(plan::cuda::Options::from_meta(off.meta).pdl, PdlMode::Off);
     EXPECT_EQ(plan::cuda::Options::from_meta(on.meta).pdl, PdlMode::On);
     const plan::Plan old = lower(nc.build(DType::F16), pdl_opts("compute_80", PdlMode::On));

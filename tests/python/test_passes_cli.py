@@ -283,7 +283,7 @@ def _compile_cuda90(cli, model, art, *extra):
 
 def test_cuda_pdl_switch(cli, tmp_path):
     """compile --cuda-pdl off|on|early|prefetch|tail (target cuda): the choice is recorded in the
-    plan meta unless it is the default (off): cuda_pdl=1 for on, 2 for early, 3 for prefetch, 4 for
+    plan meta unless it is the default (on): cuda_pdl=0 for off, 2 for early, 3 for prefetch, 4 for
     tail; a value outside the five is a usage error naming the option. Compile only (NVRTC, no GPU); skipped where
     this build has no cuda target or no NVRTC."""
     model = _cuda_help_and_model(cli, tmp_path, "--cuda-pdl off|on|early|prefetch|tail", "programmatic dependent launch")
@@ -292,8 +292,8 @@ def test_cuda_pdl_switch(cli, tmp_path):
         return _compile_cuda90(cli, model, tmp_path / f"{name}.opv", *extra)[0]
 
     assert " cuda_pdl=" not in meta("default")
-    assert " cuda_pdl=" not in meta("off", "--cuda-pdl", "off")
-    assert " cuda_pdl=1 " in meta("on", "--cuda-pdl", "on")
+    assert " cuda_pdl=0 " in meta("off", "--cuda-pdl", "off")
+    assert " cuda_pdl=" not in meta("on", "--cuda-pdl", "on")
     assert " cuda_pdl=2 " in meta("early", "--cuda-pdl", "early")
     assert " cuda_pdl=3 " in meta("prefetch", "--cuda-pdl", "prefetch")
     assert " cuda_pdl=4 " in meta("tail", "--cuda-pdl", "tail")

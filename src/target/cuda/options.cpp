@@ -15,7 +15,9 @@ constexpr const char* kStageKey = "cuda_stage";  // 1 = FastViT blocks as one ke
 constexpr const char* kHeadsKey = "cuda_heads";  // 0 = a launch per GEMV layer (absent = chains fused, the default)
 constexpr const char* kSeKey = "cuda_se";  // 0 = the SE gate's four calls kept apart (absent = fused, the default)
 constexpr const char* kClusterKey = "cuda_cluster";  // 0 = split ConvFFN partials through global memory (absent = clusters)
-constexpr const char* kPdlKey = "cuda_pdl";  // PdlMode as 0 off, 1 on, 2 early, 3 prefetch, 4 tail (absent = off, the default)
+// PdlMode as 0 off, 1 on, 2 early, 3 prefetch, 4 tail (absent = on, the default since session 25;
+// artifacts compiled before then lack it when off: their kernels' attrs "cuda_pdl" say what runs)
+constexpr const char* kPdlKey = "cuda_pdl";
 constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
 constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = every target its default)
 // TuneKey order. Defaults: ffn.cpp (run 10, 96 blocks over the split), codegen.cpp's 1x1 split-K
