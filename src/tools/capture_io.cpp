@@ -91,7 +91,7 @@ bool compare_with_reference(const NamedArrays& outs, const std::string& ref_path
   double worst_l2 = 0, worst_abs = 0;
   bool ok = true;
   for (const auto& [name, out] : outs) {
-    auto it = std::find_if(ref.begin(), ref.end(), [&](const auto& e) { return e.first == name; });
+    auto it = std::find_if(ref.begin(), ref.end(), [&name = name](const auto& e) { return e.first == name; });
     OPV_CHECK(it != ref.end(), ref_path, ": no entry for output '", name, "'");
     ErrorMetrics m = compare(out, it->second);
     ok &= m.finite && m.ref_nonfinite == 0;

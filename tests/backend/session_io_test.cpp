@@ -81,7 +81,7 @@ TEST(SessionInputs, OneMessagePerMistakeOnEveryBackend) {
   for (const std::string& be : backends_here()) {
     SCOPED_TRACE(be);
     runtime::Session s(relu_plan(be));
-    for (const auto& [want, inputs] : cases) EXPECT_EQ(error_of([&] { s.run(inputs()); }), want);
+    for (const auto& [want, inputs] : cases) EXPECT_EQ(error_of([&, &inputs = inputs] { s.run(inputs()); }), want);
     // A backend called directly asserts the same precondition with the same message.
     Tensor y(DType::F32, kShape), y_bad(DType::F16, kShape);
     EXPECT_EQ(error_of([&] { s.backend().run({&wrong_shape}, {&y}); }),
