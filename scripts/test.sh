@@ -18,9 +18,10 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # Four whole-model tests run in the Release build only: with ASan, UBSan and the fuzzers'
-  # coverage instrumentation they take ~8 of the run's ~14 CPU-minutes (the IR3 passes over all 77
+  # coverage instrumentation they took ~10 of the run's ~19 CPU-minutes (the IR3 passes over all 77
   # real kernels, the fixture per sample on the reference and cpu backends, the cuda batch-3
-  # variants, the graph passes on the fixture); smaller tests of the same code run here.
+  # variants, the graph passes on the fixture; the rest: ~4.5 CPU-minutes, 2.4 min on CI's two
+  # cores); smaller tests of the same code run here.
   ctest --test-dir "$SAN_DIR" -L unit --output-on-failure -j"$(nproc)" \
     -E '^(Ir3Passes\.RealKernelsValidateAndWrongRewritesAreCaught|BatchCompile\.FixturePerSampleOnReferenceAndCpu|CudaBatch\.VariantsCompileAtBatch3|GraphPassesFixture\.OptimisedGraphComputesTheSame)$'
 else
