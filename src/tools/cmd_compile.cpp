@@ -85,7 +85,7 @@ int cmd_compile(int argc, char** argv) {
               "launched as this one's blocks exit; early: as soon as they have all started (they wait on the SMs); "
               "prefetch: as soon as they are all past their wait (one kernel ahead); tail: as they finish their main "
               "loop; "
-              "off: ordinary edges. on is the default: 6 % faster than off on the H100, 1-2 % on the H200; early, "
+              "off: ordinary edges. on is the default: 2-6 % faster than off on the H100, 1-4 % on the H200; early, "
               "prefetch and tail are slower (BENCHMARKS.md). Recorded in the plan when not on", "on")
       .option("--cuda-layout", "auto|nchw|nhwc", "cuda: activation layout: nchw (every buffer row-major), nhwc "
               "(4-D activations channels-last from the first conv on, reorders where an op needs NCHW), "

@@ -29,8 +29,8 @@ enum class PdlMode : uint8_t {
   Off,    // no prologue, ordinary graph edges (meta "cuda_pdl" 0)
   On,     // griddepcontrol.wait first (kernels with a weight prologue: after their weights): the next
           // kernel is launched as this one's blocks exit, before the kernel's completion is
-          // signalled (attr 1; the default, meta absent). On the H100 the fixture runs 6 % faster
-          // than with Off, on the H200 1-2 % (BENCHMARKS.md, CUDA sessions 24-25)
+          // signalled (attr 1; the default, meta absent). The fixture runs 2-6 % faster than with
+          // Off on the H100 and 1-4 % on the H200 (BENCHMARKS.md, CUDA sessions 24-25)
   Early,  // griddepcontrol.launch_dependents, then the wait: the next kernel's blocks are launched
           // once every block of this one has started, and wait on the SMs (attr and meta 2). On the
           // H100 the fixture ran 1.26x slower so (BENCHMARKS.md, CUDA session 19); likely the early
@@ -134,9 +134,9 @@ struct Options {
   // (griddepcontrol.wait), before its first memory access, until the kernels before it have
   // finished and their writes are visible (kernels with a weight prologue load their weights
   // first). compile --cuda-pdl off|on|early|prefetch|tail. On by default: with the weight prologues
-  // it is faster than off on the H100 (0.263 vs 0.280 ms, run 43) and the H200 (0.243 vs 0.249 ms,
-  // run 40; 0.265 vs 0.270, run 41; 0.284 vs 0.287, run 42); early is slower on the H100 (session
-  // 19), prefetch and tail on the H200 (runs 40-41).
+  // it is faster than off on the H100 (0.263 vs 0.280 ms, run 43; per round 0.98 in run 44) and the
+  // H200 (0.243 vs 0.249 ms, run 40; 0.265 vs 0.270, run 41; 0.284 vs 0.287, run 42; 0.263 vs 0.274,
+  // run 45); early is slower on the H100 (session 19), prefetch and tail on the H200 (runs 40-41).
   PdlMode pdl = PdlMode::On;
   // The activation layout (LayoutChoice). NCHW by default: on the H200 the fixture's NHWC plan is
   // slower (0.379 vs 0.326 ms, BENCHMARKS.md CUDA runs 19-21) because the depthwise pairs (RepMixer
