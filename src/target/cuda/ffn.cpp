@@ -75,6 +75,7 @@ struct FfnShape {
   int64_t N = 0, Cin = 0, Hd = 0, Cout = 0, P = 0, OW = 0;  // given
   int64_t PT = 0, NC = 0, CPB = 0, S = 0, SK1 = 0, NB = 0;   // ffn_size
   int64_t blocks() const { return N * PT * S; }
+  int64_t slabs() const { return CPB * (Cin / SK1 + Cout / 64); }  // slab steps of a block with CPB chunks
 };
 // Pixel tiles, hidden split and slab ring of a ConvFFN (the given fields set), or false when it
 // does not fit this kernel.
@@ -93,8 +94,8 @@ static bool ffn_size(FfnShape* sh, int64_t target_blocks) {
     ++s.CPB;
     s.S = (s.NC + s.CPB - 1) / s.CPB;
   }
-  const int64_t slabs = s.CPB * (s.Cin / s.SK1 + s.Cout / 64);  // of the block with the most chunks
-  s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, slabs + 1});
+  // the block with the most chunks: at most as many buffers as its slabs and one
+  s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, s.slabs() + 1});
   return s.NB >= 2;
 }
 // Warps a block of the fused kernel, unless the kernel's attr "cuda_ffn_warps" says (4 or 8): 8
@@ -272,7 +273,7 @@ Generated ffn(const Plan& p, const Call& c) {
   // are resolved at compile time instead of by each thread for each slab (integer division,
   // remainders and branches: most of a warp's ~1,200 instructions in ffn_256, run 42's profile).
   const bool fixed_chunks = s.NC % s.CPB == 0;
-  const bool unroll_chunks = fixed_chunks && s.CPB * (s.Cin / s.SK1 + s.Cout / 64) <= kFfnMaxUnrolledSlabs;
+  const bool unroll_chunks = fixed_chunks && s.slabs() <= kFfnMaxUnrolledSlabs;
   std::ostringstream b;
   b << "  // ConvFFN: " << s.Cin << " -> " << s.Hd << " -> " << s.Cout << " channels over " << s.P << " pixels, "
     << kFfnBN << " pixels x " << kFfnHC << " hidden a step, hidden split " << s.S << " x " << s.CPB << " chunks, "
@@ -466,7 +467,7 @@ Generated ffn(const Plan& p, const Call& c) {
   const std::string frag_coords =
       "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n" +
       std::string(w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n" : "") + frag_of_j;
-  const bool pf_cluster = s.S > 1 && cluster && npf > 0 && TILE / 4 <= s.S * NT;
+  const bool pf_cluster = cluster && npf > 0 && TILE / 4 <= s.S * NT;  // cluster: S > 1
   if (pf_cluster)
     b << prefetch_decl("[4]")
       << "  if (sp * " << nts << " + tid < TILE / 4) {  // the epilogue's operands of this thread's float4\n"
@@ -561,7 +562,6 @@ Generated ffn(const Plan& p, const Call& c) {
     // form's sums bit for bit) and runs the epilogue at the coordinates of f's fragment (j = f /
     // NT of thread f % NT); a second barrier keeps every ring alive until all have read it.
     gen.source = kClusterHelpers;
-    const bool pf = pf_cluster;  // the epilogue's operands in registers (loaded before the main loop)
     b << "  __syncthreads();  // every warp is done with the slabs: the ring holds the partial now\n"
       << "  float* red = (float*)&Ws[0][0];\n";
     store_partial("red");
@@ -582,7 +582,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << mq
       << "    if (q < P) {\n"
       << "      const float sum = t4v[r];\n"
-      << (pf ? epilogue("r") : epi.str()) << "    }\n      }\n    }\n  }\n"
+      << (pf_cluster ? epilogue("r") : epi.str()) << "    }\n      }\n    }\n  }\n"
       << "  opv_cluster_exit();  // no block leaves while a peer may still read its ring\n";
   } else if (s.S == 1) {
     b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
