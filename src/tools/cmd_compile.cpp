@@ -61,10 +61,6 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-ffn-dw", "on|off", "cuda: with --cuda-ffn on, the depthwise conv that alone feeds fc1 (FastViT's "
               "ConvFFN 7x7) computed inside the fused ConvFFN kernel too (layers without a hidden split); slower on the "
               "H200 so far (BENCHMARKS.md). Recorded in the plan when on", "off")
-      .option("--cuda-ffn-pair", "on|off", "cuda: with --cuda-ffn and --cuda-cluster on, a depthwise pair (RepMixer 3x3 "
-              "-> ConvFFN 7x7) that only the next ConvFFN reads computed inside that ConvFFN's launch, where its hidden "
-              "split runs as a cluster (compute_90+, NCHW; bit-identical); 1.18x slower on the H100 (BENCHMARKS.md). "
-              "Recorded in the plan when on", "off")
       .option("--cuda-pack", "on|off", "cuda: compute the uint8 input pack (Concat/Cast + normalisation) inside the stem "
               "convolution that alone reads it: one launch fewer, but slower on the H200 so far (BENCHMARKS.md). "
               "Recorded in the plan when on", "off")
@@ -154,7 +150,6 @@ int cmd_compile(int argc, char** argv) {
   }
   opts.pass_ctx.cuda.fuse_ffn = on_off(a, "--cuda-ffn", "on");
   opts.pass_ctx.cuda.fuse_ffn_dw = on_off(a, "--cuda-ffn-dw", "off");
-  opts.pass_ctx.cuda.fuse_ffn_pair = on_off(a, "--cuda-ffn-pair", "off");
   opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
   opts.pass_ctx.cuda.fuse_se = on_off(a, "--cuda-se", "on");
   opts.pass_ctx.cuda.cluster = on_off(a, "--cuda-cluster", "on");

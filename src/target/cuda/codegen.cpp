@@ -1979,8 +1979,6 @@ bool codegen(Plan& p, const PassCtx& ctx) {
   if (ctx.cuda.fuse_ffn) fuse_ffn(p, false);
   // FastViT blocks (depthwise pair + ConvFFN) chained into one kernel a run (compute_90+, clusters)
   if (ctx.cuda.fuse_stage && ctx.cuda.cluster) fuse_stage(p);
-  // the depthwise pair inside the clustered ConvFFN that reads it (compute_90+)
-  if (ctx.cuda.fuse_ffn && ctx.cuda.cluster && ctx.cuda.fuse_ffn_pair) fuse_ffn_pair(p);
   fuse_concat_cast(p);
   // the Concat of the heads' outputs (and their input) inside the chains' launch
   if (ctx.cuda.fuse_heads && ctx.cuda.cluster) fold_heads_concat(p);

@@ -157,7 +157,6 @@ std::string layer_norm(const Ctx& x, std::string* why, int64_t* rows);
 // `with_dw` only where a depthwise conv that alone feeds fc1 comes first (merged too), and the
 // source of such a call (cuda_abi.h "ConvFFN").
 void fuse_ffn(Plan& p, bool with_dw);
-void fuse_ffn_pair(Plan& p);  // the depthwise pair inside the clustered ConvFFN after it (ffn.cpp)
 Generated ffn(const Plan& p, const Call& c);
 
 // se.cpp: the squeeze-excitation gate (a global mean pool, a 1x1 conv, a 1x1 conv, the scale)

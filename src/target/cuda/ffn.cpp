@@ -207,250 +207,18 @@ void fuse_ffn(Plan& p, bool with_dw) {
   }
   p.calls = std::move(calls);
 }
-// ---- the depthwise pair inside the clustered ConvFFN (fuse_ffn_pair) ------------------------------
-// A depthwise pair call (the RepMixer's 3x3 and the ConvFFN's 7x7, fuse_dw_pairs) whose outputs
-// only the next call reads, a fused ConvFFN whose hidden split runs as a cluster, with the pair's
-// second output as its X and the first as the Add that is fc2's first post-op (the residual),
-// becomes one call. Each block of a pixel tile's cluster (rank sp) computes the pair for channels
-// [sp C / S, (sp + 1) C / S) of the tile's pixels (16 of one map row): it stages the input rows
-// under the tile (the two convs' halos, zero outside the map) in shared memory, computes the first
-// conv over the second's halo (its stored fp16 values, zero outside the map) and the second conv
-// at the tile, then writes the second's outputs (fp16) into every block's X tile and the first's
-// at the tile into every block's residual tile Rs (st.shared::cluster); a cluster barrier later
-// every block's tiles are whole and the ConvFFN runs as before, fc2's epilogue adding the residual
-// from Rs. The taps are summed in the pair kernel's order (kh, then kw, from 0; the bias after), so
-// the outputs are the two launches' bit for bit. Saves the pair's launch and its two outputs'
-// round trip through global memory.
-// Plan form: one call, output = the ConvFFN's, inputs = [the pair's X, W1, B1, W2, B2, the pair's
-// W1, B1, W2, B2 (absent bias -1), fc2's other operands]; kernel = the ConvFFN's with "cuda_ffn_pair"
-// = 1, "cl_batch" = 4, post-ops = the pair's two groups, fc1's, fc2's without the residual Add
-// (operand slots moved), "cuda_batch_post_ops" = the four counts.
-constexpr int64_t kFfnPairMaxSmem = 160 << 10;  // dynamic shared memory of the pair's tiles at most
-const char* kPairHelpers = R"(__device__ __forceinline__ void opv_cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void opv_cluster_wait_started() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
-__device__ __forceinline__ void opv_st_cluster_u32(unsigned a, unsigned v) {
-  asm volatile("st.shared::cluster.u32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
-}
-)";
-struct PairShape {
-  int64_t C = 0, H = 0, W = 0, KA = 0, KB = 0, NCH = 0;  // channels, map, the two kernel sizes, channels a block (most)
-  int64_t halo() const { return KA / 2 + KB / 2; }
-  int64_t padl() const { return (halo() + 3) / 4 * 4; }  // staged columns each side: whole 8-byte chunks
-  int64_t r1() const { return KA + KB - 1; }              // staged input rows
-  int64_t wc1() const { return kFfnBN + 2 * padl(); }     // staged input columns
-  int64_t r2() const { return KB; }                       // first-conv rows (the second's halo)
-  int64_t wc2() const { return kFfnBN + KB - 1; }         // first-conv columns
-  int64_t floats() const { return NCH * (r1() * wc1() + r2() * wc2() + KA * KA + KB * KB + 2); }
-  int64_t smem = 0;                                       // bytes: the floats, then Rs (C x BN fp16)
-};
-// The pair's shape for fused call c (the ConvFFN sized as s), or why it does not fit.
-static std::string pair_shape(const Plan& p, const Call& c, const FfnShape& s, bool nhwc, bool cluster, PairShape* out) {
-  auto buf = [&](size_t j) -> const Buffer& { return p.buffers.at(size_t(c.inputs[j])); };
-  if (nhwc || !cluster || s.S < 2) return "needs the NCHW ConvFFN with its hidden split as a cluster";
-  const Buffer& X = buf(0);
-  PairShape ps;
-  ps.C = s.Cin, ps.H = X.shape[2], ps.W = X.shape[3];
-  if (X.dtype != DType::F16 || X.layout != Layout::Linear || s.Cout != s.Cin) return "X must be fp16 NCHW, fc2's outputs its channels";
-  if (ps.W % kFfnBN || s.P % kFfnBN) return "the map's width must be a multiple of the pixel tile";
-  const Shape& wa = buf(5).shape;
-  const Shape& wb = buf(7).shape;
-  if (wa.size() != 4 || wb.size() != 4) return "depthwise weights out of shape";
-  ps.KA = wa[2], ps.KB = wb[2];
-  if (wa != Shape{ps.C, 1, ps.KA, ps.KA} || wb != Shape{ps.C, 1, ps.KB, ps.KB} || ps.KA % 2 == 0 || ps.KB % 2 == 0 ||
-      ps.KA > kFfnDwMaxK || ps.KB > kFfnDwMaxK || !is_float(buf(5).dtype) || !is_float(buf(7).dtype))
-    return "depthwise weights out of shape";
-  for (size_t j : {size_t(6), size_t(8)})
-    if (c.inputs[j] >= 0 && (numel(buf(j).shape) != ps.C || !is_float(buf(j).dtype))) return "depthwise bias out of shape";
-  ps.NCH = (ps.C + s.S - 1) / s.S;
-  ps.smem = ps.floats() * 4 + ps.C * kFfnBN * 2;
-  if (ps.smem > kFfnPairMaxSmem) return "the pair's tiles exceed the shared memory bound";
-  *out = ps;
-  return "";
-}
-// Declarations: the pair's constants, its shared-memory tiles (dynamic) and this block's channels.
-static std::string pair_prologue(const Plan& p, const Call& c, const PairShape& ps, const Kernel& k, int64_t NT) {
-  (void)p, (void)c, (void)k, (void)NT;
-  std::ostringstream b;
-  b << "  // the depthwise pair (" << ps.KA << "x" << ps.KA << " -> " << ps.KB << "x" << ps.KB << "), channels [cb, cb + nch) of the tile\n"
-    << "  constexpr int KA = " << ps.KA << ", KB = " << ps.KB << ", HB = " << ps.KB / 2 << ", HALO = " << ps.halo()
-    << ", PADL = " << ps.padl() << ", R1 = " << ps.r1() << ", WC1 = " << ps.wc1() << ", R2 = " << ps.r2()
-    << ", WC2 = " << ps.wc2() << ", NCH = " << ps.NCH << ", MH = " << ps.H << ", MW = " << ps.W << ";\n"
-    << "  extern __shared__ __align__(16) unsigned char opv_dsmem[];\n"
-    << "  float* const xin = (float*)opv_dsmem;          // [NCH][R1][WC1] input rows, zero outside the map\n"
-    << "  float* const mt = xin + NCH * R1 * WC1;        // [NCH][R2][WC2] the first conv's stored values\n"
-    << "  float* const ta = mt + NCH * R2 * WC2;         // [NCH][KA * KA] taps\n"
-    << "  float* const tb = ta + NCH * KA * KA;          // [NCH][KB * KB]\n"
-    << "  float* const tba = tb + NCH * KB * KB;         // [NCH] biases\n"
-    << "  float* const tbb = tba + NCH;\n"
-    << "  unsigned short* const Rs = (unsigned short*)(tbb + NCH);  // [CIN][BN] the first conv at the tile: fc2's residual\n"
-    << "  const int cb = (int)(sp * CIN / S), nch = (int)((sp + 1) * CIN / S) - cb;\n"
-    << "  (void)tba; (void)tbb;\n";
-  return b.str();
-}
-// The block's channels' taps and biases into shared memory.
-static std::string pair_taps(const Plan& p, const Call& c, const PairShape& ps, int64_t NT) {
-  auto buf = [&](size_t j) -> const Buffer& { return p.buffers.at(size_t(c.inputs[j])); };
-  const std::string nt = std::to_string(NT);
-  std::ostringstream b;
-  b << "  for (int e = tid; e < nch * KA * KA; e += " << nt << ") ta[e] = " << load(buf(5).dtype, "in5", "cb * KA * KA + e") << ";\n"
-    << "  for (int e = tid; e < nch * KB * KB; e += " << nt << ") tb[e] = " << load(buf(7).dtype, "in7", "cb * KB * KB + e") << ";\n";
-  if (c.inputs[6] >= 0 || c.inputs[8] >= 0) {
-    b << "  for (int e = tid; e < nch; e += " << nt << ") {\n";
-    if (c.inputs[6] >= 0) b << "    tba[e] = " << load(buf(6).dtype, "in6", "cb + e") << ";\n";
-    if (c.inputs[8] >= 0) b << "    tbb[e] = " << load(buf(8).dtype, "in8", "cb + e") << ";\n";
-    b << "  }\n";
-  }
-  (void)ps;
-  return b.str();
-}
-// After the wait: stage, the first conv, the second, the exchange; then a cluster barrier.
-static std::string pair_body(const Plan& p, const Call& c, const PairShape& ps, const Kernel& k, int64_t NT) {
-  const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
-  std::ostringstream pa, pb;
-  for (int64_t q = 0; q < npo[0]; ++q) pa << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
-  for (int64_t q = npo[0]; q < npo[0] + npo[1]; ++q) pb << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
-  const std::string nt = std::to_string(NT);
-  std::ostringstream b;
-  b << "  const int r0 = (int)(p0 / MW), c0 = (int)(p0 % MW);  // the tile: map row r0, columns c0 .. c0 + BN - 1\n"
-    // input rows r0 - HALO .., columns c0 - PADL .., 4 halves (8 bytes) a step: every chunk wholly
-    // inside or outside the map (c0, PADL and the width are multiples of 4)
-    << block_steps(ps.NCH * ps.r1() * (ps.wc1() / 4), NT, "  ")
-    << "    const int ch = e / (R1 * (WC1 / 4)), rr = (e / (WC1 / 4)) % R1, k4 = e % (WC1 / 4);\n"
-    << "    if (ch < nch) {\n"
-    << "      const int ih = r0 - HALO + rr, iw = c0 - PADL + 4 * k4;\n"
-    << "      float4 f = make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
-    << "      if (ih >= 0 && ih < MH && iw >= 0 && iw < MW) {\n"
-    << "        const uint2 u = *(const uint2*)(in0 + ((n * CIN + cb + ch) * (opv_idx)MH + ih) * MW + iw);\n"
-    << "        f = make_float4(opv_h2f((unsigned short)(u.x & 0xffffu)), opv_h2f((unsigned short)(u.x >> 16)),\n"
-    << "                        opv_h2f((unsigned short)(u.y & 0xffffu)), opv_h2f((unsigned short)(u.y >> 16)));\n"
-    << "      }\n"
-    << "      *(float4*)(xin + (ch * R1 + rr) * WC1 + 4 * k4) = f;\n"
-    << "    }\n  }\n"
-    << "  __syncthreads();\n"
-    // the first conv over the second's halo: rows r0 - HB .., columns c0 - HB ..
-    << block_steps(ps.NCH * ps.r2() * ps.wc2(), NT, "  ")
-    << "    const int ch = e / (R2 * WC2), i = (e / WC2) % R2, j = e % WC2;\n"
-    << "    if (ch < nch) {\n"
-    << "      const int ih = r0 - HB + i, iw = c0 - HB + j;\n"
-    << "      float val = 0.0f;\n"
-    << "      if (ih >= 0 && ih < MH && iw >= 0 && iw < MW) {\n"
-    << "        float acc = 0.0f;\n"
-    << "#pragma unroll\n        for (int kh = 0; kh < KA; ++kh)\n"
-    << "#pragma unroll\n          for (int kw = 0; kw < KA; ++kw)\n"
-    << "            acc = fmaf(xin[(ch * R1 + i + kh) * WC1 + (PADL - HALO) + j + kw], ta[ch * (KA * KA) + kh * KA + kw], acc);\n"
-    << "        float v = acc" << (c.inputs[6] >= 0 ? " + tba[ch]" : "") << ";\n"
-    << pa.str()
-    << "        val = opv_h2f(opv_f2h(v));  // the stored value\n"
-    << "      }\n"
-    << "      mt[(ch * R2 + i) * WC2 + j] = val;\n"
-    << "    }\n  }\n"
-    << "  __syncthreads();\n"
-    << "  opv_cluster_wait_started();  // every block of the cluster has started: its shared memory may be written\n"
-    // the second conv at the tile, two pixels a step; both outputs into every block's tiles
-    << block_steps(ps.NCH * kFfnBN / 2, NT, "  ")
-    << "    const int ch = e / (BN / 2), pp = (e % (BN / 2)) * 2;\n"
-    << "    if (ch < nch) {\n"
-    << "      unsigned short h[2], rv[2];\n"
-    << "#pragma unroll\n      for (int u = 0; u < 2; ++u) {\n"
-    << "        float acc = 0.0f;\n"
-    << "#pragma unroll\n        for (int kh = 0; kh < KB; ++kh)\n"
-    << "#pragma unroll\n          for (int kw = 0; kw < KB; ++kw)\n"
-    << "            acc = fmaf(mt[(ch * R2 + kh) * WC2 + pp + u + kw], tb[ch * (KB * KB) + kh * KB + kw], acc);\n"
-    << "        float v = acc" << (c.inputs[8] >= 0 ? " + tbb[ch]" : "") << ";\n"
-    << pb.str()
-    << "        h[u] = opv_f2h(v);\n"
-    << "        rv[u] = opv_f2h(mt[(ch * R2 + HB) * WC2 + HB + pp + u]);\n"
-    << "      }\n"
-    << "      const unsigned xv = (unsigned)h[0] | ((unsigned)h[1] << 16), rsv = (unsigned)rv[0] | ((unsigned)rv[1] << 16);\n"
-    << "      const unsigned xo = (unsigned)(((cb + ch) * LDX + pp) * 2), ro = (unsigned)(((cb + ch) * BN + pp) * 2);\n"
-    << "#pragma unroll\n      for (int sq = 0; sq < S; ++sq) {\n"
-    << "        opv_st_cluster_u32(opv_cluster_addr(Xs, sq) + xo, xv);\n"
-    << "        opv_st_cluster_u32(opv_cluster_addr(Rs, sq) + ro, rsv);\n"
-    << "      }\n"
-    << "    }\n  }\n"
-    << "  opv_cluster_sync();  // every block's X and residual tiles whole\n";
-  (void)p;
-  return b.str();
-}
-void fuse_ffn_pair(Plan& p) {
-  if (plan_sm(p) < 90) return;
-  const std::vector<int> readers = reader_counts(p);
-  fuse_pairs(p, [&](const Call& d, const Call& f, Kernel* k, Call* out) {
-    const Kernel& dk = p.kernels.at(size_t(d.kernel));
-    const Kernel& fk = p.kernels.at(size_t(f.kernel));
-    if (dk.attrs.i("cuda_dw_pair", 0) != 1 || fk.attrs.i("cuda_ffn", 0) != 1 || fk.attrs.i("cuda_ffn_dw", 0) != 0 ||
-        fk.attrs.i("cuda_ffn_pair", 0) != 0 || d.outputs.size() != 2 || d.inputs.size() != 5 || f.inputs.size() < 6 ||
-        f.outputs.size() != 1)
-      return false;
-    const std::vector<int64_t> dn = dk.attrs.ints("cuda_batch_post_ops"), fn = fk.attrs.ints("cuda_batch_post_ops");
-    if (dn.size() != 2 || fn.size() != 2 || fn[1] < 1 || size_t(fn[0] + fn[1]) != fk.post_ops.size()) return false;
-    const int mix = d.outputs[0], t = d.outputs[1];
-    if (f.inputs[0] != t) return false;
-    for (int b : {mix, t})
-      if (readers.at(size_t(b)) != 1 || p.buffers.at(size_t(b)).kind != BufferKind::Intermediate ||
-          p.buffers.at(size_t(b)).dtype != DType::F16)
-        return false;
-    const PostOp& res = fk.post_ops.at(size_t(fn[0]));  // fc2's first post-op: + the pair's first output
-    if (res.op != OpKind::Add || res.input < 5 || size_t(res.input) >= f.inputs.size() || f.inputs[size_t(res.input)] != mix)
-      return false;
-    // The ConvFFN's sizing (as ffn() sizes it) and the pair's shape.
-    const Buffer& X = p.buffers.at(size_t(d.inputs[0]));
-    FfnShape s;
-    s.N = X.shape[0], s.Cin = X.shape[1], s.P = X.shape[2] * X.shape[3], s.OW = X.shape[3];
-    s.Hd = p.buffers.at(size_t(f.inputs[1])).shape[0], s.Cout = p.buffers.at(size_t(f.outputs[0])).shape[1];
-    if (X.shape.size() != 4 || !ffn_size(&s, tune_target(p, TuneKey::FfnBlocks))) return false;
-    const int64_t TILE = s.Cout * kFfnBN;
-    const bool clustered = s.S > 1 && s.S <= kFfnMaxCluster && TILE * 4 <= s.NB * kFfnSlabBytes &&
-                           fk.attrs.i("cuda_ffn_cluster", 1) == 1;
-    Call probe = f;
-    probe.inputs = {d.inputs[0], f.inputs[1], f.inputs[2], f.inputs[3], f.inputs[4], d.inputs[1], d.inputs[2], d.inputs[3], d.inputs[4]};
-    PairShape ps;
-    if (!pair_shape(p, probe, s, nhwc_stored(X), clustered, &ps).empty()) return false;
-    // fc2's other operands after the pair's weights; the residual's slot dropped.
-    std::vector<int> slot(f.inputs.size(), -1);
-    for (size_t j = 5; j < f.inputs.size(); ++j)
-      if (int(j) != res.input) {
-        slot[j] = int(probe.inputs.size());
-        probe.inputs.push_back(f.inputs[j]);
-      }
-    *k = fk;
-    k->name = "ffn_" + std::to_string(s.Cin) + "_" + std::to_string(s.Hd) + "_" + std::to_string(s.Cout) + "_pair" +
-              std::to_string(ps.KA) + "x" + std::to_string(ps.KB) + "_f16";
-    k->post_ops = dk.post_ops;  // unary (dw_same_size)
-    for (size_t q = 0; q < fk.post_ops.size(); ++q) {
-      if (q == size_t(fn[0])) continue;  // the residual: from the residual tile
-      PostOp po = fk.post_ops[q];
-      if (po.input >= 5) po.input = slot.at(size_t(po.input));
-      if (po.input == -1 && is_binary(po.op)) return false;  // (another post-op on the residual's slot)
-      k->post_ops.push_back(po);
-    }
-    k->attrs.set("cl_batch", int64_t(4));
-    k->attrs.set("cuda_ffn_pair", int64_t(1));
-    k->attrs.set("cuda_batch_post_ops", std::vector<int64_t>{dn[0], dn[1], fn[0], fn[1] - 1});
-    *out = probe;
-    out->outputs = f.outputs;
-    return true;
-  });
-}
-
 Generated ffn(const Plan& p, const Call& c) {
   Generated gen;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
   const int64_t DK = k.attrs.i("cuda_ffn_dw", 0);  // the depthwise conv's kernel size (0: none)
-  const bool PAIR = k.attrs.i("cuda_ffn_pair", 0) == 1;  // the depthwise pair inside (fuse_ffn_pair)
-  const size_t nw = PAIR ? 9 : DK ? 7 : 5;          // slots before fc2's other operands
-  const size_t nparts = PAIR ? 4 : DK ? 3 : 2;      // post-op groups (cuda_batch_post_ops)
-  int64_t npo_sum = 0;
-  for (int64_t v : npo) npo_sum += v;
-  if (c.outputs.size() != 1 || c.inputs.size() < nw || npo.size() != nparts || (DK && PAIR) || c.inputs[0] < 0 ||
-      c.inputs[1] < 0 || c.inputs[3] < 0 || ((DK || PAIR) && c.inputs[5] < 0) || (PAIR && c.inputs[7] < 0) ||
-      size_t(npo_sum) != k.post_ops.size())
+  const size_t nw = DK ? 7 : 5;                     // slots before fc2's other operands
+  if (c.outputs.size() != 1 || c.inputs.size() < nw || npo.size() != (DK ? 3u : 2u) || c.inputs[0] < 0 ||
+      c.inputs[1] < 0 || c.inputs[3] < 0 || (DK && c.inputs[5] < 0) ||
+      size_t(npo[0] + npo[1] + (DK ? npo[2] : 0)) != k.post_ops.size())
     return gen.why = "ConvFFN call out of shape", gen;
-  // Post-op ranges: the depthwise conv's (the pair's two) [0, po1), fc1's [po1, po2), fc2's [po2, end).
-  const int64_t po1 = PAIR ? npo[0] + npo[1] : DK ? npo[0] : 0, po2 = po1 + npo[nparts - 2];
+  // Post-op ranges: the depthwise conv's [0, po1), fc1's [po1, po2), fc2's [po2, end).
+  const int64_t po1 = DK ? npo[0] : 0, po2 = po1 + npo[DK ? 1 : 0];
   auto buf = [&](size_t j) -> const Buffer& { return p.buffers.at(size_t(c.inputs[j])); };
   const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
   if (buf(0).shape.size() != 4 || buf(1).shape.size() != 4 || Y.shape.size() != 4)
@@ -485,11 +253,6 @@ Generated ffn(const Plan& p, const Call& c) {
   if (cl_attr == 1 && !can_cluster)
     return gen.why = "ConvFFN: cuda_ffn_cluster needs a hidden split of 2-16 blocks, compute_90 and the partial tile within the slab ring", gen;
   const bool cluster = cl_attr == 1;
-  // The depthwise pair (fuse_ffn_pair): its shape, checked again here (the plan may come from a file).
-  PairShape ps;
-  if (PAIR) {
-    if (std::string why = pair_shape(p, c, s, nhwc, cluster, &ps); !why.empty()) return gen.why = "ConvFFN pair: " + why, gen;
-  }
   // Warps a block (kernel attr "cuda_ffn_warps", else ffn_warps' choice): 4, each on 16 rows of a
   // slab and both 8-pixel halves of the tile, or 8, warp w on rows (w & 3) * 16 and pixel half w >> 2.
   const int64_t WARPS = k.attrs.i("cuda_ffn_warps", ffn_warps(s));
@@ -530,7 +293,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "  const opv_idx p0 = (tile % " << s.PT << ") * BN, n = tile / " << s.PT << ";\n"
     << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
     << (w8 ? "  const int wr = warp & 3, wn = warp >> 2;  // the warp's 16 rows of a slab, its 8-pixel half\n" : "")
-    << (DK || PAIR ? "" : "  const unsigned short* Xg = in0 + n * (opv_idx)(CIN * P);\n")
+    << (DK ? "" : "  const unsigned short* Xg = in0 + n * (opv_idx)(CIN * P);\n")
     << (fixed_chunks ? "  const int c_beg = sp * CPB;  // every block has CPB chunks (NC % CPB == 0)\n"
                        "  constexpr int nsteps = CPB * NSL;\n"
                      : "  const int c_beg = sp * CPB, c_end = c_beg + CPB < NC ? c_beg + CPB : NC;\n"
@@ -584,23 +347,13 @@ Generated ffn(const Plan& p, const Call& c) {
   // slab q is used `wait_group NB - 2` leaves only slabs q+1 .. q+NB-2 in flight. With the weight
   // prologue X's cp.async group comes last, and the kernel waits for every group once before the
   // first slab.
-  const bool x_async = !DK && !PAIR && (nhwc || s.P % 8 == 0);
-  // The pair's taps and biases (weights: before the wait where all are plan Constants) and the
-  // cluster's start barrier: no block writes a peer's shared memory before every block has started.
-  const bool pair_late = PAIR && late && weight_input(p, c, 5) && weight_input(p, c, 6) && weight_input(p, c, 7) &&
-                         weight_input(p, c, 8);
-  if (PAIR) b << pair_prologue(p, c, ps, k, NT);
-  if (!late && !PAIR) b << xl.str();
+  const bool x_async = !DK && (nhwc || s.P % 8 == 0);
+  if (!late) b << xl.str();
   b << "#pragma unroll\n  for (int q = 0; q < NB - 1; ++q) {\n"
     << "    issue(q);\n    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  }\n";
   if (late) {
-    if (pair_late) b << pair_taps(p, c, ps, NT) << "  opv_cluster_arrive_relaxed();  // the start barrier\n";
-    b << "  OPV_KERNEL_ENTRY();  // the slabs above are weights: no kernel writes them\n" << (PAIR ? "" : xl.str());
+    b << "  OPV_KERNEL_ENTRY();  // the slabs above are weights: no kernel writes them\n" << xl.str();
     if (x_async) b << "  asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group 0;\" ::: \"memory\");\n";
-  }
-  if (PAIR) {
-    if (!pair_late) b << pair_taps(p, c, ps, NT) << "  opv_cluster_arrive_relaxed();  // the start barrier\n";
-    b << pair_body(p, c, ps, k, NT);
   }
   if (DK) {
     // The depthwise conv's outputs of the tile into Xs (the kernel comment): taps in the depthwise
@@ -681,13 +434,10 @@ Generated ffn(const Plan& p, const Call& c) {
   const std::string coords = "      const opv_idx o0 = n, o1 = m, o2 = q / " + I(s.OW) + ", o3 = q % " + I(s.OW) +
                              ";\n      (void)o0; (void)o1; (void)o2; (void)o3;\n";
   const bool has_b2 = c.inputs[4] >= 0;
-  // With the pair, fc2's residual (the first conv's output, the Add the pass took from fc2's
-  // post-ops) comes from the block's residual tile, after the bias and before fc2's other post-ops.
-  const std::string residual = PAIR ? "      v = v + opv_h2f(Rs[m * BN + (int)(q - p0)]);\n" : "";
   auto epilogue = [&](const std::string& pf) {
     return coords + "      float v = sum" +
            (has_b2 ? " + " + (pf.empty() ? load(buf(4).dtype, "in4", "m") : "pfb[" + pf + "]") : std::string()) + ";\n" +
-           residual + post_ops_split(x2, pf).ops + "      " +
+           post_ops_split(x2, pf).ops + "      " +
            store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") + "\n";
   };
   // The prefetch registers' declaration ([dims] each) and their loads at (m, q), index pf.
@@ -811,7 +561,7 @@ Generated ffn(const Plan& p, const Call& c) {
     // NT, ... of the tile from all S rings (ld.shared::cluster, in split order: the workspace
     // form's sums bit for bit) and runs the epilogue at the coordinates of f's fragment (j = f /
     // NT of thread f % NT); a second barrier keeps every ring alive until all have read it.
-    gen.source = std::string(kClusterHelpers) + (PAIR ? kPairHelpers : "");
+    gen.source = kClusterHelpers;
     b << "  __syncthreads();  // every warp is done with the slabs: the ring holds the partial now\n"
       << "  float* red = (float*)&Ws[0][0];\n";
     store_partial("red");
@@ -889,8 +639,7 @@ Generated ffn(const Plan& p, const Call& c) {
   gen.entry = "opv_" + k.name;
   std::ostringstream src;
   src << "// generated by opvision src/target/cuda/codegen.cpp (kernel " << k.name
-      << (PAIR ? ", ConvFFN with its depthwise pair: 3x3 -> 7x7 -> fc1 -> fc2 in one launch"
-               : DK ? ", ConvFFN depthwise -> fc1 -> fc2 in one launch" : ", ConvFFN fc1 -> fc2 in one launch")
+      << (DK ? ", ConvFFN depthwise -> fc1 -> fc2 in one launch" : ", ConvFFN fc1 -> fc2 in one launch")
       << (cluster ? ", the hidden split's blocks one cluster" : "") << ") -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
       << kMmaHelpers << workspace << "extern \"C\" __global__ void "
@@ -901,7 +650,6 @@ Generated ffn(const Plan& p, const Call& c) {
   gen.source = src.str();
   gen.global = {s.blocks() * NT, 0, 0};
   gen.local = {NT, 0, 0};
-  if (PAIR) gen.smem = ps.smem;
   return gen;
 }
 

@@ -10,7 +10,6 @@ namespace {
 constexpr const char* kArchKey = "cuda_arch";
 constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
 constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
-constexpr const char* kFfnPairKey = "cuda_ffn_pair";  // 1 = the depthwise pair inside the ConvFFN (absent = a launch of its own, the default)
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kStageKey = "cuda_stage";  // 1 = FastViT blocks as one kernel a run (absent = two launches a block)
 constexpr const char* kHeadsKey = "cuda_heads";  // 0 = a launch per GEMV layer (absent = chains fused, the default)
@@ -137,10 +136,6 @@ void Options::record(Attrs& meta) const {
     meta.set(kFfnDwKey, int64_t(fuse_ffn_dw ? 1 : 0));
   else
     meta.erase(kFfnDwKey);
-  if (fuse_ffn_pair != Options().fuse_ffn_pair)
-    meta.set(kFfnPairKey, int64_t(fuse_ffn_pair ? 1 : 0));
-  else
-    meta.erase(kFfnPairKey);
   if (fuse_pack != Options().fuse_pack)
     meta.set(kPackKey, int64_t(fuse_pack ? 1 : 0));
   else
@@ -185,9 +180,6 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t dw = meta.i(kFfnDwKey, o.fuse_ffn_dw ? 1 : 0);
   OPV_CHECK(dw == 0 || dw == 1, "plan meta ", kFfnDwKey, " must be 0 or 1, got ", dw);
   o.fuse_ffn_dw = dw != 0;
-  const int64_t pair = meta.i(kFfnPairKey, o.fuse_ffn_pair ? 1 : 0);
-  OPV_CHECK(pair == 0 || pair == 1, "plan meta ", kFfnPairKey, " must be 0 or 1, got ", pair);
-  o.fuse_ffn_pair = pair != 0;
   const int64_t pack = meta.i(kPackKey, o.fuse_pack ? 1 : 0);
   OPV_CHECK(pack == 0 || pack == 1, "plan meta ", kPackKey, " must be 0 or 1, got ", pack);
   o.fuse_pack = pack != 0;

@@ -95,17 +95,6 @@ struct Options {
   // RepMixer's conv then runs alone, and the fused kernel's depthwise prologue is latency-bound:
   // BENCHMARKS.md, CUDA runs 14-16). compile --cuda-ffn-dw on turns it on.
   bool fuse_ffn_dw = false;
-  // With fuse_ffn and cluster: a depthwise pair (RepMixer 3x3 -> ConvFFN 7x7, one launch) whose two
-  // outputs only the next fused ConvFFN reads (the 7x7's as fc1's input, the 3x3's as fc2's
-  // residual), where that ConvFFN's hidden split runs as a cluster, computed inside the ConvFFN's
-  // launch: each block of a pixel tile's cluster computes the pair for its share of the channels and
-  // writes the outputs into every block's X tile and residual tile through distributed shared
-  // memory (ffn.cpp; compute_90+, NCHW, maps a multiple of 16 wide; bit-identical to the two
-  // launches). Off: on the H100 the fixture is 1.18x slower with it (0.290 vs 0.246 ms, session 26:
-  // ffn_256 with the pair inside 15.4 us under ncu against 8.7 + 3.9 apart; each block computes
-  // ~22 channels' taps, the first conv over the second's 7-row halo). compile --cuda-ffn-pair on
-  // (meta "cuda_ffn_pair" = 1).
-  bool fuse_ffn_pair = false;
   // The input pack (Concat/Cast to float with element-wise post-ops: the uint8 frames' normalisation)
   // computed inside the dense conv that alone reads it (pack_conv.cpp): one launch and X's round
   // trip fewer. Off by default: on the H200 the fused stem (31 us traced) is slower than the pack
@@ -158,14 +147,13 @@ struct Options {
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_ffn_pair" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_stage" / "cuda_heads" / "cuda_pdl" /
+  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_stage" / "cuda_heads" / "cuda_pdl" /
   // "cuda_layout" / "cuda_tune", each only when
   // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
-    return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_ffn_pair == o.fuse_ffn_pair &&
-           fuse_pack == o.fuse_pack &&
+    return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack &&
            fuse_se == o.fuse_se && cluster == o.cluster && fuse_stage == o.fuse_stage &&
            fuse_heads == o.fuse_heads && pdl == o.pdl && layout == o.layout && tune == o.tune;
   }
