@@ -94,7 +94,8 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-tune", "KEY=N", "cuda: override a code generator's sizing target, for sweeps on a GPU "
               "(bench/device_cuda.sh --base-flags): ffn_blocks (fused ConvFFN blocks, default 96), mma_blocks (tensor-core "
               "1x1 split-K blocks, 128), dwpair_blocks (depthwise-pair row bands, 256), convmma_blocks (implicit-GEMM conv "
-              "channel groups, 256); repeatable. Recorded in the "
+              "channel groups, 256), ffn_ring (weight slab buffers, in dynamic shared memory, of a fused ConvFFN block whose "
+              "static ring holds only two: wide layers, 10; 2 keeps the static ring); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

@@ -1090,6 +1090,76 @@ TEST(CudaCodegen, FfnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
   }
 }
 
+// The deep slab ring (ffn.cpp ffn_size, TuneKey::FfnRing): a ConvFFN whose static 48 KB ring holds
+// only two slab buffers (512 input channels: the X tile takes 27 KB) takes ffn_ring (10) buffers in
+// dynamic shared memory (kernel attr "cuda_smem" = their bytes; 8 at compute_80, whose 99 KB block
+// limit bounds it); ffn_ring=2 keeps the static ring; layers whose static ring holds more keep it.
+// The deep ring computes the same outputs bit for bit (the same slabs into the same mma.sync in the
+// same order): compute_90 (the hidden split as a cluster), fresh random inputs, replayed.
+TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
+  // 512 -> 512 -> 512 channels over 8 x 16 pixels: 8 pixel tiles, the hidden chunks split 4 ways (2
+  // chunks, 32 slabs a block)
+  const F16Case wide{"ffn_wide_deep_ring", 1, 512, 512, 8, 16, 0, false, false, false, false, true};
+  struct Form {
+    plan::Plan p;
+    int64_t nb = 0, smem = 0;
+    bool deep = false;
+  };
+  auto lower_form = [&](const F16Case& t, const std::string& arch, const std::string& tune) {
+    CompileOptions o;
+    o.target = "cuda";
+    o.pass_ctx.cuda.arch = arch;
+    o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
+    Form f{lower(f16_graph(t, DType::F16), o)};
+    const plan::Call& c = f.p.calls[ffn_call(f.p)];
+    const plan::cuda::Generated gen = plan::cuda::generate(f.p, c);
+    EXPECT_FALSE(gen.source.empty()) << gen.why;
+    f.nb = std::stoll(gen.source.substr(gen.source.find(", NB = ") + 7));
+    f.smem = f.p.kernels[size_t(c.kernel)].attrs.i("cuda_smem", 0);
+    f.deep = gen.source.find("(deep ring: dynamic shared memory)") != std::string::npos;
+    EXPECT_EQ(f.smem, gen.smem);
+    EXPECT_EQ(f.deep, gen.source.find("extern __shared__") != std::string::npos);
+    return f;
+  };
+  const Form deep = lower_form(wide, "compute_90", ""), deep80 = lower_form(wide, "compute_80", "");
+  const Form flat = lower_form(wide, "compute_90", "ffn_ring=2");
+  EXPECT_TRUE(deep.deep);
+  EXPECT_EQ(deep.nb, 10);
+  EXPECT_EQ(deep.smem, 10 * 64 * 64 * 2);
+  EXPECT_TRUE(deep80.deep);
+  EXPECT_EQ(deep80.nb, 8) << "compute_80: within the 99 KB of an sm_86 block";
+  EXPECT_FALSE(flat.deep);
+  EXPECT_EQ(flat.nb, 2);
+  EXPECT_EQ(flat.smem, 0);
+  for (const F16Case& t : f16_cases())  // rings of more than two buffers stay static
+    if (t.ffn && t.name != wide.name) {
+      SCOPED_TRACE(t.name);
+      const Form f = lower_form(t, "compute_90", "");
+      EXPECT_FALSE(f.deep);
+      EXPECT_GT(f.nb, 2);
+    }
+  std::unique_ptr<backend::Backend> bd, bf;
+  if (std::string why = test::open_cuda(&bd); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&bf); !why.empty()) GTEST_SKIP() << why;
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "thread-block clusters need an sm_90+ device";
+  bd->load(deep.p);
+  bf->load(flat.p);
+  uint64_t seed = 230;
+  for (int rep = 0; rep < test::device_replays(); ++rep) {
+    std::vector<Tensor> in;
+    std::vector<const Tensor*> ins;
+    for (int i : deep.p.inputs) in.push_back(test::random_f32(deep.p.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
+    for (const Tensor& x : in) ins.push_back(&x);
+    const plan::Buffer& yb = deep.p.buffers[size_t(deep.p.outputs[0])];
+    Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+    bd->run(ins, {&a});
+    bf->run(ins, {&b});
+    ASSERT_EQ(a.nbytes(), b.nbytes());
+    EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+    EXPECT_GT(compare(a.cast(DType::F32), in[0].cast(DType::F32)).rel_l2, 1e-2) << "the output is not the input";
+  }
+}
+
 // A case lowered for `arch` with Options::cluster on or off (the F16 cases' graphs).
 plan::Plan lower_ffn_case_at(const F16Case& t, plan::cuda::LayoutChoice layout, const std::string& arch, bool cluster) {
   CompileOptions o;

@@ -71,19 +71,35 @@ constexpr int64_t kFfnMaxUnrolledSlabs = 32;  // a block's slab steps unrolled a
 // Split layers as one thread-block cluster per pixel tile (Options::cluster, compute_90+): at most
 // this many blocks a cluster (8 is the portable limit; the backend opts the wider ones in).
 constexpr int64_t kFfnMaxCluster = 16;
+// The deep ring (TuneKey::FfnRing): where the static 48 KB holds only two slab buffers (wide
+// layers: 512 input channels leave 20 KB beside the X tile), a block has one slab in flight while
+// it uses the other, so every slab step waits a full L2 round trip (the batch-32 artifact's ffn_512,
+// 192 slabs a block: 108 us a call on the H100, session 26 run 5). Such blocks take up to ffn_ring
+// buffers in dynamic shared memory (kernel attr "cuda_smem"), within the block limit of the plan's
+// architecture (99 KB from compute_80: sm_86/sm_89's; 227 KB from compute_90) less
+// kFfnSmemReserve for the kernel's static rest: ffn_512 53 us a call with 10 (run 6). Rings of 4
+// or more stay static: with 10 buffers the batch-32 ffn_256 was 9 % slower (two blocks an SM
+// where four fit; its time is the L2 traffic of its weights, re-read by each of 256 pixel tiles)
+// and ffn_128 unchanged (run 6); the batch-1 fixture's rings are 4-5.
+constexpr int64_t kFfnShallowRing = 2;
+constexpr int64_t kFfnSmemReserve = 1 << 10;
+static int64_t ffn_smem_cap(const Plan& p) { return plan_sm(p) >= 90 ? 227 << 10 : 99 << 10; }
 struct FfnShape {
   int64_t N = 0, Cin = 0, Hd = 0, Cout = 0, P = 0, OW = 0;  // given
   int64_t PT = 0, NC = 0, CPB = 0, S = 0, SK1 = 0, NB = 0;   // ffn_size
+  bool deep = false;  // the ring is in dynamic shared memory (ffn_size: the deep ring)
   int64_t blocks() const { return N * PT * S; }
   int64_t slabs() const { return CPB * (Cin / SK1 + Cout / 64); }  // slab steps of a block with CPB chunks
+  int64_t fixed_bytes() const { return (Cin + kFfnHC) * (kFfnBN + 8) * 2; }  // X and hidden tiles
+  int64_t dynamic_bytes() const { return deep ? NB * kFfnSlabBytes : 0; }
 };
 // Pixel tiles, hidden split and slab ring of a ConvFFN (the given fields set), or false when it
-// does not fit this kernel.
-static bool ffn_size(FfnShape* sh, int64_t target_blocks) {
+// does not fit this kernel. ring: TuneKey::FfnRing; smem_cap: ffn_smem_cap.
+static bool ffn_size(FfnShape* sh, int64_t target_blocks, int64_t ring, int64_t smem_cap) {
   FfnShape& s = *sh;
   s.SK1 = std::min<int64_t>(s.Cin, 64);
   if (s.Cin % 16 || s.Cin % s.SK1 || s.Hd % kFfnHC || s.Cout % 64) return false;
-  const int64_t fixed = (s.Cin + kFfnHC) * (kFfnBN + 8) * 2;  // X and hidden tiles
+  const int64_t fixed = s.fixed_bytes();
   s.PT = (s.P + kFfnBN - 1) / kFfnBN;
   s.NC = s.Hd / kFfnHC;
   const int64_t tiles = s.N * s.PT;
@@ -96,7 +112,11 @@ static bool ffn_size(FfnShape* sh, int64_t target_blocks) {
   }
   // the block with the most chunks: at most as many buffers as its slabs and one
   s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, s.slabs() + 1});
-  return s.NB >= 2;
+  if (s.NB < 2) return false;
+  const int64_t deep = std::min<int64_t>({ring, (smem_cap - kFfnSmemReserve - fixed) / kFfnSlabBytes, s.slabs() + 1});
+  s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
+  if (s.deep) s.NB = deep;
+  return true;
 }
 // Warps a block of the fused kernel, unless the kernel's attr "cuda_ffn_warps" says (4 or 8): 8
 // where the hidden chunks are split over blocks (S > 1: few pixel tiles, the last block of a tile
@@ -140,7 +160,7 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
   s.N = xs[0], s.Cin = xs[1], s.Hd = p.buffers.at(size_t(hid)).shape[1], s.Cout = ys[1], s.P = xs[2] * xs[3];
   s.OW = xs[3];
   if (s.N * s.Cin * s.P > INT32_MAX / 2 || s.N * s.Hd * s.P > INT32_MAX / 2 || s.N * s.Cout * s.P > INT32_MAX / 2 ||
-      !ffn_size(&s, tune_target(p, TuneKey::FfnBlocks)))
+      !ffn_size(&s, tune_target(p, TuneKey::FfnBlocks), tune_target(p, TuneKey::FfnRing), ffn_smem_cap(p)))
     return false;
   if (s.blocks() < kFfnMinBlocks) return false;  // too few blocks: the two tiled launches are faster
   *sh = s;
@@ -227,7 +247,8 @@ Generated ffn(const Plan& p, const Call& c) {
   s.N = buf(0).shape[0], s.Cin = buf(0).shape[1], s.P = buf(0).shape[2] * buf(0).shape[3], s.OW = buf(0).shape[3];
   s.Hd = buf(1).shape[0], s.Cout = Y.shape[1];
   // The same sizing as ffn_shape (re-derived: the plan keeps no shape of the hidden tensor).
-  if (!ffn_size(&s, tune_target(p, TuneKey::FfnBlocks))) return gen.why = "ConvFFN shape does not fit the kernel", gen;
+  if (!ffn_size(&s, tune_target(p, TuneKey::FfnBlocks), tune_target(p, TuneKey::FfnRing), ffn_smem_cap(p)))
+    return gen.why = "ConvFFN shape does not fit the kernel", gen;
   // NHWC (X and Y channels-last): X's tile is staged [BN][CIN] (pixel rows of 16-byte chunks) and
   // read with plain ldmatrix as fc1's B fragments; the output is stored [pixel][channel].
   const bool nhwc = nhwc_stored(buf(0));
@@ -277,7 +298,8 @@ Generated ffn(const Plan& p, const Call& c) {
   std::ostringstream b;
   b << "  // ConvFFN: " << s.Cin << " -> " << s.Hd << " -> " << s.Cout << " channels over " << s.P << " pixels, "
     << kFfnBN << " pixels x " << kFfnHC << " hidden a step, hidden split " << s.S << " x " << s.CPB << " chunks, "
-    << s.NB << " weight slab buffers" << (w8 ? ", 8 warps (rows (w & 3) * 16, pixel half w >> 2)" : "") << "\n"
+    << s.NB << " weight slab buffers" << (s.deep ? " (deep ring: dynamic shared memory)" : "")
+    << (w8 ? ", 8 warps (rows (w & 3) * 16, pixel half w >> 2)" : "") << "\n"
     << "  constexpr int BN = " << kFfnBN << ", HC = " << kFfnHC << ", LDX = BN + 8, LDG = BN + 8;\n"
     << "  constexpr int CIN = " << s.Cin << ", HD = " << s.Hd << ", COUT = " << s.Cout << ", P = " << s.P
     << ", S = " << s.S << ", CPB = " << s.CPB << ", NC = " << s.NC << ";\n"
@@ -286,7 +308,9 @@ Generated ffn(const Plan& p, const Call& c) {
     << (nhwc ? "  constexpr int LDXN = CIN + 8;  // NHWC: Xs[pixel][channel]\n  __shared__ __align__(16) unsigned short Xs[BN * LDXN];\n"
              : "  __shared__ __align__(16) unsigned short Xs[CIN * LDX];\n")
     << "  __shared__ __align__(16) unsigned short Gs[HC * LDG];\n"
-    << "  __shared__ __align__(128) unsigned short Ws[NB][64 * 64];  // slab ring: 64 rows x 128 bytes, swizzled\n"
+    << (s.deep ? "  extern __shared__ __align__(128) unsigned char opv_dsmem[];\n"
+                 "  unsigned short (*const Ws)[64 * 64] = (unsigned short (*)[64 * 64])opv_dsmem;  // slab ring (dynamic): 64 rows x 128 bytes, swizzled\n"
+               : "  __shared__ __align__(128) unsigned short Ws[NB][64 * 64];  // slab ring: 64 rows x 128 bytes, swizzled\n")
     << "  __shared__ int last_;\n  (void)last_; (void)TILE;\n"
     << "  const opv_idx tile = blockIdx.x / S;\n"
     << "  const int sp = (int)(blockIdx.x % S);\n"
@@ -650,6 +674,7 @@ Generated ffn(const Plan& p, const Call& c) {
   gen.source = src.str();
   gen.global = {s.blocks() * NT, 0, 0};
   gen.local = {NT, 0, 0};
+  gen.smem = s.dynamic_bytes();
   return gen;
 }
 

@@ -22,12 +22,14 @@ constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw
 constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = every target its default)
 // TuneKey order. Defaults: ffn.cpp (run 10, 96 blocks over the split), codegen.cpp's 1x1 split-K
 // (128) and depthwise-pair bands (256), conv_mma.cpp's channel groups (256: the stem's 64 channels
-// in one group, as measured in session 21).
+// in one group, as measured in session 21), ffn.cpp's deep slab ring (10 buffers; 2 keeps the
+// static 48 KB ring).
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
     {"mma_blocks", 128, 1, 4096},
     {"dwpair_blocks", 256, 1, 4096},
     {"convmma_blocks", 256, 1, 4096},
+    {"ffn_ring", 10, 2, 24},
 };
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace

@@ -60,8 +60,9 @@ enum class TuneKey : uint8_t {
   MmaBlocks,     // "mma_blocks": tensor-core 1x1 convs, blocks split-K aims at
   DwPairBlocks,  // "dwpair_blocks": depthwise pairs, blocks the row bands aim at
   ConvMmaBlocks,  // "convmma_blocks": implicit-GEMM convs (the stem), blocks the channel groups aim at
+  FfnRing,       // "ffn_ring": fused ConvFFN, slab buffers of a block whose static ring holds two (a deep ring)
 };
-constexpr int kTuneKeys = 4;
+constexpr int kTuneKeys = 5;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
