@@ -1059,6 +1059,24 @@ TEST(CudaCodegen, FfnSplitLayersRunEightWarps) {
   }
 }
 
+// Two forms of one function, loaded into `x` and `y` (`p`: either plan, for its inputs and output),
+// run on the same fresh random fp16 inputs test::device_replays() times (seeds from *seed on):
+// their first outputs equal bit for bit, and not the first input.
+void expect_bit_equal_runs(backend::Backend& x, backend::Backend& y, const plan::Plan& p, uint64_t* seed) {
+  for (int rep = 0; rep < test::device_replays(); ++rep) {
+    std::vector<Tensor> in;
+    std::vector<const Tensor*> ins;
+    for (int i : p.inputs) in.push_back(test::random_f32(p.buffers[size_t(i)].shape, (*seed)++, -2.f, 2.f).cast(DType::F16));
+    for (const Tensor& t : in) ins.push_back(&t);
+    const plan::Buffer& yb = p.buffers[size_t(p.outputs[0])];
+    Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+    x.run(ins, {&a});
+    y.run(ins, {&b});
+    ASSERT_EQ(a.nbytes(), b.nbytes());
+    EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+    EXPECT_GT(compare(a.cast(DType::F32), in[0].cast(DType::F32)).rel_l2, 1e-2) << "the output is not the input";
+  }
+}
 // The 8-warp and 4-warp ConvFFN kernels compute the same outputs bit for bit (the same fragments
 // into the same mma.sync in the same order, the split partials added in the same order), NCHW and
 // NHWC, with and without the depthwise conv inside, split or not; fresh random inputs, replayed
@@ -1074,19 +1092,7 @@ TEST(CudaCodegen, FfnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
     const plan::Plan p4 = with_ffn_warps(p, 4, "compute_80"), p8 = with_ffn_warps(p, 8, "compute_80");
     b4->load(p4);
     b8->load(p8);
-    for (int rep = 0; rep < test::device_replays(); ++rep) {
-      std::vector<Tensor> in;
-      std::vector<const Tensor*> ins;
-      for (int i : p.inputs) in.push_back(test::random_f32(p.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
-      for (const Tensor& x : in) ins.push_back(&x);
-      const plan::Buffer& yb = p.buffers[size_t(p.outputs[0])];
-      Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
-      b4->run(ins, {&a});
-      b8->run(ins, {&b});
-      ASSERT_EQ(a.nbytes(), b.nbytes());
-      EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
-      EXPECT_GT(compare(a.cast(DType::F32), in[0].cast(DType::F32)).rel_l2, 1e-2) << "the output is not the input";
-    }
+    expect_bit_equal_runs(*b4, *b8, p, &seed);
   }
 }
 
@@ -1145,19 +1151,7 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
   bd->load(deep.p);
   bf->load(flat.p);
   uint64_t seed = 230;
-  for (int rep = 0; rep < test::device_replays(); ++rep) {
-    std::vector<Tensor> in;
-    std::vector<const Tensor*> ins;
-    for (int i : deep.p.inputs) in.push_back(test::random_f32(deep.p.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
-    for (const Tensor& x : in) ins.push_back(&x);
-    const plan::Buffer& yb = deep.p.buffers[size_t(deep.p.outputs[0])];
-    Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
-    bd->run(ins, {&a});
-    bf->run(ins, {&b});
-    ASSERT_EQ(a.nbytes(), b.nbytes());
-    EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
-    EXPECT_GT(compare(a.cast(DType::F32), in[0].cast(DType::F32)).rel_l2, 1e-2) << "the output is not the input";
-  }
+  expect_bit_equal_runs(*bd, *bf, deep.p, &seed);
 }
 
 // A case lowered for `arch` with Options::cluster on or off (the F16 cases' graphs).

@@ -74,13 +74,13 @@ constexpr int64_t kFfnMaxCluster = 16;
 // The deep ring (TuneKey::FfnRing): where the static 48 KB holds only two slab buffers (wide
 // layers: 512 input channels leave 20 KB beside the X tile), a block has one slab in flight while
 // it uses the other, so every slab step waits a full L2 round trip (the batch-32 artifact's ffn_512,
-// 192 slabs a block: 108 us a call on the H100, session 26 run 5). Such blocks take up to ffn_ring
+// 192 slabs a block: 108 us a call on the H100, session 26 run 50). Such blocks take up to ffn_ring
 // buffers in dynamic shared memory (kernel attr "cuda_smem"), within the block limit of the plan's
 // architecture (99 KB from compute_80: sm_86/sm_89's; 227 KB from compute_90) less
-// kFfnSmemReserve for the kernel's static rest: ffn_512 53 us a call with 10 (run 6). Rings of 4
+// kFfnSmemReserve for the kernel's static rest: ffn_512 53 us a call with 10 (run 51). Rings of 4
 // or more stay static: with 10 buffers the batch-32 ffn_256 was 9 % slower (two blocks an SM
 // where four fit; its time is the L2 traffic of its weights, re-read by each of 256 pixel tiles)
-// and ffn_128 unchanged (run 6); the batch-1 fixture's rings are 4-5.
+// and ffn_128 unchanged (run 51); the batch-1 fixture's rings are 4-5.
 constexpr int64_t kFfnShallowRing = 2;
 constexpr int64_t kFfnSmemReserve = 1 << 10;
 static int64_t ffn_smem_cap(const Plan& p) { return plan_sm(p) >= 90 ? 227 << 10 : 99 << 10; }
