@@ -527,8 +527,10 @@ std::string matmul(const Ctx& x, std::string* why) {
   // (8 halves) of A and of B per step, a warp 512 bytes of each.
   const bool vec = x.split && gemm && tb && !ta && A.dtype == DType::F16 && B.dtype == DType::F16 && K % 8 == 0;
   // The weight prologue (kEntryOpenLate) where B is a plan Constant and a lane's chunks of its row
-  // fit a few registers: they are loaded before the wait for the kernels before this one, A after
-  // it; the same chunks summed in the same order as the loop below.
+  // fit a few registers: they are loaded before the wait for the kernels before this one in the
+  // source and the PTX, A after it; the same chunks summed in the same order as the loop below.
+  // (In the sm_90 SASS ptxas schedules the wait first, so B and A are loaded together after it:
+  // session 26. A prologue through shared memory (cp.async) keeps its place.)
   const int64_t chunks = (K + 8 * kWarp - 1) / (8 * kWarp);
   if (vec && x.const_input(1) && chunks <= 8) {
     x.globals += kDot8;

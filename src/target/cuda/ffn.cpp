@@ -93,9 +93,10 @@ struct FfnShape {
   int64_t fixed_bytes() const { return (Cin + kFfnHC) * (kFfnBN + 8) * 2; }  // X and hidden tiles
   int64_t dynamic_bytes() const { return deep ? NB * kFfnSlabBytes : 0; }
 };
-// Pixel tiles, hidden split and slab ring of a ConvFFN (the given fields set), or false when it
-// does not fit this kernel. ring: TuneKey::FfnRing; smem_cap: ffn_smem_cap.
-static bool ffn_size(FfnShape* sh, int64_t target_blocks, int64_t ring, int64_t smem_cap) {
+// Pixel tiles, hidden split and slab ring of a ConvFFN in plan p (the given fields set; the
+// plan's tune targets and architecture), or false when it does not fit this kernel.
+static bool ffn_size(const Plan& p, FfnShape* sh) {
+  const int64_t target_blocks = tune_target(p, TuneKey::FfnBlocks), ring = tune_target(p, TuneKey::FfnRing);
   FfnShape& s = *sh;
   s.SK1 = std::min<int64_t>(s.Cin, 64);
   if (s.Cin % 16 || s.Cin % s.SK1 || s.Hd % kFfnHC || s.Cout % 64) return false;
@@ -113,7 +114,7 @@ static bool ffn_size(FfnShape* sh, int64_t target_blocks, int64_t ring, int64_t 
   // the block with the most chunks: at most as many buffers as its slabs and one
   s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, s.slabs() + 1});
   if (s.NB < 2) return false;
-  const int64_t deep = std::min<int64_t>({ring, (smem_cap - kFfnSmemReserve - fixed) / kFfnSlabBytes, s.slabs() + 1});
+  const int64_t deep = std::min<int64_t>({ring, (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes, s.slabs() + 1});
   s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
   if (s.deep) s.NB = deep;
   return true;
@@ -160,7 +161,7 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
   s.N = xs[0], s.Cin = xs[1], s.Hd = p.buffers.at(size_t(hid)).shape[1], s.Cout = ys[1], s.P = xs[2] * xs[3];
   s.OW = xs[3];
   if (s.N * s.Cin * s.P > INT32_MAX / 2 || s.N * s.Hd * s.P > INT32_MAX / 2 || s.N * s.Cout * s.P > INT32_MAX / 2 ||
-      !ffn_size(&s, tune_target(p, TuneKey::FfnBlocks), tune_target(p, TuneKey::FfnRing), ffn_smem_cap(p)))
+      !ffn_size(p, &s))
     return false;
   if (s.blocks() < kFfnMinBlocks) return false;  // too few blocks: the two tiled launches are faster
   *sh = s;
@@ -247,8 +248,7 @@ Generated ffn(const Plan& p, const Call& c) {
   s.N = buf(0).shape[0], s.Cin = buf(0).shape[1], s.P = buf(0).shape[2] * buf(0).shape[3], s.OW = buf(0).shape[3];
   s.Hd = buf(1).shape[0], s.Cout = Y.shape[1];
   // The same sizing as ffn_shape (re-derived: the plan keeps no shape of the hidden tensor).
-  if (!ffn_size(&s, tune_target(p, TuneKey::FfnBlocks), tune_target(p, TuneKey::FfnRing), ffn_smem_cap(p)))
-    return gen.why = "ConvFFN shape does not fit the kernel", gen;
+  if (!ffn_size(p, &s)) return gen.why = "ConvFFN shape does not fit the kernel", gen;
   // NHWC (X and Y channels-last): X's tile is staged [BN][CIN] (pixel rows of 16-byte chunks) and
   // read with plain ldmatrix as fc1's B fragments; the output is stored [pixel][channel].
   const bool nhwc = nhwc_stored(buf(0));

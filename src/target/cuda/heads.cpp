@@ -266,8 +266,9 @@ Generated heads(const Plan& p, const Call& c) {
     if (at != numel(Y.shape)) return gen.why = "GEMV chain Concat columns", gen;
   }
   // The weight prologue (kEntryOpenLate): with every chain's weights and biases plan Constants they
-  // are loaded into registers before the wait for the kernels before this one; the vectors (and
-  // block 0's copy of the common input, then at the end) after it.
+  // are loaded into registers before the wait for the kernels before this one (in the source and
+  // the PTX: in the sm_90 SASS ptxas schedules the wait first, so they load with the vectors,
+  // session 26); the vectors (and block 0's copy of the common input, then at the end) after it.
   bool late = true;
   for (size_t j = 0; j < c.inputs.size(); ++j)
     if (j % stride != 0) late &= weight_input(p, c, j);

@@ -134,7 +134,8 @@ struct Options {
   // backend joins consecutive launches by programmatic graph edges, and each kernel waits
   // (griddepcontrol.wait), before its first memory access, until the kernels before it have
   // finished and their writes are visible (kernels with a weight prologue load their weights
-  // first). compile --cuda-pdl off|on|early|prefetch|tail. On by default: with the weight prologues
+  // first; where the prologue loads into registers, ptxas puts the wait before those loads in the
+  // sm_90 SASS, session 26). compile --cuda-pdl off|on|early|prefetch|tail. On by default: with the weight prologues
   // it is faster than off on the H100 (0.263 vs 0.280 ms, run 43; per round 0.98 in run 44) and the
   // H200 (0.243 vs 0.249 ms, run 40; 0.265 vs 0.270, run 41; 0.284 vs 0.287, run 42; 0.263 vs 0.274,
   // run 45); early is slower on the H100 (session 19), prefetch and tail on the H200 (runs 40-41).
