@@ -164,6 +164,11 @@ Generated ffn(const Plan& p, const Call& c);
 void fuse_se(Plan& p);
 Generated se_gate(const Plan& p, const Call& c);
 
+// dw_pair.cpp: a stride-1 'same' depthwise conv and the depthwise conv reading it merged into one
+// call (cuda_abi.h "depthwise pairs"), and the source of such a call.
+void fuse_dw_pairs(Plan& p);
+Generated dw_pair(const Plan& p, const Call& c);
+
 // stage.cpp: a run of FastViT blocks (depthwise pair, then the fused ConvFFN adding the pair's
 // first output) merged into one call on a thread-block cluster (compute_90+; cuda_abi.h "stage"),
 // and the source of such a call.
