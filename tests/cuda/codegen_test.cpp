@@ -12,9 +12,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <tuple>
 
@@ -372,6 +374,13 @@ std::vector<F16Case> f16_cases() {
       // thread per output).
       {"dw_pair_vec_rows_r4", 2, 12, 12, 8, 128, 0, false, false, true},
       {"dw_pair_vec_rows_r2", 1, 4, 4, 8, 64, 0, false, false, true},
+      // The planes form (many whole planes: dwpair_blocks lowered so that a small case has twice
+      // as many planes as blocks aimed at): 8 planes of 8 x 16 a block, 8 outputs a thread (128
+      // threads); 16 planes of 4 x 8, 4 outputs (8 a thread do not leave 128 strips); 16 planes of
+      // 6 x 12 (4-byte staging, 4 outputs a thread, 288 strips over 256 threads: a guarded step).
+      {"dw_pair_planes_r8", 2, 32, 32, 8, 16, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=8"},
+      {"dw_pair_planes_r4", 1, 64, 64, 4, 8, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=2"},
+      {"dw_pair_planes_w12", 2, 32, 32, 6, 12, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=4"},
       // The input pack's Concat and Cast in one launch (uint8 in, fp16 out, broadcast operands).
       {"concat_cast_pack", 2, 3, 6, 4, 6, 0, false, false, false, true},
       // ... with rows a multiple of 8 wide: 8 outputs a thread, one 16-byte store.
@@ -713,22 +722,30 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       continue;
     }
     if (t.dw_pair) {
-      const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_75");
+      const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_75", false, false, t.tune);
       ASSERT_EQ(p.calls.size(), 1u) << "the two depthwise convs in one launch";
       EXPECT_EQ(p.calls[0].outputs.size(), 2u);
       EXPECT_EQ(p.calls[0].inputs.size(), 5u);
       EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].attrs.i("cl_batch", 0), 2);
-      const int64_t bands = t.name == "dw_pair_bands" ? 4 : 1;
-      EXPECT_EQ(p.calls[0].global[0], t.N * t.C * bands * p.calls[0].local[0]) << "a block per band of a plane";
-      // Staging width (fp16 rows: 8 where W % 8 == 0, 2 where even) and outputs a thread (R x 256
-      // outputs a band at least).
+      // Staging width (fp16 rows: 8 where W % 8 == 0, 2 where even), outputs a thread (the band
+      // form: R x 256 outputs a band at least), planes a block and threads (the planes form).
+      const std::map<std::string, std::array<int64_t, 4>> forms = {  // R, planes a block, threads, bands
+          {"dw_pair_bands", {1, 1, 256, 4}},         {"dw_pair_vec_rows_r4", {4, 1, 256, 1}},
+          {"dw_pair_vec_rows_r2", {2, 1, 256, 1}},   {"dw_pair_planes_r8", {8, 8, 128, 1}},
+          {"dw_pair_planes_r4", {4, 16, 128, 1}},    {"dw_pair_planes_w12", {4, 16, 256, 1}}};
+      const auto it = forms.find(t.name);
+      const auto [R, PB, NT, bands] = it == forms.end() ? std::array<int64_t, 4>{1, 1, 256, 1} : it->second;
+      EXPECT_EQ(p.calls[0].local[0], NT);
+      EXPECT_EQ(p.calls[0].global[0], t.N * t.C * bands / PB * NT) << "a block per band of a plane, or per PB planes";
       const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
       ASSERT_FALSE(gen.source.empty()) << gen.why;
       const int64_t V = t.W % 8 == 0 ? 8 : t.W % 2 == 0 ? 2 : 1;
-      const int64_t R = t.name == "dw_pair_vec_rows_r4" ? 4 : t.name == "dw_pair_vec_rows_r2" ? 2 : 1;
-      EXPECT_NE(gen.source.find("// " + std::to_string(V) + " input elements a staging load, " + std::to_string(R) +
-                                " outputs of a row a thread"),
-                std::string::npos);
+      const std::string head = "// " + std::to_string(V) + " input elements a staging load, " + std::to_string(R) +
+                               " outputs of a row a thread";
+      EXPECT_NE(gen.source.find(PB > 1 ? head + ", " + std::to_string(PB) + " planes a block (float4 rows)\n" : head + "\n"),
+                std::string::npos)
+          << gen.source.substr(0, 2000);
+      EXPECT_EQ(gen.source.find("*(const float4*)&") != std::string::npos, PB > 1) << "float4 rows in the planes form only";
       continue;
     }
     CompileOptions o;
@@ -782,7 +799,7 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
   if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
   for (const F16Case& t : f16_cases()) {
     SCOPED_TRACE(t.name);
-    const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", t.pack_conv != 0, t.ffn_dw);
+    const plan::Plan p = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", t.pack_conv != 0, t.ffn_dw, t.tune);
     for (const plan::Kernel& k : p.kernels) EXPECT_NE(k.source.find(".target sm_80"), std::string::npos);
   }
 }
@@ -909,6 +926,46 @@ TEST(CudaCodegen, Fp16MatchesReferenceOnTheDevice) {
     }
     ++seed;
   }
+}
+
+// The depthwise pair's planes form computes what the band form computes (the same taps in the
+// same order, the first conv's output rounded as it is stored): both outputs equal bit for bit,
+// fp16 and fp32 (element staging, element stores), replayed on fresh inputs (dwpair_r=1 keeps
+// the band form).
+TEST(CudaCodegen, DwPairPlanesFormMatchesTheBandFormBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> planes, band;
+  if (std::string why = test::open_cuda(&planes); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&band); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 90;
+  int cases = 0;
+  for (const F16Case& t : f16_cases()) {
+    if (!t.dw_pair || t.name.find("planes") == std::string::npos) continue;
+    for (const DType dt : {DType::F16, DType::F32}) {
+      SCOPED_TRACE(t.name + " " + dtype_name(dt));
+      const plan::Plan pp = lower_cuda_arch(f16_graph(t, dt), "compute_80", false, false, t.tune);
+      const plan::Plan bp = lower_cuda_arch(f16_graph(t, dt), "compute_80", false, false, t.tune + ",dwpair_r=1");
+      ASSERT_EQ(pp.calls.size(), 1u);
+      ASSERT_EQ(bp.calls.size(), 1u);
+      EXPECT_LT(pp.calls[0].global[0] / pp.calls[0].local[0], bp.calls[0].global[0] / bp.calls[0].local[0])
+          << "several planes a block against one";
+      planes->load(pp);
+      band->load(bp);
+      for (int rep = 0; rep < test::device_replays(); ++rep) {
+        const Tensor x = test::random_f32(pp.buffers[size_t(pp.inputs[0])].shape, seed++, -2.f, 2.f).cast(DType::F16).cast(dt);
+        std::vector<Tensor> a, b;
+        for (int o : pp.outputs) a.emplace_back(dt, pp.buffers[size_t(o)].shape), b.emplace_back(dt, pp.buffers[size_t(o)].shape);
+        ASSERT_EQ(a.size(), 2u) << "the mixer's output and the 7x7's";
+        planes->run({&x}, {&a[0], &a[1]});
+        band->run({&x}, {&b[0], &b[1]});
+        for (size_t o = 0; o < a.size(); ++o) {
+          EXPECT_EQ(std::memcmp(a[o].bytes().data(), b[o].bytes().data(), a[o].nbytes()), 0) << "output " << o << ", replay " << rep;
+          EXPECT_GT(compare(a[o].cast(DType::F32), x.cast(DType::F32)).rel_l2, 1e-2) << "output " << o << " is not the input";
+        }
+      }
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 6);
 }
 
 // The depthwise 7x7 inside the ConvFFN launch computes what the depthwise pair and the ConvFFN

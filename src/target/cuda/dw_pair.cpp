@@ -55,10 +55,60 @@ int64_t dw_pair_band_rows(int64_t planes, int64_t H, int64_t target) {
   const int64_t bands = std::clamp<int64_t>(want, 1, std::max<int64_t>(1, H / kDwPairMinBandRows));
   return (H + bands - 1) / bands;
 }
-// Shared-memory bytes of a depthwise pair's block: the staged input rows, the first conv's tile,
-// both weights.
-int64_t dw_pair_smem(int64_t BH, int64_t W, int64_t ka, int64_t kb) {
-  return ((BH + ka - 1 + kb - 1) * (W + ka - 1) + (BH + kb - 1) * (W + kb - 1) + ka * ka + kb * kb) * 4;
+// The planes form. The band form gives each thread one output (R = 2-4 only where a band has
+// R x 256 outputs): a 7x7 output then costs 49 shared-memory reads of inputs and 49 of taps, and
+// where the planes are small and many (the batch-32 artifact: 8192 planes of 8 x 16 in stage 2,
+// half of each 256-thread block idle in the second conv) the pairs are bound by those reads (0.343
+// of the batch's 1.29 ms of kernels on the H100, session 26 run 52). Where there are at least twice
+// TuneKey::DwPairBlocks whole planes, a block takes PB of them (a power of two dividing the planes,
+// up to the blocks' target) and a thread R = 8 or 4 adjacent outputs of a row (TuneKey::DwPairR at
+// most): rows padded to a multiple of 4 floats, so a tap row's R + k - 1 inputs and its k taps
+// come as float4s (a 7x7 at R = 4: 3 + 2 reads a row for 4 outputs, not 14 for one). Taken where
+// the block still has kDwPairMinStrips strips of R; the summation order is the band form's.
+constexpr int64_t kDwPairMinStrips = 128;
+// A depthwise pair's block: band rows and bands a plane, planes a block, outputs of a row a thread.
+struct DwPairShape {
+  int64_t BH = 0, NBAND = 1, PB = 1, R = 1, threads = kDwPairThreads;
+  bool planes = false;  // the planes form (float4 rows)
+  int64_t W = 0, ka = 0, kb = 0;
+  int64_t pad(int64_t n) const { return planes ? (n + 3) / 4 * 4 : n; }
+  // Floats a row: the staged input rows, the first conv's rows, the two tap tables.
+  int64_t xw() const { return pad(W + ka - 1); }
+  int64_t tw() const { return pad(W + kb - 1); }
+  int64_t wa() const { return pad(ka); }
+  int64_t wb() const { return pad(kb); }
+  int64_t xh() const { return BH + ka - 1 + kb - 1; }
+  int64_t th() const { return BH + kb - 1; }
+  // Shared-memory bytes of a block (the planes form also keeps the PB planes' biases there).
+  int64_t smem() const {
+    return PB * (xh() * xw() + th() * tw() + ka * wa() + kb * wb() + (planes ? 2 : 0)) * 4;
+  }
+};
+DwPairShape dw_pair_shape(const Plan& p, int64_t planes, int64_t H, int64_t W, int64_t ka, int64_t kb) {
+  const int64_t target = tune_target(p, TuneKey::DwPairBlocks), rmax = tune_target(p, TuneKey::DwPairR);
+  DwPairShape s;
+  s.W = W, s.ka = ka, s.kb = kb;
+  s.BH = dw_pair_band_rows(planes, H, target);
+  s.NBAND = (H + s.BH - 1) / s.BH;
+  if (s.NBAND == 1 && planes >= 2 * target)
+    for (const int64_t r : {8, 4}) {
+      if (r > rmax || W % r) continue;
+      DwPairShape v = s;
+      v.planes = true, v.R = r;
+      const int64_t strips = H * W / r;
+      auto doubled = [&] { DwPairShape d = v; d.PB *= 2; return d; };
+      while (v.PB * strips < kDwPairThreads && planes / (v.PB * 2) >= target && planes % (v.PB * 2) == 0 &&
+             doubled().smem() <= kDwPairSmemBytes)
+        v.PB *= 2;
+      if (v.PB * strips < kDwPairMinStrips || v.smem() > kDwPairSmemBytes) continue;
+      v.threads = std::min<int64_t>(kDwPairThreads, (v.PB * strips + kWarp - 1) / kWarp * kWarp);
+      return v;
+    }
+  // The band form: R only where the band's second-conv outputs still give every thread a strip
+  // (no thread that the one-output form keeps busy is left idle; small late-stage planes keep 1).
+  for (const int64_t r : {4, 2})
+    if (s.R == 1 && W % r == 0 && s.BH * W / r >= kDwPairThreads) s.R = r;
+  return s;
 }
 void fuse_dw_pairs(Plan& p) {
   fuse_pairs(p, [&](const Call& a, const Call& b, Kernel* k, Call* f) {
@@ -67,8 +117,7 @@ void fuse_dw_pairs(Plan& p) {
     if (!kb) return false;
     const Shape& xs = p.buffers.at(size_t(a.inputs[0])).shape;
     const int64_t H = xs[2], W = xs[3];
-    const int64_t bytes = dw_pair_smem(dw_pair_band_rows(xs[0] * xs[1], H, tune_target(p, TuneKey::DwPairBlocks)), W, ka, kb);
-    if (b.inputs[0] != a.outputs[0] || bytes > kDwPairSmemBytes) return false;
+    if (b.inputs[0] != a.outputs[0] || dw_pair_shape(p, xs[0] * xs[1], H, W, ka, kb).smem() > kDwPairSmemBytes) return false;
     const Kernel& akern = p.kernels.at(size_t(a.kernel));
     const Kernel& bkern = p.kernels.at(size_t(b.kernel));
     *k = akern;
@@ -96,131 +145,218 @@ Generated dw_pair(const Plan& p, const Call& c) {
   const Buffer& U = p.buffers.at(size_t(c.outputs[1]));
   const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3], HW = H * W;
   const int64_t ka = p.buffers.at(size_t(c.inputs[1])).shape[2], kb = p.buffers.at(size_t(c.inputs[3])).shape[2];
-  const int64_t BH = dw_pair_band_rows(N * C, H, tune_target(p, TuneKey::DwPairBlocks)), NBAND = (H + BH - 1) / BH;
-  if (dw_pair_smem(BH, W, ka, kb) > kDwPairSmemBytes) return gen.why = "depthwise pair too large", gen;
-  // xs: input rows R0 - hb - ha .. (XH rows, W + 2 ha columns); ts: first-conv rows R0 - hb .. (TH
-  // rows, W + 2 hb columns); R0 = the band's first row.
-  const int64_t ha = (ka - 1) / 2, hb = (kb - 1) / 2, XW = W + 2 * ha, XH = BH + 2 * hb + 2 * ha, TW = W + 2 * hb,
-                TH = BH + 2 * hb;
+  const DwPairShape sh = dw_pair_shape(p, N * C, H, W, ka, kb);
+  if (sh.smem() > kDwPairSmemBytes) return gen.why = "depthwise pair too large", gen;
+  const int64_t BH = sh.BH, NBAND = sh.NBAND, PB = sh.PB, R = sh.R, NT = sh.threads;
+  const bool pf = sh.planes;
+  // xs: input rows R0 - hb - ha .. (XH rows of XW floats, the map's columns from ha); ts: first-conv
+  // rows R0 - hb .. (TH rows of TW floats, the map's from hb); R0 = the band's first row (the
+  // planes form: 0, and plane pl's rows from pl * XH, pl * TH).
+  const int64_t ha = (ka - 1) / 2, hb = (kb - 1) / 2, XW = sh.xw(), XH = sh.xh(), TW = sh.tw(), TH = sh.th(),
+                WA = sh.wa(), WB = sh.wb();
   auto dtype_of = [&](size_t j) { return p.buffers.at(size_t(c.inputs[j])).dtype; };
   // V: input elements a thread stages at once (fp16 rows of W % 8 == 0: 16-byte loads; W even: 4
   // bytes); R: outputs of one row a thread computes (W % R == 0), its taps' inputs read once from
   // shared memory into registers and used by all R (7x7: 10 reads for 4 outputs, not 49 each).
   const int64_t V = X.dtype != DType::F16 ? 1 : W % 8 == 0 ? 8 : W % 2 == 0 ? 2 : 1;
-  // R only where the band's second-conv outputs still give every thread a strip: no thread that
-  // the one-output form keeps busy is left idle (the small late-stage planes keep R = 1).
-  int64_t R = 1;
-  for (const int64_t r : {4, 2})
-    if (R == 1 && W % r == 0 && BH * W / r >= kDwPairThreads) R = r;
   std::ostringstream b;
-  b << "  // " << V << " input elements a staging load, " << R << " outputs of a row a thread\n"
-    << "  __shared__ float xs[" << XH * XW << "], ts[" << TH * TW << "], wa[" << ka * ka << "], wb[" << kb * kb << "];\n"
-    << "  const opv_idx plane = blockIdx.x / " << NBAND << ", c = plane % " << I(C) << ";\n"
-    << "  const int R0 = (int)(blockIdx.x % " << NBAND << ") * " << BH << ";\n"
-    << "  const int tid = threadIdx.x;\n";
+  b << "  // " << V << " input elements a staging load, " << R << " outputs of a row a thread";
+  if (pf) {
+    b << ", " << PB << " planes a block (float4 rows)\n"
+      << "  __shared__ __align__(16) float xs[" << PB * XH * XW << "], ts[" << PB * TH * TW << "], wa[" << PB * ka * WA
+      << "], wb[" << PB * kb * WB << "];\n"
+      << "  __shared__ float ba[" << PB << "], bb[" << PB << "];\n"
+      << "  const opv_idx plane0 = (opv_idx)blockIdx.x * " << PB << ";\n"
+      << "  constexpr int R0 = 0;\n";
+  } else {
+    b << "\n  __shared__ float xs[" << XH * XW << "], ts[" << TH * TW << "], wa[" << ka * ka << "], wb[" << kb * kb << "];\n"
+      << "  const opv_idx plane = blockIdx.x / " << NBAND << ", c = plane % " << I(C) << ";\n"
+      << "  const int R0 = (int)(blockIdx.x % " << NBAND << ") * " << BH << ";\n";
+  }
+  b << "  const int tid = threadIdx.x;\n";
   // The weight prologue (kEntryOpenLate): with the taps and biases plan Constants they are loaded
   // before the wait for the kernels before this one, the input rows after it.
   bool late = true;
   for (size_t j : {1, 2, 3, 4}) late &= weight_input(p, c, j);
+  // Staged row rr's plane (the planes form: rr counts the block's planes' rows).
+  const std::string row_plane = pf ? "    const opv_idx plane = plane0 + rr / " + std::to_string(XH) + ";\n" : "";
+  const std::string row_in_plane = pf ? "rr % " + std::to_string(XH) : "rr";
   std::ostringstream xl;  // the input rows' staging
   if (V == 1) {
-    xl << block_steps(XH * XW, kDwPairThreads, "  ")
-      << "    const int r = R0 - " << hb + ha << " + e / " << XW << ", q = e % " << XW << " - " << ha << ";\n"
+    xl << block_steps(PB * XH * XW, NT, "  ")
+      << (pf ? "    const int rr = e / " + std::to_string(XW) + ";\n" + row_plane : std::string())
+      << "    const int r = R0 - " << hb + ha << " + " << (pf ? row_in_plane : "e / " + std::to_string(XW)) << ", q = e % "
+      << XW << " - " << ha << ";\n"
       << "    xs[e] = (r >= 0 && r < " << H << " && q >= 0 && q < " << W << ") ? "
       << load(X.dtype, "in0", "plane * " + I(HW) + " + r * " + I(W) + " + q") << " : 0.0f;\n  }\n";
   } else {
     // The map's columns of each staged row V at a time (zero rows outside the map), the border columns zero.
     const std::string vt = V == 8 ? "uint4" : "unsigned";
-    xl << block_steps(XH * (W / V), kDwPairThreads, "  ")
-      << "    const int rr = e / " << W / V << ", q = (e % " << W / V << ") * " << V << ", r = R0 - " << hb + ha << " + rr;\n"
+    xl << block_steps(PB * XH * (W / V), NT, "  ")
+      << "    const int rr = e / " << W / V << ", q = (e % " << W / V << ") * " << V
+      << (pf ? ";\n" + row_plane + "    const int r = R0 - " : ", r = R0 - ") << hb + ha << " + " << row_in_plane << ";\n"
       << "    __align__(16) unsigned short hv[" << V << "];\n"
       << "    if (r >= 0 && r < " << H << ") *(" << vt << "*)hv = *(const " << vt << "*)(in0 + plane * " << I(HW) << " + r * "
       << I(W) << " + q);\n"
       << "#pragma unroll\n    for (int j = 0; j < " << V << "; ++j) xs[rr * " << XW << " + " << ha << " + q + j] = r >= 0 && r < " << H
       << " ? opv_h2f(hv[j]) : 0.0f;\n  }\n";
-    if (ha > 0)
-      xl << block_steps(XH * 2 * ha, kDwPairThreads, "  ")
-        << "    const int rr = e / " << 2 * ha << ", j = e % " << 2 * ha << ";\n"
+    if (XW > W)
+      xl << block_steps(PB * XH * (XW - W), NT, "  ")
+        << "    const int rr = e / " << XW - W << ", j = e % " << XW - W << ";\n"
         << "    xs[rr * " << XW << " + (j < " << ha << " ? j : " << W << " + j)] = 0.0f;\n  }\n";
   }
   if (!late) b << xl.str();
-  b << block_steps(TH * TW, kDwPairThreads, "  ")
+  b << block_steps(PB * TH * TW, NT, "  ")
     << "    const int q = e % " << TW << " - " << hb << ";\n"
-    << "    if (q < 0 || q >= " << W << ") ts[e] = 0.0f;\n  }\n"
-    << "  for (int e = tid; e < " << ka * ka << "; e += " << kDwPairThreads << ") wa[e] = "
-    << load(dtype_of(1), "in1", "c * " + I(ka * ka) + " + e") << ";\n"
-    << "  for (int e = tid; e < " << kb * kb << "; e += " << kDwPairThreads << ") wb[e] = "
-    << load(dtype_of(3), "in3", "c * " + I(kb * kb) + " + e") << ";\n";
-  // The biases into registers before the first barrier: read after it, each was a global-memory
-  // round trip after a bar.sync in the SASS (the load does not move above one). No measurable
-  // change on the H100 (run 32: the warps' instruction chains are the time), kept as the
-  // shorter path.
-  for (int slot : {2, 4})
-    if (c.inputs[size_t(slot)] >= 0)
-      b << "  const float bias" << slot << " = " << load(dtype_of(size_t(slot)), "in" + std::to_string(slot), "c") << ";\n";
+    << "    if (q < 0 || q >= " << W << ") ts[e] = 0.0f;\n  }\n";
+  if (pf) {
+    // PB planes' taps, each tap row padded to WA (WB) floats with zeros; the biases.
+    auto taps = [&](const char* dst, int slot, int64_t kk, int64_t ws) {
+      b << block_steps(PB * kk * ws, NT, "  ")
+        << "    const int pl = e / " << kk * ws << ", kh = e % " << kk * ws << " / " << ws << ", kw = e % " << ws << ";\n"
+        << "    " << dst << "[e] = kw < " << kk << " ? "
+        << load(dtype_of(size_t(slot)), "in" + std::to_string(slot),
+                "((plane0 + pl) % " + I(C) + ") * " + I(kk * kk) + " + kh * " + I(kk) + " + kw")
+        << " : 0.0f;\n  }\n";
+    };
+    taps("wa", 1, ka, WA);
+    taps("wb", 3, kb, WB);
+    for (int slot : {2, 4})
+      if (c.inputs[size_t(slot)] >= 0)
+        b << "  for (int e = tid; e < " << PB << "; e += " << NT << ") " << (slot == 2 ? "ba" : "bb") << "[e] = "
+          << load(dtype_of(size_t(slot)), "in" + std::to_string(slot), "(plane0 + e) % " + I(C)) << ";\n";
+  } else {
+    b << "  for (int e = tid; e < " << ka * ka << "; e += " << kDwPairThreads << ") wa[e] = "
+      << load(dtype_of(1), "in1", "c * " + I(ka * ka) + " + e") << ";\n"
+      << "  for (int e = tid; e < " << kb * kb << "; e += " << kDwPairThreads << ") wb[e] = "
+      << load(dtype_of(3), "in3", "c * " + I(kb * kb) + " + e") << ";\n";
+    // The biases into registers before the first barrier: read after it, each was a global-memory
+    // round trip after a bar.sync in the SASS (the load does not move above one). No measurable
+    // change on the H100 (run 32: the warps' instruction chains are the time), kept as the
+    // shorter path.
+    for (int slot : {2, 4})
+      if (c.inputs[size_t(slot)] >= 0)
+        b << "  const float bias" << slot << " = " << load(dtype_of(size_t(slot)), "in" + std::to_string(slot), "c") << ";\n";
+  }
   if (late) b << "  OPV_KERNEL_ENTRY();  // the taps and biases above are weights: no kernel writes them\n" << xl.str();
   b << "  __syncthreads();\n";
   // R outputs (tile row i, columns q0 .. q0 + R - 1) of a conv over `src` (sw floats a row; output
-  // column q's kh-th row of taps is src row i + kh, columns q .. q + kk - 1): each tap row's R + kk
-  // - 1 inputs into registers, then every output's taps in the order kh, then kw (fmaf from 0, as a
-  // thread per output sums them), the bias, the post-ops: v[r].
-  auto conv_acc = [&](const std::string& src, int64_t kk, int64_t sw, const std::string& w, int bias_slot,
-                      int64_t po_from, int64_t po_n) {
+  // column q's kh-th row of taps is src row i + kh, columns q .. q + kk - 1) with taps `w` (ws
+  // floats a row): each tap row's R + kk - 1 inputs into registers (the planes form: float4s of
+  // the padded rows, and the row's taps too), then every output's taps in the order kh, then kw
+  // (fmaf from 0, as a thread per output sums them), the bias, the post-ops: v[r].
+  auto conv_acc = [&](const std::string& src, int64_t kk, int64_t sw, const std::string& w, int64_t ws,
+                      const std::string& bias, int64_t po_from, int64_t po_n) {
     b << "    float acc[" << R << "];\n"
       << "#pragma unroll\n    for (int u = 0; u < " << R << "; ++u) acc[u] = 0.0f;\n"
-      << "#pragma unroll\n    for (int kh = 0; kh < " << kk << "; ++kh) {\n"
-      << "      float xr[" << R + kk - 1 << "];\n"
-      << "#pragma unroll\n      for (int j = 0; j < " << R + kk - 1 << "; ++j) xr[j] = " << src << "[(i + kh) * " << sw << " + q0 + j];\n"
-      << "#pragma unroll\n      for (int u = 0; u < " << R << "; ++u)\n"
-      << "#pragma unroll\n        for (int kw = 0; kw < " << kk << "; ++kw) acc[u] = fmaf(xr[u + kw], " << w << "[kh * " << kk
-      << " + kw], acc[u]);\n"
-      << "    }\n"
+      << "#pragma unroll\n    for (int kh = 0; kh < " << kk << "; ++kh) {\n";
+    if (pf) {
+      const int64_t nx = (R + kk - 1 + 3) / 4 * 4;
+      b << "      float xr[" << nx << "], wr[" << ws << "];\n"
+        << "#pragma unroll\n      for (int j = 0; j < " << nx / 4 << "; ++j) *(float4*)&xr[4 * j] = *(const float4*)&" << src
+        << "[(i + kh) * " << sw << " + q0 + 4 * j];\n"
+        << "#pragma unroll\n      for (int j = 0; j < " << ws / 4 << "; ++j) *(float4*)&wr[4 * j] = *(const float4*)&" << w
+        << "[kh * " << ws << " + 4 * j];\n"
+        << "#pragma unroll\n      for (int u = 0; u < " << R << "; ++u)\n"
+        << "#pragma unroll\n        for (int kw = 0; kw < " << kk << "; ++kw) acc[u] = fmaf(xr[u + kw], wr[kw], acc[u]);\n";
+    } else {
+      b << "      float xr[" << R + kk - 1 << "];\n"
+        << "#pragma unroll\n      for (int j = 0; j < " << R + kk - 1 << "; ++j) xr[j] = " << src << "[(i + kh) * " << sw
+        << " + q0 + j];\n"
+        << "#pragma unroll\n      for (int u = 0; u < " << R << "; ++u)\n"
+        << "#pragma unroll\n        for (int kw = 0; kw < " << kk << "; ++kw) acc[u] = fmaf(xr[u + kw], " << w << "[kh * " << kk
+        << " + kw], acc[u]);\n";
+    }
+    b << "    }\n"
       << "    float v[" << R << "];\n"
       << "#pragma unroll\n    for (int u = 0; u < " << R << "; ++u) {\n"
-      << "      float vv = acc[u]"
-      << (c.inputs[size_t(bias_slot)] >= 0 ? " + bias" + std::to_string(bias_slot) : std::string())
-      << ";\n";
+      << "      float vv = acc[u]" << (bias.empty() ? std::string() : " + " + bias) << ";\n";
     for (int64_t q = po_from; q < po_from + po_n; ++q) b << "      vv = " << unary_expr(k.post_ops[size_t(q)], "vv") << ";\n";
     b << "      v[u] = vv;\n    }\n";
   };
+  auto bias_of = [&](int slot) {
+    if (c.inputs[size_t(slot)] < 0) return std::string();
+    return pf ? std::string(slot == 2 ? "ba" : "bb") + "[pl]" : "bias" + std::to_string(slot);
+  };
+  // Strip e's plane pl of the block and that plane's tiles (the planes form), over `rows` rows.
+  auto strip_plane = [&](int64_t rows) -> std::string {
+    if (!pf) return "";
+    const std::string n = std::to_string(rows * (W / R));
+    return "    const int pl = e / " + n + ";\n    const opv_idx plane = plane0 + pl;\n" +
+           "    const float* xp = xs + pl * " + std::to_string(XH * XW) + ";\n" + "    float* tp = ts + pl * " +
+           std::to_string(TH * TW) + ";\n" + "    const float* wap = wa + pl * " + std::to_string(ka * WA) + ";\n" +
+           "    const float* wbp = wb + pl * " + std::to_string(kb * WB) + ";\n";
+  };
+  const std::string xsn = pf ? "xp" : "xs", tsn = pf ? "tp" : "ts", wan = pf ? "wap" : "wa", wbn = pf ? "wbp" : "wb";
+  const std::string in_strip = pf ? "(e % " + std::to_string(TH * (W / R)) + ")" : "e";
+  // R outputs a store: the planes form's fp16 outputs as one 8- or 16-byte store.
+  auto store_strip = [&](const Buffer& Y, const std::string& name, const std::string& at, const std::string& indent) {
+    std::string s;
+    if (pf && Y.dtype == DType::F16) {
+      const std::string vt = R == 8 ? "uint4" : "uint2";
+      s += indent + "{\n" + indent + "  __align__(16) unsigned short hv[" + std::to_string(R) + "];\n" + indent +
+           "#pragma unroll\n" + indent + "  for (int j = 0; j < " + std::to_string(R) + "; ++j) hv[j] = opv_f2h(v[j]);\n" +
+           indent + "  *(" + vt + "*)(" + name + " + " + at + ") = *(const " + vt + "*)hv;\n" + indent + "}\n";
+    } else {
+      s += "#pragma unroll\n" + indent + "for (int j = 0; j < " + std::to_string(R) + "; ++j) " +
+           store(Y.dtype, name, at + " + j", "v[j]") + "\n";
+    }
+    return s;
+  };
   const int64_t NS = W / R;  // strips of R outputs a row
   // The first conv on ts's rows (T row r = R0 - hb + i; zero outside the map), stored for the band's rows.
-  b << block_steps(TH * NS, kDwPairThreads, "  ")
-    << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ", r = R0 - " << hb << " + i;\n"
+  b << block_steps(PB * TH * NS, NT, "  ") << strip_plane(TH)
+    << "    const int i = " << in_strip << " / " << NS << ", q0 = (e % " << NS << ") * " << R << ", r = R0 - " << hb
+    << " + i;\n"
     << "    if (r < 0 || r >= " << H << ") {\n"
-    << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) ts[i * " << TW << " + q0 + j + " << hb << "] = 0.0f;\n"
+    << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) " << tsn << "[i * " << TW << " + q0 + j + " << hb
+    << "] = 0.0f;\n"
     << "      continue;\n    }\n";
-  conv_acc("xs", ka, XW, "wa", 2, 0, npo[0]);
-  b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) {\n"
-    << "      if (r >= R0 && r < R0 + " << BH << ") "
-    << store(T.dtype, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q0 + j", "v[j]") << "\n"
-    << "      ts[i * " << TW << " + q0 + j + " << hb << "] = " << (T.dtype == DType::F16 ? "opv_h2f(opv_f2h(v[j]))" : "v[j]")
-    << ";  // what the second conv reads: the stored value\n    }\n  }\n"
-    << "  __syncthreads();\n";
+  conv_acc(xsn, ka, XW, wan, WA, bias_of(2), 0, npo[0]);
+  const std::string ts_value = T.dtype == DType::F16 ? "opv_h2f(opv_f2h(v[j]))" : "v[j]";
+  if (pf) {
+    b << store_strip(T, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q0", "    ")
+      << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) " << tsn << "[i * " << TW << " + q0 + j + " << hb
+      << "] = " << ts_value << ";  // what the second conv reads: the stored value\n  }\n";
+  } else {
+    b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) {\n"
+      << "      if (r >= R0 && r < R0 + " << BH << ") "
+      << store(T.dtype, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q0 + j", "v[j]") << "\n"
+      << "      ts[i * " << TW << " + q0 + j + " << hb << "] = " << ts_value
+      << ";  // what the second conv reads: the stored value\n    }\n  }\n";
+  }
+  b << "  __syncthreads();\n";
   // The second conv on the band's rows (row R0 + i: ts rows i .. i + kb - 1).
-  b << "  OPV_PDL_TRIGGER();  // the second conv is left: the next kernel may be launched\n"
-    << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << NS << ";\n"
-    << block_steps(BH * NS, kDwPairThreads, "  ") << "    if (e >= nout) break;  // the map's last band is shorter\n"
-    << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ";\n";
-  conv_acc("ts", kb, TW, "wb", 4, npo[0], npo[1]);
-  b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) "
-    << store(U.dtype, "out1", "plane * " + I(HW) + " + (R0 + i) * " + I(W) + " + q0 + j", "v[j]") << "\n  }\n";
+  b << "  OPV_PDL_TRIGGER();  // the second conv is left: the next kernel may be launched\n";
+  if (pf) {
+    b << block_steps(PB * H * NS, NT, "  ") << strip_plane(H) << "    const int i = e % " << H * NS << " / " << NS
+      << ", q0 = (e % " << NS << ") * " << R << ";\n";
+  } else {
+    b << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << NS << ";\n"
+      << block_steps(BH * NS, kDwPairThreads, "  ") << "    if (e >= nout) break;  // the map's last band is shorter\n"
+      << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ";\n";
+  }
+  conv_acc(tsn, kb, TW, wbn, WB, bias_of(4), npo[0], npo[1]);
+  if (pf)
+    b << store_strip(U, "out1", "plane * " + I(HW) + " + i * " + I(W) + " + q0", "    ") << "  }\n";
+  else
+    b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) "
+      << store(U.dtype, "out1", "plane * " + I(HW) + " + (R0 + i) * " + I(W) + " + q0 + j", "v[j]") << "\n  }\n";
   std::string params = std::string(c_type(T.dtype)) + "* __restrict__ out0, " + c_type(U.dtype) + "* __restrict__ out1";
   for (size_t j = 0; j < c.inputs.size(); ++j)
     if (c.inputs[j] >= 0)
       params += std::string(", const ") + c_type(dtype_of(j)) + "* __restrict__ in" + std::to_string(j);
   gen.entry = "opv_" + k.name;
   std::ostringstream src;
-  src << "// generated by opvision src/target/cuda/codegen.cpp (kernel " << k.name
+  src << "// generated by opvision src/target/cuda/dw_pair.cpp (kernel " << k.name
       << ", two depthwise convs in one launch) -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
-      << "extern \"C\" __global__ void __launch_bounds__(" << kDwPairThreads << ") " << gen.entry << "(" << params
+      << "extern \"C\" __global__ void __launch_bounds__(" << NT << ") " << gen.entry << "(" << params
       << (late ? kEntryOpenLate : kEntryOpen) << b.str() << "}\n";
   gen.source = src.str();
-  gen.global = {N * C * NBAND * kDwPairThreads, 0, 0};
-  gen.local = {kDwPairThreads, 0, 0};
+  gen.global = {N * C * NBAND / PB * NT, 0, 0};
+  gen.local = {NT, 0, 0};
   return gen;
 }
-
 
 }  // namespace opv::plan::cuda::detail

@@ -61,8 +61,9 @@ enum class TuneKey : uint8_t {
   DwPairBlocks,  // "dwpair_blocks": depthwise pairs, blocks the row bands aim at
   ConvMmaBlocks,  // "convmma_blocks": implicit-GEMM convs (the stem), blocks the channel groups aim at
   FfnRing,       // "ffn_ring": fused ConvFFN, slab buffers of a block whose static ring holds two (a deep ring)
+  DwPairR,       // "dwpair_r": depthwise pairs, the most outputs of a row a thread of the planes form (< 4: none)
 };
-constexpr int kTuneKeys = 5;
+constexpr int kTuneKeys = 6;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
