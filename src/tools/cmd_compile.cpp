@@ -96,7 +96,7 @@ int cmd_compile(int argc, char** argv) {
               "1x1 split-K blocks, 128), dwpair_blocks (depthwise-pair row bands, 256), convmma_blocks (implicit-GEMM conv "
               "channel groups, 256), ffn_ring (weight slab buffers, in dynamic shared memory, of a fused ConvFFN block whose "
               "static ring holds only two: wide layers, 10; 2 keeps the static ring), dwpair_r (the most outputs of a row a thread "
-              "of the depthwise pairs' several-planes-a-block form, taken where the planes are many: 8; below 4 keeps a block "
+              "of the depthwise pairs' several-planes-a-block form, taken where the planes are many: 4; below 4 keeps a block "
               "per plane or band everywhere); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")

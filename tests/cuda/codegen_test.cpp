@@ -376,9 +376,9 @@ std::vector<F16Case> f16_cases() {
       {"dw_pair_vec_rows_r2", 1, 4, 4, 8, 64, 0, false, false, true},
       // The planes form (many whole planes: dwpair_blocks lowered so that a small case has twice
       // as many planes as blocks aimed at): 8 planes of 8 x 16 a block, 8 outputs a thread (128
-      // threads); 16 planes of 4 x 8, 4 outputs (8 a thread do not leave 128 strips); 16 planes of
+      // threads; dwpair_r=8, the default is 4); 16 planes of 4 x 8, 4 outputs; 16 planes of
       // 6 x 12 (4-byte staging, 4 outputs a thread, 288 strips over 256 threads: a guarded step).
-      {"dw_pair_planes_r8", 2, 32, 32, 8, 16, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=8"},
+      {"dw_pair_planes_r8", 2, 32, 32, 8, 16, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=8,dwpair_r=8"},
       {"dw_pair_planes_r4", 1, 64, 64, 4, 8, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=2"},
       {"dw_pair_planes_w12", 2, 32, 32, 6, 12, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=4"},
       // The input pack's Concat and Cast in one launch (uint8 in, fp16 out, broadcast operands).
@@ -943,7 +943,8 @@ TEST(CudaCodegen, DwPairPlanesFormMatchesTheBandFormBitForBitOnTheDevice) {
     for (const DType dt : {DType::F16, DType::F32}) {
       SCOPED_TRACE(t.name + " " + dtype_name(dt));
       const plan::Plan pp = lower_cuda_arch(f16_graph(t, dt), "compute_80", false, false, t.tune);
-      const plan::Plan bp = lower_cuda_arch(f16_graph(t, dt), "compute_80", false, false, t.tune + ",dwpair_r=1");
+      const std::string band_tune = t.tune.substr(0, t.tune.find(",dwpair_r=")) + ",dwpair_r=1";
+      const plan::Plan bp = lower_cuda_arch(f16_graph(t, dt), "compute_80", false, false, band_tune);
       ASSERT_EQ(pp.calls.size(), 1u);
       ASSERT_EQ(bp.calls.size(), 1u);
       EXPECT_LT(pp.calls[0].global[0] / pp.calls[0].local[0], bp.calls[0].global[0] / bp.calls[0].local[0])

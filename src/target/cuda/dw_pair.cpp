@@ -62,9 +62,12 @@ int64_t dw_pair_band_rows(int64_t planes, int64_t H, int64_t target) {
 // of the batch's 1.29 ms of kernels on the H100, session 26 run 52). Where there are at least twice
 // TuneKey::DwPairBlocks whole planes, a block takes PB of them (a power of two dividing the planes,
 // up to the blocks' target) and a thread R = 8 or 4 adjacent outputs of a row (TuneKey::DwPairR at
-// most): rows padded to a multiple of 4 floats, so a tap row's R + k - 1 inputs and its k taps
-// come as float4s (a 7x7 at R = 4: 3 + 2 reads a row for 4 outputs, not 14 for one). Taken where
-// the block still has kDwPairMinStrips strips of R; the summation order is the band form's.
+// most, 4 by default): rows padded to a multiple of 4 floats, so a tap row's R + k - 1 inputs and
+// its k taps come as float4s (a 7x7 at R = 4: 3 + 2 reads a row for 4 outputs, not 14 for one).
+// Taken where the block still has kDwPairMinStrips strips of R; the summation order is the band
+// form's. H100, session 27 run 53, the batch-32 artifact's 12 pairs: 0.224 ms at R = 4, 0.240 at
+// R = 8, 0.346 in the band form (profiled); 1.27-1.33 ms a batch with 4 in flight against
+// 1.40-1.45.
 constexpr int64_t kDwPairMinStrips = 128;
 // A depthwise pair's block: band rows and bands a plane, planes a block, outputs of a row a thread.
 struct DwPairShape {

@@ -23,15 +23,16 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // TuneKey order. Defaults: ffn.cpp (run 10, 96 blocks over the split), codegen.cpp's 1x1 split-K
 // (128) and depthwise-pair bands (256), conv_mma.cpp's channel groups (256: the stem's 64 channels
 // in one group, as measured in session 21), ffn.cpp's deep slab ring (10 buffers; 2 keeps the
-// static 48 KB ring), dw_pair.cpp's planes form (up to 8 outputs of a row a thread; below 4 every
-// pair keeps the band form).
+// static 48 KB ring), dw_pair.cpp's planes form (4 outputs of a row a thread: the batch-32
+// artifact's pairs 0.224 ms against 0.240 with 8, session 27 run 53; below 4 every pair keeps the
+// band form).
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
     {"mma_blocks", 128, 1, 4096},
     {"dwpair_blocks", 256, 1, 4096},
     {"convmma_blocks", 256, 1, 4096},
     {"ffn_ring", 10, 2, 24},
-    {"dwpair_r", 8, 1, 8},
+    {"dwpair_r", 4, 1, 8},
 };
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
