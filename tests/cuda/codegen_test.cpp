@@ -397,6 +397,11 @@ std::vector<F16Case> f16_cases() {
       // copies leave half of the 256 threads idle in its only step (block_steps' guard).
       {"ffn_uneven_chunks_split", 2, 64, 320, 16, 16, 0, false, false, false, false, true},
       {"ffn_split_x_guard", 1, 64, 192, 8, 16, 0, false, false, false, false, true},
+      // Wide pixel tiles (many tiles: ffn_blocks lowered so that a small case has four tiles a block
+      // aimed at): 64 pixels a tile over 25 x 40 pixels, two images (the last tile 40 pixels); 32
+      // pixels where 64 would leave fewer than 24 tiles.
+      {"ffn_wide_tiles64", 2, 64, 192, 25, 40, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
+      {"ffn_wide_tiles32", 2, 128, 384, 16, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
       // The depthwise 7x7 inside the ConvFFN launch: the stage-0 shape (128 pixel tiles of one row:
       // a half-warp per channel, shuffled taps); a 40 x 39 map over two images (tiles across rows:
       // a thread per output, taps clipped on every side, a partial pixel tile). The stage-1 shape
@@ -1210,6 +1215,39 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
   bf->load(flat.p);
   uint64_t seed = 230;
   expect_bit_equal_runs(*bd, *bf, deep.p, &seed);
+}
+
+// Wide pixel tiles (ffn.cpp, TuneKey::FfnBn): where a ConvFFN has many pixel tiles an unsplit block
+// takes 64 (or 32) pixels, and the outputs equal those of 16-pixel tiles bit for bit (the same
+// fragments summed in the same order), replayed on fresh inputs; ffn_bn=16 keeps 16.
+TEST(CudaCodegen, FfnWideTilesMatchSixteenPixelTilesBitForBitOnTheDevice) {
+  std::vector<std::pair<plan::Plan, plan::Plan>> pairs;
+  for (const F16Case& t : f16_cases()) {
+    if (t.name.rfind("ffn_wide_tiles", 0) != 0) continue;
+    SCOPED_TRACE(t.name);
+    const int64_t bn = std::stoll(t.name.substr(14));
+    const plan::Plan wide = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, t.tune);
+    const plan::Plan narrow = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, t.tune + ",ffn_bn=16");
+    for (const auto& [pl, want] : {std::pair<const plan::Plan*, int64_t>{&wide, bn}, {&narrow, 16}}) {
+      ASSERT_EQ(pl->calls.size(), 1u) << "fc1 and fc2 in one launch";
+      const plan::cuda::Generated gen = plan::cuda::generate(*pl, pl->calls[0]);
+      ASSERT_FALSE(gen.source.empty()) << gen.why;
+      EXPECT_NE(gen.source.find(", " + std::to_string(want) + " pixels x 64 hidden a step, hidden split 1 x "), std::string::npos);
+      const int64_t tiles = t.N * ((t.H * t.W + want - 1) / want);
+      EXPECT_EQ(pl->calls[0].global[0], tiles * 128) << "a 4-warp block per tile";
+    }
+    pairs.emplace_back(wide, narrow);
+  }
+  ASSERT_EQ(pairs.size(), 2u);
+  std::unique_ptr<backend::Backend> bw, bn16;
+  if (std::string why = test::open_cuda(&bw); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&bn16); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 250;
+  for (const auto& [wide, narrow] : pairs) {
+    bw->load(wide);
+    bn16->load(narrow);
+    expect_bit_equal_runs(*bw, *bn16, wide, &seed);
+  }
 }
 
 // A case lowered for `arch` with Options::cluster on or off (the F16 cases' graphs).

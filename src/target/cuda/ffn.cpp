@@ -82,15 +82,25 @@ constexpr int64_t kFfnMaxCluster = 16;
 // where four fit; its time is the L2 traffic of its weights, re-read by each of 256 pixel tiles)
 // and ffn_128 unchanged (run 51); the batch-1 fixture's rings are 4-5.
 constexpr int64_t kFfnShallowRing = 2;
+// Wide pixel tiles (TuneKey::FfnBn): a block of BN = 16 pixels streams every weight slab for 16
+// pixels, so where the pixel tiles are many (the batch-32 artifact's stages 0 and 1: 4,096 and
+// 1,024 tiles) the slabs' L2 traffic and their barriers are paid per 16 pixels. Where a layer has
+// kFfnWideMinTilesPerBlock x TuneKey::FfnBlocks tiles of BN = 64 (32) pixels, an unsplit NCHW
+// block without the depthwise conv takes BN = 64 (32) pixels: a warp holds BN / 8 n-tiles of
+// accumulators (fc2's NS2 x BN / 8 x 4 at most kFfnWideMaxAcc floats) and each A fragment of a
+// slab meets BN / 8 mma.sync. Every output is summed in the same order: bit-identical.
+constexpr int64_t kFfnWideMinTilesPerBlock = 4, kFfnWideMaxAcc = 64, kFfnWideMinRing = 3;
 constexpr int64_t kFfnSmemReserve = 1 << 10;
 static int64_t ffn_smem_cap(const Plan& p) { return plan_sm(p) >= 90 ? 227 << 10 : 99 << 10; }
 struct FfnShape {
   int64_t N = 0, Cin = 0, Hd = 0, Cout = 0, P = 0, OW = 0;  // given
   int64_t PT = 0, NC = 0, CPB = 0, S = 0, SK1 = 0, NB = 0;   // ffn_size
   bool deep = false;  // the ring is in dynamic shared memory (ffn_size: the deep ring)
+  bool dw = false, nhwc = false;  // given: the depthwise conv inside, channels-last (no wide tiles)
+  int64_t BN = kFfnBN;            // pixels a tile (ffn_size: wide tiles)
   int64_t blocks() const { return N * PT * S; }
   int64_t slabs() const { return CPB * (Cin / SK1 + Cout / 64); }  // slab steps of a block with CPB chunks
-  int64_t fixed_bytes() const { return (Cin + kFfnHC) * (kFfnBN + 8) * 2; }  // X and hidden tiles
+  int64_t fixed_bytes() const { return (Cin + kFfnHC) * (BN + 8) * 2; }  // X and hidden tiles
   int64_t dynamic_bytes() const { return deep ? NB * kFfnSlabBytes : 0; }
 };
 // Pixel tiles, hidden split and slab ring of a ConvFFN in plan p (the given fields set; the
@@ -100,14 +110,26 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   FfnShape& s = *sh;
   s.SK1 = std::min<int64_t>(s.Cin, 64);
   if (s.Cin % 16 || s.Cin % s.SK1 || s.Hd % kFfnHC || s.Cout % 64) return false;
+  s.BN = kFfnBN;
+  if (!s.dw && !s.nhwc)
+    for (const int64_t bn : {64, 32}) {
+      FfnShape w = s;
+      w.BN = bn;
+      const int64_t tiles = s.N * ((s.P + bn - 1) / bn);
+      if (bn > tune_target(p, TuneKey::FfnBn) || tiles < kFfnWideMinTilesPerBlock * target_blocks || tiles < kFfnMinBlocks ||
+          s.Cout / 64 * (bn / 8) * 4 > kFfnWideMaxAcc || (kFfnSmemBytes - w.fixed_bytes()) / kFfnSlabBytes < kFfnWideMinRing)
+        continue;
+      s.BN = bn;
+      break;
+    }
   const int64_t fixed = s.fixed_bytes();
-  s.PT = (s.P + kFfnBN - 1) / kFfnBN;
+  s.PT = (s.P + s.BN - 1) / s.BN;
   s.NC = s.Hd / kFfnHC;
   const int64_t tiles = s.N * s.PT;
   const int64_t s0 = std::clamp<int64_t>((target_blocks + tiles - 1) / tiles, 1, s.NC);
   s.CPB = (s.NC + s0 - 1) / s0;
   s.S = (s.NC + s.CPB - 1) / s.CPB;
-  while (s.S > 1 && s.S * s.Cout * kFfnBN * 4 > kFfnMaxReduceBytes) {
+  while (s.S > 1 && s.S * s.Cout * s.BN * 4 > kFfnMaxReduceBytes) {
     ++s.CPB;
     s.S = (s.NC + s.CPB - 1) / s.CPB;
   }
@@ -160,6 +182,7 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
   FfnShape s;
   s.N = xs[0], s.Cin = xs[1], s.Hd = p.buffers.at(size_t(hid)).shape[1], s.Cout = ys[1], s.P = xs[2] * xs[3];
   s.OW = xs[3];
+  s.nhwc = nhwc;
   if (s.N * s.Cin * s.P > INT32_MAX / 2 || s.N * s.Hd * s.P > INT32_MAX / 2 || s.N * s.Cout * s.P > INT32_MAX / 2 ||
       !ffn_size(p, &s))
     return false;
@@ -247,6 +270,7 @@ Generated ffn(const Plan& p, const Call& c) {
   FfnShape s;
   s.N = buf(0).shape[0], s.Cin = buf(0).shape[1], s.P = buf(0).shape[2] * buf(0).shape[3], s.OW = buf(0).shape[3];
   s.Hd = buf(1).shape[0], s.Cout = Y.shape[1];
+  s.dw = DK > 0, s.nhwc = nhwc_stored(buf(0));
   // The same sizing as ffn_shape (re-derived: the plan keeps no shape of the hidden tensor).
   if (!ffn_size(p, &s)) return gen.why = "ConvFFN shape does not fit the kernel", gen;
   // NHWC (X and Y channels-last): X's tile is staged [BN][CIN] (pixel rows of 16-byte chunks) and
@@ -264,7 +288,7 @@ Generated ffn(const Plan& p, const Call& c) {
   k2.post_ops.assign(k.post_ops.begin() + po2, k.post_ops.end());
   const Ctx x2{p, c, k2};
   if (std::string why; !post_ops_ok(x2, &why)) return gen.why = why, gen;
-  const int64_t TILE = s.Cout * kFfnBN;
+  const int64_t TILE = s.Cout * s.BN;
   // The split's partials through a cluster (kernel attr "cuda_ffn_cluster" 0/1 overrides the
   // default: compute_90+ and Options::cluster): the S blocks of a tile are one cluster, each keeps
   // its partial tile in its slab ring (TILE floats must fit) and sums a share of the tile from all S.
@@ -279,6 +303,8 @@ Generated ffn(const Plan& p, const Call& c) {
   const int64_t WARPS = k.attrs.i("cuda_ffn_warps", ffn_warps(s));
   if (WARPS != 4 && WARPS != 8) return gen.why = "ConvFFN: cuda_ffn_warps must be 4 or 8", gen;
   const bool w8 = WARPS == 8;
+  if (s.BN != kFfnBN && (w8 || s.S > 1 || DK || nhwc))
+    return gen.why = "ConvFFN: wide pixel tiles need the unsplit 4-warp NCHW form", gen;
   const int64_t NT = WARPS * 32;                        // threads a block
   const std::string nts = std::to_string(NT);
   const std::string wrow = w8 ? "wr" : "warp";          // the warp's 16-row group of a slab
@@ -297,10 +323,10 @@ Generated ffn(const Plan& p, const Call& c) {
   const bool unroll_chunks = fixed_chunks && s.slabs() <= kFfnMaxUnrolledSlabs;
   std::ostringstream b;
   b << "  // ConvFFN: " << s.Cin << " -> " << s.Hd << " -> " << s.Cout << " channels over " << s.P << " pixels, "
-    << kFfnBN << " pixels x " << kFfnHC << " hidden a step, hidden split " << s.S << " x " << s.CPB << " chunks, "
+    << s.BN << " pixels x " << kFfnHC << " hidden a step, hidden split " << s.S << " x " << s.CPB << " chunks, "
     << s.NB << " weight slab buffers" << (s.deep ? " (deep ring: dynamic shared memory)" : "")
     << (w8 ? ", 8 warps (rows (w & 3) * 16, pixel half w >> 2)" : "") << "\n"
-    << "  constexpr int BN = " << kFfnBN << ", HC = " << kFfnHC << ", LDX = BN + 8, LDG = BN + 8;\n"
+    << "  constexpr int BN = " << s.BN << ", HC = " << kFfnHC << ", LDX = BN + 8, LDG = BN + 8;\n"
     << "  constexpr int CIN = " << s.Cin << ", HD = " << s.Hd << ", COUT = " << s.Cout << ", P = " << s.P
     << ", S = " << s.S << ", CPB = " << s.CPB << ", NC = " << s.NC << ";\n"
     << "  constexpr int SK1 = " << s.SK1 << ", NS1 = CIN / SK1, NS2 = COUT / 64, NSL = NS1 + NS2, NB = " << s.NB
@@ -351,13 +377,13 @@ Generated ffn(const Plan& p, const Call& c) {
   if (DK)
     ;  // X is computed below, while the first slabs are in flight
   else if (nhwc)
-    xl << block_steps(kFfnBN * (s.Cin / 8), NT, "  ")
+    xl << block_steps(s.BN * (s.Cin / 8), NT, "  ")
        << "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
        << "    const opv_idx q = p0 + pp;\n"
        << "    const bool ok = q < P;\n"
        << "    opv_cp16(Xs + pp * LDXN + cc, ok ? Xg + q * CIN + cc : Xg, ok);\n  }\n";
   else if (s.P % 8 == 0)
-    xl << block_steps(s.Cin * kFfnBN / 8, NT, "  ")
+    xl << block_steps(s.Cin * s.BN / 8, NT, "  ")
        << "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
        << "    const opv_idx q = p0 + pp;\n"
        << "    const bool ok = q < P;\n"
@@ -450,7 +476,7 @@ Generated ffn(const Plan& p, const Call& c) {
   }
   // Per warp: NWT n-tiles of 8 pixels (4 warps: both halves of the tile; 8 warps: half wn), the
   // pixel column of n-tile nt (`col`), and the B fragments' ldmatrix (x4: both halves; x2: one).
-  const int64_t NWT = w8 ? 1 : 2;
+  const int64_t NWT = w8 ? 1 : s.BN / 8, NP = NWT / 2;  // NP: pairs of n-tiles a 4-warp warp loads with one ldmatrix x4
   const std::string nwt = std::to_string(NWT), col = w8 ? "wn * 8" : "nt * 8";
   // fc2's epilogue at output (m, q): the bias, fc2's post-ops, the store. With `pf` (an index into
   // the prefetch registers) the bias and the post-ops' operands come from registers that
@@ -527,13 +553,16 @@ Generated ffn(const Plan& p, const Call& c) {
     << "      const unsigned short* w = next_slab();\n"
     << "#pragma unroll\n      for (int kk = 0; kk < SK1 / 16; ++kk) {\n";
   if (!w8) {
-    b << "        unsigned a[4], r[4];\n"
+    b << "        unsigned a[4];\n"
       << "        lda(a, w, warp * 16, kk * 16);\n"
-      << (nhwc ? "        opv_ldsm4(r, Xs + ((lane & 7) + (lane >> 4) * 8) * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
-               : "        opv_ldsm4t(r, Xs + (j * SK1 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8);\n")
-      << "        const unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};\n"
-      << "        opv_mma(acc1[0], a, b0);\n"
-      << "        opv_mma(acc1[1], a, b1);\n";
+      << "#pragma unroll\n        for (int np = 0; np < " << NP << "; ++np) {  // n-tiles 2 np, 2 np + 1\n"
+      << "          unsigned r[4];\n"
+      << (nhwc ? "          opv_ldsm4(r, Xs + ((lane & 7) + (lane >> 4) * 8 + np * 16) * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
+               : "          opv_ldsm4t(r, Xs + (j * SK1 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8 + np * 16);\n")
+      << "          const unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};\n"
+      << "          opv_mma(acc1[2 * np], a, b0);\n"
+      << "          opv_mma(acc1[2 * np + 1], a, b1);\n"
+      << "        }\n";
   } else {  // the x4 form's fragments of n-tile wn: r[2 wn], r[2 wn + 1]
     b << "        unsigned a[4], r[2];\n"
       << "        lda(a, w, wr * 16, kk * 16);\n"
@@ -551,21 +580,24 @@ Generated ffn(const Plan& p, const Call& c) {
   for (int64_t q = po1; q < po2; ++q) b << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
   b << "        Gs[hl * LDG + " << col << " + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"
     // fc2: the first W2 slab's barrier also publishes the hidden tile.
-    << "    unsigned gb[4][" << (w8 ? 2 : 4) << "];\n"
+    << "    unsigned gb[4][" << (w8 ? 2 : 4 * NP) << "];\n"
     << "#pragma unroll\n    for (int j = 0; j < NS2; ++j) {\n"
     << "      const unsigned short* w = next_slab();\n"
     << "      if (j == 0) {\n"
     << "#pragma unroll\n        for (int kk = 0; kk < 4; ++kk)\n"
     << (w8 ? "          opv_ldsm2t(gb[kk], Gs + (kk * 16 + (lane & 15)) * LDG + wn * 8);\n"
-           : "          opv_ldsm4t(gb[kk], Gs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDG + (lane >> 4) * 8);\n")
+           : "#pragma unroll\n          for (int np = 0; np < " + std::to_string(NP) +
+                 "; ++np) opv_ldsm4t(gb[kk] + 4 * np, Gs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDG + (lane >> 4) * 8 + np * 16);\n")
     << "      }\n"
     << "#pragma unroll\n      for (int kk = 0; kk < 4; ++kk) {\n"
     << "        unsigned a[4];\n"
     << "        lda(a, w, " << wrow << " * 16, kk * 16);\n"
     << (w8 ? "        opv_mma(acc2[j][0], a, gb[kk]);\n"
-           : "        const unsigned b0[2] = {gb[kk][0], gb[kk][1]}, b1[2] = {gb[kk][2], gb[kk][3]};\n"
-             "        opv_mma(acc2[j][0], a, b0);\n"
-             "        opv_mma(acc2[j][1], a, b1);\n")
+           : "#pragma unroll\n        for (int np = 0; np < " + std::to_string(NP) + "; ++np) {\n"
+             "          const unsigned b0[2] = {gb[kk][4 * np], gb[kk][4 * np + 1]}, b1[2] = {gb[kk][4 * np + 2], gb[kk][4 * np + 3]};\n"
+             "          opv_mma(acc2[j][2 * np], a, b0);\n"
+             "          opv_mma(acc2[j][2 * np + 1], a, b1);\n"
+             "        }\n")
     << "      }\n    }\n"
     << "  }\n"
     << "  OPV_PDL_TRIGGER();  // the main loop is done: the next kernel may be launched\n"
