@@ -398,10 +398,11 @@ std::vector<F16Case> f16_cases() {
       {"ffn_uneven_chunks_split", 2, 64, 320, 16, 16, 0, false, false, false, false, true},
       {"ffn_split_x_guard", 1, 64, 192, 8, 16, 0, false, false, false, false, true},
       // Wide pixel tiles (many tiles: ffn_blocks lowered so that a small case has four tiles a block
-      // aimed at): 64 pixels a tile over 25 x 40 pixels, two images (the last tile 40 pixels); 32
-      // pixels where 64 would leave fewer than 24 tiles.
+      // aimed at; unsplit at the default too): 64 pixels a tile over 25 x 40 pixels, two images
+      // (the last tile 40 pixels); 32 pixels where 64 would leave a ring of two slabs beside the
+      // X and hidden tiles.
       {"ffn_wide_tiles64", 2, 64, 192, 25, 40, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
-      {"ffn_wide_tiles32", 2, 128, 384, 16, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
+      {"ffn_wide_tiles32", 2, 128, 384, 32, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
       // The depthwise 7x7 inside the ConvFFN launch: the stage-0 shape (128 pixel tiles of one row:
       // a half-warp per channel, shuffled taps); a 40 x 39 map over two images (tiles across rows:
       // a thread per output, taps clipped on every side, a partial pixel tile). The stage-1 shape
