@@ -419,12 +419,20 @@ std::vector<F16Case> f16_cases() {
       // 16), an odd width (single stores), two images, the residual; a 5x5 over 72 columns (the
       // last of 3 pixel tiles partial).
       // Small layers take the channel groups that give the most blocks (16 channels: convmma_blocks
-      // 256 by default); with convmma_blocks=1 the largest (64: four m-tiles a warp, as the fixture's stem).
+      // 256 by default); with convmma_blocks=1 the largest (64: four m-tiles a warp, as the fixture's stem;
+      // one row a block: convmma_rows=1).
       {"conv_mma_stem", 1, 24, 64, 16, 32, 1, false, false, false, false, false, 0, false, 3, 2},
-      {"conv_mma_stem_mg64", 1, 24, 64, 16, 32, 1, false, false, false, false, false, 0, false, 3, 2, 1, "convmma_blocks=1"},
-      {"conv_mma_5x5_mg32", 1, 8, 32, 6, 72, 0, false, false, false, false, false, 0, false, 5, 1, 1, "convmma_blocks=1"},
+      {"conv_mma_stem_mg64", 1, 24, 64, 16, 32, 1, false, false, false, false, false, 0, false, 3, 2, 1, "convmma_blocks=1,convmma_rows=1"},
+      {"conv_mma_5x5_mg32", 1, 8, 32, 6, 72, 0, false, false, false, false, false, 0, false, 5, 1, 1, "convmma_blocks=1,convmma_rows=1"},
       {"conv_mma_dilated_odd", 2, 5, 48, 9, 11, 2, false, false, false, false, false, 0, false, 3, 1, 2},
       {"conv_mma_5x5_partial_tile", 1, 8, 32, 6, 72, 0, false, false, false, false, false, 0, false, 5, 1},
+      // Row blocks (many row segments: convmma_blocks lowered): the stem's channels over 31 x 32
+      // outputs, 4 rows a block (the last block's last row past the map; 61.8 KB of dynamic shared
+      // memory); 5 -> 48 channels, stride 1, two images of 19 x 21 (element staging, single
+      // stores, the residual), 2 rows a block (convmma_rows=2; static shared memory).
+      {"conv_mma_rows4", 1, 24, 64, 62, 64, 1, false, false, false, false, false, 0, false, 3, 2, 1, "convmma_blocks=2"},
+      {"conv_mma_rows2_odd", 2, 5, 48, 19, 21, 2, false, false, false, false, false, 0, false, 3, 1, 1,
+       "convmma_blocks=2,convmma_rows=2"},
   };
 }
 ir::Graph pack_graph(const F16Case& t, DType dt) {
@@ -778,14 +786,17 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
         int64_t MG = 16;
         for (const int64_t mg : {64, 32})
           if (MG == 16 && t.M % mg == 0 && tiles * (t.M / mg) >= target) MG = mg;
-        EXPECT_NE(gen.source.find(std::to_string(MG) + " channels x 32 pixels of a row a block, K = " + std::to_string(K)),
+        const int64_t RB = t.name == "conv_mma_rows4" ? 4 : t.name == "conv_mma_rows2_odd" ? 2 : 1;
+        const std::string rows = RB > 1 ? std::to_string(RB) + " rows" : "a row";
+        EXPECT_NE(gen.source.find(std::to_string(MG) + " channels x 32 pixels of " + rows + " a block, K = " + std::to_string(K)),
                   std::string::npos);
+        EXPECT_EQ(gen.smem > 0, RB == 4) << "dynamic shared memory beyond the static 48 KB";
         EXPECT_EQ(gen.source.find("opv_cp16(xs") != std::string::npos, t.W % 8 == 0) << "16-byte X rows";
         EXPECT_EQ(gen.source.find("opv_cp16(ws") != std::string::npos, K % 8 == 0) << "16-byte W rows";
         const int64_t ow = p.buffers[size_t(p.outputs[0])].shape[3];
         EXPECT_EQ(gen.source.find("(unsigned)hv[0] | ((unsigned)hv[1] << 16)") != std::string::npos, ow % 2 == 0)
             << "pixel pairs stored as one word exactly where the width is even";
-        EXPECT_EQ(gen.global[0], t.N * p.buffers[size_t(p.outputs[0])].shape[2] * ((ow + 31) / 32) * (t.M / MG) * 128);
+        EXPECT_EQ(gen.global[0], t.N * ((oh + RB - 1) / RB) * ((ow + 31) / 32) * (t.M / MG) * 128);
         continue;
       }
       if (mma) {
@@ -1249,6 +1260,42 @@ TEST(CudaCodegen, FfnWideTilesMatchSixteenPixelTilesBitForBitOnTheDevice) {
     bn16->load(narrow);
     expect_bit_equal_runs(*bw, *bn16, wide, &seed);
   }
+}
+
+// Row blocks of the implicit-GEMM convs (conv_mma.cpp, TuneKey::ConvMmaRows): a block of RB output
+// rows computes what RB blocks of one row compute (the same fragments, the same mma.sync order):
+// outputs equal bit for bit, replayed on fresh inputs; convmma_rows=1 keeps a row a block.
+TEST(CudaCodegen, ConvMmaRowBlocksMatchOneRowBlocksBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> rows, one;
+  if (std::string why = test::open_cuda(&rows); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&one); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 270;
+  int cases = 0;
+  for (const F16Case& t : f16_cases()) {
+    if (t.name.rfind("conv_mma_rows", 0) != 0) continue;
+    SCOPED_TRACE(t.name);
+    const plan::Plan rp = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, t.tune);
+    const std::string one_tune = t.tune.substr(0, t.tune.find(",convmma_rows=")) + ",convmma_rows=1";
+    const plan::Plan op = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, one_tune);
+    ASSERT_EQ(rp.calls.size(), 1u);
+    EXPECT_LT(rp.calls[0].global[0], op.calls[0].global[0]) << "fewer blocks";
+    rows->load(rp);
+    one->load(op);
+    for (int rep = 0; rep < test::device_replays(); ++rep) {
+      std::vector<Tensor> in;
+      std::vector<const Tensor*> ins;
+      for (int i : rp.inputs) in.push_back(test::random_f32(rp.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
+      for (const Tensor& x : in) ins.push_back(&x);
+      const plan::Buffer& yb = rp.buffers[size_t(rp.outputs[0])];
+      Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+      rows->run(ins, {&a});
+      one->run(ins, {&b});
+      EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+      EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 2);
 }
 
 // A case lowered for `arch` with Options::cluster on or off (the F16 cases' graphs).

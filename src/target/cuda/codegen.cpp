@@ -1762,6 +1762,7 @@ Generated generate(const Plan& p, const Call& c) {
   g.source = src.str();
   g.global = {std::max<int64_t>(count, 1) * (x.split ? kWarp : 1), 0, 0};
   g.local = {block, 0, 0};
+  g.smem = x.smem;
   static_assert(kBlock == kTileThreads, "the tiled 1x1 conv assumes the common block size");
   return g;
 }

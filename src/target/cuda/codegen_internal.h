@@ -28,6 +28,7 @@ struct Ctx {
   mutable std::string globals{};  // module-scope declarations a family needs (helpers, workspaces)
   mutable int64_t cluster = 0;    // > 0: the family's blocks run as thread-block clusters of this many
   mutable bool late_entry = false;  // the body states OPV_KERNEL_ENTRY() itself (kEntryOpenLate)
+  mutable int64_t smem = 0;         // > 0: bytes of dynamic shared memory a block (kernel attr "cuda_smem")
   // The code that ends a split reduction (warp sum, lanes 1.. leave).
   std::string reduce_end() const { return split ? "  acc = opv_warp_sum(acc);\n  if (lane != 0) return;\n" : ""; }
   const Buffer& in(size_t j) const { return p.buffers.at(size_t(c.inputs.at(j))); }

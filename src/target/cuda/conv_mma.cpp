@@ -34,6 +34,15 @@ namespace opv::plan::cuda::detail {
 namespace {
 constexpr int64_t kBP = 32;                           // output pixels a block (8 a warp)
 constexpr int64_t kSmemBytes = (48 << 10) - 256;     // static shared memory (48 KB without opt-in)
+// Row blocks (TuneKey::ConvMmaRows): every block stages its MG rows of weights (the stem: 64 x 216
+// halves, 28 KB) for 32 pixels, so where the row segments are many (the batch-32 artifact's stem:
+// 8,192 blocks, 230 MB of weight staging a call) a block takes RB = 4 (2) output rows of its 32
+// columns, undilated convs only: the input rows under them staged once (KH + (RB - 1) * sh a
+// channel), each A fragment meeting RB mma.sync, RB x MT x 4 accumulators a thread. Taken where
+// the blocks stay at least kRowBlocksMin x TuneKey::ConvMmaBlocks; beyond the static 48 KB the
+// block's shared memory is dynamic (kernel attr "cuda_smem"), up to the plan architecture's block
+// limit (99 KB from compute_80, 227 KB from compute_90) less 1 KB.
+constexpr int64_t kRowBlocksMin = 4;
 
 struct ConvMmaShape {
   int64_t N = 0, C = 0, H = 0, W = 0, M = 0, OH = 0, OW = 0, KH = 0, KW = 0;
@@ -41,7 +50,10 @@ struct ConvMmaShape {
   int64_t K = 0, Kp = 0, LDW = 0, MG = 0, CW = 0, OWT = 0;
   bool vec_x = false;  // X staged in 16-byte chunks (W % 8 == 0)
   bool vec_w = false;  // W staged in 16-byte chunks (K % 8 == 0)
-  int64_t smem() const { return (C * KH * CW + CW) * 2 + Kp * 4 + MG * LDW * 2; }
+  int64_t RB = 1, KHR = 0, OHB = 0;  // output rows a block, staged input rows a channel, row blocks an image
+  bool dyn = false;                  // shared memory dynamic (RB > 1 beyond the static 48 KB)
+  int64_t xs_halves() const { return (C * KHR * CW + CW + 7) / 8 * 8; }  // the rows and the zero row
+  int64_t smem() const { return xs_halves() * 2 + Kp * 4 + MG * LDW * 2; }
 };
 
 // The shape of call x in this family, or false when it does not take it.
@@ -96,6 +108,19 @@ bool conv_mma_shape(const Ctx& x, ConvMmaShape* out) {
     if (pixel_tiles * (c.M / mg) >= target) break;
   }
   if (c.MG == 0) return false;
+  c.KHR = c.KH, c.OHB = c.OH;
+  const int64_t cap = (plan_sm(x.p) >= 90 ? 227 << 10 : 99 << 10) - (1 << 10);
+  if (c.dh == 1)
+    for (const int64_t rb : {4, 2}) {
+      ConvMmaShape w = c;
+      w.RB = rb, w.KHR = (rb - 1) * c.sh + c.KH, w.OHB = (c.OH + rb - 1) / rb;
+      if (rb > tune_target(x.p, TuneKey::ConvMmaRows) || c.N * w.OHB * c.OWT * (c.M / c.MG) < kRowBlocksMin * target ||
+          w.smem() > cap || c.OH * c.sh + w.KHR > kIntSafe)
+        continue;
+      w.dyn = w.smem() > kSmemBytes;
+      c = w;
+      break;
+    }
   *out = c;
   return true;
 }
@@ -111,22 +136,30 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
   if (!conv_mma_shape(x, &s)) return "";
   const Buffer& Y = x.out();
   const std::vector<int64_t> yst = strides_of(Y);  // Linear or NHWC
-  const int64_t G = s.M / s.MG, MT = s.MG / 16, KS = s.Kp / 16, KHW = s.KH * s.KW, ROWS = s.C * s.KH;
-  *blocks = s.N * s.OH * s.OWT * G;
+  const int64_t G = s.M / s.MG, MT = s.MG / 16, KS = s.Kp / 16, KHW = s.KH * s.KW, ROWS = s.C * s.KHR, RB = s.RB;
+  *blocks = s.N * s.OHB * s.OWT * G;
+  if (s.dyn) x.smem = s.smem();
   std::ostringstream b;
-  b << "  // implicit GEMM: " << s.MG << " channels x " << kBP << " pixels of a row a block, K = " << s.K << " (" << KS
+  b << "  // implicit GEMM: " << s.MG << " channels x " << kBP << " pixels of "
+    << (RB > 1 ? std::to_string(RB) + " rows" : std::string("a row")) << " a block, K = " << s.K << " (" << KS
     << " steps of 16), X " << (s.vec_x ? "in 16-byte chunks" : "element by element") << ", W "
     << (s.vec_w ? "in 16-byte chunks" : "element by element") << "\n"
     << "  constexpr int CW = " << s.CW << ", ROWS = " << ROWS << ", K = " << s.K << ", KP = " << s.Kp << ", LDW = " << s.LDW
-    << ", MG = " << s.MG << ", MT = " << MT << ";\n"
-    << "  __shared__ __align__(16) unsigned short xs[ROWS * CW + CW];  // the rows, then a zero row\n"
-    << "  __shared__ __align__(16) unsigned short ws[MG * LDW];\n"
-    << "  __shared__ __align__(8) int offs[KP];\n"
-    << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
-    << "  const int ot = (int)(blockIdx.x % " << s.OWT << "), oh = (int)((blockIdx.x / " << s.OWT << ") % " << s.OH
-    << ");\n"
-    << "  const int cg = (int)((blockIdx.x / " << s.OWT * s.OH << ") % " << G << ");\n"
-    << "  const opv_idx n = blockIdx.x / " << I(s.OWT * s.OH * G) << ";\n"
+    << ", MG = " << s.MG << ", MT = " << MT << ";\n";
+  if (s.dyn)
+    b << "  extern __shared__ __align__(16) unsigned char opv_dsmem[];  // dynamic: xs, ws, offs\n"
+      << "  unsigned short* const xs = (unsigned short*)opv_dsmem;  // the rows, then a zero row\n"
+      << "  unsigned short* const ws = xs + " << s.xs_halves() << ";\n"
+      << "  int* const offs = (int*)(ws + MG * LDW);\n";
+  else
+    b << "  __shared__ __align__(16) unsigned short xs[ROWS * CW + CW];  // the rows, then a zero row\n"
+      << "  __shared__ __align__(16) unsigned short ws[MG * LDW];\n"
+      << "  __shared__ __align__(8) int offs[KP];\n";
+  b << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
+    << "  const int ot = (int)(blockIdx.x % " << s.OWT << "), oh = (int)((blockIdx.x / " << s.OWT << ") % " << s.OHB
+    << ")" << (RB > 1 ? " * " + std::to_string(RB) + ";  // the block's first output row" : ";") << "\n"
+    << "  const int cg = (int)((blockIdx.x / " << s.OWT * s.OHB << ") % " << G << ");\n"
+    << "  const opv_idx n = blockIdx.x / " << I(s.OWT * s.OHB * G) << ";\n"
     << "  const int ow0 = ot * " << kBP << ", iw_lo = ow0 * " << s.sw << " - " << s.pw << ";\n"
     // ia: xs column 0's input column (a multiple of 8 for the chunked staging; floor for negatives)
     << "  const int ia = " << (s.vec_x ? "(iw_lo >= 0 ? iw_lo : iw_lo - 7) / 8 * 8" : "iw_lo") << ";\n"
@@ -148,22 +181,22 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
   x.late_entry = x.const_input(1);
   if (x.late_entry) b << "  OPV_KERNEL_ENTRY();  // W above is weights: no kernel writes it\n";
   // X's rows (c, kh): input row oh * sh - ph + kh * dh, columns ia .. ia + CW - 1.
-  const std::string ih = "oh * " + I(s.sh) + " - " + I(s.ph) + " + (r % " + I(s.KH) + ") * " + I(s.dh);
+  const std::string ih = "oh * " + I(s.sh) + " - " + I(s.ph) + " + (r % " + I(s.KHR) + ") * " + I(s.dh);
   if (s.vec_x)
     b << "  for (int e = tid; e < ROWS * (CW / 8); e += 128) {\n"
       << "    const int r = e / (CW / 8), j = e % (CW / 8), ih = " << ih << ", iw = ia + j * 8;\n"
       << "    const bool ok = ih >= 0 && ih < " << s.H << " && iw >= 0 && iw < " << s.W << ";\n"
-      << "    opv_cp16(xs + r * CW + j * 8, ok ? Xn + ((r / " << s.KH << ") * " << s.H << " + ih) * " << s.W
+      << "    opv_cp16(xs + r * CW + j * 8, ok ? Xn + ((r / " << s.KHR << ") * " << s.H << " + ih) * " << s.W
       << " + iw : Xn, ok);\n  }\n";
   else
     b << "  for (int e = tid; e < ROWS * CW; e += 128) {\n"
       << "    const int r = e / CW, j = e % CW, ih = " << ih << ", iw = ia + j;\n"
       << "    const bool ok = ih >= 0 && ih < " << s.H << " && iw >= 0 && iw < " << s.W << ";\n"
-      << "    xs[e] = ok ? Xn[((r / " << s.KH << ") * " << s.H << " + ih) * " << s.W << " + iw] : (unsigned short)0;\n  }\n";
+      << "    xs[e] = ok ? Xn[((r / " << s.KHR << ") * " << s.H << " + ih) * " << s.W << " + iw] : (unsigned short)0;\n  }\n";
   b << "  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
     << "  for (int e = tid; e < CW; e += 128) xs[ROWS * CW + e] = 0;\n"
     << "  for (int k = tid; k < KP; k += 128)\n"
-    << "    offs[k] = k < K ? ((k / " << KHW << ") * " << s.KH << " + (k / " << s.KW << ") % " << s.KH << ") * CW + (k % "
+    << "    offs[k] = k < K ? ((k / " << KHW << ") * " << s.KHR << " + (k / " << s.KW << ") % " << s.KH << ") * CW + (k % "
     << s.KW << ") * " << s.dw << " : ROWS * CW;\n";
   // Bias of the thread's channels, before the barrier.
   const bool bias = x.has(2);
@@ -174,36 +207,60 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
   b << "  asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n"
     << "  __syncthreads();\n"
     // Pixel g of the warp's 8: its first tap's xs column.
-    << "  const int base = iw_lo - ia + (warp * 8 + g) * " << s.sw << ";\n"
-    << "  float acc[MT][4];\n"
-    << "#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) acc[mt][r] = 0.0f;\n"
-    << "#pragma unroll " << (KS <= 32 ? "" : "4") << "\n  for (int ks = 0; ks < " << KS << "; ++ks) {\n"
-    << "    const int2 o0 = *(const int2*)(offs + ks * 16 + 2 * t), o1 = *(const int2*)(offs + ks * 16 + 8 + 2 * t);\n"
-    << "    unsigned bf[2];\n"
-    << "    bf[0] = (unsigned)xs[base + o0.x] | ((unsigned)xs[base + o0.y] << 16);\n"
-    << "    bf[1] = (unsigned)xs[base + o1.x] | ((unsigned)xs[base + o1.y] << 16);\n"
-    << "#pragma unroll\n    for (int mt = 0; mt < MT; ++mt) {\n"
-    << "      unsigned af[4];\n"
-    << "      opv_ldsm4(af, ws + (mt * 16 + (lane & 15)) * LDW + ks * 16 + (lane >> 4) * 8);\n"
-    << "      opv_mma(acc[mt], af, bf);\n"
-    << "    }\n  }\n"
-    << "  OPV_PDL_TRIGGER();  // the main loop is done: the next kernel may be launched\n";
+    << "  const int base = iw_lo - ia + (warp * 8 + g) * " << s.sw << ";\n";
+  if (RB == 1)
+    b << "  float acc[MT][4];\n"
+      << "#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) acc[mt][r] = 0.0f;\n"
+      << "#pragma unroll " << (KS <= 32 ? "" : "4") << "\n  for (int ks = 0; ks < " << KS << "; ++ks) {\n"
+      << "    const int2 o0 = *(const int2*)(offs + ks * 16 + 2 * t), o1 = *(const int2*)(offs + ks * 16 + 8 + 2 * t);\n"
+      << "    unsigned bf[2];\n"
+      << "    bf[0] = (unsigned)xs[base + o0.x] | ((unsigned)xs[base + o0.y] << 16);\n"
+      << "    bf[1] = (unsigned)xs[base + o1.x] | ((unsigned)xs[base + o1.y] << 16);\n"
+      << "#pragma unroll\n    for (int mt = 0; mt < MT; ++mt) {\n"
+      << "      unsigned af[4];\n"
+      << "      opv_ldsm4(af, ws + (mt * 16 + (lane & 15)) * LDW + ks * 16 + (lane >> 4) * 8);\n"
+      << "      opv_mma(acc[mt], af, bf);\n"
+      << "    }\n  }\n";
+  else  // row rb's taps: sh * rb staged rows further down
+    b << "  constexpr int RB = " << RB << ", RS = " << s.sh << " * CW;  // output rows a block, xs offset a row\n"
+      << "  float acc[RB][MT][4];\n"
+      << "#pragma unroll\n  for (int rb = 0; rb < RB; ++rb)\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n"
+      << "#pragma unroll\n    for (int r = 0; r < 4; ++r) acc[rb][mt][r] = 0.0f;\n"
+      << "#pragma unroll " << (KS <= 32 ? "" : "4") << "\n  for (int ks = 0; ks < " << KS << "; ++ks) {\n"
+      << "    const int2 o0 = *(const int2*)(offs + ks * 16 + 2 * t), o1 = *(const int2*)(offs + ks * 16 + 8 + 2 * t);\n"
+      << "    unsigned bf[RB][2];\n"
+      << "#pragma unroll\n    for (int rb = 0; rb < RB; ++rb) {\n"
+      << "      const int bb = base + rb * RS;\n"
+      << "      bf[rb][0] = (unsigned)xs[bb + o0.x] | ((unsigned)xs[bb + o0.y] << 16);\n"
+      << "      bf[rb][1] = (unsigned)xs[bb + o1.x] | ((unsigned)xs[bb + o1.y] << 16);\n"
+      << "    }\n"
+      << "#pragma unroll\n    for (int mt = 0; mt < MT; ++mt) {\n"
+      << "      unsigned af[4];\n"
+      << "      opv_ldsm4(af, ws + (mt * 16 + (lane & 15)) * LDW + ks * 16 + (lane >> 4) * 8);\n"
+      << "#pragma unroll\n      for (int rb = 0; rb < RB; ++rb) opv_mma(acc[rb][mt], af, bf[rb]);\n"
+      << "    }\n  }\n";
+  b << "  OPV_PDL_TRIGGER();  // the main loop is done: the next kernel may be launched\n";
   // Accumulator r of m-tile mt: channel mt * 16 + g (+ 8 for r >= 2), pixel 2t (+ 1 for odd r).
   // fp16 NCHW outputs of an even width: the two pixels of a pair in one 4-byte store.
   const bool pair = Y.dtype == DType::F16 && Y.layout == Layout::Linear && s.OW % 2 == 0;
   const std::string y_at = "o0 * " + I(yst[0]) + " + o1 * " + I(yst[1]) + " + o2 * " + I(yst[2]) + " + o3 * " + I(yst[3]);
+  // RB > 1: the epilogue runs for each output row rb of the block (the map's last rows may be past OH).
+  const std::string row = RB > 1 ? "oh + rb" : "oh", accn = RB > 1 ? "acc[rb][mt][" : "acc[mt][";
   auto output = [&](const std::string& r, const std::string& indent) {
-    return indent + "const opv_idx o0 = n, o1 = cg * MG + mt * 16 + g + ((" + r + ") >> 1) * 8, o2 = oh, o3 = ow0 + warp * 8 + 2 * t + ((" + r +
-           ") & 1);\n" + indent + "(void)o0; (void)o1; (void)o2; (void)o3;\n" + indent + "float v = acc[mt][" + r + "]" +
-           (bias ? " + bv[mt][(" + r + ") >> 1]" : "") + ";\n" + post_ops(x);
+    return indent + "const opv_idx o0 = n, o1 = cg * MG + mt * 16 + g + ((" + r + ") >> 1) * 8, o2 = " + row +
+           ", o3 = ow0 + warp * 8 + 2 * t + ((" + r + ") & 1);\n" + indent + "(void)o0; (void)o1; (void)o2; (void)o3;\n" +
+           indent + "float v = " + accn + r + "]" + (bias ? " + bv[mt][(" + r + ") >> 1]" : "") + ";\n" + post_ops(x);
   };
+  if (RB > 1)
+    b << "#pragma unroll\n  for (int rb = 0; rb < RB; ++rb) {\n"
+      << "  if (oh + rb >= " << s.OH << ") break;\n";
   if (pair)
     b << "#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n"
       << "      if (ow0 + warp * 8 + 2 * t >= " << s.OW << ") continue;\n"
       << "      unsigned short hv[2];\n"
       << "#pragma unroll\n      for (int j = 0; j < 2; ++j) {\n"
       << output("2 * h + j", "        ") << "        hv[j] = opv_f2h(v);\n      }\n"
-      << "      const opv_idx o0 = n, o1 = cg * MG + mt * 16 + g + h * 8, o2 = oh, o3 = ow0 + warp * 8 + 2 * t;\n"
+      << "      const opv_idx o0 = n, o1 = cg * MG + mt * 16 + g + h * 8, o2 = " << row << ", o3 = ow0 + warp * 8 + 2 * t;\n"
       << "      *(unsigned*)(out0 + " << y_at << ") = (unsigned)hv[0] | ((unsigned)hv[1] << 16);\n"
       << "    }\n";
   else
@@ -211,6 +268,7 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
       << "      if (ow0 + warp * 8 + 2 * t + (r & 1) >= " << s.OW << ") continue;\n"
       << output("r", "      ") << "      " << store(Y.dtype, "out0", y_at, "v") << "\n"
       << "    }\n";
+  if (RB > 1) b << "  }\n";
   return b.str();
 }
 

@@ -25,7 +25,8 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // in one group, as measured in session 21), ffn.cpp's deep slab ring (10 buffers; 2 keeps the
 // static 48 KB ring), dw_pair.cpp's planes form (4 outputs of a row a thread: the batch-32
 // artifact's pairs 0.224 ms against 0.240 with 8, session 27 run 53; below 4 every pair keeps the
-// band form), ffn.cpp's wide pixel tiles (up to 64 pixels a tile).
+// band form), ffn.cpp's wide pixel tiles (up to 64 pixels a tile), conv_mma.cpp's row blocks (up
+// to 4 output rows a block).
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
     {"mma_blocks", 128, 1, 4096},
@@ -34,6 +35,7 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_ring", 10, 2, 24},
     {"dwpair_r", 4, 1, 8},
     {"ffn_bn", 64, 16, 64},
+    {"convmma_rows", 4, 1, 4},
 };
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace

@@ -63,8 +63,9 @@ enum class TuneKey : uint8_t {
   FfnRing,       // "ffn_ring": fused ConvFFN, slab buffers of a block whose static ring holds two (a deep ring)
   DwPairR,       // "dwpair_r": depthwise pairs, the most outputs of a row a thread of the planes form (< 4: none)
   FfnBn,         // "ffn_bn": fused ConvFFN, the widest pixel tile (16, 32 or 64) of layers with many tiles
+  ConvMmaRows,   // "convmma_rows": implicit-GEMM convs, the most output rows a block of layers with many tiles
 };
-constexpr int kTuneKeys = 7;
+constexpr int kTuneKeys = 8;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
