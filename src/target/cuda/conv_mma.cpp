@@ -41,7 +41,10 @@ constexpr int64_t kSmemBytes = (48 << 10) - 256;     // static shared memory (48
 // channel), each A fragment meeting RB mma.sync, RB x MT x 4 accumulators a thread. Taken where
 // the blocks stay at least kRowBlocksMin x TuneKey::ConvMmaBlocks; beyond the static 48 KB the
 // block's shared memory is dynamic (kernel attr "cuda_smem"), up to the plan architecture's block
-// limit (99 KB from compute_80, 227 KB from compute_90) less 1 KB.
+// limit (99 KB from compute_80, 227 KB from compute_90) less 1 KB. K's padding steps read the zeros
+// after the rows at each row's offset, so the zeros span (RB - 1) * sh + 1 rows (with one row of
+// zeros, run 55 on the H100 read the weights' never-written padding columns there: NaN times zero,
+// a wrong batch-32 artifact; cudasim now fills shared memory with NaN bytes, which shows it).
 constexpr int64_t kRowBlocksMin = 4;
 
 struct ConvMmaShape {
@@ -52,7 +55,9 @@ struct ConvMmaShape {
   bool vec_w = false;  // W staged in 16-byte chunks (K % 8 == 0)
   int64_t RB = 1, KHR = 0, OHB = 0;  // output rows a block, staged input rows a channel, row blocks an image
   bool dyn = false;                  // shared memory dynamic (RB > 1 beyond the static 48 KB)
-  int64_t xs_halves() const { return (C * KHR * CW + CW + 7) / 8 * 8; }  // the rows and the zero row
+  // Zeros after the rows: K's padding steps read them at every row's offset ((RB - 1) * sh rows on).
+  int64_t zero_halves() const { return ((RB - 1) * sh + 1) * CW; }
+  int64_t xs_halves() const { return (C * KHR * CW + zero_halves() + 7) / 8 * 8; }  // the rows and the zeros
   int64_t smem() const { return xs_halves() * 2 + Kp * 4 + MG * LDW * 2; }
 };
 
@@ -97,6 +102,7 @@ bool conv_mma_shape(const Ctx& x, ConvMmaShape* out) {
   // TuneKey::ConvMmaBlocks blocks (256 by default: the stem in one group of 64), else the smallest
   // that fits (the most blocks).
   const int64_t target = tune_target(x.p, TuneKey::ConvMmaBlocks), pixel_tiles = c.N * c.OH * c.OWT;
+  c.KHR = c.KH, c.OHB = c.OH;  // a row a block
   for (const int64_t mg : {64, 32, 16}) {
     if (c.M % mg) continue;
     const int64_t keep = c.MG;
@@ -108,7 +114,6 @@ bool conv_mma_shape(const Ctx& x, ConvMmaShape* out) {
     if (pixel_tiles * (c.M / mg) >= target) break;
   }
   if (c.MG == 0) return false;
-  c.KHR = c.KH, c.OHB = c.OH;
   const int64_t cap = (plan_sm(x.p) >= 90 ? 227 << 10 : 99 << 10) - (1 << 10);
   if (c.dh == 1)
     for (const int64_t rb : {4, 2}) {
@@ -146,13 +151,14 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
     << (s.vec_w ? "in 16-byte chunks" : "element by element") << "\n"
     << "  constexpr int CW = " << s.CW << ", ROWS = " << ROWS << ", K = " << s.K << ", KP = " << s.Kp << ", LDW = " << s.LDW
     << ", MG = " << s.MG << ", MT = " << MT << ";\n";
+  if (RB > 1) b << "  constexpr int ZR = " << s.zero_halves() << ";  // zeros after the rows: K's padding steps of every row\n";
   if (s.dyn)
     b << "  extern __shared__ __align__(16) unsigned char opv_dsmem[];  // dynamic: xs, ws, offs\n"
-      << "  unsigned short* const xs = (unsigned short*)opv_dsmem;  // the rows, then a zero row\n"
+      << "  unsigned short* const xs = (unsigned short*)opv_dsmem;  // the rows, then ZR zeros\n"
       << "  unsigned short* const ws = xs + " << s.xs_halves() << ";\n"
       << "  int* const offs = (int*)(ws + MG * LDW);\n";
   else
-    b << "  __shared__ __align__(16) unsigned short xs[ROWS * CW + CW];  // the rows, then a zero row\n"
+    b << "  __shared__ __align__(16) unsigned short xs[ROWS * CW + " << (RB > 1 ? "ZR];  // the rows, then ZR zeros\n" : "CW];  // the rows, then a zero row\n")
       << "  __shared__ __align__(16) unsigned short ws[MG * LDW];\n"
       << "  __shared__ __align__(8) int offs[KP];\n";
   b << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
@@ -194,7 +200,7 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
       << "    const bool ok = ih >= 0 && ih < " << s.H << " && iw >= 0 && iw < " << s.W << ";\n"
       << "    xs[e] = ok ? Xn[((r / " << s.KHR << ") * " << s.H << " + ih) * " << s.W << " + iw] : (unsigned short)0;\n  }\n";
   b << "  asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
-    << "  for (int e = tid; e < CW; e += 128) xs[ROWS * CW + e] = 0;\n"
+    << "  for (int e = tid; e < " << (RB > 1 ? "ZR" : "CW") << "; e += 128) xs[ROWS * CW + e] = 0;\n"
     << "  for (int k = tid; k < KP; k += 128)\n"
     << "    offs[k] = k < K ? ((k / " << KHW << ") * " << s.KHR << " + (k / " << s.KW << ") % " << s.KH << ") * CW + (k % "
     << s.KW << ") * " << s.dw << " : ROWS * CW;\n";

@@ -908,7 +908,10 @@ void Launch::run_cluster(const uint32_t first[3]) {
   th.assign(size_t(cluster_blocks) * tpb, Thread{});
   regs.assign(th.size() * k.registers, 0);
   locals.assign(th.size() * k.local_bytes, uint8_t(0xcd));
-  for (auto& s : smem) std::fill(s.begin(), s.end(), uint8_t(0xcd));  // uninitialised, visibly
+  // Uninitialised, visibly: all-ones bytes are NaN as fp16 and fp32, so a kernel whose result
+  // depends on shared memory it never wrote (even multiplied by zero: a GPU's leftover bytes may
+  // be NaN) gives NaN here instead of passing with a finite stand-in (0xcd, until session 27).
+  for (auto& s : smem) std::fill(s.begin(), s.end(), uint8_t(0xff));
   for (uint32_t b = 0; b < cluster_blocks; ++b) {
     const uint32_t bx = b % cx, by = (b / cx) % cy, bz = b / (cx * cy);
     for (uint32_t i = 0; i < tpb; ++i) {
