@@ -605,6 +605,12 @@ ir::Graph f16_graph(const F16Case& t, DType dt) {
   g.validate();
   return g;
 }
+// A --cuda-tune string with key k set to v (replacing a value it gives): the other form of a case.
+std::string retuned(const std::string& tune, plan::cuda::TuneKey k, int64_t v) {
+  plan::cuda::Tune t = plan::cuda::Tune::parse(tune);
+  t.value[int(k)] = v;
+  return t.str();
+}
 plan::Plan lower_cuda_arch(const ir::Graph& g, const std::string& arch, bool fuse_pack = false, bool fuse_ffn_dw = false,
                            const std::string& tune = "") {
   CompileOptions o;
@@ -960,8 +966,8 @@ TEST(CudaCodegen, DwPairPlanesFormMatchesTheBandFormBitForBitOnTheDevice) {
     for (const DType dt : {DType::F16, DType::F32}) {
       SCOPED_TRACE(t.name + " " + dtype_name(dt));
       const plan::Plan pp = lower_cuda_arch(f16_graph(t, dt), "compute_80", false, false, t.tune);
-      const std::string band_tune = t.tune.substr(0, t.tune.find(",dwpair_r=")) + ",dwpair_r=1";
-      const plan::Plan bp = lower_cuda_arch(f16_graph(t, dt), "compute_80", false, false, band_tune);
+      const plan::Plan bp =
+          lower_cuda_arch(f16_graph(t, dt), "compute_80", false, false, retuned(t.tune, plan::cuda::TuneKey::DwPairR, 1));
       ASSERT_EQ(pp.calls.size(), 1u);
       ASSERT_EQ(bp.calls.size(), 1u);
       EXPECT_LT(pp.calls[0].global[0] / pp.calls[0].local[0], bp.calls[0].global[0] / bp.calls[0].local[0])
@@ -1239,7 +1245,8 @@ TEST(CudaCodegen, FfnWideTilesMatchSixteenPixelTilesBitForBitOnTheDevice) {
     SCOPED_TRACE(t.name);
     const int64_t bn = std::stoll(t.name.substr(14));
     const plan::Plan wide = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, t.tune);
-    const plan::Plan narrow = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, t.tune + ",ffn_bn=16");
+    const plan::Plan narrow =
+        lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, retuned(t.tune, plan::cuda::TuneKey::FfnBn, 16));
     for (const auto& [pl, want] : {std::pair<const plan::Plan*, int64_t>{&wide, bn}, {&narrow, 16}}) {
       ASSERT_EQ(pl->calls.size(), 1u) << "fc1 and fc2 in one launch";
       const plan::cuda::Generated gen = plan::cuda::generate(*pl, pl->calls[0]);
@@ -1275,8 +1282,8 @@ TEST(CudaCodegen, ConvMmaRowBlocksMatchOneRowBlocksBitForBitOnTheDevice) {
     if (t.name.rfind("conv_mma_rows", 0) != 0) continue;
     SCOPED_TRACE(t.name);
     const plan::Plan rp = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, t.tune);
-    const std::string one_tune = t.tune.substr(0, t.tune.find(",convmma_rows=")) + ",convmma_rows=1";
-    const plan::Plan op = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, one_tune);
+    const plan::Plan op =
+        lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, retuned(t.tune, plan::cuda::TuneKey::ConvMmaRows, 1));
     ASSERT_EQ(rp.calls.size(), 1u);
     EXPECT_LT(rp.calls[0].global[0], op.calls[0].global[0]) << "fewer blocks";
     rows->load(rp);

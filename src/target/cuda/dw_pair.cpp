@@ -99,9 +99,8 @@ DwPairShape dw_pair_shape(const Plan& p, int64_t planes, int64_t H, int64_t W, i
       DwPairShape v = s;
       v.planes = true, v.R = r;
       const int64_t strips = H * W / r;
-      auto doubled = [&] { DwPairShape d = v; d.PB *= 2; return d; };
       while (v.PB * strips < kDwPairThreads && planes / (v.PB * 2) >= target && planes % (v.PB * 2) == 0 &&
-             doubled().smem() <= kDwPairSmemBytes)
+             2 * v.smem() <= kDwPairSmemBytes)  // smem() is PB times a plane's
         v.PB *= 2;
       if (v.PB * strips < kDwPairMinStrips || v.smem() > kDwPairSmemBytes) continue;
       v.threads = std::min<int64_t>(kDwPairThreads, (v.PB * strips + kWarp - 1) / kWarp * kWarp);
