@@ -403,6 +403,10 @@ std::vector<F16Case> f16_cases() {
       // X and hidden tiles.
       {"ffn_wide_tiles64", 2, 64, 192, 25, 40, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
       {"ffn_wide_tiles32", 2, 128, 384, 32, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
+      // 256 channels: 32-pixel tiles leave room for two static slab buffers only, so they take 4 in
+      // dynamic shared memory (ffn_wide_ring=4; the default 2 keeps 16-pixel tiles there).
+      {"ffn_wide_tiles32_deep", 2, 256, 128, 24, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1,
+       "ffn_blocks=4,ffn_wide_ring=4"},
       // The depthwise 7x7 inside the ConvFFN launch: the stage-0 shape (128 pixel tiles of one row:
       // a half-warp per channel, shuffled taps); a 40 x 39 map over two images (tiles across rows:
       // a thread per output, taps clipped on every side, a partial pixel tile). The stage-1 shape
@@ -992,6 +996,126 @@ TEST(CudaCodegen, DwPairPlanesFormMatchesTheBandFormBitForBitOnTheDevice) {
   EXPECT_EQ(cases, 6);
 }
 
+// ---- single depthwise convs over many planes (dw_planes.cpp) ------------------------------------
+// N x C x H x W -> N x (C * mult) planes, a k x k depthwise conv of strides s, pads (top, left,
+// bottom, right), optional bias and GELU; `tune` lowers dwpair_blocks so that a small case has the
+// many planes the form needs. R, PB, NT: the outputs of a row a thread, planes a block and threads
+// the form must take.
+struct DwPlanesCase {
+  std::string name;
+  int64_t N, C, mult, H, W, k;
+  std::array<int64_t, 2> s;
+  std::array<int64_t, 4> pads;
+  bool bias, gelu;
+  std::string tune;
+  int64_t R, PB, NT;
+};
+std::vector<DwPlanesCase> dw_planes_cases() {
+  return {
+      // The downsampling 7x7 stride 2 with a channel multiplier of 2 (output plane o reads input
+      // plane o / 2), 16-byte staging: 8 planes of 8 x 16 a block.
+      {"dw_planes_7x7_s2_mult2", 2, 16, 2, 16, 32, 7, {2, 2}, {3, 3, 3, 3}, true, false, "dwpair_blocks=8", 4, 8, 256},
+      // The stem's 3x3 stride 2 + GELU, 8 outputs a thread (dw_r=8): 4 planes of 10 x 32, 160 strips.
+      {"dw_planes_3x3_s2_gelu_r8", 1, 32, 1, 20, 64, 3, {2, 2}, {1, 1, 1, 1}, true, true, "dwpair_blocks=8,dw_r=8", 8, 4, 160},
+      // Strides 2 x 1, asymmetric pads, an odd width (element staging), no bias: 8 planes of 8 x 12.
+      {"dw_planes_5x5_odd_asym", 3, 8, 1, 17, 13, 5, {2, 1}, {1, 2, 2, 1}, false, false, "dwpair_blocks=2", 4, 8, 192},
+      // Stride 1, rows 12 wide (4-byte staging), two steps of 256 threads with a guarded second: 16 planes of 6 x 12.
+      {"dw_planes_3x3_s1_w12", 2, 64, 1, 6, 12, 3, {1, 1}, {1, 1, 1, 1}, true, true, "dwpair_blocks=4", 4, 16, 256},
+  };
+}
+ir::Graph dw_planes_graph(const DwPlanesCase& t, DType dt) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  const int64_t M = t.C * t.mult;
+  const int64_t OH = (t.H + t.pads[0] + t.pads[2] - t.k) / t.s[0] + 1, OW = (t.W + t.pads[1] + t.pads[3] - t.k) / t.s[1] + 1;
+  const int x = g.add_value({"x0", dt, Shape{t.N, t.C, t.H, t.W}, nullptr});
+  g.inputs.push_back(x);
+  const float ws = 1.0f / float(t.k);
+  std::vector<int> ins{x, g.add_const("w", f16_random({M, 1, t.k, t.k}, 31, -ws, ws, dt))};
+  if (t.bias) ins.push_back(g.add_const("b", f16_random({M}, 32, -0.5f, 0.5f, dt)));
+  Attrs a = ints({{"strides", {t.s[0], t.s[1]}}, {"dilations", {1, 1}}, {"pads", {t.pads[0], t.pads[1], t.pads[2], t.pads[3]}}});
+  a.set("group", t.C);
+  const int y = g.add_value({"y", dt, Shape{t.N, M, OH, OW}, nullptr});
+  g.add_node({"dw", OpKind::Conv, a, ins, {y}, t.gelu ? std::vector<PostOp>{PostOp{OpKind::Gelu}} : std::vector<PostOp>{}});
+  g.outputs.push_back(y);
+  g.validate();
+  return g;
+}
+
+// The form's shape (without a device): planes a block, threads, outputs a thread as the case
+// says; dw_r=1 and too few planes (the default dwpair_blocks) keep the generic conv.
+TEST(CudaCodegen, DwPlanesFormTakesManyPlanes) {
+  for (const DwPlanesCase& t : dw_planes_cases()) {
+    SCOPED_TRACE(t.name);
+    const plan::Plan p = lower_cuda_arch(dw_planes_graph(t, DType::F16), "compute_80", false, false, t.tune);
+    ASSERT_EQ(p.calls.size(), 1u);
+    EXPECT_EQ(p.calls[0].local[0], t.NT);
+    EXPECT_EQ(p.calls[0].global[0], t.N * t.C * t.mult / t.PB * t.NT) << "a block per PB output planes";
+    const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
+    ASSERT_FALSE(gen.source.empty()) << gen.why;
+    EXPECT_NE(gen.source.find(": " + std::to_string(t.PB) + " output planes a block, " + std::to_string(t.R) +
+                              " outputs of a row a thread (float4 rows)"),
+              std::string::npos)
+        << gen.source.substr(0, 3000);
+    for (const std::string& other : {retuned(t.tune, plan::cuda::TuneKey::DwR, 1), std::string()}) {
+      const plan::Plan q = lower_cuda_arch(dw_planes_graph(t, DType::F16), "compute_80", false, false, other);
+      EXPECT_EQ(plan::cuda::generate(q, q.calls[0]).source.find("output planes a block"), std::string::npos) << other;
+    }
+  }
+}
+
+// The planes form computes what the generic conv's thread per output computes (the same taps in
+// the same order; zeros for the taps outside the map): outputs equal bit for bit, fp16 and fp32,
+// replayed on fresh inputs; the fp32 form also matches the reference backend.
+TEST(CudaCodegen, DwPlanesFormMatchesTheGenericConvBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> planes, generic;
+  if (std::string why = test::open_cuda(&planes); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&generic); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 110;
+  int cases = 0;
+  for (const DwPlanesCase& t : dw_planes_cases()) {
+    for (const DType dt : {DType::F16, DType::F32}) {
+      SCOPED_TRACE(t.name + " " + dtype_name(dt));
+      const ir::Graph g = dw_planes_graph(t, dt);
+      const plan::Plan pp = lower_cuda_arch(g, "compute_80", false, false, t.tune);
+      const plan::Plan gp = lower_cuda_arch(g, "compute_80", false, false, retuned(t.tune, plan::cuda::TuneKey::DwR, 1));
+      ASSERT_EQ(pp.calls.size(), 1u);
+      ASSERT_EQ(gp.calls.size(), 1u);
+      ASSERT_EQ(pp.calls[0].local[0], t.NT) << "the planes form";
+      ASSERT_NE(gp.calls[0].global[0], pp.calls[0].global[0]) << "the generic conv";
+      planes->load(pp);
+      generic->load(gp);
+      CompileOptions ro;
+      ro.target = "reference";
+      const plan::Plan rp = lower(g, ro);
+      for (int rep = 0; rep < test::device_replays(); ++rep) {
+        const Tensor x = test::random_f32(pp.buffers[size_t(pp.inputs[0])].shape, seed, -2.f, 2.f).cast(DType::F16).cast(dt);
+        const Shape& ys = pp.buffers[size_t(pp.outputs[0])].shape;
+        Tensor a(dt, ys), b(dt, ys);
+        planes->run({&x}, {&a});
+        generic->run({&x}, {&b});
+        EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+        const Tensor af = a.cast(DType::F32);
+        int64_t nonzero = 0;
+        for (int64_t j = 0; j < af.numel(); ++j) nonzero += af.data<float>()[j] != 0.0f;
+        EXPECT_GT(nonzero, af.numel() / 2) << "outputs computed";
+        if (dt == DType::F32) {
+          const std::vector<Tensor> want = test::run_on_reference(rp, seed);  // its input from random_f32(seed)
+          const Tensor xr = test::random_f32(x.shape(), seed);
+          Tensor c(dt, ys);
+          planes->run({&xr}, {&c});
+          const ErrorMetrics e = compare(c, want[0]);
+          EXPECT_LT(e.rel_l2, 1e-5) << "replay " << rep;
+          EXPECT_LT(e.max_abs_rel, 1e-4) << "replay " << rep;
+        }
+        ++seed;
+      }
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 8);
+}
+
 // The depthwise 7x7 inside the ConvFFN launch computes what the depthwise pair and the ConvFFN
 // compute apart (the same taps in the same order, the same fp16 roundings): outputs equal bit for
 // bit, on fresh random inputs, replayed (the split counters reset).
@@ -1252,12 +1376,16 @@ TEST(CudaCodegen, FfnWideTilesMatchSixteenPixelTilesBitForBitOnTheDevice) {
       const plan::cuda::Generated gen = plan::cuda::generate(*pl, pl->calls[0]);
       ASSERT_FALSE(gen.source.empty()) << gen.why;
       EXPECT_NE(gen.source.find(", " + std::to_string(want) + " pixels x 64 hidden a step, hidden split 1 x "), std::string::npos);
+      if (pl == &wide) {
+        EXPECT_EQ(gen.source.find("(deep ring: dynamic shared memory)") != std::string::npos,
+                  t.name.find("deep") != std::string::npos);
+      }
       const int64_t tiles = t.N * ((t.H * t.W + want - 1) / want);
       EXPECT_EQ(pl->calls[0].global[0], tiles * 128) << "a 4-warp block per tile";
     }
     pairs.emplace_back(wide, narrow);
   }
-  ASSERT_EQ(pairs.size(), 2u);
+  ASSERT_EQ(pairs.size(), 3u);
   std::unique_ptr<backend::Backend> bw, bn16;
   if (std::string why = test::open_cuda(&bw); !why.empty()) GTEST_SKIP() << why;
   if (std::string why = test::open_cuda(&bn16); !why.empty()) GTEST_SKIP() << why;

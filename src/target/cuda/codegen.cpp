@@ -1587,6 +1587,7 @@ Generated generate(const Plan& p, const Call& c) {
   if (k.op == OpKind::Conv && k.attrs.i("cuda_pack_conv", 0) > 0) return pack_conv(p, c);
   if (k.attrs.i("cuda_se", 0) > 0) return se_gate(p, c);
   if (k.op == OpKind::Conv && k.attrs.i("cuda_stage", 0) > 0) return stage(p, c);
+  if (dw_planes_ok(p, c)) return dw_planes(p, c);
   if (c.outputs.size() != 1 && k.op != OpKind::Split)
     return g.why = "calls with " + std::to_string(c.outputs.size()) + " outputs", g;
   for (int b : c.outputs)

@@ -170,6 +170,12 @@ Generated se_gate(const Plan& p, const Call& c);
 void fuse_dw_pairs(Plan& p);
 Generated dw_pair(const Plan& p, const Call& c);
 
+// dw_planes.cpp: a single depthwise conv (any stride, padding, channel multiplier) over at least
+// twice TuneKey::DwPairBlocks output planes as several whole planes a block (dw_planes_ok: whether
+// the call takes that form), and the source of such a call.
+bool dw_planes_ok(const Plan& p, const Call& c);
+Generated dw_planes(const Plan& p, const Call& c);
+
 // stage.cpp: a run of FastViT blocks (depthwise pair, then the fused ConvFFN adding the pair's
 // first output) merged into one call on a thread-block cluster (compute_90+; cuda_abi.h "stage"),
 // and the source of such a call.

@@ -111,13 +111,18 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   s.SK1 = std::min<int64_t>(s.Cin, 64);
   if (s.Cin % 16 || s.Cin % s.SK1 || s.Hd % kFfnHC || s.Cout % 64) return false;
   s.BN = kFfnBN;
+  const int64_t wide_ring = tune_target(p, TuneKey::FfnWideRing);
   if (!s.dw && !s.nhwc)
     for (const int64_t bn : {64, 32}) {
       FfnShape w = s;
       w.BN = bn;
       const int64_t tiles = s.N * ((s.P + bn - 1) / bn);
+      // A ring of kFfnWideMinRing static buffers beside the wider tiles, or wide_ring dynamic ones.
+      const bool ring_fits = (kFfnSmemBytes - w.fixed_bytes()) / kFfnSlabBytes >= kFfnWideMinRing ||
+                             (wide_ring >= kFfnWideMinRing &&
+                              (ffn_smem_cap(p) - kFfnSmemReserve - w.fixed_bytes()) / kFfnSlabBytes >= wide_ring);
       if (bn > tune_target(p, TuneKey::FfnBn) || tiles < kFfnWideMinTilesPerBlock * target_blocks || tiles < kFfnMinBlocks ||
-          s.Cout / 64 * (bn / 8) * 4 > kFfnWideMaxAcc || (kFfnSmemBytes - w.fixed_bytes()) / kFfnSlabBytes < kFfnWideMinRing)
+          s.Cout / 64 * (bn / 8) * 4 > kFfnWideMaxAcc || !ring_fits)
         continue;
       s.BN = bn;
       break;
@@ -136,7 +141,8 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   // the block with the most chunks: at most as many buffers as its slabs and one
   s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, s.slabs() + 1});
   if (s.NB < 2) return false;
-  const int64_t deep = std::min<int64_t>({ring, (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes, s.slabs() + 1});
+  const int64_t deep = std::min<int64_t>({s.BN != kFfnBN ? wide_ring : ring,
+                                          (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes, s.slabs() + 1});
   s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
   if (s.deep) s.NB = deep;
   return true;

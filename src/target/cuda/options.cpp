@@ -26,7 +26,8 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // static 48 KB ring), dw_pair.cpp's planes form (4 outputs of a row a thread: the batch-32
 // artifact's pairs 0.224 ms against 0.240 with 8, session 27 run 53; below 4 every pair keeps the
 // band form), ffn.cpp's wide pixel tiles (up to 64 pixels a tile), conv_mma.cpp's row blocks (up
-// to 4 output rows a block).
+// to 4 output rows a block), dw_planes.cpp's planes form of single depthwise convs (4 outputs of a
+// row a thread; below 4 the generic conv).
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
     {"mma_blocks", 128, 1, 4096},
@@ -36,6 +37,8 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"dwpair_r", 4, 1, 8},
     {"ffn_bn", 64, 16, 64},
     {"convmma_rows", 4, 1, 4},
+    {"dw_r", 4, 1, 8},
+    {"ffn_wide_ring", 2, 2, 24},
 };
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace

@@ -64,8 +64,10 @@ enum class TuneKey : uint8_t {
   DwPairR,       // "dwpair_r": depthwise pairs, the most outputs of a row a thread of the planes form (< 4: none)
   FfnBn,         // "ffn_bn": fused ConvFFN, the widest pixel tile (16, 32 or 64) of layers with many tiles
   ConvMmaRows,   // "convmma_rows": implicit-GEMM convs, the most output rows a block of layers with many tiles
+  DwR,           // "dw_r": single depthwise convs, the most outputs of a row a thread of the planes form (< 4: none)
+  FfnWideRing,   // "ffn_wide_ring": fused ConvFFN, dynamic slab buffers of wide tiles whose static ring holds < 3 (< 3: none)
 };
-constexpr int kTuneKeys = 8;
+constexpr int kTuneKeys = 10;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
