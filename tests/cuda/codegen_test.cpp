@@ -381,6 +381,9 @@ std::vector<F16Case> f16_cases() {
       {"dw_pair_planes_r8", 2, 32, 32, 8, 16, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=8,dwpair_r=8"},
       {"dw_pair_planes_r4", 1, 64, 64, 4, 8, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=2"},
       {"dw_pair_planes_w12", 2, 32, 32, 6, 12, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=4"},
+      // Register tiles of rows: 8 planes of 16 x 16 a block, the 7x7's outputs 4 rows x 4 a thread (each
+      // of the 3x3's rows read once for 4 outputs rows), the 3x3's 2 x 4 (its 22 rows).
+      {"dw_pair_planes_rows4", 2, 32, 32, 16, 16, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=4"},
       // The input pack's Concat and Cast in one launch (uint8 in, fp16 out, broadcast operands).
       {"concat_cast_pack", 2, 3, 6, 4, 6, 0, false, false, false, true},
       // ... with rows a multiple of 8 wide: 8 outputs a thread, one 16-byte store.
@@ -403,10 +406,6 @@ std::vector<F16Case> f16_cases() {
       // X and hidden tiles.
       {"ffn_wide_tiles64", 2, 64, 192, 25, 40, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
       {"ffn_wide_tiles32", 2, 128, 384, 32, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
-      // 256 channels: 32-pixel tiles leave room for two static slab buffers only, so they take 4 in
-      // dynamic shared memory (ffn_wide_ring=4; the default 2 keeps 16-pixel tiles there).
-      {"ffn_wide_tiles32_deep", 2, 256, 128, 24, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1,
-       "ffn_blocks=4,ffn_wide_ring=4"},
       // The depthwise 7x7 inside the ConvFFN launch: the stage-0 shape (128 pixel tiles of one row:
       // a half-warp per channel, shuffled taps); a 40 x 39 map over two images (tiles across rows:
       // a thread per output, taps clipped on every side, a partial pixel tile). The stage-1 shape
@@ -753,12 +752,14 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       EXPECT_EQ(p.kernels[size_t(p.calls[0].kernel)].attrs.i("cl_batch", 0), 2);
       // Staging width (fp16 rows: 8 where W % 8 == 0, 2 where even), outputs a thread (the band
       // form: R x 256 outputs a band at least), planes a block and threads (the planes form).
-      const std::map<std::string, std::array<int64_t, 4>> forms = {  // R, planes a block, threads, bands
-          {"dw_pair_bands", {1, 1, 256, 4}},         {"dw_pair_vec_rows_r4", {4, 1, 256, 1}},
-          {"dw_pair_vec_rows_r2", {2, 1, 256, 1}},   {"dw_pair_planes_r8", {8, 8, 128, 1}},
-          {"dw_pair_planes_r4", {4, 16, 128, 1}},    {"dw_pair_planes_w12", {4, 16, 256, 1}}};
+      // R, planes a block, threads, bands, the first conv's and the second's rows a thread
+      const std::map<std::string, std::array<int64_t, 6>> forms = {
+          {"dw_pair_bands", {1, 1, 256, 4, 1, 1}},         {"dw_pair_vec_rows_r4", {4, 1, 256, 1, 1, 1}},
+          {"dw_pair_vec_rows_r2", {2, 1, 256, 1, 1, 1}},   {"dw_pair_planes_r8", {8, 8, 128, 1, 1, 1}},
+          {"dw_pair_planes_r4", {4, 16, 128, 1, 1, 1}},    {"dw_pair_planes_w12", {4, 16, 160, 1, 2, 2}},
+          {"dw_pair_planes_rows4", {4, 8, 128, 1, 2, 4}}};
       const auto it = forms.find(t.name);
-      const auto [R, PB, NT, bands] = it == forms.end() ? std::array<int64_t, 4>{1, 1, 256, 1} : it->second;
+      const auto [R, PB, NT, bands, RHa, RHb] = it == forms.end() ? std::array<int64_t, 6>{1, 1, 256, 1, 1, 1} : it->second;
       EXPECT_EQ(p.calls[0].local[0], NT);
       EXPECT_EQ(p.calls[0].global[0], t.N * t.C * bands / PB * NT) << "a block per band of a plane, or per PB planes";
       const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
@@ -766,7 +767,9 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       const int64_t V = t.W % 8 == 0 ? 8 : t.W % 2 == 0 ? 2 : 1;
       const std::string head = "// " + std::to_string(V) + " input elements a staging load, " + std::to_string(R) +
                                " outputs of a row a thread";
-      EXPECT_NE(gen.source.find(PB > 1 ? head + ", " + std::to_string(PB) + " planes a block (float4 rows)\n" : head + "\n"),
+      EXPECT_NE(gen.source.find(PB > 1 ? head + ", " + std::to_string(PB) + " planes a block (float4 rows), " + std::to_string(RHa) +
+                                             " and " + std::to_string(RHb) + " rows a thread\n"
+                                       : head + "\n"),
                 std::string::npos)
           << gen.source.substr(0, 2000);
       EXPECT_EQ(gen.source.find("*(const float4*)&") != std::string::npos, PB > 1) << "float4 rows in the planes form only";
@@ -993,14 +996,14 @@ TEST(CudaCodegen, DwPairPlanesFormMatchesTheBandFormBitForBitOnTheDevice) {
       ++cases;
     }
   }
-  EXPECT_EQ(cases, 6);
+  EXPECT_EQ(cases, 8);
 }
 
 // ---- single depthwise convs over many planes (dw_planes.cpp) ------------------------------------
 // N x C x H x W -> N x (C * mult) planes, a k x k depthwise conv of strides s, pads (top, left,
 // bottom, right), optional bias and GELU; `tune` lowers dwpair_blocks so that a small case has the
-// many planes the form needs. R, PB, NT: the outputs of a row a thread, planes a block and threads
-// the form must take.
+// many planes the form needs. R, RH, PB, NT: the outputs of a row and the rows a thread, planes a
+// block and threads the form must take.
 struct DwPlanesCase {
   std::string name;
   int64_t N, C, mult, H, W, k;
@@ -1008,19 +1011,24 @@ struct DwPlanesCase {
   std::array<int64_t, 4> pads;
   bool bias, gelu;
   std::string tune;
-  int64_t R, PB, NT;
+  int64_t R, RH, PB, NT;
 };
 std::vector<DwPlanesCase> dw_planes_cases() {
   return {
       // The downsampling 7x7 stride 2 with a channel multiplier of 2 (output plane o reads input
-      // plane o / 2), 16-byte staging: 8 planes of 8 x 16 a block.
-      {"dw_planes_7x7_s2_mult2", 2, 16, 2, 16, 32, 7, {2, 2}, {3, 3, 3, 3}, true, false, "dwpair_blocks=8", 4, 8, 256},
-      // The stem's 3x3 stride 2 + GELU, 8 outputs a thread (dw_r=8): 4 planes of 10 x 32, 160 strips.
-      {"dw_planes_3x3_s2_gelu_r8", 1, 32, 1, 20, 64, 3, {2, 2}, {1, 1, 1, 1}, true, true, "dwpair_blocks=8,dw_r=8", 8, 4, 160},
+      // plane o / 2), 16-byte staging: 8 planes of 8 x 16 a block, 2 rows of 4 outputs a thread (4
+      // rows would leave 64 strips a block).
+      {"dw_planes_7x7_s2_mult2", 2, 16, 2, 16, 32, 7, {2, 2}, {3, 3, 3, 3}, true, false, "dwpair_blocks=8", 4, 2, 8, 128},
+      // The stem's 3x3 stride 2 + GELU, 8 outputs a thread (dw_r=8), one row (10 rows: 2 would leave
+      // 80 strips): 4 planes of 10 x 32, 160 strips.
+      {"dw_planes_3x3_s2_gelu_r8", 1, 32, 1, 20, 64, 3, {2, 2}, {1, 1, 1, 1}, true, true, "dwpair_blocks=8,dw_r=8", 8, 1, 4, 160},
       // Strides 2 x 1, asymmetric pads, an odd width (element staging), no bias: 8 planes of 8 x 12.
-      {"dw_planes_5x5_odd_asym", 3, 8, 1, 17, 13, 5, {2, 1}, {1, 2, 2, 1}, false, false, "dwpair_blocks=2", 4, 8, 192},
-      // Stride 1, rows 12 wide (4-byte staging), two steps of 256 threads with a guarded second: 16 planes of 6 x 12.
-      {"dw_planes_3x3_s1_w12", 2, 64, 1, 6, 12, 3, {1, 1}, {1, 1, 1, 1}, true, true, "dwpair_blocks=4", 4, 16, 256},
+      {"dw_planes_5x5_odd_asym", 3, 8, 1, 17, 13, 5, {2, 1}, {1, 2, 2, 1}, false, false, "dwpair_blocks=2", 4, 1, 8, 192},
+      // Stride 1, rows 12 wide (4-byte staging, float2 stores), 2 rows a thread: 32 planes of 6 x 12,
+      // 288 strips over 256 threads (a guarded second step).
+      {"dw_planes_3x3_s1_w12", 2, 64, 1, 6, 12, 3, {1, 1}, {1, 1, 1, 1}, true, true, "dwpair_blocks=4", 4, 2, 32, 256},
+      // A 7x7 stride 1, 4 rows of 4 outputs a thread (each staged row read once for the 4): 16 planes of 8 x 16.
+      {"dw_planes_7x7_s1_rows4", 2, 32, 1, 8, 16, 7, {1, 1}, {3, 3, 3, 3}, true, false, "dwpair_blocks=4", 4, 4, 16, 128},
   };
 }
 ir::Graph dw_planes_graph(const DwPlanesCase& t, DType dt) {
@@ -1053,24 +1061,30 @@ TEST(CudaCodegen, DwPlanesFormTakesManyPlanes) {
     EXPECT_EQ(p.calls[0].global[0], t.N * t.C * t.mult / t.PB * t.NT) << "a block per PB output planes";
     const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
     ASSERT_FALSE(gen.source.empty()) << gen.why;
-    EXPECT_NE(gen.source.find(": " + std::to_string(t.PB) + " output planes a block, " + std::to_string(t.R) +
-                              " outputs of a row a thread (float4 rows)"),
+    EXPECT_NE(gen.source.find(": " + std::to_string(t.PB) + " output planes a block, " + std::to_string(t.RH) + " x " +
+                              std::to_string(t.R) + " outputs a thread (float4 rows)"),
               std::string::npos)
         << gen.source.substr(0, 3000);
     for (const std::string& other : {retuned(t.tune, plan::cuda::TuneKey::DwR, 1), std::string()}) {
       const plan::Plan q = lower_cuda_arch(dw_planes_graph(t, DType::F16), "compute_80", false, false, other);
       EXPECT_EQ(plan::cuda::generate(q, q.calls[0]).source.find("output planes a block"), std::string::npos) << other;
     }
+    // dw_rows=1: a row a thread.
+    const plan::Plan one = lower_cuda_arch(dw_planes_graph(t, DType::F16), "compute_80", false, false,
+                                           retuned(t.tune, plan::cuda::TuneKey::DwRows, 1));
+    EXPECT_NE(plan::cuda::generate(one, one.calls[0]).source.find(" output planes a block, 1 x "), std::string::npos);
   }
 }
 
 // The planes form computes what the generic conv's thread per output computes (the same taps in
-// the same order; zeros for the taps outside the map): outputs equal bit for bit, fp16 and fp32,
-// replayed on fresh inputs; the fp32 form also matches the reference backend.
+// the same order; zeros for the taps outside the map), in its register tiles of RH rows and in one
+// row a thread (dw_rows=1): outputs equal bit for bit, fp16 and fp32, replayed on fresh inputs; the
+// fp32 form also matches the reference backend.
 TEST(CudaCodegen, DwPlanesFormMatchesTheGenericConvBitForBitOnTheDevice) {
-  std::unique_ptr<backend::Backend> planes, generic;
+  std::unique_ptr<backend::Backend> planes, generic, one;
   if (std::string why = test::open_cuda(&planes); !why.empty()) GTEST_SKIP() << why;
   if (std::string why = test::open_cuda(&generic); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&one); !why.empty()) GTEST_SKIP() << why;
   uint64_t seed = 110;
   int cases = 0;
   for (const DwPlanesCase& t : dw_planes_cases()) {
@@ -1083,8 +1097,10 @@ TEST(CudaCodegen, DwPlanesFormMatchesTheGenericConvBitForBitOnTheDevice) {
       ASSERT_EQ(gp.calls.size(), 1u);
       ASSERT_EQ(pp.calls[0].local[0], t.NT) << "the planes form";
       ASSERT_NE(gp.calls[0].global[0], pp.calls[0].global[0]) << "the generic conv";
+      const plan::Plan op = lower_cuda_arch(g, "compute_80", false, false, retuned(t.tune, plan::cuda::TuneKey::DwRows, 1));
       planes->load(pp);
       generic->load(gp);
+      one->load(op);
       CompileOptions ro;
       ro.target = "reference";
       const plan::Plan rp = lower(g, ro);
@@ -1092,9 +1108,12 @@ TEST(CudaCodegen, DwPlanesFormMatchesTheGenericConvBitForBitOnTheDevice) {
         const Tensor x = test::random_f32(pp.buffers[size_t(pp.inputs[0])].shape, seed, -2.f, 2.f).cast(DType::F16).cast(dt);
         const Shape& ys = pp.buffers[size_t(pp.outputs[0])].shape;
         Tensor a(dt, ys), b(dt, ys);
+        Tensor o(dt, ys);
         planes->run({&x}, {&a});
         generic->run({&x}, {&b});
+        one->run({&x}, {&o});
         EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+        EXPECT_EQ(std::memcmp(o.bytes().data(), b.bytes().data(), o.nbytes()), 0) << "a row a thread, replay " << rep;
         const Tensor af = a.cast(DType::F32);
         int64_t nonzero = 0;
         for (int64_t j = 0; j < af.numel(); ++j) nonzero += af.data<float>()[j] != 0.0f;
@@ -1113,7 +1132,7 @@ TEST(CudaCodegen, DwPlanesFormMatchesTheGenericConvBitForBitOnTheDevice) {
       ++cases;
     }
   }
-  EXPECT_EQ(cases, 8);
+  EXPECT_EQ(cases, 10);
 }
 
 // The depthwise 7x7 inside the ConvFFN launch computes what the depthwise pair and the ConvFFN
@@ -1376,16 +1395,12 @@ TEST(CudaCodegen, FfnWideTilesMatchSixteenPixelTilesBitForBitOnTheDevice) {
       const plan::cuda::Generated gen = plan::cuda::generate(*pl, pl->calls[0]);
       ASSERT_FALSE(gen.source.empty()) << gen.why;
       EXPECT_NE(gen.source.find(", " + std::to_string(want) + " pixels x 64 hidden a step, hidden split 1 x "), std::string::npos);
-      if (pl == &wide) {
-        EXPECT_EQ(gen.source.find("(deep ring: dynamic shared memory)") != std::string::npos,
-                  t.name.find("deep") != std::string::npos);
-      }
       const int64_t tiles = t.N * ((t.H * t.W + want - 1) / want);
       EXPECT_EQ(pl->calls[0].global[0], tiles * 128) << "a 4-warp block per tile";
     }
     pairs.emplace_back(wide, narrow);
   }
-  ASSERT_EQ(pairs.size(), 3u);
+  ASSERT_EQ(pairs.size(), 2u);
   std::unique_ptr<backend::Backend> bw, bn16;
   if (std::string why = test::open_cuda(&bw); !why.empty()) GTEST_SKIP() << why;
   if (std::string why = test::open_cuda(&bn16); !why.empty()) GTEST_SKIP() << why;

@@ -170,6 +170,19 @@ Generated se_gate(const Plan& p, const Call& c);
 void fuse_dw_pairs(Plan& p);
 Generated dw_pair(const Plan& p, const Call& c);
 
+// The depthwise convs' register tiles (dw_planes.cpp, dw_pair.cpp's planes form): RH output rows
+// of R outputs each from shared-memory rows of floats read as float4s. Tap row kh of output (r, u)
+// reads row row0 + r * sy + kh of `src` (sw floats a row), columns col0 + off + u * sx + kw
+// (col0 a multiple of 4), with taps `w` (ws floats a tap row, kw < KW used). Each source row is read
+// once for the RH outputs rows it serves; every output still sums its taps in the order kh, then
+// kw (fmaf from 0). Emits `float acc[RH][R]` and its loops (statements at 4 spaces).
+struct DwTile {
+  std::string src, w, row0, col0;
+  int64_t sw = 0, ws = 0, KH = 0, KW = 0, sy = 1, sx = 1, off = 0, R = 1, RH = 1;
+  int64_t nx() const { return (off + (R - 1) * sx + KW + 3) / 4 * 4; }  // floats of a source row read
+};
+std::string dw_tile_acc(const DwTile& t);
+
 // dw_planes.cpp: a single depthwise conv (any stride, padding, channel multiplier) over at least
 // twice TuneKey::DwPairBlocks output planes as several whole planes a block (dw_planes_ok: whether
 // the call takes that form), and the source of such a call.

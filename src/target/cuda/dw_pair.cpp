@@ -74,10 +74,23 @@ struct DwPairShape {
   int64_t BH = 0, NBAND = 1, PB = 1, R = 1, threads = kDwPairThreads;
   bool planes = false;  // the planes form (float4 rows)
   int64_t W = 0, ka = 0, kb = 0;
+  int64_t RHa = 1, RHb = 1;  // the planes form: output rows a thread of the first conv and of the second
   int64_t pad(int64_t n) const { return planes ? (n + 3) / 4 * 4 : n; }
+  // The planes form's staged rows start their map columns at a multiple of 4 floats (stored as
+  // float4s): the first conv's input at LA = pad(ka / 2) (the band form: at ka / 2), its rows at
+  // LB = pad(kb / 2); a strip reads its source columns from a multiple of 4, its taps' from the
+  // offset la() (lb()) into its registers.
+  int64_t LA() const { return pad((ka - 1) / 2); }
+  int64_t LB() const { return pad((kb - 1) / 2); }
+  DwTile tile_a() const { return DwTile{"", "", "", "", 0, 0, ka, ka, 1, 1, LA() - (ka - 1) / 2, R, RHa}; }
+  DwTile tile_b() const { return DwTile{"", "", "", "", 0, 0, kb, kb, 1, 1, LB() - (kb - 1) / 2, R, RHb}; }
   // Floats a row: the staged input rows, the first conv's rows, the two tap tables.
-  int64_t xw() const { return pad(W + ka - 1); }
-  int64_t tw() const { return pad(W + kb - 1); }
+  int64_t xw() const {
+    return planes ? pad(std::max(LA() + W + (ka - 1) / 2, W - R + tile_a().nx())) : W + ka - 1;
+  }
+  int64_t tw() const {
+    return planes ? pad(std::max(LB() + W + (kb - 1) / 2, W - R + tile_b().nx())) : W + kb - 1;
+  }
   int64_t wa() const { return pad(ka); }
   int64_t wb() const { return pad(kb); }
   int64_t xh() const { return BH + ka - 1 + kb - 1; }
@@ -88,7 +101,8 @@ struct DwPairShape {
   }
 };
 DwPairShape dw_pair_shape(const Plan& p, int64_t planes, int64_t H, int64_t W, int64_t ka, int64_t kb) {
-  const int64_t target = tune_target(p, TuneKey::DwPairBlocks), rmax = tune_target(p, TuneKey::DwPairR);
+  const int64_t target = tune_target(p, TuneKey::DwPairBlocks), rmax = tune_target(p, TuneKey::DwPairR),
+                rhmax = tune_target(p, TuneKey::DwRows);
   DwPairShape s;
   s.W = W, s.ka = ka, s.kb = kb;
   s.BH = dw_pair_band_rows(planes, H, target);
@@ -96,15 +110,25 @@ DwPairShape dw_pair_shape(const Plan& p, int64_t planes, int64_t H, int64_t W, i
   if (s.NBAND == 1 && planes >= 2 * target)
     for (const int64_t r : {8, 4}) {
       if (r > rmax || W % r) continue;
-      DwPairShape v = s;
-      v.planes = true, v.R = r;
-      const int64_t strips = H * W / r;
-      while (v.PB * strips < kDwPairThreads && planes / (v.PB * 2) >= target && planes % (v.PB * 2) == 0 &&
-             2 * v.smem() <= kDwPairSmemBytes)  // smem() is PB times a plane's
-        v.PB *= 2;
-      if (v.PB * strips < kDwPairMinStrips || v.smem() > kDwPairSmemBytes) continue;
-      v.threads = std::min<int64_t>(kDwPairThreads, (v.PB * strips + kWarp - 1) / kWarp * kWarp);
-      return v;
+      // Rows a thread: up to dw_rows (4) of the second conv dividing H, as many or fewer of the
+      // first dividing its H + kb - 1 rows; fewer where the block would have too few strips.
+      for (const int64_t rh : {4, 2, 1}) {
+        if (rh > rhmax || H % rh) continue;
+        DwPairShape v = s;
+        v.planes = true, v.R = r, v.RHb = rh;
+        for (const int64_t ra : {4, 2, 1})
+          if (ra <= rh && (H + kb - 1) % ra == 0) {
+            v.RHa = ra;
+            break;
+          }
+        const int64_t strips = H / rh * (W / r);
+        while (v.PB * strips < kDwPairThreads && planes / (v.PB * 2) >= target && planes % (v.PB * 2) == 0 &&
+               2 * v.smem() <= kDwPairSmemBytes)  // smem() is PB times a plane's
+          v.PB *= 2;
+        if (v.PB * strips < kDwPairMinStrips || v.smem() > kDwPairSmemBytes) continue;
+        v.threads = std::min<int64_t>(kDwPairThreads, (v.PB * strips + kWarp - 1) / kWarp * kWarp);
+        return v;
+      }
     }
   // The band form: R only where the band's second-conv outputs still give every thread a strip
   // (no thread that the one-output form keeps busy is left idle; small late-stage planes keep 1).
@@ -155,7 +179,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
   // rows R0 - hb .. (TH rows of TW floats, the map's from hb); R0 = the band's first row (the
   // planes form: 0, and plane pl's rows from pl * XH, pl * TH).
   const int64_t ha = (ka - 1) / 2, hb = (kb - 1) / 2, XW = sh.xw(), XH = sh.xh(), TW = sh.tw(), TH = sh.th(),
-                WA = sh.wa(), WB = sh.wb();
+                WA = sh.wa(), WB = sh.wb(), LA = sh.LA(), LB = sh.LB();
   auto dtype_of = [&](size_t j) { return p.buffers.at(size_t(c.inputs[j])).dtype; };
   // V: input elements a thread stages at once (fp16 rows of W % 8 == 0: 16-byte loads; W even: 4
   // bytes); R: outputs of one row a thread computes (W % R == 0), its taps' inputs read once from
@@ -164,7 +188,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
   std::ostringstream b;
   b << "  // " << V << " input elements a staging load, " << R << " outputs of a row a thread";
   if (pf) {
-    b << ", " << PB << " planes a block (float4 rows)\n"
+    b << ", " << PB << " planes a block (float4 rows), " << sh.RHa << " and " << sh.RHb << " rows a thread\n"
       << "  __shared__ __align__(16) float xs[" << PB * XH * XW << "], ts[" << PB * TH * TW << "], wa[" << PB * ka * WA
       << "], wb[" << PB * kb * WB << "];\n"
       << "  __shared__ float ba[" << PB << "], bb[" << PB << "];\n"
@@ -188,7 +212,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
     xl << block_steps(PB * XH * XW, NT, "  ")
       << (pf ? "    const int rr = e / " + std::to_string(XW) + ";\n" + row_plane : std::string())
       << "    const int r = R0 - " << hb + ha << " + " << (pf ? row_in_plane : "e / " + std::to_string(XW)) << ", q = e % "
-      << XW << " - " << ha << ";\n"
+      << XW << " - " << LA << ";\n"
       << "    xs[e] = (r >= 0 && r < " << H << " && q >= 0 && q < " << W << ") ? "
       << load(X.dtype, "in0", "plane * " + I(HW) + " + r * " + I(W) + " + q") << " : 0.0f;\n  }\n";
   } else {
@@ -199,17 +223,26 @@ Generated dw_pair(const Plan& p, const Call& c) {
       << (pf ? ";\n" + row_plane + "    const int r = R0 - " : ", r = R0 - ") << hb + ha << " + " << row_in_plane << ";\n"
       << "    __align__(16) unsigned short hv[" << V << "];\n"
       << "    if (r >= 0 && r < " << H << ") *(" << vt << "*)hv = *(const " << vt << "*)(in0 + plane * " << I(HW) << " + r * "
-      << I(W) << " + q);\n"
-      << "#pragma unroll\n    for (int j = 0; j < " << V << "; ++j) xs[rr * " << XW << " + " << ha << " + q + j] = r >= 0 && r < " << H
-      << " ? opv_h2f(hv[j]) : 0.0f;\n  }\n";
+      << I(W) << " + q);\n";
+    if (pf) {  // from column LA + q, a multiple of 4: V / 4 float4s (V = 2: a float2)
+      const std::string ft = V == 8 ? "float4" : "float2";
+      const int64_t fw = V == 8 ? 4 : 2;
+      xl << "    __align__(16) float fv[" << V << "];\n"
+         << "#pragma unroll\n    for (int j = 0; j < " << V << "; ++j) fv[j] = r >= 0 && r < " << H << " ? opv_h2f(hv[j]) : 0.0f;\n"
+         << "#pragma unroll\n    for (int j = 0; j < " << V / fw << "; ++j) *(" << ft << "*)&xs[rr * " << XW << " + " << LA
+         << " + q + " << fw << " * j] = *(const " << ft << "*)&fv[" << fw << " * j];\n  }\n";
+    } else {
+      xl << "#pragma unroll\n    for (int j = 0; j < " << V << "; ++j) xs[rr * " << XW << " + " << LA << " + q + j] = r >= 0 && r < "
+         << H << " ? opv_h2f(hv[j]) : 0.0f;\n  }\n";
+    }
     if (XW > W)
       xl << block_steps(PB * XH * (XW - W), NT, "  ")
         << "    const int rr = e / " << XW - W << ", j = e % " << XW - W << ";\n"
-        << "    xs[rr * " << XW << " + (j < " << ha << " ? j : " << W << " + j)] = 0.0f;\n  }\n";
+        << "    xs[rr * " << XW << " + (j < " << LA << " ? j : " << W << " + j)] = 0.0f;\n  }\n";
   }
   if (!late) b << xl.str();
   b << block_steps(PB * TH * TW, NT, "  ")
-    << "    const int q = e % " << TW << " - " << hb << ";\n"
+    << "    const int q = e % " << TW << " - " << LB << ";\n"
     << "    if (q < 0 || q >= " << W << ") ts[e] = 0.0f;\n  }\n";
   if (pf) {
     // PB planes' taps, each tap row padded to WA (WB) floats with zeros; the biases.
@@ -242,34 +275,23 @@ Generated dw_pair(const Plan& p, const Call& c) {
   }
   if (late) b << "  OPV_KERNEL_ENTRY();  // the taps and biases above are weights: no kernel writes them\n" << xl.str();
   b << "  __syncthreads();\n";
-  // R outputs (tile row i, columns q0 .. q0 + R - 1) of a conv over `src` (sw floats a row; output
-  // column q's kh-th row of taps is src row i + kh, columns q .. q + kk - 1) with taps `w` (ws
-  // floats a row): each tap row's R + kk - 1 inputs into registers (the planes form: float4s of
-  // the padded rows, and the row's taps too), then every output's taps in the order kh, then kw
-  // (fmaf from 0, as a thread per output sums them), the bias, the post-ops: v[r].
-  auto conv_acc = [&](const std::string& src, int64_t kk, int64_t sw, const std::string& w, int64_t ws,
-                      const std::string& bias, int64_t po_from, int64_t po_n) {
+  // The band form's R outputs (tile row i, columns q0 .. q0 + R - 1) of a conv over `src` (sw floats
+  // a row; output column q's kh-th row of taps is src row i + kh, columns q .. q + kk - 1) with taps
+  // `w` (kk floats a row): each tap row's R + kk - 1 inputs into registers, then every output's taps
+  // in the order kh, then kw (fmaf from 0, as a thread per output sums them), the bias, the
+  // post-ops: v[r].
+  auto conv_acc = [&](const std::string& src, int64_t kk, int64_t sw, const std::string& w, const std::string& bias,
+                      int64_t po_from, int64_t po_n) {
     b << "    float acc[" << R << "];\n"
       << "#pragma unroll\n    for (int u = 0; u < " << R << "; ++u) acc[u] = 0.0f;\n"
-      << "#pragma unroll\n    for (int kh = 0; kh < " << kk << "; ++kh) {\n";
-    if (pf) {
-      const int64_t nx = (R + kk - 1 + 3) / 4 * 4;
-      b << "      float xr[" << nx << "], wr[" << ws << "];\n"
-        << "#pragma unroll\n      for (int j = 0; j < " << nx / 4 << "; ++j) *(float4*)&xr[4 * j] = *(const float4*)&" << src
-        << "[(i + kh) * " << sw << " + q0 + 4 * j];\n"
-        << "#pragma unroll\n      for (int j = 0; j < " << ws / 4 << "; ++j) *(float4*)&wr[4 * j] = *(const float4*)&" << w
-        << "[kh * " << ws << " + 4 * j];\n"
-        << "#pragma unroll\n      for (int u = 0; u < " << R << "; ++u)\n"
-        << "#pragma unroll\n        for (int kw = 0; kw < " << kk << "; ++kw) acc[u] = fmaf(xr[u + kw], wr[kw], acc[u]);\n";
-    } else {
-      b << "      float xr[" << R + kk - 1 << "];\n"
-        << "#pragma unroll\n      for (int j = 0; j < " << R + kk - 1 << "; ++j) xr[j] = " << src << "[(i + kh) * " << sw
-        << " + q0 + j];\n"
-        << "#pragma unroll\n      for (int u = 0; u < " << R << "; ++u)\n"
-        << "#pragma unroll\n        for (int kw = 0; kw < " << kk << "; ++kw) acc[u] = fmaf(xr[u + kw], " << w << "[kh * " << kk
-        << " + kw], acc[u]);\n";
-    }
-    b << "    }\n"
+      << "#pragma unroll\n    for (int kh = 0; kh < " << kk << "; ++kh) {\n"
+      << "      float xr[" << R + kk - 1 << "];\n"
+      << "#pragma unroll\n      for (int j = 0; j < " << R + kk - 1 << "; ++j) xr[j] = " << src << "[(i + kh) * " << sw
+      << " + q0 + j];\n"
+      << "#pragma unroll\n      for (int u = 0; u < " << R << "; ++u)\n"
+      << "#pragma unroll\n        for (int kw = 0; kw < " << kk << "; ++kw) acc[u] = fmaf(xr[u + kw], " << w << "[kh * " << kk
+      << " + kw], acc[u]);\n"
+      << "    }\n"
       << "    float v[" << R << "];\n"
       << "#pragma unroll\n    for (int u = 0; u < " << R << "; ++u) {\n"
       << "      float vv = acc[u]" << (bias.empty() ? std::string() : " + " + bias) << ";\n";
@@ -289,8 +311,6 @@ Generated dw_pair(const Plan& p, const Call& c) {
            std::to_string(TH * TW) + ";\n" + "    const float* wap = wa + pl * " + std::to_string(ka * WA) + ";\n" +
            "    const float* wbp = wb + pl * " + std::to_string(kb * WB) + ";\n";
   };
-  const std::string xsn = pf ? "xp" : "xs", tsn = pf ? "tp" : "ts", wan = pf ? "wap" : "wa", wbn = pf ? "wbp" : "wb";
-  const std::string in_strip = pf ? "(e % " + std::to_string(TH * (W / R)) + ")" : "e";
   // R outputs a store: the planes form's fp16 outputs as one 8- or 16-byte store.
   auto store_strip = [&](const Buffer& Y, const std::string& name, const std::string& at, const std::string& indent) {
     std::string s;
@@ -306,44 +326,67 @@ Generated dw_pair(const Plan& p, const Call& c) {
     return s;
   };
   const int64_t NS = W / R;  // strips of R outputs a row
-  // The first conv on ts's rows (T row r = R0 - hb + i; zero outside the map), stored for the band's rows.
-  b << block_steps(PB * TH * NS, NT, "  ") << strip_plane(TH)
-    << "    const int i = " << in_strip << " / " << NS << ", q0 = (e % " << NS << ") * " << R << ", r = R0 - " << hb
-    << " + i;\n"
-    << "    if (r < 0 || r >= " << H << ") {\n"
-    << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) " << tsn << "[i * " << TW << " + q0 + j + " << hb
-    << "] = 0.0f;\n"
-    << "      continue;\n    }\n";
-  conv_acc(xsn, ka, XW, wan, WA, bias_of(2), 0, npo[0]);
   const std::string ts_value = T.dtype == DType::F16 ? "opv_h2f(opv_f2h(v[j]))" : "v[j]";
   if (pf) {
-    b << store_strip(T, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q0", "    ")
-      << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) " << tsn << "[i * " << TW << " + q0 + j + " << hb
-      << "] = " << ts_value << ";  // what the second conv reads: the stored value\n  }\n";
+    // The planes form: register tiles of RHa (RHb) rows x R outputs (dw_tile_acc); ts's rows from
+    // column LB, so a strip's R first-conv values go to ts as float4s.
+    const int64_t SA = TH / sh.RHa * NS, SB = H / sh.RHb * NS;
+    auto epilogue = [&](const std::string& bias, int64_t po_from, int64_t po_n) {
+      std::string e = "      float v[" + std::to_string(R) + "];\n#pragma unroll\n      for (int u = 0; u < " +
+                      std::to_string(R) + "; ++u) {\n        float vv = acc[ty_][u]" +
+                      (bias.empty() ? std::string() : " + " + bias) + ";\n";
+      for (int64_t q = po_from; q < po_from + po_n; ++q) e += "        vv = " + unary_expr(k.post_ops[size_t(q)], "vv") + ";\n";
+      return e + "        v[u] = vv;\n      }\n";
+    };
+    // The first conv on ts's rows (T row r = i - hb; zero outside the map), stored for the map's rows.
+    DwTile ta = sh.tile_a();
+    ta.src = "xp", ta.w = "wap", ta.row0 = "i0", ta.col0 = "q0", ta.sw = XW, ta.ws = WA;
+    b << block_steps(PB * SA, NT, "  ") << strip_plane(TH / sh.RHa) << "    const int i0 = e % " << SA << " / " << NS
+      << " * " << sh.RHa << ", q0 = (e % " << NS << ") * " << R << ";\n"
+      << dw_tile_acc(ta) << "#pragma unroll\n    for (int ty_ = 0; ty_ < " << sh.RHa << "; ++ty_) {\n"
+      << "      const int r = i0 + ty_ - " << hb << ";\n"
+      << "      float* trow = tp + (i0 + ty_) * " << TW << " + " << LB << " + q0;\n"
+      << "      if (r < 0 || r >= " << H << ") {\n"
+      << "#pragma unroll\n        for (int j = 0; j < " << R / 4 << "; ++j) *(float4*)&trow[4 * j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+      << "        continue;\n      }\n"
+      << epilogue(bias_of(2), 0, npo[0]) << store_strip(T, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q0", "      ")
+      << "      __align__(16) float tv[" << R << "];  // what the second conv reads: the stored value\n"
+      << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) tv[j] = " << ts_value << ";\n"
+      << "#pragma unroll\n      for (int j = 0; j < " << R / 4 << "; ++j) *(float4*)&trow[4 * j] = *(const float4*)&tv[4 * j];\n"
+      << "    }\n  }\n";
+    b << "  __syncthreads();\n"
+      << "  OPV_PDL_TRIGGER();  // the second conv is left: the next kernel may be launched\n";
+    // The second conv (map row i0 + ty_: ts rows i0 + ty_ .. + kb - 1).
+    DwTile tb = sh.tile_b();
+    tb.src = "tp", tb.w = "wbp", tb.row0 = "i0", tb.col0 = "q0", tb.sw = TW, tb.ws = WB;
+    b << block_steps(PB * SB, NT, "  ") << strip_plane(H / sh.RHb) << "    const int i0 = e % " << SB << " / " << NS
+      << " * " << sh.RHb << ", q0 = (e % " << NS << ") * " << R << ";\n"
+      << dw_tile_acc(tb) << "#pragma unroll\n    for (int ty_ = 0; ty_ < " << sh.RHb << "; ++ty_) {\n"
+      << epilogue(bias_of(4), npo[0], npo[1])
+      << store_strip(U, "out1", "plane * " + I(HW) + " + (i0 + ty_) * " + I(W) + " + q0", "      ") << "    }\n  }\n";
   } else {
+    // The first conv on ts's rows (T row r = R0 - hb + i; zero outside the map), stored for the band's rows.
+    b << block_steps(TH * NS, NT, "  ")
+      << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ", r = R0 - " << hb << " + i;\n"
+      << "    if (r < 0 || r >= " << H << ") {\n"
+      << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) ts[i * " << TW << " + q0 + j + " << hb << "] = 0.0f;\n"
+      << "      continue;\n    }\n";
+    conv_acc("xs", ka, XW, "wa", bias_of(2), 0, npo[0]);
     b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) {\n"
       << "      if (r >= R0 && r < R0 + " << BH << ") "
       << store(T.dtype, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q0 + j", "v[j]") << "\n"
       << "      ts[i * " << TW << " + q0 + j + " << hb << "] = " << ts_value
       << ";  // what the second conv reads: the stored value\n    }\n  }\n";
-  }
-  b << "  __syncthreads();\n";
-  // The second conv on the band's rows (row R0 + i: ts rows i .. i + kb - 1).
-  b << "  OPV_PDL_TRIGGER();  // the second conv is left: the next kernel may be launched\n";
-  if (pf) {
-    b << block_steps(PB * H * NS, NT, "  ") << strip_plane(H) << "    const int i = e % " << H * NS << " / " << NS
-      << ", q0 = (e % " << NS << ") * " << R << ";\n";
-  } else {
-    b << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << NS << ";\n"
+    b << "  __syncthreads();\n";
+    // The second conv on the band's rows (row R0 + i: ts rows i .. i + kb - 1).
+    b << "  OPV_PDL_TRIGGER();  // the second conv is left: the next kernel may be launched\n"
+      << "  const int nout = (" << H << " - R0 < " << BH << " ? " << H << " - R0 : " << BH << ") * " << NS << ";\n"
       << block_steps(BH * NS, kDwPairThreads, "  ") << "    if (e >= nout) break;  // the map's last band is shorter\n"
       << "    const int i = e / " << NS << ", q0 = (e % " << NS << ") * " << R << ";\n";
-  }
-  conv_acc(tsn, kb, TW, wbn, WB, bias_of(4), npo[0], npo[1]);
-  if (pf)
-    b << store_strip(U, "out1", "plane * " + I(HW) + " + i * " + I(W) + " + q0", "    ") << "  }\n";
-  else
+    conv_acc("ts", kb, TW, "wb", bias_of(4), npo[0], npo[1]);
     b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) "
       << store(U.dtype, "out1", "plane * " + I(HW) + " + (R0 + i) * " + I(W) + " + q0 + j", "v[j]") << "\n  }\n";
+  }
   std::string params = std::string(c_type(T.dtype)) + "* __restrict__ out0, " + c_type(U.dtype) + "* __restrict__ out1";
   for (size_t j = 0; j < c.inputs.size(); ++j)
     if (c.inputs[j] >= 0)

@@ -41,8 +41,8 @@ constexpr int64_t kDwPlanesMinStrips = 128;  // strips of R a block at least (el
 
 struct DwPlanesShape {
   bool ok = false;
-  int64_t PB = 1, R = 4, threads = kDwPlanesThreads;
-  int64_t KH = 0, KW = 0, XH = 0, XW = 0, WA = 0, NX = 0;
+  int64_t PB = 1, R = 4, RH = 1, threads = kDwPlanesThreads;
+  int64_t KH = 0, KW = 0, XH = 0, XW = 0, WA = 0, LP = 0, off = 0;
   // Shared-memory bytes of a block: PB planes' input rows, taps and bias.
   int64_t smem() const { return PB * (XH * XW + KH * WA + 1) * 4; }
 };
@@ -50,6 +50,29 @@ struct DwPlanesShape {
 namespace {
 int64_t pad4(int64_t n) { return (n + 3) / 4 * 4; }
 }  // namespace
+
+std::string dw_tile_acc(const DwTile& t) {
+  const int64_t NX = t.nx(), NL = (t.RH - 1) * t.sy + t.KH;
+  std::ostringstream b;
+  b << "    float acc[" << t.RH << "][" << t.R << "];\n"
+    << "#pragma unroll\n    for (int ty_ = 0; ty_ < " << t.RH << "; ++ty_)\n"
+    << "#pragma unroll\n      for (int u = 0; u < " << t.R << "; ++u) acc[ty_][u] = 0.0f;\n"
+    << "#pragma unroll\n    for (int tl_ = 0; tl_ < " << NL << "; ++tl_) {  // source rows, each read once\n"
+    << "      float xr[" << NX << "];\n"
+    << "#pragma unroll\n      for (int j = 0; j < " << NX / 4 << "; ++j) *(float4*)&xr[4 * j] = *(const float4*)&" << t.src
+    << "[(" << t.row0 << " + tl_) * " << t.sw << " + " << t.col0 << " + 4 * j];\n"
+    << "#pragma unroll\n      for (int ty_ = 0; ty_ < " << t.RH << "; ++ty_) {\n"
+    << "        const int kh = tl_ - ty_ * " << t.sy << ";  // output row ty_'s tap row\n"
+    << "        if (kh < 0 || kh >= " << t.KH << ") continue;\n"
+    << "        float wr[" << t.ws << "];\n"
+    << "#pragma unroll\n        for (int j = 0; j < " << t.ws / 4 << "; ++j) *(float4*)&wr[4 * j] = *(const float4*)&" << t.w
+    << "[kh * " << t.ws << " + 4 * j];\n"
+    << "#pragma unroll\n        for (int u = 0; u < " << t.R << "; ++u)\n"
+    << "#pragma unroll\n          for (int kw = 0; kw < " << t.KW << "; ++kw) acc[ty_][u] = fmaf(xr[" << t.off << " + u * "
+    << t.sx << " + kw], wr[kw], acc[ty_][u]);\n"
+    << "      }\n    }\n";
+  return b.str();
+}
 
 DwPlanesShape dw_planes_shape(const Plan& p, const Call& c) {
   DwPlanesShape s;
@@ -75,28 +98,34 @@ DwPlanesShape dw_planes_shape(const Plan& p, const Call& c) {
     if (v < 0) return s;
   if (c.inputs.size() > 2 && c.inputs[2] >= 0 && numel(p.buffers.at(size_t(c.inputs[2])).shape) != M) return s;
   if (numel(X.shape) > INT32_MAX / 2 || numel(Y.shape) > INT32_MAX / 2) return s;  // the kernel's int indices
-  const int64_t target = tune_target(p, TuneKey::DwPairBlocks), rmax = tune_target(p, TuneKey::DwR);
+  const int64_t target = tune_target(p, TuneKey::DwPairBlocks), rmax = tune_target(p, TuneKey::DwR),
+                rhmax = tune_target(p, TuneKey::DwRows);
   const int64_t planes = N * M;
   if (planes < 2 * target || OH < 1 || OW < 1) return s;
   s.KH = W.shape[2], s.KW = W.shape[3];
+  // Staged columns from LP before the map's first (pads[1] rounded up to 4 floats: a staged row's
+  // map columns start 16-byte aligned, stored as float4s); a strip's source columns from a multiple
+  // of 4 (R * stride is), its taps' from off = LP - pads[1] into its registers.
+  s.LP = pad4(pd[1]), s.off = s.LP - pd[1];
+  s.WA = pad4(s.KW);
+  s.XH = (OH - 1) * st[0] + s.KH;  // every row an output reads, input rows from -pads[0]
   for (const int64_t r : {8, 4}) {
     if (r > rmax || OW % r) continue;
-    DwPlanesShape v = s;
-    v.R = r;
-    v.NX = pad4((r - 1) * st[1] + v.KW);
-    v.WA = pad4(v.KW);
-    // Staged rows: every row an output reads (input rows from -pads[0]); columns: the whole input
-    // row after pads[1] zeros, and every column a strip's float4s reach.
-    v.XH = (OH - 1) * st[0] + v.KH;
-    v.XW = pad4(std::max({pd[1] + X.shape[3], (OW - 1) * st[1] + v.KW, (OW - r) * st[1] + v.NX}));
-    const int64_t strips = OH * OW / r;
-    while (v.PB * strips < kDwPlanesThreads && planes / (v.PB * 2) >= target && planes % (v.PB * 2) == 0 &&
-           2 * v.smem() <= kDwPlanesSmemBytes)  // smem() is PB times a plane's
-      v.PB *= 2;
-    if (v.PB * strips < kDwPlanesMinStrips || v.smem() > kDwPlanesSmemBytes) continue;
-    v.threads = std::min<int64_t>(kDwPlanesThreads, (v.PB * strips + kWarp - 1) / kWarp * kWarp);
-    v.ok = true;
-    return v;
+    for (const int64_t rh : {4, 2, 1}) {
+      if (rh > rhmax || OH % rh) continue;
+      DwPlanesShape v = s;
+      v.R = r, v.RH = rh;
+      const DwTile t{"", "", "", "", 0, 0, v.KH, v.KW, st[0], st[1], v.off, r, rh};
+      v.XW = pad4(std::max({v.LP + X.shape[3], v.off + (OW - 1) * st[1] + v.KW, (OW - r) * st[1] + t.nx()}));
+      const int64_t strips = OH / rh * (OW / r);
+      while (v.PB * strips < kDwPlanesThreads && planes / (v.PB * 2) >= target && planes % (v.PB * 2) == 0 &&
+             2 * v.smem() <= kDwPlanesSmemBytes)  // smem() is PB times a plane's
+        v.PB *= 2;
+      if (v.PB * strips < kDwPlanesMinStrips || v.smem() > kDwPlanesSmemBytes) continue;
+      v.threads = std::min<int64_t>(kDwPlanesThreads, (v.PB * strips + kWarp - 1) / kWarp * kWarp);
+      v.ok = true;
+      return v;
+    }
   }
   return s;
 }
@@ -114,14 +143,14 @@ Generated dw_planes(const Plan& p, const Call& c) {
   const auto st = k.attrs.ints("strides", {1, 1}), pd = k.attrs.ints("pads", {0, 0, 0, 0});
   const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], Wd = X.shape[3], M = Y.shape[1], OH = Y.shape[2],
                 OW = Y.shape[3], MULT = M / C;
-  const int64_t PB = sh.PB, R = sh.R, NT = sh.threads, KH = sh.KH, KW = sh.KW, XH = sh.XH, XW = sh.XW, WA = sh.WA,
-                NX = sh.NX, NS = OW / R, S = OH * NS;
+  const int64_t PB = sh.PB, R = sh.R, RH = sh.RH, NT = sh.threads, KH = sh.KH, KW = sh.KW, XH = sh.XH, XW = sh.XW,
+                WA = sh.WA, LP = sh.LP, NS = OW / R, S = OH / RH * NS;
   auto dtype_of = [&](size_t j) { return p.buffers.at(size_t(c.inputs[j])).dtype; };
   // V: input elements a thread stages at once (fp16 rows of W % 8 == 0: 16-byte loads; even: 4 bytes).
   const int64_t V = X.dtype != DType::F16 ? 1 : Wd % 8 == 0 ? 8 : Wd % 2 == 0 ? 2 : 1;
   std::ostringstream b;
   b << "  // depthwise " << KH << "x" << KW << " stride " << st[0] << "x" << st[1] << ", channel multiplier " << MULT
-    << ": " << PB << " output planes a block, " << R << " outputs of a row a thread (float4 rows), " << V
+    << ": " << PB << " output planes a block, " << RH << " x " << R << " outputs a thread (float4 rows), " << V
     << " input elements a staging load\n"
     << "  __shared__ __align__(16) float xs[" << PB * XH * XW << "], wt[" << PB * KH * WA << "];\n"
     << (bias ? "  __shared__ float bs[" + std::to_string(PB) + "];\n" : std::string())
@@ -140,64 +169,61 @@ Generated dw_planes(const Plan& p, const Call& c) {
       << load(dtype_of(2), "in2", "(plane0 + e) % " + I(M)) << ";\n";
   if (late) b << "  OPV_KERNEL_ENTRY();  // the taps and biases above are weights: no kernel writes them\n";
   // Staged row rr of the block (plane pl = rr / XH): input row rr % XH - pads[0] of the input plane
-  // under output plane plane0 + pl; column j of a row is input column j - pads[1].
+  // under output plane plane0 + pl; column j of a row is input column j - LP.
   const std::string in_plane = "    const opv_idx op = plane0 + rr / " + std::to_string(XH) + ", ip = op / " + I(M) +
                                " * " + I(C) + " + op % " + I(M) + " / " + I(MULT) + ";\n    const int r = rr % " +
                                std::to_string(XH) + " - " + std::to_string(pd[0]) + ";\n";
   if (V == 1) {
-    b << block_steps(PB * XH * XW, NT, "  ") << "    const int rr = e / " << XW << ", q = e % " << XW << " - " << pd[1]
+    b << block_steps(PB * XH * XW, NT, "  ") << "    const int rr = e / " << XW << ", q = e % " << XW << " - " << LP
       << ";\n"
       << in_plane << "    xs[e] = (r >= 0 && r < " << H << " && q >= 0 && q < " << Wd << ") ? "
       << load(X.dtype, "in0", "ip * " + I(H * Wd) + " + r * " + I(Wd) + " + q") << " : 0.0f;\n  }\n";
   } else {
-    // The map's columns of each staged row V at a time (zero rows outside the map), the other columns zero.
-    const std::string vt = V == 8 ? "uint4" : "unsigned";
+    // The map's columns of each staged row V at a time (zero rows outside the map) as V / 4 float4s
+    // (V = 2: a float2) from a multiple of 4 (LP and q are), the other columns zero.
+    const std::string vt = V == 8 ? "uint4" : "unsigned", ft = V == 8 ? "float4" : "float2";
     b << block_steps(PB * XH * (Wd / V), NT, "  ") << "    const int rr = e / " << Wd / V << ", q = (e % " << Wd / V
       << ") * " << V << ";\n"
       << in_plane << "    __align__(16) unsigned short hv[" << V << "];\n"
+      << "    __align__(16) float fv[" << V << "];\n"
       << "    if (r >= 0 && r < " << H << ") *(" << vt << "*)hv = *(const " << vt << "*)(in0 + ip * " << I(H * Wd)
       << " + r * " << I(Wd) << " + q);\n"
-      << "#pragma unroll\n    for (int j = 0; j < " << V << "; ++j) xs[rr * " << XW << " + " << pd[1]
-      << " + q + j] = r >= 0 && r < " << H << " ? opv_h2f(hv[j]) : 0.0f;\n  }\n";
+      << "#pragma unroll\n    for (int j = 0; j < " << V << "; ++j) fv[j] = r >= 0 && r < " << H
+      << " ? opv_h2f(hv[j]) : 0.0f;\n"
+      << "#pragma unroll\n    for (int j = 0; j < " << (V == 8 ? 2 : 1) << "; ++j) *(" << ft << "*)&xs[rr * " << XW
+      << " + " << LP << " + q + " << (V == 8 ? 4 : 2) << " * j] = *(const " << ft << "*)&fv[" << (V == 8 ? 4 : 2)
+      << " * j];\n  }\n";
     if (XW > Wd)
       b << block_steps(PB * XH * (XW - Wd), NT, "  ") << "    const int rr = e / " << XW - Wd << ", j = e % " << XW - Wd
         << ";\n"
-        << "    xs[rr * " << XW << " + (j < " << pd[1] << " ? j : " << Wd << " + j)] = 0.0f;\n  }\n";
+        << "    xs[rr * " << XW << " + (j < " << LP << " ? j : " << Wd << " + j)] = 0.0f;\n  }\n";
   }
   b << "  __syncthreads();\n"
     << "  OPV_PDL_TRIGGER();  // the inputs are staged: the next kernel may be launched\n";
-  // Strip e: plane pl's output row i, columns q0 .. q0 + R - 1; tap row kh reads staged row
-  // i * stride + kh, columns q0 * stride .. (float4s: q0 * stride is a multiple of 4).
-  b << block_steps(PB * S, NT, "  ") << "    const int pl = e / " << S << ", i = e % " << S << " / " << NS
+  // Strip e: plane pl's output rows i0 .. i0 + RH - 1, columns q0 .. q0 + R - 1; output row i0 + ty_'s
+  // tap row kh reads staged row (i0 + ty_) * stride + kh.
+  b << block_steps(PB * S, NT, "  ") << "    const int pl = e / " << S << ", i0 = e % " << S << " / " << NS << " * " << RH
     << ", q0 = (e % " << NS << ") * " << R << ";\n"
-    << "    const float* xp = xs + pl * " << XH * XW << " + i * " << st[0] * XW << " + q0 * " << st[1] << ";\n"
-    << "    const float* wp = wt + pl * " << KH * WA << ";\n"
-    << "    float acc[" << R << "];\n"
-    << "#pragma unroll\n    for (int u = 0; u < " << R << "; ++u) acc[u] = 0.0f;\n"
-    << "#pragma unroll\n    for (int kh = 0; kh < " << KH << "; ++kh) {\n"
-    << "      float xr[" << NX << "], wr[" << WA << "];\n"
-    << "#pragma unroll\n      for (int j = 0; j < " << NX / 4 << "; ++j) *(float4*)&xr[4 * j] = *(const float4*)&xp[kh * "
-    << XW << " + 4 * j];\n"
-    << "#pragma unroll\n      for (int j = 0; j < " << WA / 4 << "; ++j) *(float4*)&wr[4 * j] = *(const float4*)&wp[kh * "
-    << WA << " + 4 * j];\n"
-    << "#pragma unroll\n      for (int u = 0; u < " << R << "; ++u)\n"
-    << "#pragma unroll\n        for (int kw = 0; kw < " << KW << "; ++kw) acc[u] = fmaf(xr[u * " << st[1]
-    << " + kw], wr[kw], acc[u]);\n"
-    << "    }\n"
-    << "    float v[" << R << "];\n"
-    << "#pragma unroll\n    for (int u = 0; u < " << R << "; ++u) {\n"
-    << "      float vv = acc[u]" << (bias ? " + bs[pl]" : "") << ";\n";
-  for (const PostOp& po : k.post_ops) b << "      vv = " << unary_expr(po, "vv") << ";\n";
-  b << "      v[u] = vv;\n    }\n";
-  const std::string at = "(plane0 + pl) * " + I(OH * OW) + " + i * " + I(OW) + " + q0";
+    << "    const float* xp = xs + pl * " << XH * XW << ";\n"
+    << "    const float* wp = wt + pl * " << KH * WA << ";\n";
+  DwTile t{"xp", "wp", "i0 * " + std::to_string(st[0]), "q0 * " + std::to_string(st[1]), XW, WA, KH, KW, st[0], st[1],
+           sh.off, R, RH};
+  b << dw_tile_acc(t);
+  const std::string at = "(plane0 + pl) * " + I(OH * OW) + " + (i0 + ty_) * " + I(OW) + " + q0";
+  b << "#pragma unroll\n    for (int ty_ = 0; ty_ < " << RH << "; ++ty_) {\n"
+    << "      float v[" << R << "];\n"
+    << "#pragma unroll\n      for (int u = 0; u < " << R << "; ++u) {\n"
+    << "        float vv = acc[ty_][u]" << (bias ? " + bs[pl]" : "") << ";\n";
+  for (const PostOp& po : k.post_ops) b << "        vv = " << unary_expr(po, "vv") << ";\n";
+  b << "        v[u] = vv;\n      }\n";
   if (Y.dtype == DType::F16) {
     const std::string vt = R == 8 ? "uint4" : "uint2";
-    b << "    __align__(16) unsigned short hv[" << R << "];\n"
-      << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) hv[j] = opv_f2h(v[j]);\n"
-      << "    *(" << vt << "*)(out0 + " << at << ") = *(const " << vt << "*)hv;\n  }\n";
+    b << "      __align__(16) unsigned short hv[" << R << "];\n"
+      << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) hv[j] = opv_f2h(v[j]);\n"
+      << "      *(" << vt << "*)(out0 + " << at << ") = *(const " << vt << "*)hv;\n    }\n  }\n";
   } else {
-    b << "#pragma unroll\n    for (int j = 0; j < " << R << "; ++j) " << store(Y.dtype, "out0", at + " + j", "v[j]")
-      << "\n  }\n";
+    b << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) " << store(Y.dtype, "out0", at + " + j", "v[j]")
+      << "\n    }\n  }\n";
   }
   std::string params = std::string(c_type(Y.dtype)) + "* __restrict__ out0";
   for (size_t j = 0; j < c.inputs.size(); ++j)

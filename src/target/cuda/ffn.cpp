@@ -88,7 +88,11 @@ constexpr int64_t kFfnShallowRing = 2;
 // kFfnWideMinTilesPerBlock x TuneKey::FfnBlocks tiles of BN = 64 (32) pixels, an unsplit NCHW
 // block without the depthwise conv takes BN = 64 (32) pixels: a warp holds BN / 8 n-tiles of
 // accumulators (fc2's NS2 x BN / 8 x 4 at most kFfnWideMaxAcc floats) and each A fragment of a
-// slab meets BN / 8 mma.sync. Every output is summed in the same order: bit-identical.
+// slab meets BN / 8 mma.sync. Every output is summed in the same order: bit-identical. Wide tiles
+// with a ring in dynamic shared memory where the static one would hold two slabs (the batch-32
+// ffn_256 at 32 pixels, ffn_128 at 64, 4 or 6 buffers) were slower on the H100: ffn_256 0.213 ms
+// against 0.193 with 16-pixel tiles, ffn_128 0.095 against 0.073 (session 28 run 57), so those keep
+// the static ring's tiles.
 constexpr int64_t kFfnWideMinTilesPerBlock = 4, kFfnWideMaxAcc = 64, kFfnWideMinRing = 3;
 constexpr int64_t kFfnSmemReserve = 1 << 10;
 static int64_t ffn_smem_cap(const Plan& p) { return plan_sm(p) >= 90 ? 227 << 10 : 99 << 10; }
@@ -111,18 +115,13 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   s.SK1 = std::min<int64_t>(s.Cin, 64);
   if (s.Cin % 16 || s.Cin % s.SK1 || s.Hd % kFfnHC || s.Cout % 64) return false;
   s.BN = kFfnBN;
-  const int64_t wide_ring = tune_target(p, TuneKey::FfnWideRing);
   if (!s.dw && !s.nhwc)
     for (const int64_t bn : {64, 32}) {
       FfnShape w = s;
       w.BN = bn;
       const int64_t tiles = s.N * ((s.P + bn - 1) / bn);
-      // A ring of kFfnWideMinRing static buffers beside the wider tiles, or wide_ring dynamic ones.
-      const bool ring_fits = (kFfnSmemBytes - w.fixed_bytes()) / kFfnSlabBytes >= kFfnWideMinRing ||
-                             (wide_ring >= kFfnWideMinRing &&
-                              (ffn_smem_cap(p) - kFfnSmemReserve - w.fixed_bytes()) / kFfnSlabBytes >= wide_ring);
       if (bn > tune_target(p, TuneKey::FfnBn) || tiles < kFfnWideMinTilesPerBlock * target_blocks || tiles < kFfnMinBlocks ||
-          s.Cout / 64 * (bn / 8) * 4 > kFfnWideMaxAcc || !ring_fits)
+          s.Cout / 64 * (bn / 8) * 4 > kFfnWideMaxAcc || (kFfnSmemBytes - w.fixed_bytes()) / kFfnSlabBytes < kFfnWideMinRing)
         continue;
       s.BN = bn;
       break;
@@ -141,8 +140,7 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   // the block with the most chunks: at most as many buffers as its slabs and one
   s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, s.slabs() + 1});
   if (s.NB < 2) return false;
-  const int64_t deep = std::min<int64_t>({s.BN != kFfnBN ? wide_ring : ring,
-                                          (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes, s.slabs() + 1});
+  const int64_t deep = std::min<int64_t>({ring, (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes, s.slabs() + 1});
   s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
   if (s.deep) s.NB = deep;
   return true;

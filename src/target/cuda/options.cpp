@@ -38,7 +38,7 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_bn", 64, 16, 64},
     {"convmma_rows", 4, 1, 4},
     {"dw_r", 4, 1, 8},
-    {"ffn_wide_ring", 2, 2, 24},
+    {"dw_rows", 4, 1, 4},
 };
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace

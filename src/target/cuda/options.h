@@ -65,7 +65,7 @@ enum class TuneKey : uint8_t {
   FfnBn,         // "ffn_bn": fused ConvFFN, the widest pixel tile (16, 32 or 64) of layers with many tiles
   ConvMmaRows,   // "convmma_rows": implicit-GEMM convs, the most output rows a block of layers with many tiles
   DwR,           // "dw_r": single depthwise convs, the most outputs of a row a thread of the planes form (< 4: none)
-  FfnWideRing,   // "ffn_wide_ring": fused ConvFFN, dynamic slab buffers of wide tiles whose static ring holds < 3 (< 3: none)
+  DwRows,        // "dw_rows": the depthwise planes forms (single convs and pairs), the most output rows a thread
 };
 constexpr int kTuneKeys = 10;
 struct TuneSpec {
