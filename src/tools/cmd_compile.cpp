@@ -101,7 +101,8 @@ int cmd_compile(int argc, char** argv) {
               "tiles: 64; 16 keeps 16-pixel tiles), convmma_rows (the most output rows a block of an implicit-GEMM conv "
               "with many row segments, such as a batched stem: 4; 1 keeps a row a block), dw_r (the most outputs of a row a "
               "thread of single depthwise convs taken several planes a block where the planes are many, such as a batched "
-              "7x7 stride-2 downsample: 4; below 4 keeps a thread per output); repeatable. Recorded in the "
+              "7x7 stride-2 downsample: 4; below 4 keeps a thread per output), dw_rows (the most output rows a thread of those two "
+              "depthwise forms: 4; 1 a row); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
