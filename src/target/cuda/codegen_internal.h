@@ -182,6 +182,16 @@ struct DwTile {
   int64_t nx() const { return (off + (R - 1) * sx + KW + 3) / 4 * 4; }  // floats of a source row read
 };
 std::string dw_tile_acc(const DwTile& t);
+// A block of the depthwise planes forms: PB planes (a power of two dividing `planes`, doubled while
+// the block has fewer strips than `max_threads`, `planes` still give `target` blocks and twice its
+// shared memory, PB x `plane_bytes`, fits `smem_cap`), and its threads (the strips rounded up to
+// warps, at most max_threads); threads = 0 where the block has fewer than `min_strips` strips or
+// does not fit.
+struct PlanesBlock {
+  int64_t PB = 1, threads = 0;
+};
+PlanesBlock planes_block(int64_t planes, int64_t strips, int64_t target, int64_t plane_bytes, int64_t smem_cap,
+                         int64_t max_threads, int64_t min_strips);
 
 // dw_planes.cpp: a single depthwise conv (any stride, padding, channel multiplier) over at least
 // twice TuneKey::DwPairBlocks output planes as several whole planes a block (dw_planes_ok: whether

@@ -121,12 +121,10 @@ DwPairShape dw_pair_shape(const Plan& p, int64_t planes, int64_t H, int64_t W, i
             v.RHa = ra;
             break;
           }
-        const int64_t strips = H / rh * (W / r);
-        while (v.PB * strips < kDwPairThreads && planes / (v.PB * 2) >= target && planes % (v.PB * 2) == 0 &&
-               2 * v.smem() <= kDwPairSmemBytes)  // smem() is PB times a plane's
-          v.PB *= 2;
-        if (v.PB * strips < kDwPairMinStrips || v.smem() > kDwPairSmemBytes) continue;
-        v.threads = std::min<int64_t>(kDwPairThreads, (v.PB * strips + kWarp - 1) / kWarp * kWarp);
+        const PlanesBlock pb =
+            planes_block(planes, H / rh * (W / r), target, v.smem(), kDwPairSmemBytes, kDwPairThreads, kDwPairMinStrips);
+        if (!pb.threads) continue;
+        v.PB = pb.PB, v.threads = pb.threads;
         return v;
       }
     }

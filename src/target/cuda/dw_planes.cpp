@@ -74,6 +74,17 @@ std::string dw_tile_acc(const DwTile& t) {
   return b.str();
 }
 
+PlanesBlock planes_block(int64_t planes, int64_t strips, int64_t target, int64_t plane_bytes, int64_t smem_cap,
+                         int64_t max_threads, int64_t min_strips) {
+  PlanesBlock b;
+  while (b.PB * strips < max_threads && planes / (b.PB * 2) >= target && planes % (b.PB * 2) == 0 &&
+         2 * b.PB * plane_bytes <= smem_cap)
+    b.PB *= 2;
+  if (b.PB * strips >= min_strips && b.PB * plane_bytes <= smem_cap)
+    b.threads = std::min<int64_t>(max_threads, (b.PB * strips + kWarp - 1) / kWarp * kWarp);
+  return b;
+}
+
 DwPlanesShape dw_planes_shape(const Plan& p, const Call& c) {
   DwPlanesShape s;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
@@ -117,13 +128,10 @@ DwPlanesShape dw_planes_shape(const Plan& p, const Call& c) {
       v.R = r, v.RH = rh;
       const DwTile t{"", "", "", "", 0, 0, v.KH, v.KW, st[0], st[1], v.off, r, rh};
       v.XW = pad4(std::max({v.LP + X.shape[3], v.off + (OW - 1) * st[1] + v.KW, (OW - r) * st[1] + t.nx()}));
-      const int64_t strips = OH / rh * (OW / r);
-      while (v.PB * strips < kDwPlanesThreads && planes / (v.PB * 2) >= target && planes % (v.PB * 2) == 0 &&
-             2 * v.smem() <= kDwPlanesSmemBytes)  // smem() is PB times a plane's
-        v.PB *= 2;
-      if (v.PB * strips < kDwPlanesMinStrips || v.smem() > kDwPlanesSmemBytes) continue;
-      v.threads = std::min<int64_t>(kDwPlanesThreads, (v.PB * strips + kWarp - 1) / kWarp * kWarp);
-      v.ok = true;
+      const PlanesBlock pb = planes_block(planes, OH / rh * (OW / r), target, v.smem(), kDwPlanesSmemBytes,
+                                          kDwPlanesThreads, kDwPlanesMinStrips);
+      if (!pb.threads) continue;
+      v.PB = pb.PB, v.threads = pb.threads, v.ok = true;
       return v;
     }
   }
