@@ -2,8 +2,9 @@
  *   1. fuse_dw_pairs: a stride-1 'same' depthwise conv immediately followed by another on its
  *      output (FastViT's RepMixer 3x3, then the ConvFFN's 7x7) becomes one call (cuda_abi.h).
  *   2. dw_pair: that call's kernel, in one of two forms (dw_pair_shape): a block per band of one
- *      plane (the band form), or several whole planes a block with R = 4 or 8 outputs of a row a
- *      thread read as float4s (the planes form, where the planes are many: batched artifacts).
+ *      plane (the band form), or several whole planes a block with register tiles of up to 4 rows
+ *      of R = 4 or 8 outputs a thread read as float4s (the planes form, where the planes are many:
+ *      batched artifacts; dw_tile_acc, shared with dw_planes.cpp).
  * Invariant: both forms compute every output from the same taps in the same order (kh, then kw,
  * fmaf from 0; the first conv's output rounded to the storage type before the second reads it),
  * so they give the same bytes.
@@ -67,7 +68,10 @@ int64_t dw_pair_band_rows(int64_t planes, int64_t H, int64_t target) {
 // Taken where the block still has kDwPairMinStrips strips of R; the summation order is the band
 // form's. H100, session 27 run 53, the batch-32 artifact's 12 pairs: 0.224 ms at R = 4, 0.240 at
 // R = 8, 0.346 in the band form (profiled); 1.27-1.33 ms a batch with 4 in flight against
-// 1.40-1.45.
+// 1.40-1.45. Session 28: that form ran at 92 % of the L1/shared-memory pipe (ncu, run 57); with
+// register tiles of up to TuneKey::DwRows rows a thread (each staged row read once for the output
+// rows it serves) and the staged rows stored as float4s from a multiple of 4 floats, 0.193 ms
+// (run 58; 0.234 with aligned staging and a row a thread).
 constexpr int64_t kDwPairMinStrips = 128;
 // A depthwise pair's block: band rows and bands a plane, planes a block, outputs of a row a thread.
 struct DwPairShape {
