@@ -83,7 +83,7 @@ struct DwPairShape {
   // The planes form's staged rows start their map columns at a multiple of 4 floats (stored as
   // float4s): the first conv's input at LA = pad(ka / 2) (the band form: at ka / 2), its rows at
   // LB = pad(kb / 2); a strip reads its source columns from a multiple of 4, its taps' from the
-  // offset la() (lb()) into its registers.
+  // offset LA - ka / 2 (LB - kb / 2) into its registers (tile_a, tile_b).
   int64_t LA() const { return pad((ka - 1) / 2); }
   int64_t LB() const { return pad((kb - 1) / 2); }
   DwTile tile_a() const { return DwTile{"", "", "", "", 0, 0, ka, ka, 1, 1, LA() - (ka - 1) / 2, R, RHa}; }
