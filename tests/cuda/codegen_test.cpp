@@ -377,7 +377,7 @@ std::vector<F16Case> f16_cases() {
       // The planes form (many whole planes: dwpair_blocks lowered so that a small case has twice
       // as many planes as blocks aimed at): 8 planes of 8 x 16 a block, 8 outputs a thread (128
       // threads; dwpair_r=8, the default is 4); 16 planes of 4 x 8, 4 outputs; 16 planes of
-      // 6 x 12 (4-byte staging, 4 outputs a thread, 288 strips over 256 threads: a guarded step).
+      // 6 x 12 (4-byte staging, 2 rows of 4 outputs a thread: 144 strips over 160 threads, a guarded step).
       {"dw_pair_planes_r8", 2, 32, 32, 8, 16, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=8,dwpair_r=8"},
       {"dw_pair_planes_r4", 1, 64, 64, 4, 8, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=2"},
       {"dw_pair_planes_w12", 2, 32, 32, 6, 12, 0, false, false, true, false, false, 0, false, 0, 1, 1, "dwpair_blocks=4"},
