@@ -89,6 +89,13 @@ __device__ __forceinline__ float opv_warp_sum(float v) {
 int plan_sm(const Plan& p) { return arch_number(Options::from_meta(p.meta).arch); }  // checked: compute_<digits>
 int64_t tune_target(const Plan& p, TuneKey k) { return Options::from_meta(p.meta).tune.get(k); }
 
+std::string entry_name(const std::string& kernel_name) {
+  std::string e = "opv_" + kernel_name;
+  for (char& ch : e)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+  return e;
+}
+
 // An index literal: plain when it fits an int, else opv_idx.
 std::string I(int64_t v) {
   return std::to_string(v) + (v > INT32_MAX || v < INT32_MIN ? "LL" : "");
@@ -1737,9 +1744,7 @@ Generated generate(const Plan& p, const Call& c) {
     if (c.inputs[j] >= 0)
       params += std::string(", const ") + c_type(p.buffers[size_t(c.inputs[j])].dtype) + "* __restrict__ in" +
                 std::to_string(j);
-  g.entry = "opv_" + k.name;
-  for (char& ch : g.entry)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+  g.entry = entry_name(k.name);
   // 32-bit index arithmetic (much cheaper on GPUs) unless some buffer is too large for it.
   bool wide = count > INT32_MAX;
   for (const std::vector<int>* ids : {&c.inputs, &c.outputs})

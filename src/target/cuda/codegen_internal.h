@@ -56,6 +56,9 @@ int plan_sm(const Plan& p);  // the plan's virtual architecture number (meta cud
 // The plan's sizing target `k` (meta cuda_tune, else the key's default: options.h Tune).
 int64_t tune_target(const Plan& p, TuneKey k);
 std::string I(int64_t v);    // an index literal: plain when it fits an int, else opv_idx
+// The entry point of a kernel named `kernel_name`: "opv_" + the name, other characters than
+// letters, digits and '_' replaced by '_'.
+std::string entry_name(const std::string& kernel_name);
 const char* c_type(DType dt);
 std::string load(DType dt, const std::string& name, const std::string& idx);  // element as float
 std::string store(DType dt, const std::string& name, const std::string& idx, const std::string& v);
@@ -182,6 +185,11 @@ struct DwTile {
   int64_t nx() const { return (off + (R - 1) * sx + KW + 3) / 4 * 4; }  // floats of a source row read
 };
 std::string dw_tile_acc(const DwTile& t);
+// Tile row ty_'s values: `float v[R]`, acc[ty_][u] plus `bias` (an expression, or empty) through the
+// unary post-ops [first, first + n) in order (statements at 6 spaces).
+std::string dw_tile_values(int64_t R, const std::string& bias, const PostOp* first, size_t n);
+// Those R values stored at `name` + `at`: fp16 as one 8- or 16-byte store, other types element by element.
+std::string dw_tile_store(DType dt, int64_t R, const std::string& name, const std::string& at);
 // A block of the depthwise planes forms: PB planes (a power of two dividing `planes`, doubled while
 // the block has fewer strips than `max_threads`, `planes` still give `target` blocks and twice its
 // shared memory, PB x `plane_bytes`, fits `smem_cap`), and its threads (the strips rounded up to

@@ -313,32 +313,14 @@ Generated dw_pair(const Plan& p, const Call& c) {
            std::to_string(TH * TW) + ";\n" + "    const float* wap = wa + pl * " + std::to_string(ka * WA) + ";\n" +
            "    const float* wbp = wb + pl * " + std::to_string(kb * WB) + ";\n";
   };
-  // R outputs a store: the planes form's fp16 outputs as one 8- or 16-byte store.
-  auto store_strip = [&](const Buffer& Y, const std::string& name, const std::string& at, const std::string& indent) {
-    std::string s;
-    if (pf && Y.dtype == DType::F16) {
-      const std::string vt = R == 8 ? "uint4" : "uint2";
-      s += indent + "{\n" + indent + "  __align__(16) unsigned short hv[" + std::to_string(R) + "];\n" + indent +
-           "#pragma unroll\n" + indent + "  for (int j = 0; j < " + std::to_string(R) + "; ++j) hv[j] = opv_f2h(v[j]);\n" +
-           indent + "  *(" + vt + "*)(" + name + " + " + at + ") = *(const " + vt + "*)hv;\n" + indent + "}\n";
-    } else {
-      s += "#pragma unroll\n" + indent + "for (int j = 0; j < " + std::to_string(R) + "; ++j) " +
-           store(Y.dtype, name, at + " + j", "v[j]") + "\n";
-    }
-    return s;
-  };
   const int64_t NS = W / R;  // strips of R outputs a row
   const std::string ts_value = T.dtype == DType::F16 ? "opv_h2f(opv_f2h(v[j]))" : "v[j]";
   if (pf) {
     // The planes form: register tiles of RHa (RHb) rows x R outputs (dw_tile_acc); ts's rows from
     // column LB, so a strip's R first-conv values go to ts as float4s.
     const int64_t SA = TH / sh.RHa * NS, SB = H / sh.RHb * NS;
-    auto epilogue = [&](const std::string& bias, int64_t po_from, int64_t po_n) {
-      std::string e = "      float v[" + std::to_string(R) + "];\n#pragma unroll\n      for (int u = 0; u < " +
-                      std::to_string(R) + "; ++u) {\n        float vv = acc[ty_][u]" +
-                      (bias.empty() ? std::string() : " + " + bias) + ";\n";
-      for (int64_t q = po_from; q < po_from + po_n; ++q) e += "        vv = " + unary_expr(k.post_ops[size_t(q)], "vv") + ";\n";
-      return e + "        v[u] = vv;\n      }\n";
+    auto values = [&](const std::string& bias, int64_t po_from, int64_t po_n) {
+      return dw_tile_values(R, bias, k.post_ops.data() + po_from, size_t(po_n));
     };
     // The first conv on ts's rows (T row r = i - hb; zero outside the map), stored for the map's rows.
     DwTile ta = sh.tile_a();
@@ -351,7 +333,7 @@ Generated dw_pair(const Plan& p, const Call& c) {
       << "      if (r < 0 || r >= " << H << ") {\n"
       << "#pragma unroll\n        for (int j = 0; j < " << R / 4 << "; ++j) *(float4*)&trow[4 * j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
       << "        continue;\n      }\n"
-      << epilogue(bias_of(2), 0, npo[0]) << store_strip(T, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q0", "      ")
+      << values(bias_of(2), 0, npo[0]) << dw_tile_store(T.dtype, R, "out0", "plane * " + I(HW) + " + r * " + I(W) + " + q0")
       << "      __align__(16) float tv[" << R << "];  // what the second conv reads: the stored value\n"
       << "#pragma unroll\n      for (int j = 0; j < " << R << "; ++j) tv[j] = " << ts_value << ";\n"
       << "#pragma unroll\n      for (int j = 0; j < " << R / 4 << "; ++j) *(float4*)&trow[4 * j] = *(const float4*)&tv[4 * j];\n"
@@ -364,8 +346,8 @@ Generated dw_pair(const Plan& p, const Call& c) {
     b << block_steps(PB * SB, NT, "  ") << strip_plane(H / sh.RHb) << "    const int i0 = e % " << SB << " / " << NS
       << " * " << sh.RHb << ", q0 = (e % " << NS << ") * " << R << ";\n"
       << dw_tile_acc(tb) << "#pragma unroll\n    for (int ty_ = 0; ty_ < " << sh.RHb << "; ++ty_) {\n"
-      << epilogue(bias_of(4), npo[0], npo[1])
-      << store_strip(U, "out1", "plane * " + I(HW) + " + (i0 + ty_) * " + I(W) + " + q0", "      ") << "    }\n  }\n";
+      << values(bias_of(4), npo[0], npo[1])
+      << dw_tile_store(U.dtype, R, "out1", "plane * " + I(HW) + " + (i0 + ty_) * " + I(W) + " + q0") << "    }\n  }\n";
   } else {
     // The first conv on ts's rows (T row r = R0 - hb + i; zero outside the map), stored for the band's rows.
     b << block_steps(TH * NS, NT, "  ")
