@@ -102,7 +102,8 @@ int cmd_compile(int argc, char** argv) {
               "with many row segments, such as a batched stem: 4; 1 keeps a row a block), dw_r (the most outputs of a row a "
               "thread of single depthwise convs taken several planes a block where the planes are many, such as a batched "
               "7x7 stride-2 downsample: 4; below 4 keeps a thread per output), dw_rows (the most output rows a thread of those two "
-              "depthwise forms: 4; 1 a row); repeatable. Recorded in the "
+              "depthwise forms: 4; 1 a row), ffn_warps (warps a block of a fused ConvFFN's wide pixel tiles: 4; 8 splits "
+              "a tile's pixels over two warp groups, wide tiles then taken where the tiles alone reach ffn_blocks); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

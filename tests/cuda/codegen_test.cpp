@@ -406,6 +406,11 @@ std::vector<F16Case> f16_cases() {
       // X and hidden tiles.
       {"ffn_wide_tiles64", 2, 64, 192, 25, 40, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
       {"ffn_wide_tiles32", 2, 128, 384, 32, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
+      // Wide tiles on 8 warps (ffn_warps=8): 64 pixels over a map whose pixel count is odd (element
+      // loads of X, a part tile); 32 pixels of a 256-channel layer whose static ring holds two slabs
+      // (the deep ring, as the batch-32 fixture's ffn_256), with a part tile too.
+      {"ffn_w8_tiles64", 2, 64, 192, 25, 41, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4,ffn_warps=8"},
+      {"ffn_w8_tiles32", 2, 256, 256, 20, 20, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4,ffn_warps=8"},
       // The depthwise 7x7 inside the ConvFFN launch: the stage-0 shape (128 pixel tiles of one row:
       // a half-warp per channel, shuffled taps); a 40 x 39 map over two images (tiles across rows:
       // a thread per output, taps clipped on every side, a partial pixel tile). The stage-1 shape
@@ -1409,6 +1414,49 @@ TEST(CudaCodegen, FfnWideTilesMatchSixteenPixelTilesBitForBitOnTheDevice) {
     bw->load(wide);
     bn16->load(narrow);
     expect_bit_equal_runs(*bw, *bn16, wide, &seed);
+  }
+}
+
+// Wide pixel tiles on 8 warps (ffn.cpp, TuneKey::FfnWarps): warp w computes rows (w & 3) * 16 of
+// every slab for the tile's pixel half w >> 2, so the outputs equal the 4-warp kernel's (and so
+// 16-pixel tiles') bit for bit, replayed on fresh inputs. ffn_warps=4 keeps 4 warps: 16-pixel tiles
+// where the 4-warp wide tiles do not apply (the 32-pixel case: its static ring holds two slabs).
+TEST(CudaCodegen, FfnWideTilesOnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
+  std::vector<std::pair<plan::Plan, plan::Plan>> pairs;
+  for (const F16Case& t : f16_cases()) {
+    if (t.name.rfind("ffn_w8_tiles", 0) != 0) continue;
+    SCOPED_TRACE(t.name);
+    const int64_t bn = std::stoll(t.name.substr(12));
+    const plan::Plan w8 = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, t.tune);
+    const plan::Plan w4 =
+        lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, retuned(t.tune, plan::cuda::TuneKey::FfnWarps, 4));
+    ASSERT_EQ(w8.calls.size(), 1u) << "fc1 and fc2 in one launch";
+    ASSERT_EQ(w4.calls.size(), 1u);
+    const plan::cuda::Generated gen = plan::cuda::generate(w8, w8.calls[0]);
+    ASSERT_FALSE(gen.source.empty()) << gen.why;
+    EXPECT_NE(gen.source.find(", " + std::to_string(bn) + " pixels x 64 hidden a step, hidden split 1 x "), std::string::npos);
+    EXPECT_NE(gen.source.find(", 8 warps (rows (w & 3) * 16, pixel half w >> 2)"), std::string::npos);
+    EXPECT_EQ(w8.calls[0].local[0], 256);
+    EXPECT_EQ(w8.calls[0].global[0], t.N * ((t.H * t.W + bn - 1) / bn) * 256) << "an 8-warp block per tile";
+    const plan::cuda::Generated g4 = plan::cuda::generate(w4, w4.calls[0]);
+    ASSERT_FALSE(g4.source.empty()) << g4.why;
+    EXPECT_EQ(g4.source.find("8 warps"), std::string::npos);
+    EXPECT_EQ(w4.calls[0].local[0], 128);
+    if (bn == 32) {  // 4 warps: 16-pixel tiles (the static ring holds two slabs of 32-pixel tiles)
+      EXPECT_GT(gen.smem, 0) << "the deep ring in dynamic shared memory";
+      EXPECT_NE(g4.source.find(", 16 pixels x 64 hidden a step"), std::string::npos);
+    }
+    pairs.emplace_back(w8, w4);
+  }
+  ASSERT_EQ(pairs.size(), 2u);
+  std::unique_ptr<backend::Backend> b8, b4;
+  if (std::string why = test::open_cuda(&b8); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&b4); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 260;
+  for (const auto& [w8, w4] : pairs) {
+    b8->load(w8);
+    b4->load(w4);
+    expect_bit_equal_runs(*b8, *b4, w8, &seed);
   }
 }
 

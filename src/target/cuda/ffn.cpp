@@ -102,6 +102,7 @@ struct FfnShape {
   bool deep = false;  // the ring is in dynamic shared memory (ffn_size: the deep ring)
   bool dw = false, nhwc = false;  // given: the depthwise conv inside, channels-last (no wide tiles)
   int64_t BN = kFfnBN;            // pixels a tile (ffn_size: wide tiles)
+  bool w8 = false;                // ffn_size: wide tiles on 8 warps (TuneKey::FfnWarps)
   int64_t blocks() const { return N * PT * S; }
   int64_t slabs() const { return CPB * (Cin / SK1 + Cout / 64); }  // slab steps of a block with CPB chunks
   int64_t fixed_bytes() const { return (Cin + kFfnHC) * (BN + 8) * 2; }  // X and hidden tiles
@@ -115,17 +116,29 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   s.SK1 = std::min<int64_t>(s.Cin, 64);
   if (s.Cin % 16 || s.Cin % s.SK1 || s.Hd % kFfnHC || s.Cout % 64) return false;
   s.BN = kFfnBN;
-  if (!s.dw && !s.nhwc)
+  s.w8 = false;
+  // Wide tiles: on 8 warps first where ffn_warps asks for them (each warp half the tile's pixels;
+  // enough blocks where the tiles alone reach the block target), then on 4 (the old rule).
+  const bool ask8 = tune_target(p, TuneKey::FfnWarps) == 8;
+  for (const bool w8 : {true, false}) {
+    if ((w8 && !ask8) || s.dw || s.nhwc || s.BN != kFfnBN) continue;
     for (const int64_t bn : {64, 32}) {
       FfnShape w = s;
       w.BN = bn;
       const int64_t tiles = s.N * ((s.P + bn - 1) / bn);
-      if (bn > tune_target(p, TuneKey::FfnBn) || tiles < kFfnWideMinTilesPerBlock * target_blocks || tiles < kFfnMinBlocks ||
-          s.Cout / 64 * (bn / 8) * 4 > kFfnWideMaxAcc || (kFfnSmemBytes - w.fixed_bytes()) / kFfnSlabBytes < kFfnWideMinRing)
+      const int64_t acc = s.Cout / 64 * (bn / (w8 ? 16 : 8)) * 4;  // fc2's accumulators a thread
+      const int64_t static_ring = (kFfnSmemBytes - w.fixed_bytes()) / kFfnSlabBytes;
+      const int64_t deep_ring = std::min(ring, (ffn_smem_cap(p) - kFfnSmemReserve - w.fixed_bytes()) / kFfnSlabBytes);
+      // 8 warps may take the deep ring (dynamic shared memory); 4 keep the static one (session 28)
+      const int64_t nb = w8 && static_ring <= kFfnShallowRing ? std::max(static_ring, deep_ring) : static_ring;
+      if (bn > tune_target(p, TuneKey::FfnBn) || tiles < (w8 ? 1 : kFfnWideMinTilesPerBlock) * target_blocks ||
+          tiles < kFfnMinBlocks || acc > kFfnWideMaxAcc || nb < kFfnWideMinRing)
         continue;
       s.BN = bn;
+      s.w8 = w8;
       break;
     }
+  }
   const int64_t fixed = s.fixed_bytes();
   s.PT = (s.P + s.BN - 1) / s.BN;
   s.NC = s.Hd / kFfnHC;
@@ -152,7 +165,7 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
 // accumulators a thread, and the last block's reduction over twice the threads (stage 2's twelve
 // partials in one batch of loads, not two). The same fragments meet the same mma.sync in the same
 // order, so the outputs are the 4-warp kernel's bit for bit.
-static int64_t ffn_warps(const FfnShape& s) { return s.S > 1 ? 8 : 4; }
+static int64_t ffn_warps(const FfnShape& s) { return s.S > 1 || s.w8 ? 8 : 4; }
 // The fused shape of fc1 call a and fc2 call b, or false.
 static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::vector<int>& readers, FfnShape* sh) {
   if (plan_sm(p) < 80) return false;
@@ -307,8 +320,8 @@ Generated ffn(const Plan& p, const Call& c) {
   const int64_t WARPS = k.attrs.i("cuda_ffn_warps", ffn_warps(s));
   if (WARPS != 4 && WARPS != 8) return gen.why = "ConvFFN: cuda_ffn_warps must be 4 or 8", gen;
   const bool w8 = WARPS == 8;
-  if (s.BN != kFfnBN && (w8 || s.S > 1 || DK || nhwc))
-    return gen.why = "ConvFFN: wide pixel tiles need the unsplit 4-warp NCHW form", gen;
+  if (s.BN != kFfnBN && (s.S > 1 || DK || nhwc))
+    return gen.why = "ConvFFN: wide pixel tiles need the unsplit NCHW form without the depthwise conv", gen;
   const int64_t NT = WARPS * 32;                        // threads a block
   const std::string nts = std::to_string(NT);
   const std::string wrow = w8 ? "wr" : "warp";          // the warp's 16-row group of a slab
@@ -346,7 +359,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "  const int sp = (int)(blockIdx.x % S);\n"
     << "  const opv_idx p0 = (tile % " << s.PT << ") * BN, n = tile / " << s.PT << ";\n"
     << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
-    << (w8 ? "  const int wr = warp & 3, wn = warp >> 2;  // the warp's 16 rows of a slab, its 8-pixel half\n" : "")
+    << (w8 ? "  const int wr = warp & 3, wn = warp >> 2;  // the warp's 16 rows of a slab, its " + std::to_string(s.BN / 2) + "-pixel half\n" : "")
     << (DK ? "" : "  const unsigned short* Xg = in0 + n * (opv_idx)(CIN * P);\n")
     << (fixed_chunks ? "  const int c_beg = sp * CPB;  // every block has CPB chunks (NC % CPB == 0)\n"
                        "  constexpr int nsteps = CPB * NSL;\n"
@@ -480,8 +493,18 @@ Generated ffn(const Plan& p, const Call& c) {
   }
   // Per warp: NWT n-tiles of 8 pixels (4 warps: both halves of the tile; 8 warps: half wn), the
   // pixel column of n-tile nt (`col`), and the B fragments' ldmatrix (x4: both halves; x2: one).
-  const int64_t NWT = w8 ? 1 : s.BN / 8, NP = NWT / 2;  // NP: pairs of n-tiles a 4-warp warp loads with one ldmatrix x4
-  const std::string nwt = std::to_string(NWT), col = w8 ? "wn * 8" : "nt * 8";
+  // With 8 warps on wide tiles (BN > 16) a warp has BN / 16 n-tiles from pixel BN / 2 * wn (pix0).
+  const int64_t NWT = s.BN / (w8 ? 16 : 8), NP = NWT / 2;  // NP: pairs of n-tiles a warp loads with one ldmatrix x4
+  const bool one_nt = NWT == 1;  // 8 warps on 16-pixel tiles: one n-tile a warp, its B fragments by ldmatrix x2
+  const std::string pix0 = w8 && !one_nt ? " + wn * " + std::to_string(s.BN / 2) : "";
+  const std::string nwt = std::to_string(NWT), col = one_nt ? "wn * 8" : "nt * 8" + pix0;
+  // The accumulator (mt, nt) of float4 j of a thread's fragments: j / NWT, j % NWT.
+  auto frag_of = [&](const std::string& j0) {
+    const std::string j = j0.find(' ') == std::string::npos ? j0 : "(" + j0 + ")";
+    return one_nt ? "      const int mt = " + j + ";\n"
+              : NWT == 2 ? "      const int mt = " + j + " >> 1, nt = " + j + " & 1;\n"
+                         : "      const int mt = " + j + " / " + nwt + ", nt = " + j + " % " + nwt + ";\n";
+  };
   // fc2's epilogue at output (m, q): the bias, fc2's post-ops, the store. With `pf` (an index into
   // the prefetch registers) the bias and the post-ops' operands come from registers that
   // `prefetch` loaded before the final barrier or the main loop, not from global memory after it.
@@ -517,7 +540,7 @@ Generated ffn(const Plan& p, const Call& c) {
   // sums at most one float4 (TILE / 4 <= S x NT), the epilogue's operands of that float4 are
   // loaded here, before the main loop: loaded after it, the first cluster barrier's release
   // waited for them (a global-memory round trip on every split layer's critical path).
-  const std::string frag_of_j = w8 ? "      const int mt = j;\n" : "      const int mt = j >> 1, nt = j & 1;\n";
+  const std::string frag_of_j = frag_of("j");
   const std::string frag_coords =
       "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n" +
       std::string(w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n" : "") + frag_of_j;
@@ -556,13 +579,13 @@ Generated ffn(const Plan& p, const Call& c) {
     << "#pragma unroll\n    for (int j = 0; j < NS1; ++j) {\n"
     << "      const unsigned short* w = next_slab();\n"
     << "#pragma unroll\n      for (int kk = 0; kk < SK1 / 16; ++kk) {\n";
-  if (!w8) {
+  if (!one_nt) {
     b << "        unsigned a[4];\n"
-      << "        lda(a, w, warp * 16, kk * 16);\n"
+      << "        lda(a, w, " << wrow << " * 16, kk * 16);\n"
       << "#pragma unroll\n        for (int np = 0; np < " << NP << "; ++np) {  // n-tiles 2 np, 2 np + 1\n"
       << "          unsigned r[4];\n"
-      << (nhwc ? "          opv_ldsm4(r, Xs + ((lane & 7) + (lane >> 4) * 8 + np * 16) * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
-               : "          opv_ldsm4t(r, Xs + (j * SK1 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8 + np * 16);\n")
+      << (nhwc ? "          opv_ldsm4(r, Xs + ((lane & 7) + (lane >> 4) * 8 + np * 16" + pix0 + ") * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
+               : "          opv_ldsm4t(r, Xs + (j * SK1 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8 + np * 16" + pix0 + ");\n")
       << "          const unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};\n"
       << "          opv_mma(acc1[2 * np], a, b0);\n"
       << "          opv_mma(acc1[2 * np + 1], a, b1);\n"
@@ -584,19 +607,19 @@ Generated ffn(const Plan& p, const Call& c) {
   for (int64_t q = po1; q < po2; ++q) b << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
   b << "        Gs[hl * LDG + " << col << " + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"
     // fc2: the first W2 slab's barrier also publishes the hidden tile.
-    << "    unsigned gb[4][" << (w8 ? 2 : 4 * NP) << "];\n"
+    << "    unsigned gb[4][" << (one_nt ? 2 : 4 * NP) << "];\n"
     << "#pragma unroll\n    for (int j = 0; j < NS2; ++j) {\n"
     << "      const unsigned short* w = next_slab();\n"
     << "      if (j == 0) {\n"
     << "#pragma unroll\n        for (int kk = 0; kk < 4; ++kk)\n"
-    << (w8 ? "          opv_ldsm2t(gb[kk], Gs + (kk * 16 + (lane & 15)) * LDG + wn * 8);\n"
+    << (one_nt ? "          opv_ldsm2t(gb[kk], Gs + (kk * 16 + (lane & 15)) * LDG + wn * 8);\n"
            : "#pragma unroll\n          for (int np = 0; np < " + std::to_string(NP) +
-                 "; ++np) opv_ldsm4t(gb[kk] + 4 * np, Gs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDG + (lane >> 4) * 8 + np * 16);\n")
+                 "; ++np) opv_ldsm4t(gb[kk] + 4 * np, Gs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDG + (lane >> 4) * 8 + np * 16" + pix0 + ");\n")
     << "      }\n"
     << "#pragma unroll\n      for (int kk = 0; kk < 4; ++kk) {\n"
     << "        unsigned a[4];\n"
     << "        lda(a, w, " << wrow << " * 16, kk * 16);\n"
-    << (w8 ? "        opv_mma(acc2[j][0], a, gb[kk]);\n"
+    << (one_nt ? "        opv_mma(acc2[j][0], a, gb[kk]);\n"
            : "#pragma unroll\n        for (int np = 0; np < " + std::to_string(NP) + "; ++np) {\n"
              "          const unsigned b0[2] = {gb[kk][4 * np], gb[kk][4 * np + 1]}, b1[2] = {gb[kk][4 * np + 2], gb[kk][4 * np + 3]};\n"
              "          opv_mma(acc2[j][2 * np], a, b0);\n"
@@ -675,7 +698,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << "#pragma unroll\n      for (int sq = 1; sq < S; ++sq) {\n"
       << "        t4.x += pv[sq][jj].x; t4.y += pv[sq][jj].y; t4.z += pv[sq][jj].z; t4.w += pv[sq][jj].w;\n      }\n"
       << "      const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
-      << (w8 ? "      const int mt = j0 + jj;\n" : "      const int mt = (j0 + jj) >> 1, nt = (j0 + jj) & 1;\n")
+      << frag_of("j0 + jj")
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq
       << "    if (q < P) {\n"
@@ -684,7 +707,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << "  if (tid == 0) opv_cnt[tile] = 0u;\n";
   }
   std::string workspace = gen.source;
-  if (w8)  // ldmatrix .x2: one n-tile's B fragment (threads 0-15 give the row addresses)
+  if (one_nt)  // ldmatrix .x2: one n-tile's B fragment (threads 0-15 give the row addresses)
     workspace =
         "__device__ __forceinline__ void opv_ldsm2(unsigned* r, const unsigned short* p) {\n"
         "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(opv_smem(p)) : \"memory\");\n"

@@ -27,7 +27,8 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // artifact's pairs 0.224 ms against 0.240 with 8, session 27 run 53; below 4 every pair keeps the
 // band form), ffn.cpp's wide pixel tiles (up to 64 pixels a tile), conv_mma.cpp's row blocks (up
 // to 4 output rows a block), dw_planes.cpp's planes form of single depthwise convs (4 outputs of a
-// row a thread; below 4 the generic conv).
+// row a thread; below 4 the generic conv), ffn.cpp's wide tiles on 4 warps (8: each warp half the
+// tile's pixels).
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
     {"mma_blocks", 128, 1, 4096},
@@ -39,6 +40,7 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"convmma_rows", 4, 1, 4},
     {"dw_r", 4, 1, 8},
     {"dw_rows", 4, 1, 4},
+    {"ffn_warps", 4, 4, 8},
 };
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace
@@ -113,6 +115,7 @@ Tune Tune::parse(const std::string& s) {
     const int64_t v = digits ? std::stoll(num) : -1;
     OPV_CHECK(v >= sp.lo && v <= sp.hi, "cuda tune: ", key, " must be an integer in [", sp.lo, ", ", sp.hi,
               "], got '", num, "'");
+    OPV_CHECK(TuneKey(i) != TuneKey::FfnWarps || v == 4 || v == 8, "cuda tune: ", key, " must be 4 or 8, got '", num, "'");
     t.value[i] = v;
     at = end + 1;
     OPV_CHECK(end == s.size() || at < s.size(), "cuda tune: a trailing ',' in '", s, "'");

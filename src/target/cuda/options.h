@@ -66,8 +66,9 @@ enum class TuneKey : uint8_t {
   ConvMmaRows,   // "convmma_rows": implicit-GEMM convs, the most output rows a block of layers with many tiles
   DwR,           // "dw_r": single depthwise convs, the most outputs of a row a thread of the planes form (< 4: none)
   DwRows,        // "dw_rows": the depthwise planes forms (single convs and pairs), the most output rows a thread
+  FfnWarps,      // "ffn_warps": fused ConvFFN, warps a block of wide pixel tiles (4, or 8: each warp half the pixels)
 };
-constexpr int kTuneKeys = 10;
+constexpr int kTuneKeys = 11;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
