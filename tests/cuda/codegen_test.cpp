@@ -421,6 +421,11 @@ std::vector<F16Case> f16_cases() {
       // The pack folded into the stem conv: two images, odd map sizes (partial pixel blocks, padding).
       {"pack_conv_table", 2, 3, 16, 9, 14, 0, false, false, false, true, false, 1},
       {"pack_conv_direct", 1, 4, 24, 10, 15, 0, false, false, false, true, false, 2},
+      // The pack inside the tensor-core stem (conv_mma.cpp, compute_80+: M % 16 == 0): rows a
+      // multiple of 8 wide (X staged 8 columns a thread), and an odd width with the mean varying
+      // along it (element by element).
+      {"pack_conv_mma", 2, 6, 32, 16, 32, 0, false, false, false, true, false, 1},
+      {"pack_conv_mma_direct", 1, 4, 16, 10, 15, 0, false, false, false, true, false, 2},
       // Dense KxK convs as implicit GEMMs (conv_mma.cpp): the stem's shape (24 channels, 3x3
       // stride 2, K = 216: 16-byte staging of X and W, 64 channels a block, pixel pairs stored
       // as one word); 5 channels (K = 45: element staging), dilation 2, 48 channels (3 groups of
@@ -666,8 +671,11 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
         EXPECT_EQ(k.post_ops[2].input, 5);
         const plan::cuda::Generated gen = plan::cuda::generate(p, c);
         ASSERT_FALSE(gen.source.empty()) << gen.why;
-        EXPECT_EQ(gen.source.find("pack_tab[") != std::string::npos, t.pack_conv == 1)
-            << "the byte table exactly where X depends on (channel, byte) alone";
+        // compute_80+: the tensor-core stem where M % 16 == 0, X normalised where a block stages it
+        const bool mma = arch == "compute_80" && t.M % 16 == 0;
+        EXPECT_EQ(gen.source.find("mma.sync") != std::string::npos, mma);
+        EXPECT_EQ(gen.source.find("pack_tab[") != std::string::npos, t.pack_conv == 1 && !mma)
+            << "the byte table exactly where X depends on (channel, byte) alone, off the tensor cores";
       }
       // X read by someone else too (here: also a model output): the pack stays its own call.
       ir::Graph g = f16_graph(t, DType::F16);
@@ -1415,6 +1423,42 @@ TEST(CudaCodegen, FfnWideTilesMatchSixteenPixelTilesBitForBitOnTheDevice) {
     bn16->load(narrow);
     expect_bit_equal_runs(*bw, *bn16, wide, &seed);
   }
+}
+
+// The input pack inside the tensor-core stem (pack_conv.cpp + conv_mma.cpp): every X element the
+// value the pack would have stored, so the outputs equal the two launches' (pack, then the stem on
+// the tensor cores) bit for bit, on fresh uint8 frames, replayed.
+TEST(CudaCodegen, PackOnTheTensorCoreStemMatchesTwoLaunchesBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> fused, apart;
+  if (std::string why = test::open_cuda(&fused); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&apart); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 280;
+  int cases = 0;
+  for (const F16Case& t : f16_cases()) {
+    if (t.name.rfind("pack_conv_mma", 0) != 0) continue;
+    SCOPED_TRACE(t.name);
+    const plan::Plan fp = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", true);
+    const plan::Plan ap = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false);
+    ASSERT_EQ(fp.calls.size(), 1u);
+    ASSERT_EQ(ap.calls.size(), 2u);
+    EXPECT_NE(fp.kernels[size_t(fp.calls[0].kernel)].source.find("mma.sync"), std::string::npos);
+    fused->load(fp);
+    apart->load(ap);
+    for (int rep = 0; rep < test::device_replays(); ++rep) {
+      std::vector<Tensor> in;
+      std::vector<const Tensor*> ins;
+      for (int i : ap.inputs) in.push_back(test::random_f32(ap.buffers[size_t(i)].shape, seed++, 0.f, 255.f).cast(DType::U8));
+      for (const Tensor& x : in) ins.push_back(&x);
+      const plan::Buffer& yb = ap.buffers[size_t(ap.outputs[0])];
+      Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+      fused->run(ins, {&a});
+      apart->run(ins, {&b});
+      EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+      EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 2);
 }
 
 // Wide pixel tiles on 8 warps (ffn.cpp, TuneKey::FfnWarps): warp w computes rows (w & 3) * 16 of

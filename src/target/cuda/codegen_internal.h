@@ -135,10 +135,11 @@ std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInpu
 
 // conv_mma.cpp: dense KxK fp16 convs (group 1, NCHW input) as implicit GEMMs on the tensor cores
 // (compute_80+; blocks of kConvMmaThreads): conv_mma_ok says whether the family takes the call,
-// conv_mma gives the kernel body ("" when it does not) and *blocks.
+// conv_mma gives the kernel body ("" when it does not) and *blocks. `src` (pack_conv.cpp) computes
+// X where it is staged (an fp16 X of src->shape; src->elem rounded to fp16, src->prologue first).
 constexpr int kConvMmaThreads = 128;
-bool conv_mma_ok(const Ctx& x);
-std::string conv_mma(const Ctx& x, int64_t* blocks);
+bool conv_mma_ok(const Ctx& x, const ConvInput* src = nullptr);
+std::string conv_mma(const Ctx& x, int64_t* blocks, const ConvInput* src = nullptr);
 // Element strides of b's logical dims (Linear: row-major; NHWC: C*H*W, 1, W*C, C).
 std::vector<int64_t> strides_of(const Buffer& b);
 

@@ -61,29 +61,31 @@ struct ConvMmaShape {
   int64_t smem() const { return xs_halves() * 2 + Kp * 4 + MG * LDW * 2; }
 };
 
-// The shape of call x in this family, or false when it does not take it.
-bool conv_mma_shape(const Ctx& x, ConvMmaShape* out) {
+// The shape of call x in this family, or false when it does not take it (with `src`: X computed
+// where it is staged, of src's shape, fp16).
+bool conv_mma_shape(const Ctx& x, ConvMmaShape* out, const ConvInput* src) {
   if (x.sm < 80 || x.k.op != OpKind::Conv || !x.has(1) || x.c.outputs.size() != 1) return false;
   const Buffer& X = x.in(0);
+  const Shape& xshape = src ? src->shape : X.shape;
   const Buffer& Wt = x.in(1);
   const Buffer& Y = x.out();
-  if (X.shape.size() != 4 || Wt.shape.size() != 4 || Y.shape.size() != 4) return false;
-  if (X.dtype != DType::F16 || Wt.dtype != DType::F16 || !is_float(Y.dtype) || nhwc_stored(X) ||
-      X.layout != Layout::Linear || Wt.layout != Layout::Linear)
+  if (xshape.size() != 4 || Wt.shape.size() != 4 || Y.shape.size() != 4) return false;
+  if ((!src && (X.dtype != DType::F16 || nhwc_stored(X) || X.layout != Layout::Linear)) || Wt.dtype != DType::F16 ||
+      !is_float(Y.dtype) || Wt.layout != Layout::Linear)
     return false;
   if (x.has(2) && !is_float(x.in(2).dtype)) return false;
   const Attrs& a = x.k.attrs;
   const auto s = a.ints("strides", {1, 1}), d = a.ints("dilations", {1, 1}), pd = a.ints("pads", {0, 0, 0, 0});
   if (a.i("group", 1) != 1 || s.size() != 2 || d.size() != 2 || pd.size() != 4) return false;
   ConvMmaShape c;
-  c.N = X.shape[0], c.C = X.shape[1], c.H = X.shape[2], c.W = X.shape[3];
+  c.N = xshape[0], c.C = xshape[1], c.H = xshape[2], c.W = xshape[3];
   c.M = Y.shape[1], c.OH = Y.shape[2], c.OW = Y.shape[3], c.KH = Wt.shape[2], c.KW = Wt.shape[3];
   c.sh = s[0], c.sw = s[1], c.dh = d[0], c.dw = d[1], c.ph = pd[0], c.pw = pd[1];
   if (Wt.shape[0] != c.M || Wt.shape[1] != c.C || Y.shape[0] != c.N || c.M % 16 || c.KH * c.KW < 2 || c.sh < 1 ||
       c.sw < 1 || c.dh < 1 || c.dw < 1)
     return false;
   c.K = c.C * c.KH * c.KW;
-  if (c.K < 16 || numel(X.shape) > INT32_MAX / 2 || numel(Y.shape) > INT32_MAX / 2 || numel(Wt.shape) > INT32_MAX / 2)
+  if (c.K < 16 || numel(xshape) > INT32_MAX / 2 || numel(Y.shape) > INT32_MAX / 2 || numel(Wt.shape) > INT32_MAX / 2)
     return false;
   // The kernel's column and row arithmetic is int: every coordinate it forms must fit.
   constexpr int64_t kIntSafe = INT32_MAX / 4;
@@ -131,14 +133,14 @@ bool conv_mma_shape(const Ctx& x, ConvMmaShape* out) {
 }
 }  // namespace
 
-bool conv_mma_ok(const Ctx& x) {
+bool conv_mma_ok(const Ctx& x, const ConvInput* src) {
   ConvMmaShape s;
-  return conv_mma_shape(x, &s);
+  return conv_mma_shape(x, &s, src);
 }
 
-std::string conv_mma(const Ctx& x, int64_t* blocks) {
+std::string conv_mma(const Ctx& x, int64_t* blocks, const ConvInput* src) {
   ConvMmaShape s;
-  if (!conv_mma_shape(x, &s)) return "";
+  if (!conv_mma_shape(x, &s, src)) return "";
   const Buffer& Y = x.out();
   const std::vector<int64_t> yst = strides_of(Y);  // Linear or NHWC
   const int64_t G = s.M / s.MG, MT = s.MG / 16, KS = s.Kp / 16, KHW = s.KH * s.KW, ROWS = s.C * s.KHR, RB = s.RB;
@@ -169,7 +171,7 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
     << "  const int ow0 = ot * " << kBP << ", iw_lo = ow0 * " << s.sw << " - " << s.pw << ";\n"
     // ia: xs column 0's input column (a multiple of 8 for the chunked staging; floor for negatives)
     << "  const int ia = " << (s.vec_x ? "(iw_lo >= 0 ? iw_lo : iw_lo - 7) / 8 * 8" : "iw_lo") << ";\n"
-    << "  const unsigned short* Xn = in0 + n * " << I(s.C * s.H * s.W) << ";\n"
+    << (src ? std::string() : "  const unsigned short* Xn = in0 + n * " + I(s.C * s.H * s.W) + ";\n")
     << "  const unsigned short* Wg = in1 + (opv_idx)cg * " << I(s.MG * s.K) << ";\n";
   // W rows, zero past K.
   if (s.vec_w)
@@ -188,7 +190,28 @@ std::string conv_mma(const Ctx& x, int64_t* blocks) {
   if (x.late_entry) b << "  OPV_KERNEL_ENTRY();  // W above is weights: no kernel writes it\n";
   // X's rows (c, kh): input row oh * sh - ph + kh * dh, columns ia .. ia + CW - 1.
   const std::string ih = "oh * " + I(s.sh) + " - " + I(s.ph) + " + (r % " + I(s.KHR) + ") * " + I(s.dh);
-  if (s.vec_x)
+  if (src) {
+    // X computed where it is staged (pack_conv.cpp: the input pack): src->elem at (o0, c, ih, iw),
+    // rounded to fp16 as the pack's stored X; 8 columns a thread and one 16-byte store where the
+    // rows are chunked.
+    const std::string elem = "ih >= 0 && ih < " + I(s.H) + " && iw >= 0 && iw < " + I(s.W) + " ? opv_f2h(" + src->elem +
+                             ") : (unsigned short)0";
+    b << src->prologue;
+    if (s.vec_x)
+      b << "  for (int e = tid; e < ROWS * (CW / 8); e += 128) {\n"
+        << "    const int r = e / (CW / 8), j = e % (CW / 8), ih = " << ih << ", c = r / " << s.KHR << ";\n"
+        << "    const opv_idx o0 = n;\n"
+        << "    __align__(16) unsigned short hv[8];\n"
+        << "#pragma unroll\n    for (int q = 0; q < 8; ++q) {\n"
+        << "      const int iw = ia + j * 8 + q;\n"
+        << "      hv[q] = " << elem << ";\n    }\n"
+        << "    *(uint4*)(xs + r * CW + j * 8) = *(const uint4*)hv;\n  }\n";
+    else
+      b << "  for (int e = tid; e < ROWS * CW; e += 128) {\n"
+        << "    const int r = e / CW, j = e % CW, ih = " << ih << ", iw = ia + j, c = r / " << s.KHR << ";\n"
+        << "    const opv_idx o0 = n;\n"
+        << "    xs[e] = " << elem << ";\n  }\n";
+  } else if (s.vec_x)
     b << "  for (int e = tid; e < ROWS * (CW / 8); e += 128) {\n"
       << "    const int r = e / (CW / 8), j = e % (CW / 8), ih = " << ih << ", iw = ia + j * 8;\n"
       << "    const bool ok = ih >= 0 && ih < " << s.H << " && iw >= 0 && iw < " << s.W << ";\n"
