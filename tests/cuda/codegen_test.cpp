@@ -411,6 +411,11 @@ std::vector<F16Case> f16_cases() {
       // (the deep ring, as the batch-32 fixture's ffn_256), with a part tile too.
       {"ffn_w8_tiles64", 2, 64, 192, 25, 41, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4,ffn_warps=8"},
       {"ffn_w8_tiles32", 2, 256, 256, 20, 20, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4,ffn_warps=8"},
+      // Wide tiles on 8 warps splitting the hidden chunks over a cluster (compute_90): 24 tiles of
+      // 64 pixels, 3 blocks each; 24 tiles of 32 pixels of a 512-channel layer whose X tile leaves
+      // no static slab buffer (the deep ring only, as the batch-32 fixture's ffn_512), 2 blocks each.
+      {"ffn_w8_split64", 1, 128, 384, 32, 48, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=64,ffn_warps=8"},
+      {"ffn_w8_split32", 1, 512, 128, 24, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=48,ffn_warps=8"},
       // The depthwise 7x7 inside the ConvFFN launch: the stage-0 shape (128 pixel tiles of one row:
       // a half-warp per channel, shuffled taps); a 40 x 39 map over two images (tiles across rows:
       // a thread per output, taps clipped on every side, a partial pixel tile). The stage-1 shape
@@ -1463,41 +1468,57 @@ TEST(CudaCodegen, PackOnTheTensorCoreStemMatchesTwoLaunchesBitForBitOnTheDevice)
 
 // Wide pixel tiles on 8 warps (ffn.cpp, TuneKey::FfnWarps): warp w computes rows (w & 3) * 16 of
 // every slab for the tile's pixel half w >> 2, so the outputs equal the 4-warp kernel's (and so
-// 16-pixel tiles') bit for bit, replayed on fresh inputs. ffn_warps=4 keeps 4 warps: 16-pixel tiles
+// 16-pixel tiles') bit for bit, replayed on fresh inputs; split over a cluster too (against 16-pixel
+// tiles split the same way: the partials of the same chunks added in split order). ffn_warps=4 keeps 4 warps: 16-pixel tiles
 // where the 4-warp wide tiles do not apply (the 32-pixel case: its static ring holds two slabs).
 TEST(CudaCodegen, FfnWideTilesOnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
   std::vector<std::pair<plan::Plan, plan::Plan>> pairs;
   for (const F16Case& t : f16_cases()) {
-    if (t.name.rfind("ffn_w8_tiles", 0) != 0) continue;
+    if (t.name.rfind("ffn_w8_", 0) != 0) continue;
     SCOPED_TRACE(t.name);
-    const int64_t bn = std::stoll(t.name.substr(12));
-    const plan::Plan w8 = lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, t.tune);
-    const plan::Plan w4 =
-        lower_cuda_arch(f16_graph(t, DType::F16), "compute_80", false, false, retuned(t.tune, plan::cuda::TuneKey::FfnWarps, 4));
+    const bool split = t.name.rfind("ffn_w8_split", 0) == 0;
+    const int64_t bn = std::stoll(t.name.substr(12)), S = split ? (bn == 64 ? 3 : 2) : 1;
+    const std::string arch = split ? "compute_90" : "compute_80";
+    const plan::Plan w8 = lower_cuda_arch(f16_graph(t, DType::F16), arch, false, false, t.tune);
+    // The 4-warp form of a split case splits its 16-pixel tiles the same way (ffn_blocks = tiles x
+    // S): every output sums the same chunks in the same order.
+    const std::string tune4 = retuned(t.tune, plan::cuda::TuneKey::FfnWarps, 4);
+    const plan::Plan w4 = lower_cuda_arch(
+        f16_graph(t, DType::F16), arch, false, false,
+        split ? retuned(tune4, plan::cuda::TuneKey::FfnBlocks, t.N * ((t.H * t.W + 15) / 16) * S) : tune4);
     ASSERT_EQ(w8.calls.size(), 1u) << "fc1 and fc2 in one launch";
     ASSERT_EQ(w4.calls.size(), 1u);
     const plan::cuda::Generated gen = plan::cuda::generate(w8, w8.calls[0]);
     ASSERT_FALSE(gen.source.empty()) << gen.why;
-    EXPECT_NE(gen.source.find(", " + std::to_string(bn) + " pixels x 64 hidden a step, hidden split 1 x "), std::string::npos);
+    EXPECT_NE(gen.source.find(", " + std::to_string(bn) + " pixels x 64 hidden a step, hidden split " + std::to_string(S) + " x "),
+              std::string::npos);
     EXPECT_NE(gen.source.find(", 8 warps (rows (w & 3) * 16, pixel half w >> 2)"), std::string::npos);
+    EXPECT_EQ(gen.source.find("__cluster_dims__(" + std::to_string(S) + ", 1, 1)") != std::string::npos, split);
     EXPECT_EQ(w8.calls[0].local[0], 256);
-    EXPECT_EQ(w8.calls[0].global[0], t.N * ((t.H * t.W + bn - 1) / bn) * 256) << "an 8-warp block per tile";
+    EXPECT_EQ(w8.calls[0].global[0], t.N * ((t.H * t.W + bn - 1) / bn) * S * 256) << "S 8-warp blocks per tile";
     const plan::cuda::Generated g4 = plan::cuda::generate(w4, w4.calls[0]);
     ASSERT_FALSE(g4.source.empty()) << g4.why;
-    EXPECT_EQ(g4.source.find("8 warps"), std::string::npos);
-    EXPECT_EQ(w4.calls[0].local[0], 128);
+    if (split) {
+      EXPECT_NE(g4.source.find(", 16 pixels x 64 hidden a step, hidden split " + std::to_string(S) + " x "), std::string::npos);
+    } else {
+      EXPECT_EQ(g4.source.find("8 warps"), std::string::npos);
+      EXPECT_EQ(w4.calls[0].local[0], 128);
+    }
     if (bn == 32) {  // 4 warps: 16-pixel tiles (the static ring holds two slabs of 32-pixel tiles)
       EXPECT_GT(gen.smem, 0) << "the deep ring in dynamic shared memory";
       EXPECT_NE(g4.source.find(", 16 pixels x 64 hidden a step"), std::string::npos);
     }
     pairs.emplace_back(w8, w4);
   }
-  ASSERT_EQ(pairs.size(), 2u);
+  ASSERT_EQ(pairs.size(), 4u);
   std::unique_ptr<backend::Backend> b8, b4;
   if (std::string why = test::open_cuda(&b8); !why.empty()) GTEST_SKIP() << why;
   if (std::string why = test::open_cuda(&b4); !why.empty()) GTEST_SKIP() << why;
   uint64_t seed = 260;
   for (const auto& [w8, w4] : pairs) {
+    if (w8.kernels[size_t(w8.calls[0].kernel)].source.find(".target sm_90") != std::string::npos &&
+        backend::cu::select_device("").cc_major < 9)
+      continue;  // the split cases' clusters need an sm_90+ device
     b8->load(w8);
     b4->load(w4);
     expect_bit_equal_runs(*b8, *b4, w8, &seed);

@@ -117,9 +117,12 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   if (s.Cin % 16 || s.Cin % s.SK1 || s.Hd % kFfnHC || s.Cout % 64) return false;
   s.BN = kFfnBN;
   s.w8 = false;
-  // Wide tiles: on 8 warps first where ffn_warps asks for them (each warp half the tile's pixels;
-  // enough blocks where the tiles alone reach the block target), then on 4 (the old rule).
+  // Wide tiles: on 8 warps first where ffn_warps asks for them (each warp half the tile's pixels),
+  // where the tiles alone reach the block target or, with clusters (compute_90), where at least
+  // kFfnMinBlocks tiles split their hidden chunks over a cluster that keeps the partial tile in
+  // the slab ring; then on 4 (the old rule).
   const bool ask8 = tune_target(p, TuneKey::FfnWarps) == 8;
+  const bool cl = plan_sm(p) >= 90 && Options::from_meta(p.meta).cluster;
   for (const bool w8 : {true, false}) {
     if ((w8 && !ask8) || s.dw || s.nhwc || s.BN != kFfnBN) continue;
     for (const int64_t bn : {64, 32}) {
@@ -131,8 +134,10 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
       const int64_t deep_ring = std::min(ring, (ffn_smem_cap(p) - kFfnSmemReserve - w.fixed_bytes()) / kFfnSlabBytes);
       // 8 warps may take the deep ring (dynamic shared memory); 4 keep the static one (session 28)
       const int64_t nb = w8 && static_ring <= kFfnShallowRing ? std::max(static_ring, deep_ring) : static_ring;
-      if (bn > tune_target(p, TuneKey::FfnBn) || tiles < (w8 ? 1 : kFfnWideMinTilesPerBlock) * target_blocks ||
-          tiles < kFfnMinBlocks || acc > kFfnWideMaxAcc || nb < kFfnWideMinRing)
+      const bool split = w8 && cl && tiles < target_blocks && (target_blocks + tiles - 1) / tiles <= kFfnMaxCluster &&
+                         s.Cout * bn * 4 <= nb * kFfnSlabBytes;
+      if (bn > tune_target(p, TuneKey::FfnBn) || (tiles < (w8 ? 1 : kFfnWideMinTilesPerBlock) * target_blocks && !split) ||
+          tiles < kFfnMinBlocks || acc > kFfnWideMaxAcc || nb < kFfnWideMinRing || w.fixed_bytes() > kFfnSmemBytes)
         continue;
       s.BN = bn;
       s.w8 = w8;
@@ -146,14 +151,16 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   const int64_t s0 = std::clamp<int64_t>((target_blocks + tiles - 1) / tiles, 1, s.NC);
   s.CPB = (s.NC + s0 - 1) / s0;
   s.S = (s.NC + s.CPB - 1) / s.CPB;
-  while (s.S > 1 && s.S * s.Cout * s.BN * 4 > kFfnMaxReduceBytes) {
+  // (the wide split reduces through its cluster: each block sums a share of the tile)
+  while (s.S > 1 && !(s.w8 && s.BN > kFfnBN) && s.S * s.Cout * s.BN * 4 > kFfnMaxReduceBytes) {
     ++s.CPB;
     s.S = (s.NC + s.CPB - 1) / s.CPB;
   }
   // the block with the most chunks: at most as many buffers as its slabs and one
   s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, s.slabs() + 1});
-  if (s.NB < 2) return false;
   const int64_t deep = std::min<int64_t>({ring, (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes, s.slabs() + 1});
+  // (8-warp wide tiles of wide layers may leave no static slab buffer: their ring is the deep one)
+  if (fixed > kFfnSmemBytes || (s.NB < 2 && !(s.w8 && deep >= kFfnWideMinRing))) return false;
   s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
   if (s.deep) s.NB = deep;
   return true;
@@ -320,8 +327,8 @@ Generated ffn(const Plan& p, const Call& c) {
   const int64_t WARPS = k.attrs.i("cuda_ffn_warps", ffn_warps(s));
   if (WARPS != 4 && WARPS != 8) return gen.why = "ConvFFN: cuda_ffn_warps must be 4 or 8", gen;
   const bool w8 = WARPS == 8;
-  if (s.BN != kFfnBN && (s.S > 1 || DK || nhwc))
-    return gen.why = "ConvFFN: wide pixel tiles need the unsplit NCHW form without the depthwise conv", gen;
+  if (s.BN != kFfnBN && ((s.S > 1 && !w8) || DK || nhwc))
+    return gen.why = "ConvFFN: wide pixel tiles need the NCHW form without the depthwise conv (split: on 8 warps)", gen;
   const int64_t NT = WARPS * 32;                        // threads a block
   const std::string nts = std::to_string(NT);
   const std::string wrow = w8 ? "wr" : "warp";          // the warp's 16-row group of a slab
