@@ -129,6 +129,9 @@ constexpr int kMultiThreads = 128;  // conv_multi's block
 struct ConvInput {
   Shape shape;
   std::string elem, prologue;
+  // conv_mma only: X(o0, c, ih, iw) as fp16 bits (instead of elem), and code that fills `unsigned
+  // short hv[8]` with the 8 columns from iw of row (c, ih) at once (`ok`: the chunk is in the map).
+  std::string elem16, chunk8;
 };
 int64_t conv_multi_co(const Ctx& x);
 std::string conv_multi(const Ctx& x, int64_t co, int64_t* blocks, const ConvInput* src = nullptr);

@@ -192,21 +192,26 @@ std::string conv_mma(const Ctx& x, int64_t* blocks, const ConvInput* src) {
   const std::string ih = "oh * " + I(s.sh) + " - " + I(s.ph) + " + (r % " + I(s.KHR) + ") * " + I(s.dh);
   if (src) {
     // X computed where it is staged (pack_conv.cpp: the input pack): src->elem at (o0, c, ih, iw),
-    // rounded to fp16 as the pack's stored X; 8 columns a thread and one 16-byte store where the
-    // rows are chunked.
-    const std::string elem = "ih >= 0 && ih < " + I(s.H) + " && iw >= 0 && iw < " + I(s.W) + " ? opv_f2h(" + src->elem +
-                             ") : (unsigned short)0";
+    // rounded to fp16 as the pack's stored X (or src->elem16, fp16 already); 8 columns a thread
+    // and one 16-byte store where the rows are chunked (src->chunk8 fills hv[8] of a chunk at once).
+    const std::string elem = "ih >= 0 && ih < " + I(s.H) + " && iw >= 0 && iw < " + I(s.W) + " ? " +
+                             (src->elem16.empty() ? "opv_f2h(" + src->elem + ")" : src->elem16) + " : (unsigned short)0";
     b << src->prologue;
-    if (s.vec_x)
+    if (s.vec_x) {
       b << "  for (int e = tid; e < ROWS * (CW / 8); e += 128) {\n"
         << "    const int r = e / (CW / 8), j = e % (CW / 8), ih = " << ih << ", c = r / " << s.KHR << ";\n"
         << "    const opv_idx o0 = n;\n"
-        << "    __align__(16) unsigned short hv[8];\n"
-        << "#pragma unroll\n    for (int q = 0; q < 8; ++q) {\n"
-        << "      const int iw = ia + j * 8 + q;\n"
-        << "      hv[q] = " << elem << ";\n    }\n"
-        << "    *(uint4*)(xs + r * CW + j * 8) = *(const uint4*)hv;\n  }\n";
-    else
+        << "    __align__(16) unsigned short hv[8];\n";
+      if (!src->chunk8.empty())
+        b << "    const int iw = ia + j * 8;\n"
+          << "    const bool ok = ih >= 0 && ih < " << s.H << " && iw >= 0 && iw < " << s.W << ";  // the chunk is in or out\n"
+          << src->chunk8;
+      else
+        b << "#pragma unroll\n    for (int q = 0; q < 8; ++q) {\n"
+          << "      const int iw = ia + j * 8 + q;\n"
+          << "      hv[q] = " << elem << ";\n    }\n";
+      b << "    *(uint4*)(xs + r * CW + j * 8) = *(const uint4*)hv;\n  }\n";
+    } else
       b << "  for (int e = tid; e < ROWS * CW; e += 128) {\n"
         << "    const int r = e / CW, j = e % CW, ih = " << ih << ", iw = ia + j, c = r / " << s.KHR << ";\n"
         << "    const opv_idx o0 = n;\n"

@@ -92,7 +92,14 @@ constexpr int64_t kFfnShallowRing = 2;
 // with a ring in dynamic shared memory where the static one would hold two slabs (the batch-32
 // ffn_256 at 32 pixels, ffn_128 at 64, 4 or 6 buffers) were slower on the H100: ffn_256 0.213 ms
 // against 0.193 with 16-pixel tiles, ffn_128 0.095 against 0.073 (session 28 run 57), so those keep
-// the static ring's tiles.
+// the static ring's tiles on 4 warps. On 8 warps (TuneKey::FfnWarps, 8 by default) warp w computes
+// rows (w & 3) * 16 of every slab for pixel half w >> 2 (BN / 16 n-tiles a warp): as many warps a
+// tile as before, half the tiles, so half the slab traffic; such tiles may take the deep ring, and
+// with clusters also split their hidden chunks (the cluster form's partial tile in the ring).
+// Session 29 run 61 (H100, batch 32, ms a batch's calls): ffn_256 at 32 pixels on 8 warps 0.190
+// against 0.196 with 16, ffn_512 at 32 split 3 ways 0.078 against 0.107 (16, split 2 ways); but
+// ffn_64 0.123 against 0.084 and ffn_128 0.083 against 0.074 where 8 warps replaced the 4-warp wide
+// tiles, so 4 warps are tried first, and the wide split only where 16-pixel tiles split too.
 constexpr int64_t kFfnWideMinTilesPerBlock = 4, kFfnWideMaxAcc = 64, kFfnWideMinRing = 3;
 constexpr int64_t kFfnSmemReserve = 1 << 10;
 static int64_t ffn_smem_cap(const Plan& p) { return plan_sm(p) >= 90 ? 227 << 10 : 99 << 10; }
@@ -117,13 +124,14 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   if (s.Cin % 16 || s.Cin % s.SK1 || s.Hd % kFfnHC || s.Cout % 64) return false;
   s.BN = kFfnBN;
   s.w8 = false;
-  // Wide tiles: on 8 warps first where ffn_warps asks for them (each warp half the tile's pixels),
-  // where the tiles alone reach the block target or, with clusters (compute_90), where at least
-  // kFfnMinBlocks tiles split their hidden chunks over a cluster that keeps the partial tile in
-  // the slab ring; then on 4 (the old rule).
+  // Wide tiles: on 4 warps (the rule above), else on 8 where ffn_warps allows them (each warp half
+  // the tile's pixels): where the tiles alone reach the block target or, with clusters
+  // (compute_90), where 16-pixel tiles would split their hidden chunks too and at least
+  // kFfnMinBlocks wide tiles split theirs over a cluster that keeps the partial tile in the ring.
   const bool ask8 = tune_target(p, TuneKey::FfnWarps) == 8;
   const bool cl = plan_sm(p) >= 90 && Options::from_meta(p.meta).cluster;
-  for (const bool w8 : {true, false}) {
+  const bool split16 = s.N * ((s.P + kFfnBN - 1) / kFfnBN) < target_blocks;
+  for (const bool w8 : {false, true}) {
     if ((w8 && !ask8) || s.dw || s.nhwc || s.BN != kFfnBN) continue;
     for (const int64_t bn : {64, 32}) {
       FfnShape w = s;
@@ -134,7 +142,7 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
       const int64_t deep_ring = std::min(ring, (ffn_smem_cap(p) - kFfnSmemReserve - w.fixed_bytes()) / kFfnSlabBytes);
       // 8 warps may take the deep ring (dynamic shared memory); 4 keep the static one (session 28)
       const int64_t nb = w8 && static_ring <= kFfnShallowRing ? std::max(static_ring, deep_ring) : static_ring;
-      const bool split = w8 && cl && tiles < target_blocks && (target_blocks + tiles - 1) / tiles <= kFfnMaxCluster &&
+      const bool split = w8 && cl && split16 && tiles < target_blocks && (target_blocks + tiles - 1) / tiles <= kFfnMaxCluster &&
                          s.Cout * bn * 4 <= nb * kFfnSlabBytes;
       if (bn > tune_target(p, TuneKey::FfnBn) || (tiles < (w8 ? 1 : kFfnWideMinTilesPerBlock) * target_blocks && !split) ||
           tiles < kFfnMinBlocks || acc > kFfnWideMaxAcc || nb < kFfnWideMinRing || w.fixed_bytes() > kFfnSmemBytes)

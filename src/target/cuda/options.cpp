@@ -40,7 +40,7 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"convmma_rows", 4, 1, 4},
     {"dw_r", 4, 1, 8},
     {"dw_rows", 4, 1, 4},
-    {"ffn_warps", 4, 4, 8},
+    {"ffn_warps", 8, 4, 8},
 };
 constexpr const char* kArchPrefix = "compute_";
 }  // namespace

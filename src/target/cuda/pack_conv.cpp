@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "core/half.h"
 #include "target/c_expr.h"
 #include "target/cuda/codegen_internal.h"
 
@@ -104,6 +105,79 @@ bool conv_takes_pack(const Plan& p, const Call& b, int X) {
   return conv_multi_co(x) > 0 && post_ops_ok(x, &why);
 }
 
+// The pack's X as a table of fp16 values by (channel, byte), computed here at compile time, for
+// the tensor-core stem (compute_80+) to look up instead of normalising every staged element (a
+// float division each: the batch-32 stem took 0.188 ms against 0.083 + 0.040 apart, session 29
+// run 61). Only where that is X exactly as the pack kernel computes it: uint8 data inputs, an fp16
+// X, binary post-ops Add/Sub/Mul/Div with plan-constant operands varying at most along the
+// channels, none of Add/Sub after a Mul (NVRTC's --fmad=true could fuse them into one rounding),
+// the steps in float as the kernel takes them (IEEE single, round to nearest: the host's SSE and
+// the GPU's default division agree), rounded to fp16 at the end; no NaN (the two conversions may
+// spell it differently). Returns the table's buffer id, or -1.
+int pack_table(Plan& p, const Call& a, const Pack& pk) {
+  const Kernel& k = p.kernels.at(size_t(a.kernel));
+  const Buffer& X = p.buffers.at(size_t(a.outputs[0]));
+  if (X.dtype != DType::F16 || pk.axis != 1) return -1;
+  for (size_t j = 0; j < pk.n_cat; ++j)
+    if (p.buffers.at(size_t(a.inputs[j])).dtype != DType::U8) return -1;
+  const int64_t C = X.shape[1];
+  struct Step {
+    OpKind op;
+    bool swapped;
+    std::vector<float> v;  // the operand by channel
+  };
+  std::vector<Step> steps;
+  bool mul = false;
+  for (const PostOp& po : k.post_ops) {
+    if (po.input < 0 || (po.op != OpKind::Add && po.op != OpKind::Sub && po.op != OpKind::Mul && po.op != OpKind::Div))
+      return -1;
+    if (mul && (po.op == OpKind::Add || po.op == OpKind::Sub)) return -1;
+    mul |= po.op == OpKind::Mul;
+    const int id = a.inputs.at(size_t(po.input));
+    const Buffer& b = p.buffers.at(size_t(id));
+    if (b.kind != BufferKind::Constant || (b.dtype != DType::F16 && b.dtype != DType::F32)) return -1;
+    int64_t along = 1;  // the operand's size along X's channel axis (every other dim is 1)
+    for (size_t d = 0; d < b.shape.size(); ++d) {
+      const bool chan = d + 4 - b.shape.size() == 1;
+      if (b.shape[d] != 1 && !chan) return -1;
+      if (chan) along = b.shape[d];
+    }
+    if (along != 1 && along != C) return -1;
+    const uint8_t* raw = p.constant_data(id);
+    Step st{po.op, po.swapped, std::vector<float>(size_t(C))};
+    for (int64_t c = 0; c < C; ++c) {
+      const int64_t e = along == 1 ? 0 : c;
+      if (b.dtype == DType::F16) {
+        uint16_t h;
+        std::memcpy(&h, raw + e * 2, 2);
+        st.v[size_t(c)] = half_to_float(h);
+      } else {
+        std::memcpy(&st.v[size_t(c)], raw + e * 4, 4);
+      }
+    }
+    steps.push_back(std::move(st));
+  }
+  std::vector<uint16_t> tab(size_t(C * kByteValues));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t byte = 0; byte < kByteValues; ++byte) {
+      volatile float v = float(byte);  // volatile: each step rounded to float, as the kernel's
+      for (const Step& st : steps) {
+        const float o = st.v[size_t(c)], x = v;
+        switch (st.op) {
+          case OpKind::Add: v = x + o; break;
+          case OpKind::Sub: v = st.swapped ? o - x : x - o; break;
+          case OpKind::Mul: v = x * o; break;
+          default: v = st.swapped ? o / x : x / o; break;
+        }
+      }
+      const float r = v;
+      if (r != r) return -1;
+      tab[size_t(c * kByteValues + byte)] = float_to_half(r);
+    }
+  return p.add_constant(X.name + "_pack_table", DType::F16, Shape{C, kByteValues}, Layout::Linear, tab.data(),
+                        tab.size() * 2);
+}
+
 }  // namespace
 
 // Plan form: one call at the conv's place; output = the conv's; inputs = the conv's with slot 0 =
@@ -111,7 +185,9 @@ bool conv_takes_pack(const Plan& p, const Call& b, int X) {
 // from + j - 1 for its input j); kernel = the conv's with "cl_batch" = 2, "cuda_pack_conv" = 1,
 // post-ops = the conv's then the pack's (operands moved to their new slots),
 // "cuda_batch_post_ops" = their counts, and X's description: "cuda_pack_shape", "cuda_pack_dtype",
-// "cuda_pack_axis", "cuda_pack_cat" (data inputs), "cuda_pack_from" (the first moved slot).
+// "cuda_pack_axis", "cuda_pack_cat" (data inputs), "cuda_pack_from" (the first moved slot); where
+// the conv is the tensor-core family's (conv_mma_ok) and pack_table gives one, X's table [C, 256]
+// as the last input ("cuda_pack_table": its slot).
 void fuse_pack_conv(Plan& p) {
   std::vector<int> readers = reader_counts(p);
   std::vector<char> drop(p.calls.size(), 0);
@@ -158,6 +234,13 @@ void fuse_pack_conv(Plan& p) {
     f.inputs.resize(from, -1);
     f.inputs[0] = a.inputs[0];
     f.inputs.insert(f.inputs.end(), a.inputs.begin() + 1, a.inputs.end());
+    Ctx bx{p, b, bk};
+    bx.sm = plan_sm(p);
+    if (conv_mma_ok(bx))  // the tensor-core stem (compute_80+) will take it
+      if (const int tab = pack_table(p, a, pk); tab >= 0) {
+        k.attrs.set("cuda_pack_table", int64_t(f.inputs.size()));
+        f.inputs.push_back(tab);
+      }
     f.kernel = int(p.kernels.size());
     p.kernels.push_back(std::move(k));
     p.calls[r] = std::move(f);
@@ -260,6 +343,33 @@ Generated pack_conv(const Plan& p, const Call& c) {
   ConvInput direct;
   direct.shape = xs;
   direct.elem = "opv_pack_norm(" + element(false) + ", o0, c, ih, iw" + norm_args + ")";
+  // With X's table (fuse_pack_conv: pack_table) a staged element is a byte and a table read, and
+  // where the rows are 8-byte chunks of one frame each, the chunk's 8 bytes are one load.
+  if (const int64_t ts = k.attrs.i("cuda_pack_table", -1); ts >= 0) {
+    if (size_t(ts) >= c.inputs.size() || c.inputs[size_t(ts)] < 0 || !bytes || axis != 1 ||
+        x.in(size_t(ts)).shape != Shape{C, kByteValues} || x.in(size_t(ts)).dtype != DType::F16 || xdt != DType::F16)
+      return gen.why = "pack conv: X's table out of shape", gen;
+    const std::string tn = "in" + std::to_string(ts);
+    direct.elem16 = tn + "[c * " + std::to_string(kByteValues) + " + " + element(true) + "]";
+    bool rows8 = xs[3] % 8 == 0;
+    std::ostringstream ch;
+    ch << "    const unsigned char* row_ = ";
+    int64_t start = 0;
+    for (int64_t j = 0; j < n_cat; ++j) {
+      const Buffer& bj = p.buffers.at(size_t(c.inputs[slot(j)]));
+      const std::vector<int64_t> st = row_major_strides(bj.shape);
+      rows8 &= bj.layout == Layout::Linear && st[3] == 1;
+      const std::string at = "in" + std::to_string(slot(j)) + " + (o0 * " + I(st[0]) + " + (c - " + I(start) + ") * " +
+                             I(st[1]) + " + ih * " + I(st[2]) + " + iw)";
+      start += bj.shape[1];
+      ch << (j + 1 < n_cat ? "c < " + I(start) + " ? " + at + " : " : at + ";\n");
+    }
+    ch << "    const uint2 raw_ = ok ? *(const uint2*)row_ : make_uint2(0u, 0u);  // 8 bytes, 8-byte aligned\n"
+       << "#pragma unroll\n    for (int q = 0; q < 8; ++q)\n"
+       << "      hv[q] = ok ? " << tn << "[c * " << kByteValues << " + (((q < 4 ? raw_.x : raw_.y) >> ((q & 3) * 8)) & 255u)]"
+       << " : (unsigned short)0;\n";
+    if (rows8) direct.chunk8 = ch.str();
+  }
   const bool mma = xdt == DType::F16 && conv_mma_ok(x, &direct);
   int64_t blocks = 0;
   const std::string body = mma ? conv_mma(x, &blocks, &direct) : conv_multi(x, co, &blocks, &in);
