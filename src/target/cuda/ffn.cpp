@@ -96,10 +96,11 @@ constexpr int64_t kFfnShallowRing = 2;
 // rows (w & 3) * 16 of every slab for pixel half w >> 2 (BN / 16 n-tiles a warp): as many warps a
 // tile as before, half the tiles, so half the slab traffic; such tiles may take the deep ring, and
 // with clusters also split their hidden chunks (the cluster form's partial tile in the ring).
-// Session 29 run 61 (H100, batch 32, ms a batch's calls): ffn_256 at 32 pixels on 8 warps 0.190
-// against 0.196 with 16, ffn_512 at 32 split 3 ways 0.078 against 0.107 (16, split 2 ways); but
-// ffn_64 0.123 against 0.084 and ffn_128 0.083 against 0.074 where 8 warps replaced the 4-warp wide
-// tiles, so 4 warps are tried first, and the wide split only where 16-pixel tiles split too.
+// Session 29 runs 61-62 (H100, batch 32, ms a batch's calls): ffn_256 at 64 pixels split 2 ways
+// 0.190 against 0.196 with 16 unsplit, ffn_512 at 32 split 3 ways 0.078 against 0.107 (16, split 2
+// ways); but ffn_256 at 32 pixels unsplit (a block an SM) 0.227, and ffn_64 0.123 against 0.084 and
+// ffn_128 0.083 against 0.074 where 8 warps replaced the 4-warp wide tiles. So 4 warps are tried
+// first, and 8 only as a cluster split (the batch-1 fixture's ffn_64: 64 pixels split 3 ways).
 constexpr int64_t kFfnWideMinTilesPerBlock = 4, kFfnWideMaxAcc = 64, kFfnWideMinRing = 3;
 constexpr int64_t kFfnSmemReserve = 1 << 10;
 static int64_t ffn_smem_cap(const Plan& p) { return plan_sm(p) >= 90 ? 227 << 10 : 99 << 10; }
@@ -125,12 +126,11 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   s.BN = kFfnBN;
   s.w8 = false;
   // Wide tiles: on 4 warps (the rule above), else on 8 where ffn_warps allows them (each warp half
-  // the tile's pixels): where the tiles alone reach the block target or, with clusters
-  // (compute_90), where 16-pixel tiles would split their hidden chunks too and at least
-  // kFfnMinBlocks wide tiles split theirs over a cluster that keeps the partial tile in the ring.
+  // the tile's pixels), with clusters (compute_90) only: at least kFfnMinBlocks tiles, fewer than
+  // the block target, each splitting its hidden chunks over a cluster that keeps the partial tile
+  // in the (deep) ring.
   const bool ask8 = tune_target(p, TuneKey::FfnWarps) == 8;
   const bool cl = plan_sm(p) >= 90 && Options::from_meta(p.meta).cluster;
-  const bool split16 = s.N * ((s.P + kFfnBN - 1) / kFfnBN) < target_blocks;
   for (const bool w8 : {false, true}) {
     if ((w8 && !ask8) || s.dw || s.nhwc || s.BN != kFfnBN) continue;
     for (const int64_t bn : {64, 32}) {
@@ -142,9 +142,9 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
       const int64_t deep_ring = std::min(ring, (ffn_smem_cap(p) - kFfnSmemReserve - w.fixed_bytes()) / kFfnSlabBytes);
       // 8 warps may take the deep ring (dynamic shared memory); 4 keep the static one (session 28)
       const int64_t nb = w8 && static_ring <= kFfnShallowRing ? std::max(static_ring, deep_ring) : static_ring;
-      const bool split = w8 && cl && split16 && tiles < target_blocks && (target_blocks + tiles - 1) / tiles <= kFfnMaxCluster &&
+      const bool split = w8 && cl && tiles < target_blocks && (target_blocks + tiles - 1) / tiles <= kFfnMaxCluster &&
                          s.Cout * bn * 4 <= nb * kFfnSlabBytes;
-      if (bn > tune_target(p, TuneKey::FfnBn) || (tiles < (w8 ? 1 : kFfnWideMinTilesPerBlock) * target_blocks && !split) ||
+      if (bn > tune_target(p, TuneKey::FfnBn) || (w8 ? !split : tiles < kFfnWideMinTilesPerBlock * target_blocks) ||
           tiles < kFfnMinBlocks || acc > kFfnWideMaxAcc || nb < kFfnWideMinRing || w.fixed_bytes() > kFfnSmemBytes)
         continue;
       s.BN = bn;
@@ -181,8 +181,8 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
 // partials in one batch of loads, not two). The same fragments meet the same mma.sync in the same
 // order, so the outputs are the 4-warp kernel's bit for bit.
 static int64_t ffn_warps(const FfnShape& s) { return s.S > 1 || s.w8 ? 8 : 4; }
-// The fused shape of fc1 call a and fc2 call b, or false.
-static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::vector<int>& readers, FfnShape* sh) {
+// The fused shape of fc1 call a and fc2 call b (with the depthwise conv before a inside: dw), or false.
+static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::vector<int>& readers, bool dw, FfnShape* sh) {
   if (plan_sm(p) < 80) return false;
   const Kernel& ka = p.kernels.at(size_t(a.kernel));
   const Kernel& kb = p.kernels.at(size_t(b.kernel));
@@ -215,6 +215,7 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
   s.N = xs[0], s.Cin = xs[1], s.Hd = p.buffers.at(size_t(hid)).shape[1], s.Cout = ys[1], s.P = xs[2] * xs[3];
   s.OW = xs[3];
   s.nhwc = nhwc;
+  s.dw = dw;
   if (s.N * s.Cin * s.P > INT32_MAX / 2 || s.N * s.Hd * s.P > INT32_MAX / 2 || s.N * s.Cout * s.P > INT32_MAX / 2 ||
       !ffn_size(p, &s))
     return false;
@@ -229,7 +230,7 @@ void fuse_ffn(Plan& p, bool with_dw) {
   for (size_t i = 0; i < p.calls.size(); ++i) {
     const size_t i1 = i + (with_dw ? 1 : 0);  // fc1
     FfnShape sh;
-    bool ok = i1 + 1 < p.calls.size() && ffn_shape(p, p.calls[i1], p.calls[i1 + 1], readers, &sh);
+    bool ok = i1 + 1 < p.calls.size() && ffn_shape(p, p.calls[i1], p.calls[i1 + 1], readers, with_dw, &sh);
     int64_t K = 0;
     if (ok && with_dw) {  // a depthwise conv whose output only fc1 reads (NCHW: dw_same_size)
       const Call& d = p.calls[i];
