@@ -409,10 +409,11 @@ std::vector<F16Case> f16_cases() {
       // 4-warp wide tiles of 64 pixels over a map whose pixel count is odd (element loads of X, a
       // part tile), run on 8 warps too (kernel attr cuda_ffn_warps).
       {"ffn_w8_tiles64", 2, 64, 192, 25, 41, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=4"},
-      // Wide tiles on 8 warps splitting the hidden chunks over a cluster (compute_90): 24 tiles of
-      // 64 pixels, 3 blocks each; 24 tiles of 32 pixels of a 512-channel layer whose X tile leaves
-      // no static slab buffer (the deep ring only, as the batch-32 fixture's ffn_512), 2 blocks each.
-      {"ffn_w8_clust64", 1, 128, 384, 32, 48, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=64,ffn_warps=8"},
+      // Wide tiles on 8 warps splitting the hidden chunks over a cluster (compute_90; layers of 256
+      // KB of weights or more): 24 tiles of 64 pixels, 3 blocks each (3, 3 and 2 hidden chunks); 24
+      // tiles of 32 pixels of a 512-channel layer whose X tile leaves no static slab buffer (the
+      // deep ring only, as the batch-32 fixture's ffn_512), 2 blocks each.
+      {"ffn_w8_clust64", 1, 128, 512, 32, 48, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=64,ffn_warps=8"},
       {"ffn_w8_clust32", 1, 512, 128, 24, 32, 0, false, false, false, false, true, 0, false, 0, 1, 1, "ffn_blocks=48,ffn_warps=8"},
       // The depthwise 7x7 inside the ConvFFN launch: the stage-0 shape (128 pixel tiles of one row:
       // a half-warp per channel, shuffled taps); a 40 x 39 map over two images (tiles across rows:
@@ -926,9 +927,11 @@ TEST(CudaCodegen, TuneTargetsResizeTheSplitAndRoundTripThroughTheMeta) {
   EXPECT_EQ(all.str(), "ffn_blocks=4096,mma_blocks=64,dwpair_blocks=7") << "the keys' fixed order";
   EXPECT_TRUE(plan::cuda::Tune::parse(all.str()) == all);
   EXPECT_TRUE(plan::cuda::Tune::parse("") == plan::cuda::Tune());
+  EXPECT_EQ(plan::cuda::Tune::parse("ffn_warps=4").get(plan::cuda::TuneKey::FfnWarps), 4);
+  EXPECT_EQ(plan::cuda::Tune().get(plan::cuda::TuneKey::FfnWarps), 8) << "8-warp wide splits by default";
   for (const char* bad : {"ffn_blocks=0", "ffn_blocks=4097", "ffn_blocks=", "ffn_blocks", "ffn_blocks=-1",
                           "ffn_blocks=1x", "foo=3", "ffn_blocks=8,ffn_blocks=9", "ffn_blocks=8,", ",",
-                          "ffn_blocks=99999999999999999999"})
+                          "ffn_blocks=99999999999999999999", "ffn_warps=6", "ffn_warps=2"})
     EXPECT_THROW(plan::cuda::Tune::parse(bad), Error) << bad;
   Attrs meta;
   meta.set("cuda_tune", std::string("mma_blocks=0"));
@@ -1617,16 +1620,14 @@ TEST(CudaCodegen, FfnSplitLayersRunAsOneClusterFromCompute90) {
       const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[f]);
       ASSERT_FALSE(gen.source.empty()) << gen.why;
       const bool cl = gen.source.find("__cluster_dims__(") != std::string::npos;
-      // With clusters a layer of 24-95 wide tiles (ffn_stage0: 32 of 64 pixels) splits them over 8
-      // warps (TuneKey::FfnWarps), though its 16-pixel tiles would not split.
+      // With clusters a layer of 256 KB of weights or more and 24-95 wide tiles would split them
+      // over 8 warps (TuneKey::FfnWarps); these cases' layers are smaller (ffn_stage0: 48 KB).
       const bool wide = gen.source.find(", 16 pixels x 64 hidden") == std::string::npos;
       EXPECT_EQ(cl, on && (split || wide));
       if (wide) {
         EXPECT_TRUE(on && gen.source.find(", 8 warps") != std::string::npos) << "8-warp wide tiles only as a cluster split";
       }
-      if (t.name == "ffn_stage0" && layout == plan::cuda::LayoutChoice::Nchw) {
-        EXPECT_EQ(wide, on);
-      }
+      EXPECT_FALSE(wide && t.name == "ffn_stage0") << "48 KB of weights: no 8-warp wide split";
       EXPECT_EQ(gen.source.find("opv_cnt") != std::string::npos, split && !on) << "the counter only without a cluster";
       if (cl) {
         EXPECT_NE(gen.source.find("mapa.shared::cluster"), std::string::npos);

@@ -99,9 +99,13 @@ constexpr int64_t kFfnShallowRing = 2;
 // Session 29 runs 61-62 (H100, batch 32, ms a batch's calls): ffn_256 at 64 pixels split 2 ways
 // 0.190 against 0.196 with 16 unsplit, ffn_512 at 32 split 3 ways 0.078 against 0.107 (16, split 2
 // ways); but ffn_256 at 32 pixels unsplit (a block an SM) 0.227, and ffn_64 0.123 against 0.084 and
-// ffn_128 0.083 against 0.074 where 8 warps replaced the 4-warp wide tiles. So 4 warps are tried
-// first, and 8 only as a cluster split (the batch-1 fixture's ffn_64: 64 pixels split 3 ways).
+// ffn_128 0.083 against 0.074 where 8 warps replaced the 4-warp wide tiles, and the batch-1
+// ffn_64 (48 KB of weights: little slab traffic to save) 8 us a call at 64 pixels split 3 ways
+// against 7 unsplit at 16 (run 63). So 4 warps are tried first, and 8 only as a cluster split of a
+// layer with at least kFfnWideSplitMinWeights of weights (ffn_256: 768 KB; the fixture's batch-1
+// artifact keeps its kernels).
 constexpr int64_t kFfnWideMinTilesPerBlock = 4, kFfnWideMaxAcc = 64, kFfnWideMinRing = 3;
+constexpr int64_t kFfnWideSplitMinWeights = 256 << 10;  // W1 + W2 bytes of a layer with 8-warp wide tiles
 constexpr int64_t kFfnSmemReserve = 1 << 10;
 static int64_t ffn_smem_cap(const Plan& p) { return plan_sm(p) >= 90 ? 227 << 10 : 99 << 10; }
 struct FfnShape {
@@ -126,9 +130,9 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   s.BN = kFfnBN;
   s.w8 = false;
   // Wide tiles: on 4 warps (the rule above), else on 8 where ffn_warps allows them (each warp half
-  // the tile's pixels), with clusters (compute_90) only: at least kFfnMinBlocks tiles, fewer than
-  // the block target, each splitting its hidden chunks over a cluster that keeps the partial tile
-  // in the (deep) ring.
+  // the tile's pixels), with clusters (compute_90) only, for layers of at least
+  // kFfnWideSplitMinWeights bytes of weights: at least kFfnMinBlocks tiles, fewer than the block
+  // target, each splitting its hidden chunks over a cluster that keeps the partial tile in the ring.
   const bool ask8 = tune_target(p, TuneKey::FfnWarps) == 8;
   const bool cl = plan_sm(p) >= 90 && Options::from_meta(p.meta).cluster;
   for (const bool w8 : {false, true}) {
@@ -142,7 +146,7 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
       const int64_t deep_ring = std::min(ring, (ffn_smem_cap(p) - kFfnSmemReserve - w.fixed_bytes()) / kFfnSlabBytes);
       // 8 warps may take the deep ring (dynamic shared memory); 4 keep the static one (session 28)
       const int64_t nb = w8 && static_ring <= kFfnShallowRing ? std::max(static_ring, deep_ring) : static_ring;
-      const bool split = w8 && cl && tiles < target_blocks && (target_blocks + tiles - 1) / tiles <= kFfnMaxCluster &&
+      const bool split = w8 && cl && (s.Cin + s.Cout) * s.Hd * 2 >= kFfnWideSplitMinWeights && tiles < target_blocks && (target_blocks + tiles - 1) / tiles <= kFfnMaxCluster &&
                          s.Cout * bn * 4 <= nb * kFfnSlabBytes;
       if (bn > tune_target(p, TuneKey::FfnBn) || (w8 ? !split : tiles < kFfnWideMinTilesPerBlock * target_blocks) ||
           tiles < kFfnMinBlocks || acc > kFfnWideMaxAcc || nb < kFfnWideMinRing || w.fixed_bytes() > kFfnSmemBytes)
