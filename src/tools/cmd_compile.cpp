@@ -62,7 +62,8 @@ int cmd_compile(int argc, char** argv) {
               "ConvFFN 7x7) computed inside the fused ConvFFN kernel too (layers without a hidden split); slower on the "
               "H200 so far (BENCHMARKS.md). Recorded in the plan when on", "off")
       .option("--cuda-pack", "on|off", "cuda: compute the uint8 input pack (Concat/Cast + normalisation) inside the stem "
-              "convolution that alone reads it: one launch fewer, but slower on the H200 so far (BENCHMARKS.md). "
+              "convolution that alone reads it: one launch fewer, bit-identical (from compute_80 through a compile-time table of "
+              "the pack's values), but not faster: a tie at batch 1 and slower at batch 32 on the H100 (BENCHMARKS.md). "
               "Recorded in the plan when on", "off")
       .option("--cuda-se", "on|off", "cuda: the squeeze-excitation gate (mean pool -> 1x1 conv -> 1x1 conv -> scale of "
               "the input) as one launch where it fits (compute_80+; bit-identical to the four calls); off keeps the four "
@@ -102,8 +103,8 @@ int cmd_compile(int argc, char** argv) {
               "with many row segments, such as a batched stem: 4; 1 keeps a row a block), dw_r (the most outputs of a row a "
               "thread of single depthwise convs taken several planes a block where the planes are many, such as a batched "
               "7x7 stride-2 downsample: 4; below 4 keeps a thread per output), dw_rows (the most output rows a thread of those two "
-              "depthwise forms: 4; 1 a row), ffn_warps (warps a block of a fused ConvFFN's wide pixel tiles: 4; 8 splits "
-              "a tile's pixels over two warp groups, wide tiles then taken where the tiles alone reach ffn_blocks); repeatable. Recorded in the "
+              "depthwise forms: 4; 1 a row), ffn_warps (8: at compute_90 a fused ConvFFN of 256 KB of weights or more that "
+              "keeps 16-pixel tiles on 4 warps takes 64- or 32-pixel tiles on 8 warps split over a cluster; 4 keeps 16); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

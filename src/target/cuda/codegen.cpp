@@ -1789,7 +1789,7 @@ bool codegen(Plan& p, const PassCtx& ctx) {
   fuse_concat_cast(p);
   // the Concat of the heads' outputs (and their input) inside the chains' launch
   if (ctx.cuda.fuse_heads && ctx.cuda.cluster) fold_heads_concat(p);
-  if (ctx.cuda.fuse_pack) fuse_pack_conv(p);  // opt-in: slower than two launches on the H200 (BENCHMARKS.md)
+  if (ctx.cuda.fuse_pack) fuse_pack_conv(p);  // opt-in: not faster than two launches so far (BENCHMARKS.md)
   // Every kernel gets the programmatic-dependent-launch prologue (Options::pdl) from compute_90.
   const int64_t pdl = arch_number(ctx.cuda.arch) >= 90 ? int64_t(ctx.cuda.pdl) : 0;
   std::vector<Kernel> kernels;

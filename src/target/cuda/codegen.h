@@ -27,7 +27,7 @@
 // of shared-memory slabs by cp.async (compute_80+; compile --cuda-ffn off, Options::fuse_ffn,
 // keeps them apart), with the depthwise conv that alone feeds fc1 computed in that launch too
 // (FastViT's 7x7; --cuda-ffn-dw off, Options::fuse_ffn_dw, keeps it apart), a Concat and the Cast of its output as one launch (the input
-// pack, the output), and, opt-in (Options::fuse_pack: slower on the H200 so far), such a pack
+// pack, the output), and, opt-in (Options::fuse_pack: not faster so far), such a pack
 // (Concat or Cast to float, element-wise post-ops) computed inside the dense conv that alone reads
 // it (the stem reads the uint8 frames: pack_conv.cpp), and, opt-in (Options::fuse_stage: slower on
 // the H200 so far), a run of FastViT blocks (depthwise pair -> ConvFFN + residual) as one kernel on

@@ -104,9 +104,10 @@ struct Options {
   bool fuse_ffn_dw = false;
   // The input pack (Concat/Cast to float with element-wise post-ops: the uint8 frames' normalisation)
   // computed inside the dense conv that alone reads it (pack_conv.cpp): one launch and X's round
-  // trip fewer. Off by default: on the H200 the fused stem (31 us traced) is slower than the pack
-  // and the stem as two launches (7.5 + 17.2 us), and the inference 4 % slower (BENCHMARKS.md,
-  // CUDA runs 12-13). compile --cuda-pack on turns it on.
+  // trip fewer. Off by default: on the H200 the scalar fused stem (31 us traced) was slower than the
+  // pack and the stem as two launches (7.5 + 17.2 us; CUDA runs 12-13); the tensor-core form
+  // (compute_80+, session 29) ties at batch 1 on the H100 and is slower at batch 32 (0.139 ms
+  // against 0.082 + 0.038). compile --cuda-pack on turns it on.
   bool fuse_pack = false;
   // The squeeze-excitation gate (a global mean pool, a 1x1 conv, a 1x1 conv on a 1x1 map, each
   // result read only by the next, then the input scaled by the gate) as one launch (se.cpp;

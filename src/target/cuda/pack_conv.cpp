@@ -4,14 +4,20 @@
  *      -> Concat -> Cast -> Sub mean -> Div std, one call after fuse_concat_cast) -- whose output
  *      one later call alone reads, a dense non-1x1 conv of the multi-channel family (the stem),
  *      becomes that conv's call (cuda_abi.h "pack"); X is never stored. Opt-in
- *      (Options::fuse_pack): on the H200 this kernel is slower than the two launches (below).
- *   2. pack_conv: that call's kernel, conv_multi with every X element computed where it is read:
- *      the selected input's element, the pack's post-ops, rounded to X's dtype. Where the inputs
+ *      (Options::fuse_pack): never faster than the two launches so far (below).
+ *   2. pack_conv: that call's kernel. Where the tensor-core family takes the conv (conv_mma.cpp,
+ *      compute_80+, an fp16 X) it stages X from the frames itself: a byte and a look-up in X's
+ *      [C, 256] fp16 table, which fuse_pack_conv computes at compile time where that is exact
+ *      (pack_table), else the pack's post-ops on each staged element. Otherwise conv_multi with
+ *      every X element computed where it is read: the selected input's element, the pack's
+ *      post-ops, rounded to X's dtype. Where the inputs
  *      are uint8 and the post-op operands vary at most along the channels, X(n, c, h, w) depends
  *      only on (c, byte): each block first tabulates those
  *      C x 256 values in shared memory (one Div each instead of one per tap and output group),
  *      and a tap is a byte load and a table read.
- * Measured (BENCHMARKS.md "CUDA", runs 12-13, the fp16 fixture, traced): the fused stem 31.2 us
+ * Measured, the tensor-core form (session 29, H100, runs 61-62): batch 1 0.246 vs 0.247 ms a replay
+ * (a tie), batch 32 the fused stem 0.139 ms against 0.082 + 0.038 apart with the table (0.188 with a
+ * division an element). The conv_multi form (runs 12-13, the fp16 fixture, traced): the fused stem 31.2 us
  * against 7.5 (pack) + 17.6 (stem) apart (run 12); with 256-thread blocks (the table filled half as often)
  * 36.6 us. A tap is now a byte load and a data-dependent shared-memory read (bank conflicts on
  * random bytes) where it was one fp16 load; the table is filled once per block (512 blocks).
