@@ -146,8 +146,8 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
       const int64_t deep_ring = std::min(ring, (ffn_smem_cap(p) - kFfnSmemReserve - w.fixed_bytes()) / kFfnSlabBytes);
       // 8 warps may take the deep ring (dynamic shared memory); 4 keep the static one (session 28)
       const int64_t nb = w8 && static_ring <= kFfnShallowRing ? std::max(static_ring, deep_ring) : static_ring;
-      const bool split = w8 && cl && (s.Cin + s.Cout) * s.Hd * 2 >= kFfnWideSplitMinWeights && tiles < target_blocks && (target_blocks + tiles - 1) / tiles <= kFfnMaxCluster &&
-                         s.Cout * bn * 4 <= nb * kFfnSlabBytes;
+      const bool split = w8 && cl && (s.Cin + s.Cout) * s.Hd * 2 >= kFfnWideSplitMinWeights && tiles < target_blocks &&
+                         (target_blocks + tiles - 1) / tiles <= kFfnMaxCluster && s.Cout * bn * 4 <= nb * kFfnSlabBytes;
       if (bn > tune_target(p, TuneKey::FfnBn) || (w8 ? !split : tiles < kFfnWideMinTilesPerBlock * target_blocks) ||
           tiles < kFfnMinBlocks || acc > kFfnWideMaxAcc || nb < kFfnWideMinRing || w.fixed_bytes() > kFfnSmemBytes)
         continue;
@@ -179,7 +179,7 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
 }
 // Warps a block of the fused kernel, unless the kernel's attr "cuda_ffn_warps" says (4 or 8): 8
 // where the hidden chunks are split over blocks (S > 1: few pixel tiles, the last block of a tile
-// adds the partials), else 4. With 8, warp w computes rows (w & 3) * 16 of every slab for the
+// adds the partials) or ffn_size put wide tiles on 8 warps, else 4. With 8, warp w computes rows (w & 3) * 16 of every slab for the
 // pixel half w >> 2: two warps a scheduler to hide each other's ldmatrix/mma latency, half the
 // accumulators a thread, and the last block's reduction over twice the threads (stage 2's twelve
 // partials in one batch of loads, not two). The same fragments meet the same mma.sync in the same
