@@ -1465,8 +1465,9 @@ void expect_same_bits_on_fresh_inputs(backend::Backend& x, backend::Backend& y, 
 }
 
 // The input pack inside the tensor-core stem (pack_conv.cpp + conv_mma.cpp): every X element the
-// value the pack would have stored (looked up in X's compile-time table, or normalised in place), so the outputs equal the two launches' (pack, then the stem on
-// the tensor cores) bit for bit, on fresh uint8 frames, replayed.
+// value the pack would have stored (looked up in X's compile-time table, or normalised in place),
+// so the outputs equal the two launches' (pack, then the stem on the tensor cores) bit for bit, on
+// fresh uint8 frames, replayed.
 TEST(CudaCodegen, PackOnTheTensorCoreStemMatchesTwoLaunchesBitForBitOnTheDevice) {
   std::unique_ptr<backend::Backend> fused, apart;
   if (std::string why = test::open_cuda(&fused); !why.empty()) GTEST_SKIP() << why;
