@@ -30,12 +30,8 @@
 #       profile, and times it in the throughput rounds against PyTorch's batch-N CUDA graph
 #       (bench_cuda.py --batch-art, --inflight N).
 set -euo pipefail
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-  exit 0
-fi
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-D="$ROOT/.devrun"
+# shellcheck source=bench/device_prologue.sh
+source "$(dirname "$0")/device_prologue.sh"
 V="$D/cuda_variants"
 ARCH=compute_80  # the bundled artifacts' PTX (compile --cuda-arch): compute_80+ has the tensor-core 1x1s
 # The generated variants: name, HxW, then make-model flags (seed 7).

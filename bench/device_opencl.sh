@@ -6,12 +6,8 @@
 #   (no argument)       on the GPU machine: register NVIDIA's OpenCL ICD, verify the fixture on
 #                       NVIDIA's OpenCL, run bench/bench_opencl.py (extra args go to it)
 set -euo pipefail
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-  exit 0
-fi
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-D="$ROOT/.devrun"
+# shellcheck source=bench/device_prologue.sh
+source "$(dirname "$0")/device_prologue.sh"
 if [[ "${1:-}" == "--bundle" ]]; then
   rm -rf "$D" && mkdir -p "$D/lib" "$D/shared/models"
   cp "$ROOT/build/opvision" "$D/"

@@ -18,12 +18,8 @@
 # the median and rounds of each, the per-round ratio to the first, and each variant's per-kernel
 # profile (`opvision bench --iters 30`: CUDA events per call, no graph).
 set -euo pipefail
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-  exit 0
-fi
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-D="$ROOT/.devrun"
+# shellcheck source=bench/device_prologue.sh
+source "$(dirname "$0")/device_prologue.sh"
 BATCH=1 ARCH=compute_90 ROUNDS=5 INFLIGHT="" MODEL="" SEEDS="1 2" ITERS=60
 NAMES=() FLAGS=()
 while [[ $# -gt 0 ]]; do

@@ -10,11 +10,8 @@
 #       runs each bundled test_* binary with the args (other binaries ride along, in /tmp/opv_gtest/bin), e.g. --gtest_filter='*Cuda*';
 #       the libraries come from the bundle and .devrun/lib.tar.xz
 set -euo pipefail
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-  exit 0
-fi
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=bench/device_prologue.sh
+source "$(dirname "$0")/../bench/device_prologue.sh"
 D="$ROOT/.devrun/gtest"
 if [[ "${1:-}" == "--bundle" ]]; then
   shift
