@@ -111,6 +111,18 @@ bool conv_takes_pack(const Plan& p, const Call& b, int X) {
   return conv_multi_co(x) > 0 && post_ops_ok(x, &why);
 }
 
+// The size of an operand of shape `s` (broadcast to X's 4 dims) along X's channel axis, or -1 where
+// it varies along another axis too.
+int64_t channel_extent(const Shape& s) {
+  int64_t along = 1;
+  for (size_t d = 0; d < s.size(); ++d) {
+    const bool chan = d + 4 - s.size() == 1;
+    if (s[d] != 1 && !chan) return -1;
+    if (chan) along = s[d];
+  }
+  return along;
+}
+
 // The pack's X as a table of fp16 values by (channel, byte), computed here at compile time, for
 // the tensor-core stem (compute_80+) to look up instead of normalising every staged element (a
 // float division each: the batch-32 stem took 0.188 ms against 0.083 + 0.040 apart, session 29
@@ -142,12 +154,7 @@ int pack_table(Plan& p, const Call& a, const Pack& pk) {
     const int id = a.inputs.at(size_t(po.input));
     const Buffer& b = p.buffers.at(size_t(id));
     if (b.kind != BufferKind::Constant || (b.dtype != DType::F16 && b.dtype != DType::F32)) return -1;
-    int64_t along = 1;  // the operand's size along X's channel axis (every other dim is 1)
-    for (size_t d = 0; d < b.shape.size(); ++d) {
-      const bool chan = d + 4 - b.shape.size() == 1;
-      if (b.shape[d] != 1 && !chan) return -1;
-      if (chan) along = b.shape[d];
-    }
+    const int64_t along = channel_extent(b.shape);
     if (along != 1 && along != C) return -1;
     const uint8_t* raw = p.constant_data(id);
     Step st{po.op, po.swapped, std::vector<float>(size_t(C))};
@@ -306,11 +313,11 @@ Generated pack_conv(const Plan& p, const Call& c) {
     }
     const std::string e = load(b.dtype, name, bcast_offset(xs, b.shape));
     norm << "  v = " << (po.swapped ? binary_expr(po.op, e, "v") : binary_expr(po.op, "v", e)) << ";\n";
-    for (size_t d = 0; d < b.shape.size(); ++d)
-      by_channel &= b.shape[d] == 1 || d + 4 - b.shape.size() == 1;
+    by_channel &= channel_extent(b.shape) >= 0;
   }
-  // The selected data input's element at (o0, c, ih, iw): `as_byte` gives the raw uint8 (table index).
-  auto element = [&](bool as_byte) {
+  // The selected data input at X's coordinates (o0, c, ih, iw): of(name, dtype, off) spells input
+  // `name` at element offset `off`; the inputs chosen by the concat axis' coordinate.
+  auto select = [&](auto of) {
     std::string e;
     int64_t start = 0;
     for (int64_t j = 0; j < n_cat; ++j) {
@@ -320,13 +327,18 @@ Generated pack_conv(const Plan& p, const Call& c) {
       for (int d = 0; d < 4; ++d)
         off += std::string(off.empty() ? "(" : " + (") + kCoord[d] + (d == axis && start ? " - " + I(start) : "") +
                ") * " + I(st[size_t(d)]);
-      const std::string name = "in" + std::to_string(slot(j));
-      const std::string v = as_byte ? "(int)" + name + "[" + off + "]" : load(b.dtype, name, off);
+      const std::string v = of("in" + std::to_string(slot(j)), b.dtype, off);
       start += b.shape[size_t(axis)];
       e = j + 1 == n_cat ? (e.empty() ? v : e + v + std::string(size_t(j), ')'))
                          : e + "(" + kCoord[axis] + " < " + I(start) + " ? " + v + " : ";
     }
     return e;
+  };
+  // The selected data input's element at (o0, c, ih, iw): `as_byte` gives the raw uint8 (table index).
+  auto element = [&](bool as_byte) {
+    return select([&](const std::string& name, DType dt, const std::string& off) {
+      return as_byte ? "(int)" + name + "[" + off + "]" : load(dt, name, off);
+    });
   };
   bool bytes = true;
   for (int64_t j = 0; j < n_cat; ++j) bytes &= p.buffers.at(size_t(c.inputs[slot(j)])).dtype == DType::U8;
@@ -358,18 +370,10 @@ Generated pack_conv(const Plan& p, const Call& c) {
     const std::string tn = "in" + std::to_string(ts);
     direct.elem16 = tn + "[c * " + std::to_string(kByteValues) + " + " + element(true) + "]";
     bool rows8 = xs[3] % 8 == 0;
+    for (int64_t j = 0; j < n_cat; ++j) rows8 &= p.buffers.at(size_t(c.inputs[slot(j)])).layout == Layout::Linear;
     std::ostringstream ch;
-    ch << "    const unsigned char* row_ = ";
-    int64_t start = 0;
-    for (int64_t j = 0; j < n_cat; ++j) {
-      const Buffer& bj = p.buffers.at(size_t(c.inputs[slot(j)]));
-      const std::vector<int64_t> st = row_major_strides(bj.shape);
-      rows8 &= bj.layout == Layout::Linear && st[3] == 1;
-      const std::string at = "in" + std::to_string(slot(j)) + " + (o0 * " + I(st[0]) + " + (c - " + I(start) + ") * " +
-                             I(st[1]) + " + ih * " + I(st[2]) + " + iw)";
-      start += bj.shape[1];
-      ch << (j + 1 < n_cat ? "c < " + I(start) + " ? " + at + " : " : at + ";\n");
-    }
+    ch << "    const unsigned char* row_ = "
+       << select([](const std::string& name, DType, const std::string& off) { return name + " + (" + off + ")"; }) << ";\n";
     ch << "    const uint2 raw_ = ok ? *(const uint2*)row_ : make_uint2(0u, 0u);  // 8 bytes, 8-byte aligned\n"
        << "#pragma unroll\n    for (int q = 0; q < 8; ++q)\n"
        << "      hv[q] = ok ? " << tn << "[c * " << kByteValues << " + (((q < 4 ? raw_.x : raw_.y) >> ((q & 3) * 8)) & 255u)]"
