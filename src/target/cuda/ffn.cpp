@@ -531,11 +531,25 @@ Generated ffn(const Plan& p, const Call& c) {
   const std::string coords = "      const opv_idx o0 = n, o1 = m, o2 = q / " + I(s.OW) + ", o3 = q % " + I(s.OW) +
                              ";\n      (void)o0; (void)o1; (void)o2; (void)o3;\n";
   const bool has_b2 = c.inputs[4] >= 0;
+  // A thread's fragments r = 0, 1 (and 2, 3) are pixels q, q + 1 of one output row: in NCHW with
+  // an even pixel count both exist together and the pair is one 4-byte (fp16) or 8-byte (fp32)
+  // store. The even fragment's value waits in `pv_` (declared before each fragment loop by
+  // `pair_decl`) for the odd one's store. Half the store instructions (session 30: the 2-byte
+  // stores of the batch-32 ConvFFNs stalled on the LSU queue).
+  const bool pair = !nhwc && s.P % 2 == 0 && (Y.dtype == DType::F16 || Y.dtype == DType::F32);
+  const std::string pair_decl =
+      !pair ? "" : Y.dtype == DType::F16 ? "      unsigned short pv_ = 0;\n" : "      float pv_ = 0.0f;\n";
   auto epilogue = [&](const std::string& pf) {
-    return coords + "      float v = sum" +
-           (has_b2 ? " + " + (pf.empty() ? load(buf(4).dtype, "in4", "m") : "pfb[" + pf + "]") : std::string()) + ";\n" +
-           post_ops_split(x2, pf).ops + "      " +
-           store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") + "\n";
+    const std::string ops = coords + "      float v = sum" +
+                            (has_b2 ? " + " + (pf.empty() ? load(buf(4).dtype, "in4", "m") : "pfb[" + pf + "]") : std::string()) +
+                            ";\n" + post_ops_split(x2, pf).ops;
+    if (!pair)
+      return ops + "      " + store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") + "\n";
+    return ops + (Y.dtype == DType::F16
+                      ? "      if (r & 1) *(unsigned*)(out0 + (n * COUT + m) * P + q - 1) = (unsigned)pv_ | (unsigned)opv_f2h(v) << 16;\n"
+                        "      else pv_ = opv_f2h(v);\n"
+                      : "      if (r & 1) *(float2*)(out0 + (n * COUT + m) * P + q - 1) = make_float2(pv_, v);\n"
+                        "      else pv_ = v;\n");
   };
   // The prefetch registers' declaration ([dims] each) and their loads at (m, q), index pf.
   const int nops = post_ops_split(x2, "").operands, npf = nops + (has_b2 ? 1 : 0);
@@ -680,7 +694,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << "    const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
       << "    const int j = f / " << nts << ", ft = f % " << nts << ";\n"
       << "    {  // the coordinates of thread ft's fragment j\n"
-      << frag_coords
+      << frag_coords << pair_decl
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq
       << "    if (q < P) {\n"
@@ -688,11 +702,11 @@ Generated ffn(const Plan& p, const Call& c) {
       << (pf_cluster ? epilogue("r") : epi.str()) << "    }\n      }\n    }\n  }\n"
       << "  opv_cluster_exit();  // no block leaves while a peer may still read its ring\n";
   } else if (s.S == 1) {
-    b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
-      << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+    b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt) {\n"
+      << pair_decl << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq
       << "    if (q < P) {\n      const float sum = acc2[mt][nt][r];\n"
-      << (pf1 ? epilogue("mt][nt][r") : epi.str()) << "    }\n  }\n";
+      << (pf1 ? epilogue("mt][nt][r") : epi.str()) << "    }\n  }\n  }\n";
   } else {
     gen.source = "__device__ __align__(16) float opv_ws[" + I(s.N * s.PT * s.S * TILE) + "];  // hidden-split partial tiles\n" +
                  "__device__ __forceinline__ float4 opv_ldcg4(const float* p) {\n"
@@ -718,7 +732,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << "#pragma unroll\n      for (int sq = 1; sq < S; ++sq) {\n"
       << "        t4.x += pv[sq][jj].x; t4.y += pv[sq][jj].y; t4.z += pv[sq][jj].z; t4.w += pv[sq][jj].w;\n      }\n"
       << "      const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
-      << frag_of("j0 + jj")
+      << frag_of("j0 + jj") << pair_decl
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq
       << "    if (q < P) {\n"
