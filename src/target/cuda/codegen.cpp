@@ -77,7 +77,25 @@ __device__ __forceinline__ float opv_h2f(unsigned short h) { float f; asm("cvt.f
 __device__ __forceinline__ unsigned short opv_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float select(float a, float b, bool c) { return c ? b : a; }
 __device__ __forceinline__ float clamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }
-__device__ __forceinline__ float opv_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781186547524f)); }
+// GELU(x) = x Phi(x) with Phi(x) = 0.5 erfc(-x / sqrt 2): h = 0.5 erfc(|x| / sqrt 2) by the Chebyshev
+// fit erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2) (Numerical Recipes' erfcc, relative error
+// < 1.2e-7 for every z >= 0), then Phi = 1 - h or h. Relative error ~2e-6 against the exact GELU
+// (MUFU rcp/ex2 included); 20 instructions against erff's 26 in sm_90 SASS, and no 1 + erf
+// cancellation for negative x: on a 1/4096 grid over [-10, 10] the fp16 result differs from the
+// correctly rounded one at 0.02 % of points, 0.5 x (1 + erff(x / sqrt 2)) at 5.8 % (session 30).
+__device__ __forceinline__ float opv_gelu(float x) {
+  const float z = fabsf(x) * 0.707106781186547524f;
+  float t, e;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(fmaf(z, 0.5f, 1.0f)));
+  float p = 0.17087277f;
+  p = fmaf(p, t, -0.82215223f); p = fmaf(p, t, 1.48851587f); p = fmaf(p, t, -1.13520398f);
+  p = fmaf(p, t, 0.27886807f); p = fmaf(p, t, -0.18628806f); p = fmaf(p, t, 0.09678418f);
+  p = fmaf(p, t, 0.37409196f); p = fmaf(p, t, 1.00002368f);
+  p = fmaf(p, t, -1.26551223f - 0.693147181f);  // - ln 2: exp gives 0.5 erfc
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(fmaf(-z, z, p) * 1.44269504f));
+  const float h = t * e;
+  return x * (x >= 0.0f ? 1.0f - h : h);
+}
 __device__ __forceinline__ float opv_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float opv_warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
