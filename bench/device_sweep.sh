@@ -4,10 +4,13 @@
 # script). Run after `bash bench/device_cuda.sh --bundle` here, through the run tool with
 # carry [".devrun"]:
 #   bash bench/device_sweep.sh [--batch N] [--arch compute_NN] [--rounds R] [--inflight K]
-#                              [--model M.onnx] [--seeds "1 2"] [--iters 60] [--name NAME --flags "FLAGS"]...
+#                              [--model M.onnx] [--seeds "1 2"] [--iters 60]
+#                              [--name NAME [--flags "FLAGS"] [--bin OPVISION]]...
 #   --name/--flags: one variant each (its compile flags; --name first, then its --flags); the first
 #       variant is the reference the others are held against (default: one variant "default" with
-#       no flags).
+#       no flags). --bin FILE after a --name: that variant is compiled by another opvision binary
+#       (e.g. .devrun/opvision_base from `device_cuda.sh --bundle --base-bin`: the code before a
+#       change); every variant runs on the bundle's opvision.
 #   --batch N (default 1): `compile --batch N`; --inflight K (default 4 for N > 1, else 1): each
 #       round times `opvision bench ART --inflight K --iters I` (--iters, default 60) and reports
 #       ms per batch (median / K).
@@ -21,7 +24,7 @@ set -euo pipefail
 # shellcheck source=bench/device_prologue.sh
 source "$(dirname "$0")/device_prologue.sh"
 BATCH=1 ARCH=compute_90 ROUNDS=5 INFLIGHT="" MODEL="" SEEDS="1 2" ITERS=60
-NAMES=() FLAGS=()
+NAMES=() FLAGS=() BINS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --batch) BATCH="$2"; shift 2 ;;
@@ -31,10 +34,14 @@ while [[ $# -gt 0 ]]; do
     --model) MODEL="$2"; shift 2 ;;
     --seeds) SEEDS="$2"; shift 2 ;;
     --iters) ITERS="$2"; shift 2 ;;
-    --name) NAMES+=("$2"); FLAGS+=(""); shift 2 ;;
+    --name) NAMES+=("$2"); FLAGS+=(""); BINS+=(""); shift 2 ;;
     --flags)
       [[ ${#NAMES[@]} -gt 0 ]] || { echo "device_sweep.sh: --flags before any --name" >&2; exit 2; }
       FLAGS[${#FLAGS[@]} - 1]="$2"; shift 2 ;;
+    --bin)
+      [[ ${#NAMES[@]} -gt 0 ]] || { echo "device_sweep.sh: --bin before any --name" >&2; exit 2; }
+      [[ -x "$2" ]] || { echo "device_sweep.sh: --bin $2 is not an executable file" >&2; exit 2; }
+      BINS[${#BINS[@]} - 1]="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     *) echo "device_sweep.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -42,7 +49,7 @@ done
   { echo "device_sweep.sh: --batch, --rounds and --iters take positive integers" >&2; exit 2; }
 [[ -z "$INFLIGHT" ]] && { [[ "$BATCH" -gt 1 ]] && INFLIGHT=4 || INFLIGHT=1; }
 [[ "$INFLIGHT" =~ ^[1-9][0-9]*$ ]] || { echo "device_sweep.sh: --inflight takes a positive integer" >&2; exit 2; }
-[[ ${#NAMES[@]} -gt 0 ]] || { NAMES=(default); FLAGS=(""); }
+[[ ${#NAMES[@]} -gt 0 ]] || { NAMES=(default); FLAGS=(""); BINS=(""); }
 [[ -d "$D" ]] || { echo "device_sweep.sh: no $D (run bash bench/device_cuda.sh --bundle first)" >&2; exit 2; }
 # shellcheck source=bench/device_env.sh
 source "$ROOT/bench/device_env.sh"
@@ -51,9 +58,9 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 A=/tmp/opv/sweep
 mkdir -p "$A"
 for i in "${!NAMES[@]}"; do
-  echo "== compile ${NAMES[$i]}: --batch $BATCH ${FLAGS[$i]}"
+  echo "== compile ${NAMES[$i]}: --batch $BATCH ${FLAGS[$i]}${BINS[$i]:+ (by ${BINS[$i]})}"
   # shellcheck disable=SC2086
-  "$OPV" compile "$M.onnx" -o "$A/${NAMES[$i]}.opv" --target cuda --cuda-arch "$ARCH" --batch "$BATCH" ${FLAGS[$i]} | tail -1
+  "${BINS[$i]:-$OPV}" compile "$M.onnx" -o "$A/${NAMES[$i]}.opv" --target cuda --cuda-arch "$ARCH" --batch "$BATCH" ${FLAGS[$i]} | tail -1
 done
 echo "== verify --backend cuda"
 for n in "${NAMES[@]}"; do

@@ -10,6 +10,14 @@ Prints one line per kernel launch in launch order (duration, grid x block, regis
 occupancy, compute / memory throughput as % of peak, the three largest warp-stall reasons in
 cycles per issued instruction) and then the launches grouped by kernel name with their total.
 Metric names differ between ncu versions, so columns are found by pattern; a missing one prints '-'.
+
+  ncu ... --set full -o REP ...; ncu -i REP.ncu-rep --page source --csv --print-source sass > sass.csv
+  python3 bench/ncu_summary.py --sass sass.csv
+
+With --sass: one kernel's SASS source page instead. Prints its executed warp instructions and
+warp-stall samples by opcode (the largest sample shares first, each with its three largest stall
+reasons), and split into three regions: before the first HMMA, from it to the last HMMA (the main
+loop of a tensor-core kernel), after it (the epilogue).
 """
 import argparse
 import csv
@@ -40,10 +48,62 @@ def fmt(v, spec):
     return "-".rjust(width) if v is None else format(v, spec)
 
 
+def sass_summary(path):
+    """The instruction mix and stall samples of an `ncu --page source --print-source sass` CSV."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    head = next((i for i, r in enumerate(rows) if r and r[0] == "Address"), None)
+    if head is None:
+        sys.exit(f"{path}: no SASS source page header (a row starting with \"Address\")")
+    hdr = rows[head]
+    ix = {h: i for i, h in enumerate(hdr)}
+    for col in ("Source", "Instructions Executed", "Warp Stall Sampling (All Samples)"):
+        if col not in ix:
+            sys.exit(f"{path}: no column '{col}'")
+    stall_cols = [h for h in hdr if h.startswith("stall_") and "Not Issued" not in h]
+    ops = []  # (opcode, executed, samples, {stall: samples})
+    for r in rows[head + 1:]:
+        if len(r) < len(hdr):
+            continue
+        op = re.sub(r"^@!?U?P\w+\s+", "", r[ix["Source"]].strip()).split(" ")[0].split(".")[0]
+        ops.append((op, num(r[ix["Instructions Executed"]]) or 0.0,
+                    num(r[ix["Warp Stall Sampling (All Samples)"]]) or 0.0,
+                    {h[6:]: num(r[ix[h]]) or 0.0 for h in stall_cols}))
+    ex_total = sum(o[1] for o in ops) or 1.0
+    s_total = sum(o[2] for o in ops) or 1.0
+    by_ex, by_s, by_stall = {}, {}, {}
+    for op, e, smp, st in ops:
+        by_ex[op] = by_ex.get(op, 0.0) + e
+        by_s[op] = by_s.get(op, 0.0) + smp
+        d = by_stall.setdefault(op, {})
+        for k, v in st.items():
+            d[k] = d.get(k, 0.0) + v
+    print(f"{path}: {ex_total:.0f} warp instructions executed, {s_total:.0f} stall samples")
+    print(f"{'opcode':<10} {'exec %':>7} {'samples %':>9}  top stalls (samples)")
+    for op in sorted(by_s, key=lambda o: -by_s[o])[:20]:
+        top = ", ".join(f"{k} {v:.0f}" for k, v in sorted(by_stall[op].items(), key=lambda kv: -kv[1])[:3] if v)
+        print(f"{op:<10} {100 * by_ex[op] / ex_total:7.1f} {100 * by_s[op] / s_total:9.1f}  {top}")
+    hmma = [i for i, o in enumerate(ops) if o[0] == "HMMA"]
+    if hmma:
+        for name, a, b in (("before the first HMMA", 0, hmma[0]), ("first to last HMMA", hmma[0], hmma[-1] + 1),
+                           ("after the last HMMA", hmma[-1] + 1, len(ops))):
+            part = ops[a:b]
+            mix = {}
+            for o in part:
+                mix[o[0]] = mix.get(o[0], 0.0) + o[1]
+            top = ", ".join(f"{k} {100 * v / ex_total:.1f}" for k, v in sorted(mix.items(), key=lambda kv: -kv[1])[:6])
+            print(f"{name:<22} exec {100 * sum(o[1] for o in part) / ex_total:5.1f} %  samples "
+                  f"{100 * sum(o[2] for o in part) / s_total:5.1f} %  ({top})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv", help="ncu --csv --page raw output (text before the header is skipped)")
+    ap.add_argument("--sass", action="store_true", help="CSV is one kernel's SASS source page (see above)")
     args = ap.parse_args()
+    if args.sass:
+        sass_summary(args.csv)
+        return
     with open(args.csv, newline="") as f:
         lines = f.read().splitlines()
     start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
