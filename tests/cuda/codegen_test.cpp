@@ -311,6 +311,36 @@ TEST(CudaCodegen, MatchesReferenceOnTheDevice) {
   }
 }
 
+// The CUDA GELU (opv_gelu, codegen.cpp's prelude) against the double-precision x Phi(x) on a 1/512
+// grid over [-12, 12]: relative error under 2e-5 wherever |GELU| >= 1e-6, absolute under 1e-11
+// below. 0.5 x (1 + erff(x / sqrt 2)), the form before session 30, fails both (1 + erf cancels for
+// negative x: 7 % relative error at x = -5 and 9e-8 absolute beyond, on cudasim).
+TEST(CudaCodegen, GeluIsAccurateOnTheDevice) {
+  std::unique_ptr<backend::Backend> cu;
+  if (std::string why = test::open_cuda(&cu); !why.empty()) GTEST_SKIP() << why;
+  constexpr int64_t n = 24 * 512 + 1;
+  G b;
+  const int x = b.input({1, n});
+  const plan::Plan p = lower_cuda(b.node(OpKind::Gelu, {}, {x}, {1, n}));
+  Tensor in(DType::F32, {1, n}), out(DType::F32, {1, n});
+  for (int64_t i = 0; i < n; ++i) in.data<float>()[i] = -12.0f + float(i) / 512.0f;
+  cu->load(p);
+  cu->run({&in}, {&out});
+  double worst_rel = 0, worst_abs = 0;
+  float at_rel = 0, at_abs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = in.data<float>()[i], want = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    const double err = std::fabs(double(out.data<float>()[i]) - want);
+    if (std::fabs(want) >= 1e-6) {
+      if (err / std::fabs(want) > worst_rel) worst_rel = err / std::fabs(want), at_rel = float(v);
+    } else if (err > worst_abs) {
+      worst_abs = err, at_abs = float(v);
+    }
+  }
+  EXPECT_LT(worst_rel, 2e-5) << "at x = " << at_rel;
+  EXPECT_LT(worst_abs, 1e-11) << "at x = " << at_abs;
+}
+
 // ---- fp16 storage: tensor-core 1x1 convs (plan arch compute_80) and the vectorised GEMV ----------
 // Every case is built twice from the same fp16-rounded values: with fp16 storage for the cuda
 // plan and in fp32 for the reference backend, so the comparison sees only the kernel's rounding
