@@ -1414,6 +1414,19 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
   };
   const Form deep = lower_form(wide, "compute_90", ""), deep80 = lower_form(wide, "compute_80", "");
   const Form flat = lower_form(wide, "compute_90", "ffn_ring=2");
+  // Over 16 x 16 pixels split 2 ways (16 tiles, 4 chunks and 64 slabs a block): the chunk loop
+  // stays a loop, and the deep ring holds a divisor of a chunk's 16 slabs (8), so each slab's
+  // buffer is a compile-time one.
+  const F16Case wide2{"ffn_wide_deep_ring_looped", 1, 512, 512, 16, 16, 0, false, false, false, false, true};
+  const Form looped = lower_form(wide2, "compute_90", "ffn_blocks=32");
+  const Form looped_flat = lower_form(wide2, "compute_90", "ffn_blocks=32,ffn_ring=2");
+  EXPECT_TRUE(looped.deep);
+  EXPECT_EQ(looped.nb, 8);
+  for (const Form* f : {&looped, &looped_flat}) {
+    const plan::cuda::Generated gen = plan::cuda::generate(f->p, f->p.calls[ffn_call(f->p)]);
+    EXPECT_NE(gen.source.find("#pragma unroll 1\n  for (int cq = 0; cq < CPB; ++cq)"), std::string::npos);
+    EXPECT_NE(gen.source.find("next_slab_at(cq, NS1 + j)"), std::string::npos);
+  }
   EXPECT_TRUE(deep.deep);
   EXPECT_EQ(deep.nb, 10);
   EXPECT_EQ(deep.smem, 10 * 64 * 64 * 2);
@@ -1437,6 +1450,9 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
   bf->load(flat.p);
   uint64_t seed = 230;
   expect_bit_equal_runs(*bd, *bf, deep.p, &seed);
+  bd->load(looped.p);
+  bf->load(looped_flat.p);
+  expect_bit_equal_runs(*bd, *bf, looped.p, &seed);
 }
 
 // Wide pixel tiles (ffn.cpp, TuneKey::FfnBn): where a ConvFFN has many pixel tiles an unsplit block

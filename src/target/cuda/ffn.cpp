@@ -175,6 +175,16 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   if (fixed > kFfnSmemBytes || (s.NB < 2 && !(s.w8 && deep >= kFfnWideMinRing))) return false;
   s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
   if (s.deep) s.NB = deep;
+  // A deep ring whose chunk loop stays a loop (ffn_slots_fixed) holds a divisor of a chunk's slabs,
+  // where the cluster form's partial tile still fits it: then slab j of every chunk has ring buffer
+  // j % NB, known to the compiler (session 30: ffn_256 at batch 32 spent ~850 integer
+  // instructions a chunk against 128 mma.sync, most on the ring's run-time q / NSL, q % 10).
+  const int64_t nsl = s.Cin / s.SK1 + s.Cout / 64;
+  if (s.deep && s.NC % s.CPB == 0 && s.slabs() > kFfnMaxUnrolledSlabs) {
+    int64_t nb = s.NB;
+    while (nsl % nb) --nb;
+    if (nb >= kFfnWideMinRing && (s.S == 1 || s.Cout * s.BN * 4 <= nb * kFfnSlabBytes)) s.NB = nb;
+  }
   return true;
 }
 // Warps a block of the fused kernel, unless the kernel's attr "cuda_ffn_warps" says (4 or 8): 8
@@ -385,11 +395,12 @@ Generated ffn(const Plan& p, const Call& c) {
                        "  constexpr int nsteps = CPB * NSL;\n"
                      : "  const int c_beg = sp * CPB, c_end = c_beg + CPB < NC ? c_beg + CPB : NC;\n"
                        "  const int nsteps = (c_end - c_beg) * NSL;\n")
-    // Slab q of the block's sequence into ring buffer q % NB (nothing past the last slab).
-    << "  auto issue = [&](int q) {\n"
-    << "    if (q >= nsteps) return;\n"
-    << "    const int h0 = (c_beg + q / NSL) * HC, j = q % NSL;\n"
-    << "    unsigned short* dst = Ws[q % NB];\n"
+    // Slab j of the block's chunk cq into ring buffer `buf` (nothing past the last chunk); slab q
+    // of the block's sequence is slab q % NSL of chunk q / NSL, into buffer q % NB.
+    << "  auto issue_at = [&](int cq, int j, int buf) {\n"
+    << "    if (cq * NSL >= nsteps) return;\n"
+    << "    const int h0 = (c_beg + cq) * HC;\n"
+    << "    unsigned short* dst = Ws[buf];\n"
     << "    if (j < NS1) {  // W1 rows h0.., input channels j * SK1..\n"
     << block_steps(64 * (s.SK1 / 8), NT, "      ")
     << "        const int r = e / (SK1 / 8), cc = e % (SK1 / 8);\n"
@@ -402,6 +413,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "      }\n"
     << "    }\n"
     << "  };\n"
+    << "  auto issue = [&](int q) { issue_at(q / NSL, q % NSL, q % NB); };\n"
     // A fragment (16 rows from `row0`, 16 columns from `col`) of a swizzled slab.
     << "  auto lda = [&](unsigned* r, const unsigned short* slab, int row0, int col) {\n"
     << "    const int row = row0 + (lane & 15), cc = (col >> 3) + (lane >> 4);\n"
@@ -596,7 +608,19 @@ Generated ffn(const Plan& p, const Call& c) {
     << "    issue(q + NB - 1);\n"
     << "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
     << "    return Ws[q++ % NB];\n"
-    << "  };\n"
+    << "  };\n";
+  // Where the chunk loop stays a loop with a fixed chunk count and NB divides NSL, slab j of chunk
+  // cq (j from the unrolled slab loops) has its buffer and the slab it refills at compile time.
+  const bool slots_fixed = fixed_chunks && !unroll_chunks && (s.Cin / s.SK1 + s.Cout / 64) % s.NB == 0;
+  if (slots_fixed)
+    b << "  auto next_slab_at = [&](int cq, int j) -> const unsigned short* {\n"
+      << "    asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(NB - 2) : \"memory\");\n"
+      << "    __syncthreads();  // slab j landed for every thread; buffer (j - 1) % NB is free\n"
+      << "    issue_at(cq + (j + NB - 1) / NSL, (j + NB - 1) % NSL, (j + NB - 1) % NB);\n"
+      << "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
+      << "    return Ws[j % NB];\n"
+      << "  };\n";
+  b
     << (fixed_chunks ? std::string(unroll_chunks ? "#pragma unroll\n" : "#pragma unroll 1\n") +
                            "  for (int cq = 0; cq < CPB; ++cq) {\n    const int ch = c_beg + cq;\n"
                      : "#pragma unroll 1\n  for (int ch = c_beg; ch < c_end; ++ch) {\n")
@@ -611,7 +635,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "    float acc1[" << nwt << "][4];\n"
     << "#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) acc1[c][r] = 0.0f;\n"
     << "#pragma unroll\n    for (int j = 0; j < NS1; ++j) {\n"
-    << "      const unsigned short* w = next_slab();\n"
+    << (slots_fixed ? "      const unsigned short* w = next_slab_at(cq, j);\n" : "      const unsigned short* w = next_slab();\n")
     << "#pragma unroll\n      for (int kk = 0; kk < SK1 / 16; ++kk) {\n";
   if (!one_nt) {
     b << "        unsigned a[4];\n"
@@ -643,7 +667,7 @@ Generated ffn(const Plan& p, const Call& c) {
     // fc2: the first W2 slab's barrier also publishes the hidden tile.
     << "    unsigned gb[4][" << (one_nt ? 2 : 4 * NP) << "];\n"
     << "#pragma unroll\n    for (int j = 0; j < NS2; ++j) {\n"
-    << "      const unsigned short* w = next_slab();\n"
+    << (slots_fixed ? "      const unsigned short* w = next_slab_at(cq, NS1 + j);\n" : "      const unsigned short* w = next_slab();\n")
     << "      if (j == 0) {\n"
     << "#pragma unroll\n        for (int kk = 0; kk < 4; ++kk)\n"
     << (one_nt ? "          opv_ldsm2t(gb[kk], Gs + (kk * 16 + (lane & 15)) * LDG + wn * 8);\n"
