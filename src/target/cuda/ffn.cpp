@@ -80,7 +80,9 @@ constexpr int64_t kFfnMaxCluster = 16;
 // kFfnSmemReserve for the kernel's static rest: ffn_512 53 us a call with 10 (run 51). Rings of 4
 // or more stay static: with 10 buffers the batch-32 ffn_256 was 9 % slower (two blocks an SM
 // where four fit; its time is the L2 traffic of its weights, re-read by each of 256 pixel tiles)
-// and ffn_128 unchanged (run 51); the batch-1 fixture's rings are 4-5.
+// and ffn_128 unchanged (run 51); the batch-1 fixture's rings are 4-5. Where a block's chunk loop
+// is not unrolled the deep ring is cut to a divisor of a chunk's slabs (ffn_size; the batch-32
+// ffn_256 and ffn_512: 8), so each slab's buffer is a compile-time one (session 30).
 constexpr int64_t kFfnShallowRing = 2;
 // Wide pixel tiles (TuneKey::FfnBn): a block of BN = 16 pixels streams every weight slab for 16
 // pixels, so where the pixel tiles are many (the batch-32 artifact's stages 0 and 1: 4,096 and
@@ -175,7 +177,7 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   if (fixed > kFfnSmemBytes || (s.NB < 2 && !(s.w8 && deep >= kFfnWideMinRing))) return false;
   s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
   if (s.deep) s.NB = deep;
-  // A deep ring whose chunk loop stays a loop (ffn_slots_fixed) holds a divisor of a chunk's slabs,
+  // A deep ring whose chunk loop stays a loop (ffn(): slots_fixed) holds a divisor of a chunk's slabs,
   // where the cluster form's partial tile still fits it: then slab j of every chunk has ring buffer
   // j % NB, known to the compiler (session 30: ffn_256 at batch 32 spent ~850 integer
   // instructions a chunk against 128 mma.sync, most on the ring's run-time q / NSL, q % 10).
