@@ -118,7 +118,8 @@ struct FfnShape {
   int64_t BN = kFfnBN;            // pixels a tile (ffn_size: wide tiles)
   bool w8 = false;                // ffn_size: wide tiles on 8 warps (TuneKey::FfnWarps)
   int64_t blocks() const { return N * PT * S; }
-  int64_t slabs() const { return CPB * (Cin / SK1 + Cout / 64); }  // slab steps of a block with CPB chunks
+  int64_t chunk_slabs() const { return Cin / SK1 + Cout / 64; }  // NSL: W1 then W2 slabs of a hidden chunk
+  int64_t slabs() const { return CPB * chunk_slabs(); }  // slab steps of a block with CPB chunks
   int64_t fixed_bytes() const { return (Cin + kFfnHC) * (BN + 8) * 2; }  // X and hidden tiles
   int64_t dynamic_bytes() const { return deep ? NB * kFfnSlabBytes : 0; }
 };
@@ -181,10 +182,9 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   // where the cluster form's partial tile still fits it: then slab j of every chunk has ring buffer
   // j % NB, known to the compiler (session 30: ffn_256 at batch 32 spent ~850 integer
   // instructions a chunk against 128 mma.sync, most on the ring's run-time q / NSL, q % 10).
-  const int64_t nsl = s.Cin / s.SK1 + s.Cout / 64;
   if (s.deep && s.NC % s.CPB == 0 && s.slabs() > kFfnMaxUnrolledSlabs) {
     int64_t nb = s.NB;
-    while (nsl % nb) --nb;
+    while (s.chunk_slabs() % nb) --nb;
     if (nb >= kFfnWideMinRing && (s.S == 1 || s.Cout * s.BN * 4 <= nb * kFfnSlabBytes)) s.NB = nb;
   }
   return true;
@@ -613,7 +613,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "  };\n";
   // Where the chunk loop stays a loop with a fixed chunk count and NB divides NSL, slab j of chunk
   // cq (j from the unrolled slab loops) has its buffer and the slab it refills at compile time.
-  const bool slots_fixed = fixed_chunks && !unroll_chunks && (s.Cin / s.SK1 + s.Cout / 64) % s.NB == 0;
+  const bool slots_fixed = fixed_chunks && !unroll_chunks && s.chunk_slabs() % s.NB == 0;
   if (slots_fixed)
     b << "  auto next_slab_at = [&](int cq, int j) -> const unsigned short* {\n"
       << "    asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(NB - 2) : \"memory\");\n"
