@@ -61,6 +61,10 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-ffn-dw", "on|off", "cuda: with --cuda-ffn on, the depthwise conv that alone feeds fc1 (FastViT's "
               "ConvFFN 7x7) computed inside the fused ConvFFN kernel too (layers without a hidden split); slower on the "
               "H200 so far (BENCHMARKS.md). Recorded in the plan when on", "off")
+      .option("--cuda-ffn-pair", "off|split|all", "cuda: with --cuda-ffn on, the depthwise pair before a fused ConvFFN "
+              "(FastViT's RepMixer 3x3 -> ConvFFN 7x7) computed inside that kernel: split = where the ConvFFN's hidden split "
+              "is a thread-block cluster (compute_90+; each block computes its share of the channels), all = also the unsplit "
+              "ConvFFNs. Bit-identical to the pair's own launch. Recorded in the plan when not the default", "split")
       .option("--cuda-pack", "on|off", "cuda: compute the uint8 input pack (Concat/Cast + normalisation) inside the stem "
               "convolution that alone reads it: one launch fewer, bit-identical (from compute_80 through a compile-time table of "
               "the pack's values), but not faster: a tie at batch 1 and slower at batch 32 on the H100 (BENCHMARKS.md). "
@@ -160,6 +164,11 @@ int cmd_compile(int argc, char** argv) {
   }
   opts.pass_ctx.cuda.fuse_ffn = on_off(a, "--cuda-ffn", "on");
   opts.pass_ctx.cuda.fuse_ffn_dw = on_off(a, "--cuda-ffn-dw", "off");
+  try {
+    opts.pass_ctx.cuda.ffn_pair = plan::cuda::parse_ffn_pair_mode(a.get("--cuda-ffn-pair", "split"));
+  } catch (const Error& e) {
+    throw UsageError(std::string("opvision compile: --cuda-ffn-pair: ") + e.what());
+  }
   opts.pass_ctx.cuda.fuse_pack = on_off(a, "--cuda-pack", "off");
   opts.pass_ctx.cuda.fuse_se = on_off(a, "--cuda-se", "on");
   opts.pass_ctx.cuda.cluster = on_off(a, "--cuda-cluster", "on");

@@ -217,7 +217,7 @@ bool post_ops_ok(const Ctx& x, std::string* why) {
 }
 std::string post_ops(const Ctx& x) { return post_ops_split(x, "").ops; }
 
-SplitPostOps post_ops_split(const Ctx& x, const std::string& idx) {
+SplitPostOps post_ops_split(const Ctx& x, const std::string& idx, const std::map<int, std::string>* computed) {
   SplitPostOps sp;
   for (const PostOp& po : x.k.post_ops) {
     if (po.input < 0) {
@@ -225,7 +225,9 @@ SplitPostOps post_ops_split(const Ctx& x, const std::string& idx) {
       continue;
     }
     const Buffer& b = x.in(size_t(po.input));
-    const std::string a = load(b.dtype, x.in_name(size_t(po.input)), bcast_offset(x.out().shape, b));
+    const auto cit = computed ? computed->find(po.input) : std::map<int, std::string>::const_iterator();
+    const std::string a = computed && cit != computed->end() ? cit->second
+                                                             : load(b.dtype, x.in_name(size_t(po.input)), bcast_offset(x.out().shape, b));
     const std::string r = idx.empty() ? a : "pfo" + std::to_string(sp.operands) + "[" + idx + "]";
     if (!idx.empty()) sp.loads += "  " + r + " = " + a + ";\n";
     ++sp.operands;
@@ -1024,6 +1026,7 @@ __device__ __forceinline__ void opv_cluster_exit() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void opv_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void opv_cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
 __device__ __forceinline__ void opv_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 __device__ __forceinline__ unsigned opv_cluster_addr(const void* p, unsigned rank) {
   unsigned a;
@@ -1037,6 +1040,9 @@ __device__ __forceinline__ float4 opv_ld_cluster4(unsigned a) {
 }
 __device__ __forceinline__ void opv_st_cluster2(unsigned a, unsigned short v) {
   asm volatile("st.shared::cluster.u16 [%0], %1;" :: "r"(a), "h"(v) : "memory");
+}
+__device__ __forceinline__ void opv_st_cluster4(unsigned a, uint4 v) {
+  asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};" :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 )";
 // The whole kernel body (after `i`); *blocks: the launch's block count; *globals: module-scope
@@ -1808,6 +1814,8 @@ bool codegen(Plan& p, const PassCtx& ctx) {
   if (ctx.cuda.fuse_ffn) fuse_ffn(p, false);
   // FastViT blocks (depthwise pair + ConvFFN) chained into one kernel a run (compute_90+, clusters)
   if (ctx.cuda.fuse_stage && ctx.cuda.cluster) fuse_stage(p);
+  // the depthwise pair before a fused ConvFFN inside that kernel (FfnPairMode)
+  if (ctx.cuda.fuse_ffn) fuse_ffn_pairs(p, ctx.cuda.ffn_pair);
   fuse_concat_cast(p);
   // the Concat of the heads' outputs (and their input) inside the chains' launch
   if (ctx.cuda.fuse_heads && ctx.cuda.cluster) fold_heads_concat(p);

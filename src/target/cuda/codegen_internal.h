@@ -4,11 +4,13 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "plan/plan.h"
 #include "target/cuda/codegen.h"
+#include "target/cuda/options.h"
 
 namespace opv::plan::cuda::detail {
 
@@ -75,7 +77,9 @@ struct SplitPostOps {
   std::string loads, ops;
   int operands = 0;
 };
-SplitPostOps post_ops_split(const Ctx& x, const std::string& idx);
+// `computed` (optional) maps operand slots to an expression of o0..o<r-1> that replaces the slot's
+// load (ffn.cpp: the depthwise pair's first output, computed again from its input).
+SplitPostOps post_ops_split(const Ctx& x, const std::string& idx, const std::map<int, std::string>* computed = nullptr);
 std::string prefetch_decls(int operands, bool bias, const std::string& dims);
 // The head of a block-strided loop, `for (int e = tid; e < n; e += threads)`: up to
 // kMaxBlockSteps steps a thread, as that many unrolled steps whose count the compiler knows (a
@@ -165,6 +169,9 @@ std::string layer_norm(const Ctx& x, std::string* why, int64_t* rows);
 // `with_dw` only where a depthwise conv that alone feeds fc1 comes first (merged too), and the
 // source of such a call (cuda_abi.h "ConvFFN").
 void fuse_ffn(Plan& p, bool with_dw);
+// A depthwise pair call followed by the fused ConvFFN that alone reads both its outputs (the
+// second as X, the first as fc2's residual) merged into that call (ffn.cpp, FfnPairMode).
+void fuse_ffn_pairs(Plan& p, FfnPairMode mode);
 Generated ffn(const Plan& p, const Call& c);
 
 // se.cpp: the squeeze-excitation gate (a global mean pool, a 1x1 conv, a 1x1 conv, the scale)

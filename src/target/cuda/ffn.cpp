@@ -300,18 +300,136 @@ void fuse_ffn(Plan& p, bool with_dw) {
   }
   p.calls = std::move(calls);
 }
+// ---- the depthwise pair inside the ConvFFN ------------------------------------------------------
+// FastViT's block is a depthwise pair (the RepMixer's KA x KA, then the ConvFFN's KB x KB on its
+// output, dw_pair.cpp) and the fused ConvFFN on the pair's second output whose fc2 adds the pair's
+// first (the residual): at batch 1 two launches of a few microseconds each, mostly latency. With
+// Options::ffn_pair the pair runs inside the ConvFFN kernel, before its main loop:
+//   1. every block computes the pair for its tile's BN pixels on its share of the channels (the
+//      cluster form: rank sp takes CPR = ceil(CIN / S) channels; unsplit layers: all of them): it
+//      stages the input rows the tile needs (the tile's rows, KB's halo and KA's, zero outside the
+//      map), the first conv over the tile and KB's halo (zero outside the map, rounded to the
+//      first output's fp16 as the pair's call stores it), then the second conv at the tile's
+//      pixels into its X tile, rounded to fp16 as the pair stores it; channels in batches of CB
+//      that fit kFfnPairScratch bytes of dynamic shared memory;
+//   2. the cluster form stores its channels' rows of the X tile into every other block of the
+//      cluster (st.shared::cluster, 16 bytes a store; after a cluster barrier that the kernel's
+//      first instruction arrived at, so every peer is running) and a cluster barrier publishes them;
+//   3. fc2's residual operand (the pair's first output at (n, m, q)) is the first conv computed
+//      again at that pixel from the input, in the same tap order, where the epilogue loads its
+//      operands (before the main loop in both forms where they fit registers).
+// Every value is the pair's and the ConvFFN's bit for bit (the same taps in the same order, the
+// same roundings, the same hidden split). The first conv runs on about (TR + 2 DB) x (XC + 2 DB)
+// pixels a tile for BN outputs (stage 2 of the fixture: 7 x 22 for 16), cheap beside a launch.
+constexpr int64_t kFfnPairScratch = 64 << 10;  // dynamic shared memory for the pair's staging, at most
+struct FfnPairGeom {
+  int64_t KA = 0, KB = 0, H = 0, W = 0;
+  bool row = false;     // W % BN == 0: a tile is BN columns of one row
+  int64_t TR = 0, XC = 0;  // rows and columns of the tile's bounding box (XC = W where tiles span rows)
+  int64_t CPR = 0, CB = 0;  // channels a block, a batch
+  int64_t AR() const { return TR + (KB - 1); }
+  int64_t AC() const { return XC + (KB - 1); }
+  int64_t IR() const { return AR() + (KA - 1); }
+  int64_t IC() const { return AC() + (KA - 1); }
+  int64_t taps() const { return KA * KA + KB * KB + 2; }  // a channel's taps and both biases
+  int64_t channel_floats() const { return IR() * IC() + AR() * AC() + taps(); }
+  int64_t bytes() const { return CB * channel_floats() * 4; }
+};
+static FfnPairGeom ffn_pair_geom(const FfnShape& s, int64_t H, int64_t ka, int64_t kb, bool cluster) {
+  FfnPairGeom g;
+  g.KA = ka, g.KB = kb, g.H = H, g.W = s.OW;
+  g.row = s.OW % s.BN == 0;
+  g.TR = g.row ? 1 : std::min<int64_t>(H, s.BN % s.OW == 0 ? s.BN / s.OW : (s.BN - 1 + s.OW - 1) / s.OW + 1);
+  g.XC = g.row ? s.BN : s.OW;
+  g.CPR = cluster ? (s.Cin + s.S - 1) / s.S : s.Cin;
+  const int64_t rounds = std::max<int64_t>(1, (g.CPR * g.channel_floats() * 4 + kFfnPairScratch - 1) / kFfnPairScratch);
+  g.CB = (g.CPR + rounds - 1) / rounds;
+  return g;
+}
+// Whether a ConvFFN of shape s splits its hidden chunks over a cluster by default (ffn()'s rule).
+static bool ffn_can_cluster(const Plan& p, const FfnShape& s) {
+  return s.S > 1 && s.S <= kFfnMaxCluster && s.Cout * s.BN * 4 <= s.NB * kFfnSlabBytes && plan_sm(p) >= 90;
+}
+// Shared memory of a ConvFFN block (static and dynamic) with `scratch` more dynamic bytes.
+static int64_t ffn_smem_total(const FfnShape& s, int64_t scratch) {
+  return s.fixed_bytes() + (s.deep ? 0 : s.NB * kFfnSlabBytes) + s.dynamic_bytes() + scratch + kFfnSmemReserve;
+}
+void fuse_ffn_pairs(Plan& p, FfnPairMode mode) {
+  if (mode == FfnPairMode::Off || plan_sm(p) < 80) return;
+  const std::vector<int> readers = reader_counts(p);
+  const bool cl_opt = Options::from_meta(p.meta).cluster;
+  fuse_pairs(p, [&](const Call& d, const Call& f, Kernel* k, Call* out) {
+    const Kernel& dk = p.kernels.at(size_t(d.kernel));
+    const Kernel& fk = p.kernels.at(size_t(f.kernel));
+    if (dk.op != OpKind::Conv || dk.attrs.i("cuda_dw_pair", 0) != 1 || !dk.source.empty() || d.outputs.size() != 2 ||
+        d.inputs.size() != 5 || d.inputs[1] < 0 || d.inputs[3] < 0)
+      return false;
+    if (fk.op != OpKind::Conv || fk.attrs.i("cuda_ffn", 0) != 1 || fk.attrs.has("cuda_ffn_dw") ||
+        fk.attrs.has("cuda_ffn_pair") || !fk.source.empty() || f.outputs.size() != 1 || f.inputs.size() < 6)
+      return false;
+    const int o0 = d.outputs[0], o1 = d.outputs[1];
+    if (f.inputs[0] != o1 || readers.at(size_t(o1)) != 1 || readers.at(size_t(o0)) != 1) return false;
+    for (int b : {o0, o1})
+      if (p.buffers.at(size_t(b)).kind != BufferKind::Intermediate || p.buffers.at(size_t(b)).dtype != DType::F16) return false;
+    // the residual: the one operand slot of fc2 that reads the pair's first output, used by a binary post-op
+    int res = -1;
+    for (size_t j = 5; j < f.inputs.size(); ++j)
+      if (f.inputs[j] == o0) res = int(j);
+    bool used = false;
+    for (const PostOp& po : fk.post_ops) used |= po.input == res;
+    if (res < 0 || !used) return false;
+    const Buffer& X = p.buffers.at(size_t(f.inputs[0]));
+    if (X.shape.size() != 4 || nhwc_stored(X) || p.buffers.at(size_t(d.inputs[0])).shape != X.shape) return false;
+    FfnShape s;
+    s.N = X.shape[0], s.Cin = X.shape[1], s.P = X.shape[2] * X.shape[3], s.OW = X.shape[3];
+    s.Hd = p.buffers.at(size_t(f.inputs[1])).shape[0], s.Cout = p.buffers.at(size_t(f.outputs[0])).shape[1];
+    if (!ffn_size(p, &s) || s.BN != kFfnBN || s.w8) return false;
+    const bool cluster = ffn_can_cluster(p, s) && cl_opt;
+    if (!(cluster || (s.S == 1 && mode == FfnPairMode::All))) return false;
+    const int64_t ka = p.buffers.at(size_t(d.inputs[1])).shape[2], kb = p.buffers.at(size_t(d.inputs[3])).shape[2];
+    if (ka > kFfnDwMaxK || kb > kFfnDwMaxK) return false;
+    const FfnPairGeom g = ffn_pair_geom(s, X.shape[2], ka, kb, cluster);
+    if (ffn_smem_total(s, g.bytes()) > ffn_smem_cap(p)) return false;
+    const std::vector<int64_t> dn = dk.attrs.ints("cuda_batch_post_ops"), fn = fk.attrs.ints("cuda_batch_post_ops");
+    if (dn.size() != 2 || fn.size() != 2) return false;
+    *k = fk;
+    const size_t at = k->name.rfind("_f16");
+    const std::string dws = "_dw" + std::to_string(ka) + "x" + std::to_string(ka) + "_" + std::to_string(kb) + "x" + std::to_string(kb);
+    k->name = at == std::string::npos ? k->name + dws : k->name.substr(0, at) + dws + k->name.substr(at);
+    k->post_ops = dk.post_ops;  // the pair's (unary), then fc1's and fc2's
+    for (PostOp po : fk.post_ops) {
+      if (po.input >= 0) po.input += 4;  // fc2's operand slots move past the pair's weights
+      k->post_ops.push_back(po);
+    }
+    k->attrs.set("cl_batch", int64_t(4));
+    k->attrs.set("cuda_batch_post_ops", std::vector<int64_t>{dn[0], dn[1], fn[0], fn[1]});
+    k->attrs.set("cuda_ffn_pair", std::vector<int64_t>{ka, kb});
+    k->attrs.set("cuda_ffn_res", int64_t(res + 4));
+    out->inputs = {d.inputs[0], f.inputs[1], f.inputs[2], f.inputs[3], f.inputs[4],
+                   d.inputs[1], d.inputs[2], d.inputs[3], d.inputs[4]};
+    for (size_t j = 5; j < f.inputs.size(); ++j) out->inputs.push_back(int(j) == res ? d.inputs[0] : f.inputs[j]);
+    out->outputs = f.outputs;
+    return true;
+  });
+}
 Generated ffn(const Plan& p, const Call& c) {
   Generated gen;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
   const int64_t DK = k.attrs.i("cuda_ffn_dw", 0);  // the depthwise conv's kernel size (0: none)
-  const size_t nw = DK ? 7 : 5;                     // slots before fc2's other operands
-  if (c.outputs.size() != 1 || c.inputs.size() < nw || npo.size() != (DK ? 3u : 2u) || c.inputs[0] < 0 ||
-      c.inputs[1] < 0 || c.inputs[3] < 0 || (DK && c.inputs[5] < 0) ||
-      size_t(npo[0] + npo[1] + (DK ? npo[2] : 0)) != k.post_ops.size())
+  const std::vector<int64_t> PK = k.attrs.ints("cuda_ffn_pair");  // the depthwise pair's kernel sizes (none: no pair)
+  const bool PAIR = !PK.empty();
+  const size_t nw = DK ? 7 : PAIR ? 9 : 5;          // slots before fc2's other operands
+  const size_t nmem = DK ? 3u : PAIR ? 4u : 2u;     // members: [dw,] [pair's two,] fc1, fc2
+  int64_t npo_sum = 0;
+  for (int64_t v : npo) npo_sum += v;
+  if (c.outputs.size() != 1 || c.inputs.size() < nw || npo.size() != nmem || c.inputs[0] < 0 || c.inputs[1] < 0 ||
+      c.inputs[3] < 0 || (DK && c.inputs[5] < 0) || (PAIR && (DK || PK.size() != 2 || c.inputs[5] < 0 || c.inputs[7] < 0)) ||
+      size_t(npo_sum) != k.post_ops.size())
     return gen.why = "ConvFFN call out of shape", gen;
-  // Post-op ranges: the depthwise conv's [0, po1), fc1's [po1, po2), fc2's [po2, end).
-  const int64_t po1 = DK ? npo[0] : 0, po2 = po1 + npo[DK ? 1 : 0];
+  // Post-op ranges: the depthwise conv's (the pair's two convs': [0, poa), [poa, po1)) [0, po1),
+  // fc1's [po1, po2), fc2's [po2, end).
+  const int64_t poa = PAIR ? npo[0] : 0, po1 = DK ? npo[0] : PAIR ? npo[0] + npo[1] : 0, po2 = po1 + npo[nmem - 2];
   auto buf = [&](size_t j) -> const Buffer& { return p.buffers.at(size_t(c.inputs[j])); };
   const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
   if (buf(0).shape.size() != 4 || buf(1).shape.size() != 4 || Y.shape.size() != 4)
@@ -337,16 +455,37 @@ Generated ffn(const Plan& p, const Call& c) {
   k2.post_ops.assign(k.post_ops.begin() + po2, k.post_ops.end());
   const Ctx x2{p, c, k2};
   if (std::string why; !post_ops_ok(x2, &why)) return gen.why = why, gen;
+  // The depthwise pair inside (the comment above kFfnPairScratch): its weights [Cin, 1, K, K], its
+  // biases Cin floats, fc2's residual operand (slot "cuda_ffn_res", X's buffer in the call)
+  // computed again from X.
+  const int64_t RES = PAIR ? k.attrs.i("cuda_ffn_res", -1) : -1;
+  std::map<int, std::string> res_expr;
+  if (PAIR) {
+    const int64_t ka = PK[0], kb = PK[1];
+    auto bias_ok = [&](size_t j) { return c.inputs[j] < 0 || (numel(buf(j).shape) == s.Cin && is_float(buf(j).dtype)); };
+    if (nhwc || ka % 2 == 0 || kb % 2 == 0 || ka > kFfnDwMaxK || kb > kFfnDwMaxK || buf(5).shape != Shape{s.Cin, 1, ka, ka} ||
+        buf(7).shape != Shape{s.Cin, 1, kb, kb} || !bias_ok(6) || !bias_ok(8) || !is_float(buf(0).dtype) ||
+        !is_float(buf(5).dtype) || !is_float(buf(7).dtype) || RES < int64_t(nw) || RES >= int64_t(c.inputs.size()) ||
+        c.inputs[size_t(RES)] != c.inputs[0])
+      return gen.why = "ConvFFN depthwise pair out of shape", gen;
+    res_expr[int(RES)] = "opv_res(o0, o1, o2, o3)";
+  }
+  const std::map<int, std::string>* computed = PAIR ? &res_expr : nullptr;
   const int64_t TILE = s.Cout * s.BN;
   // The split's partials through a cluster (kernel attr "cuda_ffn_cluster" 0/1 overrides the
   // default: compute_90+ and Options::cluster): the S blocks of a tile are one cluster, each keeps
   // its partial tile in its slab ring (TILE floats must fit) and sums a share of the tile from all S.
-  const bool can_cluster = s.S > 1 && s.S <= kFfnMaxCluster && TILE * 4 <= s.NB * kFfnSlabBytes && plan_sm(p) >= 90;
+  const bool can_cluster = ffn_can_cluster(p, s);
   const int64_t cl_attr = k.attrs.i("cuda_ffn_cluster", can_cluster && Options::from_meta(p.meta).cluster ? 1 : 0);
   if (cl_attr != 0 && cl_attr != 1) return gen.why = "ConvFFN: cuda_ffn_cluster must be 0 or 1", gen;
   if (cl_attr == 1 && !can_cluster)
     return gen.why = "ConvFFN: cuda_ffn_cluster needs a hidden split of 2-16 blocks, compute_90 and the partial tile within the slab ring", gen;
   const bool cluster = cl_attr == 1;
+  if (PAIR && (s.BN != kFfnBN || !(cluster || s.S == 1)))
+    return gen.why = "ConvFFN: the depthwise pair inside needs 16-pixel tiles, unsplit or split over a cluster", gen;
+  const FfnPairGeom pg = PAIR ? ffn_pair_geom(s, buf(0).shape[2], PK[0], PK[1], cluster) : FfnPairGeom{};
+  if (PAIR && ffn_smem_total(s, pg.bytes()) > ffn_smem_cap(p))
+    return gen.why = "ConvFFN: the depthwise pair's staging does not fit shared memory", gen;
   // Warps a block (kernel attr "cuda_ffn_warps", else ffn_warps' choice): 4, each on 16 rows of a
   // slab and both 8-pixel halves of the tile, or 8, warp w on rows (w & 3) * 16 and pixel half w >> 2.
   const int64_t WARPS = k.attrs.i("cuda_ffn_warps", ffn_warps(s));
@@ -383,8 +522,8 @@ Generated ffn(const Plan& p, const Call& c) {
     << (nhwc ? "  constexpr int LDXN = CIN + 8;  // NHWC: Xs[pixel][channel]\n  __shared__ __align__(16) unsigned short Xs[BN * LDXN];\n"
              : "  __shared__ __align__(16) unsigned short Xs[CIN * LDX];\n")
     << "  __shared__ __align__(16) unsigned short Gs[HC * LDG];\n"
-    << (s.deep ? "  extern __shared__ __align__(128) unsigned char opv_dsmem[];\n"
-                 "  unsigned short (*const Ws)[64 * 64] = (unsigned short (*)[64 * 64])opv_dsmem;  // slab ring (dynamic): 64 rows x 128 bytes, swizzled\n"
+    << (s.deep || PAIR ? "  extern __shared__ __align__(128) unsigned char opv_dsmem[];\n" : "")
+    << (s.deep ? "  unsigned short (*const Ws)[64 * 64] = (unsigned short (*)[64 * 64])opv_dsmem;  // slab ring (dynamic): 64 rows x 128 bytes, swizzled\n"
                : "  __shared__ __align__(128) unsigned short Ws[NB][64 * 64];  // slab ring: 64 rows x 128 bytes, swizzled\n")
     << "  __shared__ int last_;\n  (void)last_; (void)TILE;\n"
     << "  const opv_idx tile = blockIdx.x / S;\n"
@@ -392,7 +531,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "  const opv_idx p0 = (tile % " << s.PT << ") * BN, n = tile / " << s.PT << ";\n"
     << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;\n"
     << (w8 ? "  const int wr = warp & 3, wn = warp >> 2;  // the warp's 16 rows of a slab, its " + std::to_string(s.BN / 2) + "-pixel half\n" : "")
-    << (DK ? "" : "  const unsigned short* Xg = in0 + n * (opv_idx)(CIN * P);\n")
+    << (DK || PAIR ? "" : "  const unsigned short* Xg = in0 + n * (opv_idx)(CIN * P);\n")
     << (fixed_chunks ? "  const int c_beg = sp * CPB;  // every block has CPB chunks (NC % CPB == 0)\n"
                        "  constexpr int nsteps = CPB * NSL;\n"
                      : "  const int c_beg = sp * CPB, c_end = c_beg + CPB < NC ? c_beg + CPB : NC;\n"
@@ -425,7 +564,7 @@ Generated ffn(const Plan& p, const Call& c) {
   // before the wait for the kernels before this one, X after it.
   const bool late = weight_input(p, c, 1) && weight_input(p, c, 3);
   std::ostringstream xl;  // X's staging
-  if (DK)
+  if (DK || PAIR)
     ;  // X is computed below, while the first slabs are in flight
   else if (nhwc)
     xl << block_steps(s.BN * (s.Cin / 8), NT, "  ")
@@ -448,7 +587,9 @@ Generated ffn(const Plan& p, const Call& c) {
   // slab q is used `wait_group NB - 2` leaves only slabs q+1 .. q+NB-2 in flight. With the weight
   // prologue X's cp.async group comes last, and the kernel waits for every group once before the
   // first slab.
-  const bool x_async = !DK && (nhwc || s.P % 8 == 0);
+  const bool x_async = !DK && !PAIR && (nhwc || s.P % 8 == 0);
+  if (PAIR && cluster)  // the first half of the barrier before the first store into a peer (phase 2)
+    b << "  opv_cluster_arrive_relaxed();  // this block is running\n";
   if (!late) b << xl.str();
   b << "#pragma unroll\n  for (int q = 0; q < NB - 1; ++q) {\n"
     << "    issue(q);\n    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  }\n";
@@ -525,6 +666,111 @@ Generated ffn(const Plan& p, const Call& c) {
     }
     b << "  }\n";
   }
+  std::ostringstream pair_code;  // the pair's X tile (emitted before the main loop, after the epilogue's prefetch)
+  if (PAIR) {
+    const DType xd = buf(0).dtype;
+    const int64_t H = pg.H, W = pg.W;
+    auto unary_range = [&](int64_t lo, int64_t hi, const std::string& ind) {
+      std::string o;
+      for (int64_t q = lo; q < hi; ++q) o += ind + "v = " + unary_expr(k.post_ops[size_t(q)], "v") + ";\n";
+      return o;
+    };
+    // fc2's residual at output (n_, c_, y, x): the pair's first conv there, as its call stores it.
+    b << "  auto opv_res = [&](opv_idx n_, opv_idx c_, opv_idx y, opv_idx x) -> float {  // the pair's first output at (n_, c_, y, x)\n"
+      << "    const opv_idx xc = (n_ * " << I(s.Cin) << " + c_) * (opv_idx)" << I(s.P) << ";\n"
+      << "    float acc = 0.0f;\n"
+      << "#pragma unroll\n    for (int kh = 0; kh < " << pg.KA << "; ++kh) {\n"
+      << "      const opv_idx ih = y + kh - " << (pg.KA - 1) / 2 << ";\n"
+      << "      const bool rok = ih >= 0 && ih < " << H << ";\n"
+      << "#pragma unroll\n      for (int kw = 0; kw < " << pg.KA << "; ++kw) {\n"
+      << "        const opv_idx iw = x + kw - " << (pg.KA - 1) / 2 << ";\n"
+      << "        const float xv = rok && iw >= 0 && iw < " << W << " ? " << load(xd, "in0", "xc + ih * " + I(W) + " + iw") << " : 0.0f;\n"
+      << "        acc = fmaf(xv, " << load(buf(5).dtype, "in5", "c_ * " + I(pg.KA * pg.KA) + " + kh * " + I(pg.KA) + " + kw") << ", acc);\n"
+      << "      }\n    }\n"
+      << "    float v = acc" << (c.inputs[6] >= 0 ? " + " + load(buf(6).dtype, "in6", "c_") : std::string()) << ";\n"
+      << unary_range(0, poa, "    ")
+      << "    return opv_h2f(opv_f2h(v));\n  };\n";
+    const int64_t NWTS = pg.taps();
+    pair_code
+      << "  {  // the depthwise pair (" << pg.KA << "x" << pg.KA << ", then " << pg.KB << "x" << pg.KB
+      << ") of this block's channels at the tile's pixels into Xs\n"
+      << "    constexpr int KA = " << pg.KA << ", KB = " << pg.KB << ", H = " << H << ", W = " << W << ", TR = " << pg.TR
+      << ", XC = " << pg.XC << ", CB = " << pg.CB << ", NWTS = " << NWTS << ";\n"
+      << "    constexpr int AR = TR + KB - 1, AC = XC + KB - 1, IR = AR + KA - 1, IC = AC + KA - 1;\n"
+      << "    float* const sI = (float*)(opv_dsmem + " << s.dynamic_bytes() << ");  // [CB][IR][IC] the input, zero outside the map\n"
+      << "    float* const sA = sI + CB * IR * IC;  // [CB][AR][AC] the first conv, rounded as stored; zero outside the map\n"
+      << "    float* const sW = sA + CB * AR * AC;  // [CB][NWTS] both convs' taps, then their biases\n"
+      << "    const int y0 = (int)(p0 / W), x0 = " << (pg.row ? "(int)(p0 % W)" : "0") << ";  // the tile's box\n"
+      << "    const int ay0 = y0 - (KB - 1) / 2, ax0 = x0 - (KB - 1) / 2, iy0 = ay0 - (KA - 1) / 2, ix0 = ax0 - (KA - 1) / 2;\n"
+      << (cluster ? "    const int ch_lo = sp * " + std::to_string(pg.CPR) + ", ch_hi = ch_lo + " + std::to_string(pg.CPR) +
+                        " < CIN ? ch_lo + " + std::to_string(pg.CPR) + " : CIN;  // this rank's channels\n"
+                  : "    constexpr int ch_lo = 0, ch_hi = CIN;\n")
+      << "    const opv_idx xb = n * (opv_idx)(CIN * P);\n"
+      << "#pragma unroll 1\n    for (int cb = ch_lo; cb < ch_hi; cb += CB) {\n"
+      << "      const int nch = ch_hi - cb < CB ? ch_hi - cb : CB;\n"
+      << "      for (int e = tid; e < nch * (IR * IC); e += " << nts << ") {\n"
+      << "        const int ci = e / (IR * IC), y = iy0 + e % (IR * IC) / IC, x = ix0 + e % IC;\n"
+      << "        sI[e] = y >= 0 && y < H && x >= 0 && x < W ? " << load(xd, "in0", "xb + (cb + ci) * (opv_idx)P + y * W + x") << " : 0.0f;\n"
+      << "      }\n"
+      << "      for (int e = tid; e < nch * NWTS; e += " << nts << ") {\n"
+      << "        const int ch = cb + e / NWTS, j = e % NWTS;\n"
+      << "        sW[e] = j < KA * KA ? " << load(buf(5).dtype, "in5", "ch * (KA * KA) + j") << "\n"
+      << "              : j < KA * KA + KB * KB ? " << load(buf(7).dtype, "in7", "ch * (KB * KB) + j - KA * KA") << "\n"
+      << "              : j == NWTS - 2 ? " << (c.inputs[6] >= 0 ? load(buf(6).dtype, "in6", "ch") : std::string("0.0f")) << "\n"
+      << "              : " << (c.inputs[8] >= 0 ? load(buf(8).dtype, "in8", "ch") : std::string("0.0f")) << ";\n"
+      << "      }\n"
+      << "      __syncthreads();\n"
+      // the first conv over the tile's box and the second conv's halo
+      << "      for (int e = tid; e < nch * (AR * AC); e += " << nts << ") {\n"
+      << "        const int ci = e / (AR * AC), rr = e % (AR * AC) / AC, cc = e % AC, y = ay0 + rr, x = ax0 + cc;\n"
+      << "        float v = 0.0f;\n"
+      << "        if (y >= 0 && y < H && x >= 0 && x < W) {\n"
+      << "          const float* xi = sI + ci * (IR * IC) + rr * IC + cc;\n"
+      << "          const float* w = sW + ci * NWTS;\n"
+      << "          float acc = 0.0f;\n"
+      << "#pragma unroll\n          for (int kh = 0; kh < KA; ++kh)\n"
+      << "#pragma unroll\n            for (int kw = 0; kw < KA; ++kw) acc = fmaf(xi[kh * IC + kw], w[kh * KA + kw], acc);\n"
+      << "          v = acc" << (c.inputs[6] >= 0 ? " + w[NWTS - 2]" : "") << ";\n"
+      << unary_range(0, poa, "          ")
+      << "          v = opv_h2f(opv_f2h(v));  // the pair's first output as stored\n"
+      << "        }\n"
+      << "        sA[e] = v;\n"
+      << "      }\n"
+      << "      __syncthreads();\n"
+      // the second conv at the tile's pixels
+      << "      for (int e = tid; e < nch * BN; e += " << nts << ") {\n"
+      << "        const int ci = e / BN, pp = e % BN;\n"
+      << "        const opv_idx q = p0 + pp;\n"
+      << "        unsigned short h = 0;\n"
+      << "        if (q < P) {\n"
+      << "          const int y = (int)(q / W), x = (int)(q % W);\n"
+      << "          const float* a = sA + ci * (AR * AC) + (y - y0) * AC + (x - x0);\n"
+      << "          const float* w = sW + ci * NWTS + KA * KA;\n"
+      << "          float acc = 0.0f;\n"
+      << "#pragma unroll\n          for (int kh = 0; kh < KB; ++kh)\n"
+      << "#pragma unroll\n            for (int kw = 0; kw < KB; ++kw) acc = fmaf(a[kh * AC + kw], w[kh * KB + kw], acc);\n"
+      << "          float v = acc" << (c.inputs[8] >= 0 ? " + sW[ci * NWTS + NWTS - 1]" : "") << ";\n"
+      << unary_range(poa, po1, "          ")
+      << "          h = opv_f2h(v);\n"
+      << "        }\n"
+      << "        Xs[(cb + ci) * LDX + pp] = h;\n"
+      << "      }\n"
+      << "      __syncthreads();  // the staging is free again; this batch's rows of Xs are written\n"
+      << "    }\n";
+    if (cluster)
+      pair_code
+          << "    // this rank's rows of Xs into every other block of the cluster, 16 bytes a store\n"
+          << "    opv_cluster_wait();  // every block of the cluster is running (the arrive at the kernel's start)\n"
+          << "    constexpr int V = BN / 8;  // 16-byte pieces a row\n"
+          << "    const int nrow = ch_hi - ch_lo;\n"
+          << "    for (int e = tid; e < (S - 1) * nrow * V; e += " << nts << ") {\n"
+          << "      const int pr = e / (nrow * V), ch = ch_lo + e % (nrow * V) / V, j = e % V;\n"
+          << "      const unsigned short* src = Xs + ch * LDX + j * 8;\n"
+          << "      opv_st_cluster4(opv_cluster_addr(src, (unsigned)(pr < sp ? pr : pr + 1)), *(const uint4*)src);\n"
+          << "    }\n"
+          << "    opv_cluster_sync();  // every rank's rows in every block's Xs\n";
+    pair_code << "  }\n";
+  }
   // Per warp: NWT n-tiles of 8 pixels (4 warps: both halves of the tile; 8 warps: half wn), the
   // pixel column of n-tile nt (`col`), and the B fragments' ldmatrix (x4: both halves; x2: one).
   // With 8 warps on wide tiles (BN > 16) a warp has BN / 16 n-tiles from pixel BN / 2 * wn (pix0).
@@ -556,7 +802,7 @@ Generated ffn(const Plan& p, const Call& c) {
   auto epilogue = [&](const std::string& pf) {
     const std::string ops = coords + "      float v = sum" +
                             (has_b2 ? " + " + (pf.empty() ? load(buf(4).dtype, "in4", "m") : "pfb[" + pf + "]") : std::string()) +
-                            ";\n" + post_ops_split(x2, pf).ops;
+                            ";\n" + post_ops_split(x2, pf, computed).ops;
     if (!pair)
       return ops + "      " + store(Y.dtype, "out0", nhwc ? "(n * P + q) * COUT + m" : "(n * COUT + m) * P + q", "v") + "\n";
     return ops + (Y.dtype == DType::F16
@@ -566,11 +812,11 @@ Generated ffn(const Plan& p, const Call& c) {
                         "      else pv_ = v;\n");
   };
   // The prefetch registers' declaration ([dims] each) and their loads at (m, q), index pf.
-  const int nops = post_ops_split(x2, "").operands, npf = nops + (has_b2 ? 1 : 0);
+  const int nops = post_ops_split(x2, "", computed).operands, npf = nops + (has_b2 ? 1 : 0);
   auto prefetch_decl = [&](const std::string& dims) { return prefetch_decls(nops, has_b2, dims); };
   auto prefetch = [&](const std::string& pf) {
     return coords + (has_b2 ? "      pfb[" + pf + "] = " + load(buf(4).dtype, "in4", "m") + ";\n" : std::string()) +
-           post_ops_split(x2, pf).loads;
+           post_ops_split(x2, pf, computed).loads;
   };
   const std::string mq = "    const opv_idx m = mt * 64 + " + wrow + " * 16 + g + (r >> 1) * 8, q = p0 + " + col + " + 2 * t + (r & 1);\n";
   std::ostringstream epi;
@@ -600,6 +846,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << frag_coords
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq << "    if (q < P) {\n" << prefetch("r") << "    }\n      }\n  }\n";
+  b << pair_code.str();
   b << "  float acc2[NS2][" << nwt << "][4];\n"
     << "#pragma unroll\n  for (int a = 0; a < NS2; ++a)\n#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n"
     << "      for (int r = 0; r < 4; ++r) acc2[a][c][r] = 0.0f;\n"
@@ -793,7 +1040,7 @@ Generated ffn(const Plan& p, const Call& c) {
   gen.source = src.str();
   gen.global = {s.blocks() * NT, 0, 0};
   gen.local = {NT, 0, 0};
-  gen.smem = s.dynamic_bytes();
+  gen.smem = s.dynamic_bytes() + (PAIR ? pg.bytes() : 0);
   return gen;
 }
 

@@ -10,6 +10,7 @@ namespace {
 constexpr const char* kArchKey = "cuda_arch";
 constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
 constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
+constexpr const char* kFfnPairKey = "cuda_ffn_pair";  // FfnPairMode: 0 off, 1 split, 2 all (absent = the default)
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kStageKey = "cuda_stage";  // 1 = FastViT blocks as one kernel a run (absent = two launches a block)
 constexpr const char* kHeadsKey = "cuda_heads";  // 0 = a launch per GEMV layer (absent = chains fused, the default)
@@ -69,6 +70,21 @@ PdlMode parse_pdl_mode(const std::string& s) {
   for (PdlMode m : {PdlMode::Off, PdlMode::On, PdlMode::Early, PdlMode::Prefetch, PdlMode::Tail})
     if (s == pdl_mode_name(m)) return m;
   fail("cuda pdl must be off, on, early, prefetch or tail, got '", s, "'");
+}
+
+const char* ffn_pair_mode_name(FfnPairMode m) {
+  switch (m) {
+    case FfnPairMode::Off: return "off";
+    case FfnPairMode::Split: return "split";
+    case FfnPairMode::All: return "all";
+  }
+  return "?";
+}
+
+FfnPairMode parse_ffn_pair_mode(const std::string& s) {
+  for (FfnPairMode m : {FfnPairMode::Off, FfnPairMode::Split, FfnPairMode::All})
+    if (s == ffn_pair_mode_name(m)) return m;
+  fail("cuda ffn pair must be off, split or all, got '", s, "'");
 }
 
 const TuneSpec& tune_spec(TuneKey k) { return kTuneSpecs[int(k)]; }
@@ -150,6 +166,10 @@ void Options::record(Attrs& meta) const {
     meta.set(kFfnDwKey, int64_t(fuse_ffn_dw ? 1 : 0));
   else
     meta.erase(kFfnDwKey);
+  if (ffn_pair != Options().ffn_pair)
+    meta.set(kFfnPairKey, int64_t(ffn_pair));
+  else
+    meta.erase(kFfnPairKey);
   if (fuse_pack != Options().fuse_pack)
     meta.set(kPackKey, int64_t(fuse_pack ? 1 : 0));
   else
@@ -194,6 +214,9 @@ Options Options::from_meta(const Attrs& meta) {
   const int64_t dw = meta.i(kFfnDwKey, o.fuse_ffn_dw ? 1 : 0);
   OPV_CHECK(dw == 0 || dw == 1, "plan meta ", kFfnDwKey, " must be 0 or 1, got ", dw);
   o.fuse_ffn_dw = dw != 0;
+  const int64_t fp = meta.i(kFfnPairKey, int64_t(o.ffn_pair));
+  OPV_CHECK(fp >= 0 && fp <= 2, "plan meta ", kFfnPairKey, " must be 0 to 2, got ", fp);
+  o.ffn_pair = FfnPairMode(fp);
   const int64_t pack = meta.i(kPackKey, o.fuse_pack ? 1 : 0);
   OPV_CHECK(pack == 0 || pack == 1, "plan meta ", kPackKey, " must be 0 or 1, got ", pack);
   o.fuse_pack = pack != 0;

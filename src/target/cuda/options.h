@@ -47,6 +47,18 @@ enum class PdlMode : uint8_t {
              // (attr and meta 4).
 };
 const char* pdl_mode_name(PdlMode m);  // "off", "on", "early", "prefetch", "tail"
+
+// Which fused ConvFFNs take the depthwise pair before them inside (Options::ffn_pair).
+enum class FfnPairMode : uint8_t {
+  Off,    // the pair stays a launch of its own (meta "cuda_ffn_pair" 0)
+  Split,  // ConvFFNs whose hidden split is a thread-block cluster (compute_90+): each block of the
+          // cluster computes the pair for its share of the channels (meta 1)
+  All,    // those and the unsplit ConvFFNs (each block computes the pair on every channel of its
+          // tile) (meta 2)
+};
+const char* ffn_pair_mode_name(FfnPairMode m);  // "off", "split", "all"
+// Throws opv::Error unless `s` is off, split or all.
+FfnPairMode parse_ffn_pair_mode(const std::string& s);
 // Throws opv::Error unless `s` is off, on, early, prefetch or tail.
 PdlMode parse_pdl_mode(const std::string& s);
 
@@ -102,6 +114,11 @@ struct Options {
   // RepMixer's conv then runs alone, and the fused kernel's depthwise prologue is latency-bound:
   // BENCHMARKS.md, CUDA runs 14-16). compile --cuda-ffn-dw on turns it on.
   bool fuse_ffn_dw = false;
+  // With fuse_ffn: the depthwise pair (RepMixer KxK -> the ConvFFN's KxK) whose outputs only the
+  // fused ConvFFN after it reads (the second as fc1's input, the first as fc2's residual) computed
+  // inside that kernel (ffn.cpp, FfnPairMode): one launch a FastViT block instead of two.
+  // compile --cuda-ffn-pair off|split|all.
+  FfnPairMode ffn_pair = FfnPairMode::Split;
   // The input pack (Concat/Cast to float with element-wise post-ops: the uint8 frames' normalisation)
   // computed inside the dense conv that alone reads it (pack_conv.cpp): one launch and X's round
   // trip fewer. Off by default: on the H200 the scalar fused stem (31 us traced) was slower than the
@@ -156,13 +173,14 @@ struct Options {
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_stage" / "cuda_heads" / "cuda_pdl" /
+  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_ffn_pair" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_stage" / "cuda_heads" / "cuda_pdl" /
   // "cuda_layout" / "cuda_tune", each only when
   // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
-    return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && fuse_pack == o.fuse_pack &&
+    return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && ffn_pair == o.ffn_pair &&
+           fuse_pack == o.fuse_pack &&
            fuse_se == o.fuse_se && cluster == o.cluster && fuse_stage == o.fuse_stage &&
            fuse_heads == o.fuse_heads && pdl == o.pdl && layout == o.layout && tune == o.tune;
   }

@@ -284,10 +284,7 @@ void fuse_stage(Plan& p) {
 }
 
 // PTX helpers of the stage kernel beyond kMmaHelpers / kClusterHelpers.
-static const char* kStageHelpers = R"(__device__ __forceinline__ void opv_st_cluster4(unsigned a, uint4 v) {
-  asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};" :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-__device__ __forceinline__ unsigned opv_pack2(float lo, float hi) {
+static const char* kStageHelpers = R"(__device__ __forceinline__ unsigned opv_pack2(float lo, float hi) {
   return (unsigned)opv_f2h(lo) | ((unsigned)opv_f2h(hi) << 16);
 }
 // 8 outputs (row r, columns x0 .. x0 + 7) of a K x K stride-1 'same' depthwise conv over one H x W
