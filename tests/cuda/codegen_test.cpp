@@ -2198,12 +2198,15 @@ ir::Graph stage_graph(const StageCase& t, DType dt) {
   g.validate();
   return g;
 }
-plan::Plan lower_stage(const StageCase& t, const std::string& arch, bool stage = true, bool cluster = true) {
+// (the depthwise pair stays a call of its own unless `pair` says: the stage tests count launches)
+plan::Plan lower_stage(const StageCase& t, const std::string& arch, bool stage = true, bool cluster = true,
+                       plan::cuda::FfnPairMode pair = plan::cuda::FfnPairMode::Off) {
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
   o.pass_ctx.cuda.fuse_stage = stage;
   o.pass_ctx.cuda.cluster = cluster;
+  o.pass_ctx.cuda.ffn_pair = pair;
   return lower(stage_graph(t, DType::F16), o);
 }
 // The stage calls of p: (call, its "cuda_stage" block count).
@@ -2317,6 +2320,121 @@ TEST(CudaCodegen, FastVitStageMatchesReferenceOnTheDevice) {
         EXPECT_GT(compare(got[o].cast(DType::F32), xr).rel_l2, 1e-2) << "the blocks changed their input";
       }
     }
+  }
+}
+
+// ---- the depthwise pair inside the fused ConvFFN (ffn.cpp fuse_ffn_pairs) -----------------------
+// FastViT blocks (stage_graph) whose ConvFFN takes its depthwise pair: `mode` the narrowest
+// FfnPairMode that takes it, `split` whether the ConvFFN's hidden split is a cluster there.
+struct FfnPairCase {
+  StageCase t;
+  plan::cuda::FfnPairMode mode;
+  bool split;
+};
+std::vector<FfnPairCase> ffn_pair_cases() {
+  using M = plan::cuda::FfnPairMode;
+  return {
+      // the fixture's stage 2: 8 tiles of one 16-pixel row, hidden split over 12-block clusters
+      {{"fixture_stage2_x2", 1, 256, 8, 16, 768, 2, 3, 7, 0}, M::Split, true},
+      // tiles of half a row, 3-block clusters, 43 channels a rank (the last 42)
+      {{"stage1_like", 1, 128, 16, 32, 384, 1, 3, 7, 0}, M::Split, true},
+      // 8-pixel rows: a tile is two rows; two images
+      {{"rows_of_8_two_images", 2, 128, 8, 8, 256, 1, 3, 7, 0}, M::Split, true},
+      // 24-pixel rows: tiles straddle rows at different columns; 5x5 second conv
+      {{"rows_of_24_5x5", 1, 64, 8, 24, 128, 1, 3, 5, 0}, M::Split, true},
+      // many tiles: unsplit, every block all 64 channels (two batches of staging)
+      {{"unsplit_stage0_like", 1, 64, 32, 64, 192, 2, 3, 7, 0}, M::All, false},
+  };
+}
+int ffn_pair_calls(const plan::Plan& p) {
+  int n = 0;
+  for (const plan::Call& c : p.calls) n += p.kernels[size_t(c.kernel)].attrs.has("cuda_ffn_pair") ? 1 : 0;
+  return n;
+}
+
+// With --cuda-ffn-pair (split by default) each FastViT block is one launch where the ConvFFN's
+// hidden split is a cluster (compute_90), and with all also where it is unsplit; off, compute_80
+// (no clusters) for split layers, and --cuda-cluster off keep the pair a launch of its own. The
+// kernel computes fc2's residual from the block's input and, split, stores its channels into the
+// cluster's other blocks; the mode is recorded in the plan when not the default.
+TEST(CudaCodegen, FfnPairIsOneLaunchABlock) {
+  using M = plan::cuda::FfnPairMode;
+  std::string nvrtc_why;
+  const bool nvrtc = plan::cuda::nvrtc_available(&nvrtc_why);
+  for (const FfnPairCase& c : ffn_pair_cases()) {
+    const StageCase& t = c.t;
+    SCOPED_TRACE(t.name);
+    const plan::Plan p = lower_stage(t, "compute_90", false, true, c.mode);
+    EXPECT_EQ(ffn_pair_calls(p), t.blocks);
+    EXPECT_EQ(p.calls.size(), size_t(t.blocks)) << "one launch a block";
+    EXPECT_EQ(plan::cuda::Options::from_meta(p.meta).ffn_pair, c.mode) << "read back from the plan";
+    EXPECT_EQ(p.meta.has("cuda_ffn_pair"), c.mode != M::Split) << "recorded when not the default";
+    const plan::Call& call = p.calls[0];
+    const plan::Kernel& k = p.kernels[size_t(call.kernel)];
+    EXPECT_NE(k.name.find("_dw" + std::to_string(t.k1) + "x" + std::to_string(t.k1) + "_" + std::to_string(t.k2)), std::string::npos)
+        << k.name;
+    EXPECT_EQ(call.inputs.size(), 10u) << "X, W1, B1, W2, B2, the pair's weights and biases, the residual's slot";
+    EXPECT_EQ(call.inputs[9], call.inputs[0]) << "the residual slot holds the block's input";
+    EXPECT_GT(k.attrs.i("cuda_smem", 0), 0) << "the staging in dynamic shared memory";
+    const plan::cuda::Generated gen = plan::cuda::generate(p, call);
+    ASSERT_FALSE(gen.source.empty()) << gen.why;
+    EXPECT_NE(gen.source.find("opv_res(o0, o1, o2, o3)"), std::string::npos) << "the residual computed again";
+    EXPECT_EQ(gen.source.find("st.shared::cluster.v4") != std::string::npos &&
+                  gen.source.find("opv_st_cluster4(opv_cluster_addr(src") != std::string::npos,
+              c.split);
+    if (nvrtc) EXPECT_FALSE(plan::cuda::compile_to_ptx(gen.source, "pair", "compute_90").empty());
+    // the narrower mode (split for an unsplit layer), off, and no clusters keep two launches a block
+    std::vector<plan::Plan> apart = {lower_stage(t, "compute_90", false, true, M::Off)};
+    if (c.mode == M::All) apart.push_back(lower_stage(t, "compute_90", false, true, M::Split));
+    if (c.split) apart.push_back(lower_stage(t, "compute_80", false, true, M::All));
+    if (c.split) apart.push_back(lower_stage(t, "compute_90", false, false, M::All));
+    for (const plan::Plan& q : apart) {
+      EXPECT_EQ(ffn_pair_calls(q), 0);
+      EXPECT_EQ(q.calls.size(), size_t(2 * t.blocks)) << "a depthwise pair and a ConvFFN a block";
+    }
+    if (!c.split)
+      for (const bool cluster : {true, false})
+        EXPECT_EQ(ffn_pair_calls(lower_stage(t, cluster ? "compute_80" : "compute_90", false, cluster, M::All)), t.blocks)
+            << "unsplit layers need no cluster";
+  }
+  EXPECT_THROW(plan::cuda::parse_ffn_pair_mode("on"), Error);
+  Attrs bad;
+  bad.set("cuda_ffn_pair", int64_t(3));
+  EXPECT_THROW(plan::cuda::Options::from_meta(bad), Error);
+}
+
+// The ConvFFN with its depthwise pair inside computes what the pair's launch and the ConvFFN's
+// compute, bit for bit (the same taps in the same order, the same roundings, the same hidden
+// split), and agrees with the reference backend; fresh random inputs, replayed.
+TEST(CudaCodegen, FfnPairMatchesThePairsLaunchBitForBitOnTheDevice) {
+  std::unique_ptr<backend::Backend> in, apart;
+  if (std::string why = test::open_cuda(&in); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&apart); !why.empty()) GTEST_SKIP() << why;
+  const bool sm90 = backend::cu::select_device("").cc_major >= 9;
+  uint64_t seed = 700;
+  for (const FfnPairCase& c : ffn_pair_cases()) {
+    if (c.split && !sm90) continue;  // thread-block clusters need an sm_90+ device
+    SCOPED_TRACE(c.t.name);
+    const std::string arch = c.split ? "compute_90" : "compute_80";
+    const plan::Plan pin = lower_stage(c.t, arch, false, true, c.mode);
+    const plan::Plan pap = lower_stage(c.t, arch, false, true, plan::cuda::FfnPairMode::Off);
+    ASSERT_EQ(ffn_pair_calls(pin), c.t.blocks);
+    in->load(pin);
+    apart->load(pap);
+    expect_bit_equal_runs(*in, *apart, pin, &seed);
+    CompileOptions ro;
+    ro.target = "reference";
+    const plan::Plan rp = lower(stage_graph(c.t, DType::F32), ro);
+    auto ref = backend::create("reference");
+    ref->load(rp);
+    const Tensor x = test::random_f32(pin.buffers[size_t(pin.inputs[0])].shape, seed++, -2.f, 2.f).cast(DType::F16);
+    const Tensor xr = x.cast(DType::F32);
+    Tensor got(DType::F16, pin.buffers[size_t(pin.outputs[0])].shape), want(DType::F32, rp.buffers[size_t(rp.outputs[0])].shape);
+    in->run({&x}, {&got});
+    ref->run({&xr}, {&want});
+    const ErrorMetrics e = compare(got.cast(DType::F32), want);
+    EXPECT_LT(e.rel_l2, 2e-3);
+    EXPECT_LT(e.max_abs_rel, 1e-2);
   }
 }
 }  // namespace

@@ -335,14 +335,18 @@ struct FfnPairGeom {
   int64_t channel_floats() const { return IR() * IC() + AR() * AC() + taps(); }
   int64_t bytes() const { return CB * channel_floats() * 4; }
 };
-static FfnPairGeom ffn_pair_geom(const FfnShape& s, int64_t H, int64_t ka, int64_t kb, bool cluster) {
+// The pair's geometry in a ConvFFN of shape s (the channel batches within `budget` bytes, at most
+// kFfnPairScratch; CB = 0 where not even one channel fits).
+static FfnPairGeom ffn_pair_geom(const FfnShape& s, int64_t H, int64_t ka, int64_t kb, bool cluster, int64_t budget) {
   FfnPairGeom g;
   g.KA = ka, g.KB = kb, g.H = H, g.W = s.OW;
   g.row = s.OW % s.BN == 0;
   g.TR = g.row ? 1 : std::min<int64_t>(H, s.BN % s.OW == 0 ? s.BN / s.OW : (s.BN - 1 + s.OW - 1) / s.OW + 1);
   g.XC = g.row ? s.BN : s.OW;
   g.CPR = cluster ? (s.Cin + s.S - 1) / s.S : s.Cin;
-  const int64_t rounds = std::max<int64_t>(1, (g.CPR * g.channel_floats() * 4 + kFfnPairScratch - 1) / kFfnPairScratch);
+  const int64_t cap = std::min(budget, kFfnPairScratch) / (g.channel_floats() * 4);  // channels that fit
+  if (cap < 1) return g;
+  const int64_t rounds = (g.CPR + cap - 1) / cap;
   g.CB = (g.CPR + rounds - 1) / rounds;
   return g;
 }
@@ -354,6 +358,8 @@ static bool ffn_can_cluster(const Plan& p, const FfnShape& s) {
 static int64_t ffn_smem_total(const FfnShape& s, int64_t scratch) {
   return s.fixed_bytes() + (s.deep ? 0 : s.NB * kFfnSlabBytes) + s.dynamic_bytes() + scratch + kFfnSmemReserve;
 }
+// Bytes the pair's staging may take in plan p's blocks beside the ConvFFN's own.
+static int64_t ffn_pair_budget(const Plan& p, const FfnShape& s) { return ffn_smem_cap(p) - ffn_smem_total(s, 0); }
 void fuse_ffn_pairs(Plan& p, FfnPairMode mode) {
   if (mode == FfnPairMode::Off || plan_sm(p) < 80) return;
   const std::vector<int> readers = reader_counts(p);
@@ -388,8 +394,7 @@ void fuse_ffn_pairs(Plan& p, FfnPairMode mode) {
     if (!(cluster || (s.S == 1 && mode == FfnPairMode::All))) return false;
     const int64_t ka = p.buffers.at(size_t(d.inputs[1])).shape[2], kb = p.buffers.at(size_t(d.inputs[3])).shape[2];
     if (ka > kFfnDwMaxK || kb > kFfnDwMaxK) return false;
-    const FfnPairGeom g = ffn_pair_geom(s, X.shape[2], ka, kb, cluster);
-    if (ffn_smem_total(s, g.bytes()) > ffn_smem_cap(p)) return false;
+    if (ffn_pair_geom(s, X.shape[2], ka, kb, cluster, ffn_pair_budget(p, s)).CB < 1) return false;
     const std::vector<int64_t> dn = dk.attrs.ints("cuda_batch_post_ops"), fn = fk.attrs.ints("cuda_batch_post_ops");
     if (dn.size() != 2 || fn.size() != 2) return false;
     *k = fk;
@@ -483,8 +488,9 @@ Generated ffn(const Plan& p, const Call& c) {
   const bool cluster = cl_attr == 1;
   if (PAIR && (s.BN != kFfnBN || !(cluster || s.S == 1)))
     return gen.why = "ConvFFN: the depthwise pair inside needs 16-pixel tiles, unsplit or split over a cluster", gen;
-  const FfnPairGeom pg = PAIR ? ffn_pair_geom(s, buf(0).shape[2], PK[0], PK[1], cluster) : FfnPairGeom{};
-  if (PAIR && ffn_smem_total(s, pg.bytes()) > ffn_smem_cap(p))
+  const FfnPairGeom pg =
+      PAIR ? ffn_pair_geom(s, buf(0).shape[2], PK[0], PK[1], cluster, ffn_pair_budget(p, s)) : FfnPairGeom{};
+  if (PAIR && pg.CB < 1)
     return gen.why = "ConvFFN: the depthwise pair's staging does not fit shared memory", gen;
   // Warps a block (kernel attr "cuda_ffn_warps", else ffn_warps' choice): 4, each on 16 rows of a
   // slab and both 8-pixel halves of the tile, or 8, warp w on rows (w & 3) * 16 and pixel half w >> 2.
@@ -708,33 +714,55 @@ Generated ffn(const Plan& p, const Call& c) {
       << "    const opv_idx xb = n * (opv_idx)(CIN * P);\n"
       << "#pragma unroll 1\n    for (int cb = ch_lo; cb < ch_hi; cb += CB) {\n"
       << "      const int nch = ch_hi - cb < CB ? ch_hi - cb : CB;\n"
-      << "      for (int e = tid; e < nch * (IR * IC); e += " << nts << ") {\n"
-      << "        const int ci = e / (IR * IC), y = iy0 + e % (IR * IC) / IC, x = ix0 + e % IC;\n"
-      << "        sI[e] = y >= 0 && y < H && x >= 0 && x < W ? " << load(xd, "in0", "xb + (cb + ci) * (opv_idx)P + y * W + x") << " : 0.0f;\n"
+      // every thread's loads of a round in flight at once (LB a round), then their stores
+      << "      constexpr int LB = 8;\n"
+      << "      for (int e0 = tid; e0 < nch * (IR * IC); e0 += LB * " << nts << ") {\n"
+      << "        float v[LB];\n"
+      << "#pragma unroll\n        for (int u = 0; u < LB; ++u) {\n"
+      << "          const int e = e0 + u * " << nts << ", ci = e / (IR * IC), y = iy0 + e % (IR * IC) / IC, x = ix0 + e % IC;\n"
+      << "          v[u] = e < nch * (IR * IC) && y >= 0 && y < H && x >= 0 && x < W ? "
+      << load(xd, "in0", "xb + (cb + ci) * (opv_idx)P + y * W + x") << " : 0.0f;\n"
+      << "        }\n"
+      << "#pragma unroll\n        for (int u = 0; u < LB; ++u)\n"
+      << "          if (e0 + u * " << nts << " < nch * (IR * IC)) sI[e0 + u * " << nts << "] = v[u];\n"
       << "      }\n"
-      << "      for (int e = tid; e < nch * NWTS; e += " << nts << ") {\n"
-      << "        const int ch = cb + e / NWTS, j = e % NWTS;\n"
-      << "        sW[e] = j < KA * KA ? " << load(buf(5).dtype, "in5", "ch * (KA * KA) + j") << "\n"
-      << "              : j < KA * KA + KB * KB ? " << load(buf(7).dtype, "in7", "ch * (KB * KB) + j - KA * KA") << "\n"
-      << "              : j == NWTS - 2 ? " << (c.inputs[6] >= 0 ? load(buf(6).dtype, "in6", "ch") : std::string("0.0f")) << "\n"
-      << "              : " << (c.inputs[8] >= 0 ? load(buf(8).dtype, "in8", "ch") : std::string("0.0f")) << ";\n"
+      << "      for (int e0 = tid; e0 < nch * NWTS; e0 += LB * " << nts << ") {\n"
+      << "        float v[LB];\n"
+      << "#pragma unroll\n        for (int u = 0; u < LB; ++u) {\n"
+      << "          const int e = e0 + u * " << nts << ", ch = cb + e / NWTS, j = e % NWTS;\n"
+      << "          v[u] = e >= nch * NWTS ? 0.0f\n"
+      << "               : j < KA * KA ? " << load(buf(5).dtype, "in5", "ch * (KA * KA) + j") << "\n"
+      << "               : j < KA * KA + KB * KB ? " << load(buf(7).dtype, "in7", "ch * (KB * KB) + j - KA * KA") << "\n"
+      << "               : j == NWTS - 2 ? " << (c.inputs[6] >= 0 ? load(buf(6).dtype, "in6", "ch") : std::string("0.0f")) << "\n"
+      << "               : " << (c.inputs[8] >= 0 ? load(buf(8).dtype, "in8", "ch") : std::string("0.0f")) << ";\n"
+      << "        }\n"
+      << "#pragma unroll\n        for (int u = 0; u < LB; ++u)\n"
+      << "          if (e0 + u * " << nts << " < nch * NWTS) sW[e0 + u * " << nts << "] = v[u];\n"
       << "      }\n"
       << "      __syncthreads();\n"
-      // the first conv over the tile's box and the second conv's halo
-      << "      for (int e = tid; e < nch * (AR * AC); e += " << nts << ") {\n"
-      << "        const int ci = e / (AR * AC), rr = e % (AR * AC) / AC, cc = e % AC, y = ay0 + rr, x = ax0 + cc;\n"
-      << "        float v = 0.0f;\n"
-      << "        if (y >= 0 && y < H && x >= 0 && x < W) {\n"
-      << "          const float* xi = sI + ci * (IR * IC) + rr * IC + cc;\n"
-      << "          const float* w = sW + ci * NWTS;\n"
-      << "          float acc = 0.0f;\n"
-      << "#pragma unroll\n          for (int kh = 0; kh < KA; ++kh)\n"
-      << "#pragma unroll\n            for (int kw = 0; kw < KA; ++kw) acc = fmaf(xi[kh * IC + kw], w[kh * KA + kw], acc);\n"
-      << "          v = acc" << (c.inputs[6] >= 0 ? " + w[NWTS - 2]" : "") << ";\n"
-      << unary_range(0, poa, "          ")
-      << "          v = opv_h2f(opv_f2h(v));  // the pair's first output as stored\n"
+      // the first conv over the tile's box and the second conv's halo: a thread a column of AR
+      // outputs, each input row read once into registers for the outputs it serves
+      << "      for (int e = tid; e < nch * AC; e += " << nts << ") {\n"
+      << "        const int ci = e / AC, cc = e % AC, x = ax0 + cc;\n"
+      << "        const float* xi = sI + ci * (IR * IC) + cc;\n"
+      << "        const float* w = sW + ci * NWTS;\n"
+      << "        float wa[KA * KA];\n"
+      << "#pragma unroll\n        for (int j = 0; j < KA * KA; ++j) wa[j] = w[j];\n"
+      << "        float acc[AR];\n"
+      << "#pragma unroll\n        for (int rr = 0; rr < AR; ++rr) acc[rr] = 0.0f;\n"
+      << "#pragma unroll\n        for (int ir = 0; ir < IR; ++ir) {\n"
+      << "          float xr[KA];\n"
+      << "#pragma unroll\n          for (int kw = 0; kw < KA; ++kw) xr[kw] = xi[ir * IC + kw];\n"
+      << "#pragma unroll\n          for (int kh = 0; kh < KA; ++kh)  // output row ir - kh takes this row as its tap row kh\n"
+      << "            if (ir - kh >= 0 && ir - kh < AR)\n"
+      << "#pragma unroll\n              for (int kw = 0; kw < KA; ++kw) acc[ir - kh] = fmaf(xr[kw], wa[kh * KA + kw], acc[ir - kh]);\n"
       << "        }\n"
-      << "        sA[e] = v;\n"
+      << "#pragma unroll\n        for (int rr = 0; rr < AR; ++rr) {\n"
+      << "          const int y = ay0 + rr;\n"
+      << "          float v = acc[rr]" << (c.inputs[6] >= 0 ? " + w[NWTS - 2]" : "") << ";\n"
+      << unary_range(0, poa, "          ")
+      << "          sA[ci * (AR * AC) + rr * AC + cc] = y >= 0 && y < H && x >= 0 && x < W ? opv_h2f(opv_f2h(v)) : 0.0f;  // as stored\n"
+      << "        }\n"
       << "      }\n"
       << "      __syncthreads();\n"
       // the second conv at the tile's pixels
