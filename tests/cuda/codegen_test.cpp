@@ -1409,6 +1409,7 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
     o.target = "cuda";
     o.pass_ctx.cuda.arch = arch;
     o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
+    o.pass_ctx.cuda.ffn_pair = plan::cuda::FfnPairMode::Off;  // (its staging is dynamic shared memory too)
     Form f{lower(f16_graph(t, DType::F16), o)};
     const plan::Call& c = f.p.calls[ffn_call(f.p)];
     const plan::cuda::Generated gen = plan::cuda::generate(f.p, c);
@@ -1614,6 +1615,7 @@ plan::Plan lower_ffn_case_at(const F16Case& t, plan::cuda::LayoutChoice layout, 
   o.pass_ctx.cuda.fuse_ffn_dw = t.ffn_dw;
   o.pass_ctx.cuda.layout = layout;
   o.pass_ctx.cuda.cluster = cluster;
+  o.pass_ctx.cuda.ffn_pair = plan::cuda::FfnPairMode::Off;  // (FfnPairIsOneLaunchABlock checks that form's barriers)
   return lower(f16_graph(t, DType::F16), o);
 }
 
@@ -2382,7 +2384,21 @@ TEST(CudaCodegen, FfnPairIsOneLaunchABlock) {
     EXPECT_EQ(gen.source.find("st.shared::cluster.v4") != std::string::npos &&
                   gen.source.find("opv_st_cluster4(opv_cluster_addr(src") != std::string::npos,
               c.split);
-    if (nvrtc) EXPECT_FALSE(plan::cuda::compile_to_ptx(gen.source, "pair", "compute_90").empty());
+    if (nvrtc) {
+      const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "pair", "compute_90");
+      if (c.split) {
+        // a relaxed arrive first (this block runs), its wait before the first store into a peer,
+        // then a release arrive publishing the stores; the reduction's pull barriers after that
+        const size_t arrive = ptx.find("barrier.cluster.arrive"), wait = ptx.find("barrier.cluster.wait"),
+                     store = ptx.find("st.shared::cluster"), publish = ptx.find("barrier.cluster.arrive.release");
+        ASSERT_NE(store, std::string::npos);
+        EXPECT_EQ(ptx.substr(arrive, ptx.find('\n', arrive) - arrive).find(".relaxed") != std::string::npos, true);
+        EXPECT_LT(arrive, wait);
+        EXPECT_LT(wait, store);
+        EXPECT_LT(store, publish);
+        expect_pull_barriers(ptx.substr(publish));
+      }
+    }
     // the narrower mode (split for an unsplit layer), off, and no clusters keep two launches a block
     std::vector<plan::Plan> apart = {lower_stage(t, "compute_90", false, true, M::Off)};
     if (c.mode == M::All) apart.push_back(lower_stage(t, "compute_90", false, true, M::Split));
