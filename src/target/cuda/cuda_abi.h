@@ -76,7 +76,13 @@
 //                      a module __device__ workspace, as the split-K 1x1s. With the depthwise conv
 //                      that alone feeds fc1 inside ("cuda_ffn_dw" = its kernel size K, "cl_batch" =
 //                      3; Options::fuse_ffn_dw): inputs = [its X, W1, B1, W2, B2, its W, its B,
-//                      fc2's inputs from slot 3 on], fc2's operand slots move by 4.
+//                      fc2's inputs from slot 3 on], fc2's operand slots move by 4. With the
+//                      depthwise pair before it inside ("cuda_ffn_pair" = [KA, KB], "cl_batch" =
+//                      4; Options::ffn_pair; NCHW, 16-pixel tiles, unsplit or split over a
+//                      cluster): inputs = [the pair's X, W1, B1, W2, B2, the pair's WA, BA, WB,
+//                      BB, fc2's inputs from slot 3 on], fc2's operand slots move by 6 (4 past
+//                      the ConvFFN call's); the slot of fc2's residual (the pair's first output,
+//                      computed again in the kernel) is "cuda_ffn_res" and holds the pair's X.
 //                      Their post-ops are the members' in order, "cuda_batch_post_ops" = counts.
 //                      SE gate (ReduceMean/GlobalAveragePool, "cuda_se", compute_80+; Options::fuse_se):
 //                      a mean over H, W of an fp16 NCHW X, a 1x1 conv on it, a 1x1 conv on that,
