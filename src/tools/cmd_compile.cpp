@@ -64,7 +64,8 @@ int cmd_compile(int argc, char** argv) {
       .option("--cuda-ffn-pair", "off|split|all", "cuda: with --cuda-ffn on, the depthwise pair before a fused ConvFFN "
               "(FastViT's RepMixer 3x3 -> ConvFFN 7x7) computed inside that kernel: split = where the ConvFFN's hidden split "
               "is a thread-block cluster (compute_90+; each block computes its share of the channels), all = also the unsplit "
-              "ConvFFNs. Bit-identical to the pair's own launch. Recorded in the plan when not the default", "split")
+              "ConvFFNs. Bit-identical to the pair's own launch, but slower on the H200 so far (BENCHMARKS.md). Recorded in "
+              "the plan when not off", "off")
       .option("--cuda-pack", "on|off", "cuda: compute the uint8 input pack (Concat/Cast + normalisation) inside the stem "
               "convolution that alone reads it: one launch fewer, bit-identical (from compute_80 through a compile-time table of "
               "the pack's values), but not faster: a tie at batch 1 and slower at batch 32 on the H100 (BENCHMARKS.md). "
@@ -165,7 +166,7 @@ int cmd_compile(int argc, char** argv) {
   opts.pass_ctx.cuda.fuse_ffn = on_off(a, "--cuda-ffn", "on");
   opts.pass_ctx.cuda.fuse_ffn_dw = on_off(a, "--cuda-ffn-dw", "off");
   try {
-    opts.pass_ctx.cuda.ffn_pair = plan::cuda::parse_ffn_pair_mode(a.get("--cuda-ffn-pair", "split"));
+    opts.pass_ctx.cuda.ffn_pair = plan::cuda::parse_ffn_pair_mode(a.get("--cuda-ffn-pair", "off"));
   } catch (const Error& e) {
     throw UsageError(std::string("opvision compile: --cuda-ffn-pair: ") + e.what());
   }

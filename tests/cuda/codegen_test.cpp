@@ -2354,7 +2354,7 @@ int ffn_pair_calls(const plan::Plan& p) {
   return n;
 }
 
-// With --cuda-ffn-pair (split by default) each FastViT block is one launch where the ConvFFN's
+// With --cuda-ffn-pair split (off by default) each FastViT block is one launch where the ConvFFN's
 // hidden split is a cluster (compute_90), and with all also where it is unsplit; off, compute_80
 // (no clusters) for split layers, and --cuda-cluster off keep the pair a launch of its own. The
 // kernel computes fc2's residual from the block's input and, split, stores its channels into the
@@ -2370,7 +2370,11 @@ TEST(CudaCodegen, FfnPairIsOneLaunchABlock) {
     EXPECT_EQ(ffn_pair_calls(p), t.blocks);
     EXPECT_EQ(p.calls.size(), size_t(t.blocks)) << "one launch a block";
     EXPECT_EQ(plan::cuda::Options::from_meta(p.meta).ffn_pair, c.mode) << "read back from the plan";
-    EXPECT_EQ(p.meta.has("cuda_ffn_pair"), c.mode != M::Split) << "recorded when not the default";
+    EXPECT_TRUE(p.meta.has("cuda_ffn_pair")) << "recorded when not off, the default";
+    CompileOptions dflt;
+    dflt.target = "cuda";
+    dflt.pass_ctx.cuda.arch = "compute_90";
+    EXPECT_EQ(ffn_pair_calls(lower(stage_graph(t, DType::F16), dflt)), 0) << "off by default";
     const plan::Call& call = p.calls[0];
     const plan::Kernel& k = p.kernels[size_t(call.kernel)];
     EXPECT_NE(k.name.find("_dw" + std::to_string(t.k1) + "x" + std::to_string(t.k1) + "_" + std::to_string(t.k2)), std::string::npos)

@@ -103,6 +103,23 @@ struct Cl {
   }
 };
 
+// Builds `src` for cl's device: the program, or nullptr with the build log in *log.
+cl_program build_program(const Cl& cl, const std::string& src, std::string* log) {
+  const char* text = src.c_str();
+  cl_int err = 0;
+  cl_program prog = clCreateProgramWithSource(cl.ctx, 1, &text, nullptr, &err);
+  if (err != CL_SUCCESS) return *log = "clCreateProgramWithSource failed", nullptr;
+  if (clBuildProgram(prog, 1, &cl.dev, "", nullptr, nullptr) != CL_SUCCESS) {
+    size_t n = 0;
+    clGetProgramBuildInfo(prog, cl.dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+    log->assign(n, '\0');
+    clGetProgramBuildInfo(prog, cl.dev, CL_PROGRAM_BUILD_LOG, n, log->data(), nullptr);
+    clReleaseProgram(prog);
+    return nullptr;
+  }
+  return prog;
+}
+
 // out = gelu(in * w) + sigmoid(in) per element, rendered with the prelude (included twice
 // to check the guard), batched over 3 groups with the output-major argument order, and run with
 // one launch of global {n, 1, 3}. Each group's output is checked against the host.
@@ -117,19 +134,10 @@ TEST(ClAbi, BatchedEntryRunsOnDevice) {
                                         kGroups, 1);
   const std::string& src = b.source;
   const std::string& entry = b.entry;
-  const char* text = src.c_str();
+  std::string log;
+  cl_program prog = build_program(cl, src, &log);
+  ASSERT_NE(prog, nullptr) << "build failed: " << log << "\n" << src;
   cl_int err = 0;
-  cl_program prog = clCreateProgramWithSource(cl.ctx, 1, &text, nullptr, &err);
-  ASSERT_EQ(err, CL_SUCCESS);
-  err = clBuildProgram(prog, 1, &cl.dev, "", nullptr, nullptr);
-  if (err != CL_SUCCESS) {
-    size_t n = 0;
-    clGetProgramBuildInfo(prog, cl.dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-    std::string log(n, '\0');
-    clGetProgramBuildInfo(prog, cl.dev, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-    clReleaseProgram(prog);
-    FAIL() << "build failed: " << log << "\n" << src;
-  }
   cl_kernel k = clCreateKernel(prog, entry.c_str(), &err);
   ASSERT_EQ(err, CL_SUCCESS);
   std::vector<std::vector<float>> in(kGroups, std::vector<float>(kN)), w = in;
@@ -165,6 +173,58 @@ TEST(ClAbi, BatchedEntryRunsOnDevice) {
   }
   for (cl_mem m : outs) clReleaseMemObject(m);
   for (cl_mem m : ins) clReleaseMemObject(m);
+  clReleaseKernel(k);
+  clReleaseProgram(prog);
+}
+
+// The prelude's GELU, x Phi(x) = 0.5 x erfc(-x / sqrt 2), on a 1/512 grid over [-12, 12], scalar
+// and float4: within 2e-5 of the double-precision GELU where |GELU| >= 1e-6 (and 1e-11 absolute
+// below). 0.5 x (1 + erf(x / sqrt 2)), its form up to session 31, cancels for negative x: 1 + erf
+// is a difference of nearly equal floats (~10 % off at x = -5 in float).
+TEST(ClAbi, GeluIsAccurateOnDevice) {
+  Cl cl;
+  if (!cl.open()) GTEST_SKIP() << "no OpenCL device";
+  constexpr int kN = 24 * 512 + 4;  // a multiple of 4: the float4 form covers it too
+  const std::string src = cl_prelude() +
+                          "__kernel void g(__global float* out, __global float* out4, __global const float* in) {\n"
+                          "  const int i = get_global_id(0);\n"
+                          "  out[i] = opv_gelu(in[i]);\n"
+                          "  if (i % 4 == 0) vstore4(opv_gelu4(vload4(i / 4, in)), i / 4, out4);\n"
+                          "}\n";
+  std::string log;
+  cl_program prog = build_program(cl, src, &log);
+  ASSERT_NE(prog, nullptr) << "build failed: " << log;
+  cl_int err = 0;
+  cl_kernel k = clCreateKernel(prog, "g", &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  std::vector<float> in(kN), got(kN), got4(kN);
+  for (int i = 0; i < kN; ++i) in[size_t(i)] = -12.0f + float(i) / 512.0f;
+  cl_mem o = clCreateBuffer(cl.ctx, CL_MEM_WRITE_ONLY, kN * sizeof(float), nullptr, &err);
+  cl_mem o4 = clCreateBuffer(cl.ctx, CL_MEM_WRITE_ONLY, kN * sizeof(float), nullptr, &err);
+  cl_mem x = clCreateBuffer(cl.ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, kN * sizeof(float), in.data(), &err);
+  ASSERT_EQ(clSetKernelArg(k, 0, sizeof(cl_mem), &o), CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(k, 1, sizeof(cl_mem), &o4), CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(k, 2, sizeof(cl_mem), &x), CL_SUCCESS);
+  size_t global[1] = {kN};
+  ASSERT_EQ(clEnqueueNDRangeKernel(cl.q, k, 1, nullptr, global, nullptr, 0, nullptr, nullptr), CL_SUCCESS);
+  ASSERT_EQ(clEnqueueReadBuffer(cl.q, o, CL_TRUE, 0, kN * sizeof(float), got.data(), 0, nullptr, nullptr), CL_SUCCESS);
+  ASSERT_EQ(clEnqueueReadBuffer(cl.q, o4, CL_TRUE, 0, kN * sizeof(float), got4.data(), 0, nullptr, nullptr), CL_SUCCESS);
+  for (const std::vector<float>* g : {&got, &got4}) {
+    double worst_rel = 0, worst_abs = 0;
+    float at_rel = 0, at_abs = 0;
+    for (int i = 0; i < kN; ++i) {
+      const double v = in[size_t(i)], want = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+      const double e = std::fabs(double((*g)[size_t(i)]) - want);
+      if (std::fabs(want) >= 1e-6) {
+        if (e / std::fabs(want) > worst_rel) worst_rel = e / std::fabs(want), at_rel = float(v);
+      } else if (e > worst_abs) {
+        worst_abs = e, at_abs = float(v);
+      }
+    }
+    EXPECT_LT(worst_rel, 2e-5) << (g == &got ? "scalar" : "float4") << ", at x = " << at_rel;
+    EXPECT_LT(worst_abs, 1e-11) << (g == &got ? "scalar" : "float4") << ", at x = " << at_abs;
+  }
+  for (cl_mem m : {o, o4, x}) clReleaseMemObject(m);
   clReleaseKernel(k);
   clReleaseProgram(prog);
 }

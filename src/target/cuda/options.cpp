@@ -10,7 +10,7 @@ namespace {
 constexpr const char* kArchKey = "cuda_arch";
 constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
 constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
-constexpr const char* kFfnPairKey = "cuda_ffn_pair";  // FfnPairMode: 0 off, 1 split, 2 all (absent = the default)
+constexpr const char* kFfnPairKey = "cuda_ffn_pair";  // FfnPairMode: 0 off, 1 split, 2 all (absent = off, the default)
 constexpr const char* kPackKey = "cuda_pack";  // 1 = the pack inside the conv (absent = apart, the default)
 constexpr const char* kStageKey = "cuda_stage";  // 1 = FastViT blocks as one kernel a run (absent = two launches a block)
 constexpr const char* kHeadsKey = "cuda_heads";  // 0 = a launch per GEMV layer (absent = chains fused, the default)

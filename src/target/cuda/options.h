@@ -116,9 +116,14 @@ struct Options {
   bool fuse_ffn_dw = false;
   // With fuse_ffn: the depthwise pair (RepMixer KxK -> the ConvFFN's KxK) whose outputs only the
   // fused ConvFFN after it reads (the second as fc1's input, the first as fc2's residual) computed
-  // inside that kernel (ffn.cpp, FfnPairMode): one launch a FastViT block instead of two.
-  // compile --cuda-ffn-pair off|split|all.
-  FfnPairMode ffn_pair = FfnPairMode::Split;
+  // inside that kernel (ffn.cpp, FfnPairMode): one launch a FastViT block instead of two. Off by
+  // default: on the H200 the fixture's ConvFFN with the pair inside took 17.3 us under ncu against
+  // 8.0 + 3.9 us apart (ffn_128: 18.8 against 6.0 + 4.2; ffn_64 with `all`: 34 against 4.9 + 4.3),
+  // and the inference 0.311 (split) and 0.374 ms (all) against 0.238 (BENCHMARKS.md, CUDA session
+  // 31): each tile's blocks compute the first conv on the tile's halo too (7 x 22 outputs for 16),
+  // on a quarter fewer blocks than the pair's launch, with the staging's index arithmetic on top.
+  // compile --cuda-ffn-pair split|all turns it on.
+  FfnPairMode ffn_pair = FfnPairMode::Off;
   // The input pack (Concat/Cast to float with element-wise post-ops: the uint8 frames' normalisation)
   // computed inside the dense conv that alone reads it (pack_conv.cpp): one launch and X's round
   // trip fewer. Off by default: on the H200 the scalar fused stem (31 us traced) was slower than the
