@@ -7,6 +7,7 @@
 
 #include "backend/reference/reference_backend.h"
 #include "core/error.h"
+#include "kernels/reference.h"
 #include "plan/plan.h"
 #include "test_util.h"
 
@@ -160,6 +161,23 @@ TEST(ReferenceBackend, CallErrorsNameTheCall) {
   be = backend::make_reference_backend({});
   be->load(make_plan().plan);
   EXPECT_THROW(be->run({&wrong}, {&y}), Error);
+}
+
+// The reference GELU, x Phi(x), in double: accurate in the far negative tail too, where the
+// form 0.5 x (1 + erf(x / sqrt 2)) (up to session 31) returned 0 (erf(x / sqrt 2) rounds to -1
+// below x ~ -8.3) and lost digits before that.
+TEST(ReferenceKernels, GeluKeepsItsNegativeTail) {
+  const Attrs attrs;
+  const std::vector<PostOp> none;
+  Tensor x(DType::F64, {4}), y(DType::F64, {4});
+  const double xs[4] = {-12.0, -9.0, -5.0, 1.5};
+  for (int i = 0; i < 4; ++i) x.data<double>()[i] = xs[i];
+  ref::run({OpKind::Gelu, attrs, none}, {&x}, {&y});
+  for (int i = 0; i < 4; ++i) {
+    const double want = xs[i] * 0.5 * std::erfc(-xs[i] / std::sqrt(2.0));
+    EXPECT_NE(y.data<double>()[i], 0.0) << "x = " << xs[i];
+    EXPECT_NEAR(y.data<double>()[i], want, 1e-12 * std::fabs(want)) << "x = " << xs[i];
+  }
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ double unary_f64(OpKind op, double x, double alpha, double beta) {
     case OpKind::HardSwish: return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
     case OpKind::Tanh: return std::tanh(x);
     case OpKind::Softplus: return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-    case OpKind::Gelu: return 0.5 * x * (1.0 + std::erf(x / kSqrt2));
+    case OpKind::Gelu: return 0.5 * x * std::erfc(-x / kSqrt2);  // x Phi(x); 1 + erf(x / sqrt 2) underflows to 0 below x ~ -8.3
     case OpKind::GeluTanh:
       return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + kGeluTanhCubic * x * x * x)));
     case OpKind::Erf: return std::erf(x);
