@@ -697,6 +697,20 @@ Generated ffn(const Plan& p, const Call& c) {
       << unary_range(0, poa, "    ")
       << "    return opv_h2f(opv_f2h(v));\n  };\n";
     const int64_t NWTS = pg.taps();
+    // `dst`[e] = `value` for e < `count` (`decl` declares what value reads from e): every thread's
+    // LB loads of a round in flight at once, then their stores.
+    auto staged = [&](const std::string& count, const std::string& dst, const std::string& decl, const std::string& value) {
+      return "      for (int e0 = tid; e0 < " + count + "; e0 += LB * " + nts + ") {\n"
+             "        float v[LB];\n"
+             "#pragma unroll\n        for (int u = 0; u < LB; ++u) {\n"
+             "          const int e = e0 + u * " + nts + ";\n"
+             "          " + decl + "\n"
+             "          v[u] = e >= " + count + " ? 0.0f\n               : " + value + ";\n"
+             "        }\n"
+             "#pragma unroll\n        for (int u = 0; u < LB; ++u)\n"
+             "          if (e0 + u * " + nts + " < " + count + ") " + dst + "[e0 + u * " + nts + "] = v[u];\n"
+             "      }\n";
+    };
     pair_code
       << "  {  // the depthwise pair (" << pg.KA << "x" << pg.KA << ", then " << pg.KB << "x" << pg.KB
       << ") of this block's channels at the tile's pixels into Xs\n"
@@ -714,31 +728,15 @@ Generated ffn(const Plan& p, const Call& c) {
       << "    const opv_idx xb = n * (opv_idx)(CIN * P);\n"
       << "#pragma unroll 1\n    for (int cb = ch_lo; cb < ch_hi; cb += CB) {\n"
       << "      const int nch = ch_hi - cb < CB ? ch_hi - cb : CB;\n"
-      // every thread's loads of a round in flight at once (LB a round), then their stores
       << "      constexpr int LB = 8;\n"
-      << "      for (int e0 = tid; e0 < nch * (IR * IC); e0 += LB * " << nts << ") {\n"
-      << "        float v[LB];\n"
-      << "#pragma unroll\n        for (int u = 0; u < LB; ++u) {\n"
-      << "          const int e = e0 + u * " << nts << ", ci = e / (IR * IC), y = iy0 + e % (IR * IC) / IC, x = ix0 + e % IC;\n"
-      << "          v[u] = e < nch * (IR * IC) && y >= 0 && y < H && x >= 0 && x < W ? "
-      << load(xd, "in0", "xb + (cb + ci) * (opv_idx)P + y * W + x") << " : 0.0f;\n"
-      << "        }\n"
-      << "#pragma unroll\n        for (int u = 0; u < LB; ++u)\n"
-      << "          if (e0 + u * " << nts << " < nch * (IR * IC)) sI[e0 + u * " << nts << "] = v[u];\n"
-      << "      }\n"
-      << "      for (int e0 = tid; e0 < nch * NWTS; e0 += LB * " << nts << ") {\n"
-      << "        float v[LB];\n"
-      << "#pragma unroll\n        for (int u = 0; u < LB; ++u) {\n"
-      << "          const int e = e0 + u * " << nts << ", ch = cb + e / NWTS, j = e % NWTS;\n"
-      << "          v[u] = e >= nch * NWTS ? 0.0f\n"
-      << "               : j < KA * KA ? " << load(buf(5).dtype, "in5", "ch * (KA * KA) + j") << "\n"
-      << "               : j < KA * KA + KB * KB ? " << load(buf(7).dtype, "in7", "ch * (KB * KB) + j - KA * KA") << "\n"
-      << "               : j == NWTS - 2 ? " << (c.inputs[6] >= 0 ? load(buf(6).dtype, "in6", "ch") : std::string("0.0f")) << "\n"
-      << "               : " << (c.inputs[8] >= 0 ? load(buf(8).dtype, "in8", "ch") : std::string("0.0f")) << ";\n"
-      << "        }\n"
-      << "#pragma unroll\n        for (int u = 0; u < LB; ++u)\n"
-      << "          if (e0 + u * " << nts << " < nch * NWTS) sW[e0 + u * " << nts << "] = v[u];\n"
-      << "      }\n"
+      << staged("nch * (IR * IC)", "sI",
+                "const int ci = e / (IR * IC), y = iy0 + e % (IR * IC) / IC, x = ix0 + e % IC;",
+                "y >= 0 && y < H && x >= 0 && x < W ? " + load(xd, "in0", "xb + (cb + ci) * (opv_idx)P + y * W + x") + " : 0.0f")
+      << staged("nch * NWTS", "sW", "const int ch = cb + e / NWTS, j = e % NWTS;",
+                "j < KA * KA ? " + load(buf(5).dtype, "in5", "ch * (KA * KA) + j") +
+                    "\n               : j < KA * KA + KB * KB ? " + load(buf(7).dtype, "in7", "ch * (KB * KB) + j - KA * KA") +
+                    "\n               : j == NWTS - 2 ? " + (c.inputs[6] >= 0 ? load(buf(6).dtype, "in6", "ch") : std::string("0.0f")) +
+                    "\n               : " + (c.inputs[8] >= 0 ? load(buf(8).dtype, "in8", "ch") : std::string("0.0f")))
       << "      __syncthreads();\n"
       // the first conv over the tile's box and the second conv's halo: a thread a column of AR
       // outputs, each input row read once into registers for the outputs it serves
