@@ -1,11 +1,12 @@
 /* Plan pass "cuda-codegen": one specialised CUDA C++ kernel per call (see codegen.h).
  *   0. Launch merging (batch_gemvs, fuse_heads and fold_heads_concat in heads.cpp, fuse_se in se.cpp, fuse_ffn with its depthwise conv and fuse_ffn in ffn.cpp,
- *      fuse_dw_pairs, fuse_stage in stage.cpp, fuse_concat_cast, fuse_pack_conv in pack_conv.cpp): independent fp16 GEMVs
+ *      fuse_dw_pairs, fuse_stage in stage.cpp, fuse_ffn_pairs in ffn.cpp, fuse_concat_cast, fuse_pack_conv in pack_conv.cpp): independent fp16 GEMVs
  *      become one call, (compute_90+, Options::fuse_heads) chains of those calls and the Concat of
  *      their outputs become one call on thread-block clusters, the SE gate's pool, 1x1, 1x1 and scale become one call, the ConvFFN's depthwise conv, fc1 and fc2 become one call
  *      (Options::fuse_ffn_dw), a depthwise conv and the depthwise conv reading it become one call,
  *      the ConvFFN's fc1 and fc2 become one call, (opt-in, Options::fuse_stage) a run of FastViT
- *      blocks (pair + ConvFFN) becomes one call on a thread-block cluster, a Concat and the Cast of its output become one
+ *      blocks (pair + ConvFFN) becomes one call on a thread-block cluster, (opt-in, Options::ffn_pair)
+ *      a depthwise pair and the fused ConvFFN after it become one call, a Concat and the Cast of its output become one
  *      call, and (opt-in, Options::fuse_pack) that input pack becomes part of the dense conv that
  *      reads it (cuda_abi.h).
  *   1. Parameters: the call's outputs then its present inputs (cuda_abi.h), named out<j> / in<j>

@@ -25,8 +25,10 @@
 // as one launch (RepMixer -> ConvFFN), the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one
 // tensor-core launch keeping the hidden tile in shared memory, its weights streamed through a ring
 // of shared-memory slabs by cp.async (compute_80+; compile --cuda-ffn off, Options::fuse_ffn,
-// keeps them apart), with the depthwise conv that alone feeds fc1 computed in that launch too
-// (FastViT's 7x7; --cuda-ffn-dw off, Options::fuse_ffn_dw, keeps it apart), a Concat and the Cast of its output as one launch (the input
+// keeps them apart), opt-in (--cuda-ffn-dw on, Options::fuse_ffn_dw) with the depthwise conv
+// that alone feeds fc1 computed in that launch too (FastViT's 7x7), or opt-in (--cuda-ffn-pair
+// split|all, Options::ffn_pair: slower on the H200 so far) with the whole depthwise pair before
+// it (ffn.cpp), a Concat and the Cast of its output as one launch (the input
 // pack, the output), and, opt-in (Options::fuse_pack: not faster so far), such a pack
 // (Concat or Cast to float, element-wise post-ops) computed inside the dense conv that alone reads
 // it (the stem reads the uint8 frames: pack_conv.cpp), and, opt-in (Options::fuse_stage: slower on
