@@ -122,6 +122,12 @@ struct FfnShape {
   int64_t slabs() const { return CPB * chunk_slabs(); }  // slab steps of a block with CPB chunks
   int64_t fixed_bytes() const { return (Cin + kFfnHC) * (BN + 8) * 2; }  // X and hidden tiles
   int64_t dynamic_bytes() const { return deep ? NB * kFfnSlabBytes : 0; }
+  // The given sizes from X's logical shape [N, Cin, H, W], the hidden and the output channels.
+  static FfnShape of(const Shape& x, int64_t hidden, int64_t cout) {
+    FfnShape s;
+    s.N = x[0], s.Cin = x[1], s.Hd = hidden, s.Cout = cout, s.P = x[2] * x[3], s.OW = x[3];
+    return s;
+  }
 };
 // Pixel tiles, hidden split and slab ring of a ConvFFN in plan p (the given fields set; the
 // plan's tune targets and architecture), or false when it does not fit this kernel.
@@ -227,9 +233,7 @@ static bool ffn_shape(const Plan& p, const Call& a, const Call& b, const std::ve
     if (po.input >= 0 && po.input < 3) return false;
   const Shape& xs = p.buffers.at(size_t(a.inputs[0])).shape;
   const Shape& ys = p.buffers.at(size_t(b.outputs[0])).shape;
-  FfnShape s;
-  s.N = xs[0], s.Cin = xs[1], s.Hd = p.buffers.at(size_t(hid)).shape[1], s.Cout = ys[1], s.P = xs[2] * xs[3];
-  s.OW = xs[3];
+  FfnShape s = FfnShape::of(xs, p.buffers.at(size_t(hid)).shape[1], ys[1]);
   s.nhwc = nhwc;
   s.dw = dw;
   if (s.N * s.Cin * s.P > INT32_MAX / 2 || s.N * s.Hd * s.P > INT32_MAX / 2 || s.N * s.Cout * s.P > INT32_MAX / 2 ||
@@ -386,9 +390,7 @@ void fuse_ffn_pairs(Plan& p, FfnPairMode mode) {
     if (res < 0 || !used) return false;
     const Buffer& X = p.buffers.at(size_t(f.inputs[0]));
     if (X.shape.size() != 4 || nhwc_stored(X) || p.buffers.at(size_t(d.inputs[0])).shape != X.shape) return false;
-    FfnShape s;
-    s.N = X.shape[0], s.Cin = X.shape[1], s.P = X.shape[2] * X.shape[3], s.OW = X.shape[3];
-    s.Hd = p.buffers.at(size_t(f.inputs[1])).shape[0], s.Cout = p.buffers.at(size_t(f.outputs[0])).shape[1];
+    FfnShape s = FfnShape::of(X.shape, p.buffers.at(size_t(f.inputs[1])).shape[0], p.buffers.at(size_t(f.outputs[0])).shape[1]);
     if (!ffn_size(p, &s) || s.BN != kFfnBN || s.w8) return false;
     const bool cluster = ffn_can_cluster(p, s) && cl_opt;
     if (!(cluster || (s.S == 1 && mode == FfnPairMode::All))) return false;
@@ -435,13 +437,17 @@ Generated ffn(const Plan& p, const Call& c) {
   // Post-op ranges: the depthwise conv's (the pair's two convs': [0, poa), [poa, po1)) [0, po1),
   // fc1's [po1, po2), fc2's [po2, end).
   const int64_t poa = PAIR ? npo[0] : 0, po1 = DK ? npo[0] : PAIR ? npo[0] + npo[1] : 0, po2 = po1 + npo[nmem - 2];
+  // The unary post-ops [lo, hi) on `float v`, a statement each at `indent` (checked unary below).
+  auto unary_ops = [&](int64_t lo, int64_t hi, const std::string& indent) {
+    std::string o;
+    for (int64_t q = lo; q < hi; ++q) o += indent + "v = " + unary_expr(k.post_ops[size_t(q)], "v") + ";\n";
+    return o;
+  };
   auto buf = [&](size_t j) -> const Buffer& { return p.buffers.at(size_t(c.inputs[j])); };
   const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
   if (buf(0).shape.size() != 4 || buf(1).shape.size() != 4 || Y.shape.size() != 4)
     return gen.why = "ConvFFN call out of shape", gen;
-  FfnShape s;
-  s.N = buf(0).shape[0], s.Cin = buf(0).shape[1], s.P = buf(0).shape[2] * buf(0).shape[3], s.OW = buf(0).shape[3];
-  s.Hd = buf(1).shape[0], s.Cout = Y.shape[1];
+  FfnShape s = FfnShape::of(buf(0).shape, buf(1).shape[0], Y.shape[1]);
   s.dw = DK > 0, s.nhwc = nhwc_stored(buf(0));
   // The same sizing as ffn_shape (re-derived: the plan keeps no shape of the hidden tensor).
   if (!ffn_size(p, &s)) return gen.why = "ConvFFN shape does not fit the kernel", gen;
@@ -609,8 +615,7 @@ Generated ffn(const Plan& p, const Call& c) {
     const int64_t H = buf(0).shape[2], W = s.OW;
     const DType xd = buf(0).dtype, wd = buf(5).dtype;
     const std::string bias = c.inputs[6] >= 0 ? " + " + load(buf(6).dtype, "in6", "ch") : std::string();
-    std::ostringstream po;
-    for (int64_t q = 0; q < po1; ++q) po << "      v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
+    const std::string po = unary_ops(0, po1, "      ");
     b << "  {  // depthwise " << DK << "x" << DK << " of in0 into Xs\n"
       << "    constexpr int DK = " << DK << ", DH = " << (DK - 1) / 2 << ", H = " << H << ", W = " << W << ";\n";
     if (W % kFfnBN == 0) {
@@ -647,7 +652,7 @@ Generated ffn(const Plan& p, const Call& c) {
         << "          acc = fmaf(j + kw < 16 ? a : e, wv, acc);\n"
         << "        }\n"
         << "      float v = acc" << bias << ";\n"
-        << po.str() << "      Xs[ch * LDX + j] = opv_f2h(v);\n"
+        << po << "      Xs[ch * LDX + j] = opv_f2h(v);\n"
         << "    }\n";
     } else {
       // A thread per output pixel (pixels fastest across the lanes); the tile may span rows.
@@ -667,7 +672,7 @@ Generated ffn(const Plan& p, const Call& c) {
         << "            acc = fmaf(xv, " << load(wd, "in5", "ch * (DK * DK) + kh * DK + kw") << ", acc);\n"
         << "          }\n        }\n      }\n"
         << "      float v = acc" << bias << ";\n"
-        << po.str() << "      Xs[ch * LDX + pp] = q < P ? opv_f2h(v) : (unsigned short)0;\n"
+        << po << "      Xs[ch * LDX + pp] = q < P ? opv_f2h(v) : (unsigned short)0;\n"
         << "    }\n";
     }
     b << "  }\n";
@@ -676,11 +681,6 @@ Generated ffn(const Plan& p, const Call& c) {
   if (PAIR) {
     const DType xd = buf(0).dtype;
     const int64_t H = pg.H, W = pg.W;
-    auto unary_range = [&](int64_t lo, int64_t hi, const std::string& ind) {
-      std::string o;
-      for (int64_t q = lo; q < hi; ++q) o += ind + "v = " + unary_expr(k.post_ops[size_t(q)], "v") + ";\n";
-      return o;
-    };
     // fc2's residual at output (n_, c_, y, x): the pair's first conv there, as its call stores it.
     b << "  auto opv_res = [&](opv_idx n_, opv_idx c_, opv_idx y, opv_idx x) -> float {  // the pair's first output at (n_, c_, y, x)\n"
       << "    const opv_idx xc = (n_ * " << I(s.Cin) << " + c_) * (opv_idx)" << I(s.P) << ";\n"
@@ -694,7 +694,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << "        acc = fmaf(xv, " << load(buf(5).dtype, "in5", "c_ * " + I(pg.KA * pg.KA) + " + kh * " + I(pg.KA) + " + kw") << ", acc);\n"
       << "      }\n    }\n"
       << "    float v = acc" << (c.inputs[6] >= 0 ? " + " + load(buf(6).dtype, "in6", "c_") : std::string()) << ";\n"
-      << unary_range(0, poa, "    ")
+      << unary_ops(0, poa, "    ")
       << "    return opv_h2f(opv_f2h(v));\n  };\n";
     const int64_t NWTS = pg.taps();
     // `dst`[e] = `value` for e < `count` (`decl` declares what value reads from e): every thread's
@@ -758,7 +758,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << "#pragma unroll\n        for (int rr = 0; rr < AR; ++rr) {\n"
       << "          const int y = ay0 + rr;\n"
       << "          float v = acc[rr]" << (c.inputs[6] >= 0 ? " + w[NWTS - 2]" : "") << ";\n"
-      << unary_range(0, poa, "          ")
+      << unary_ops(0, poa, "          ")
       << "          sA[ci * (AR * AC) + rr * AC + cc] = y >= 0 && y < H && x >= 0 && x < W ? opv_h2f(opv_f2h(v)) : 0.0f;  // as stored\n"
       << "        }\n"
       << "      }\n"
@@ -776,7 +776,7 @@ Generated ffn(const Plan& p, const Call& c) {
       << "#pragma unroll\n          for (int kh = 0; kh < KB; ++kh)\n"
       << "#pragma unroll\n            for (int kw = 0; kw < KB; ++kw) acc = fmaf(a[kh * AC + kw], w[kh * KB + kw], acc);\n"
       << "          float v = acc" << (c.inputs[8] >= 0 ? " + sW[ci * NWTS + NWTS - 1]" : "") << ";\n"
-      << unary_range(poa, po1, "          ")
+      << unary_ops(poa, po1, "          ")
       << "          h = opv_f2h(v);\n"
       << "        }\n"
       << "        Xs[(cb + ci) * LDX + pp] = h;\n"
@@ -937,7 +937,7 @@ Generated ffn(const Plan& p, const Call& c) {
     << "        const int hl = " << wrow << " * 16 + g + (r >> 1) * 8;\n"
     << "        float v = acc1[nt][r]"
     << (c.inputs[2] >= 0 ? " + b1v[r >> 1]" : "") << ";\n";
-  for (int64_t q = po1; q < po2; ++q) b << "        v = " << unary_expr(k.post_ops[size_t(q)], "v") << ";\n";
+  b << unary_ops(po1, po2, "        ");
   b << "        Gs[hl * LDG + " << col << " + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"
     // fc2: the first W2 slab's barrier also publishes the hidden tile.
     << "    unsigned gb[4][" << (one_nt ? 2 : 4 * NP) << "];\n"
