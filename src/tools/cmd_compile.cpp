@@ -109,7 +109,9 @@ int cmd_compile(int argc, char** argv) {
               "thread of single depthwise convs taken several planes a block where the planes are many, such as a batched "
               "7x7 stride-2 downsample: 4; below 4 keeps a thread per output), dw_rows (the most output rows a thread of those two "
               "depthwise forms: 4; 1 a row), ffn_warps (8: at compute_90 a fused ConvFFN of 256 KB of weights or more that "
-              "keeps 16-pixel tiles on 4 warps takes 64- or 32-pixel tiles on 8 warps split over a cluster; 4 keeps 16); repeatable. Recorded in the "
+              "keeps 16-pixel tiles on 4 warps takes 64- or 32-pixel tiles on 8 warps split over a cluster; 4 keeps 16), "
+              "ffn_resident (a fused ConvFFN block of at most N weight slabs holds them all in dynamic shared memory, every "
+              "one loaded before the wait for the kernel before: 1, off); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

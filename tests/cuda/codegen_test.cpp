@@ -1464,6 +1464,66 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
   expect_bit_equal_runs(*bd, *bf, looped.p, &seed);
 }
 
+// Resident slabs (ffn.cpp ffn_size, TuneKey::FfnResident): with ffn_resident=N a ConvFFN block of
+// at most N slab steps, in a grid of at most twice the block target, holds all of them (slabs + 1
+// buffers in dynamic shared memory; the weight prologue issues every slab before the wait), where
+// its static ring could not; the outputs equal the ring's bit for bit (the same slabs into the same
+// mma.sync in the same order): the cluster split (compute_90) and an unsplit layer (compute_80),
+// fresh random inputs, replayed. Off by default (1).
+TEST(CudaCodegen, FfnResidentSlabsMatchTheRingBitForBitOnTheDevice) {
+  struct Form {
+    plan::Plan p;
+    int64_t nb = 0, smem = 0;
+    bool deep = false;
+  };
+  auto lower_form = [&](const F16Case& t, const std::string& arch, const std::string& tune) {
+    CompileOptions o;
+    o.target = "cuda";
+    o.pass_ctx.cuda.arch = arch;
+    o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
+    o.pass_ctx.cuda.ffn_pair = plan::cuda::FfnPairMode::Off;
+    Form f{lower(f16_graph(t, DType::F16), o)};
+    const plan::Call& c = f.p.calls[ffn_call(f.p)];
+    const plan::cuda::Generated gen = plan::cuda::generate(f.p, c);
+    EXPECT_FALSE(gen.source.empty()) << gen.why;
+    f.nb = std::stoll(gen.source.substr(gen.source.find(", NB = ") + 7));
+    f.smem = f.p.kernels[size_t(c.kernel)].attrs.i("cuda_smem", 0);
+    f.deep = gen.source.find("(deep ring: dynamic shared memory)") != std::string::npos;
+    EXPECT_EQ(f.smem, gen.smem);
+    return f;
+  };
+  // stage 2 of the fixture: 8 pixel tiles, the 12 hidden chunks split over a 12-block cluster
+  // (8 slabs a block); stage 0: 128 pixel tiles, unsplit (3 chunks, 6 slabs a block)
+  const F16Case split{"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true};
+  const F16Case stage0{"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true};
+  const Form split_res = lower_form(split, "compute_90", "ffn_resident=16"), split_ring = lower_form(split, "compute_90", "");
+  const Form stage0_res = lower_form(stage0, "compute_80", "ffn_resident=8"), stage0_ring = lower_form(stage0, "compute_80", "");
+  EXPECT_TRUE(split_res.deep);
+  EXPECT_EQ(split_res.nb, 9);
+  EXPECT_EQ(split_res.smem, 9 * 64 * 64 * 2);
+  EXPECT_FALSE(split_ring.deep) << "off by default";
+  EXPECT_EQ(split_ring.nb, 4);
+  EXPECT_TRUE(stage0_res.deep);
+  EXPECT_EQ(stage0_res.nb, 7);
+  EXPECT_FALSE(stage0_ring.deep);
+  EXPECT_EQ(stage0_ring.nb, 5);
+  // more slabs than ffn_resident, or more than twice the block target (128 blocks against 2 x 32):
+  // the ring
+  EXPECT_FALSE(lower_form(split, "compute_90", "ffn_resident=7").deep);
+  EXPECT_FALSE(lower_form(stage0, "compute_80", "ffn_resident=8,ffn_blocks=32").deep);
+  std::unique_ptr<backend::Backend> br, bs;
+  if (std::string why = test::open_cuda(&br); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&bs); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 330;
+  br->load(stage0_res.p);
+  bs->load(stage0_ring.p);
+  expect_bit_equal_runs(*br, *bs, stage0_res.p, &seed);
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "thread-block clusters need an sm_90+ device";
+  br->load(split_res.p);
+  bs->load(split_ring.p);
+  expect_bit_equal_runs(*br, *bs, split_res.p, &seed);
+}
+
 // Wide pixel tiles (ffn.cpp, TuneKey::FfnBn): where a ConvFFN has many pixel tiles an unsplit block
 // takes 64 (or 32) pixels, and the outputs equal those of 16-pixel tiles bit for bit (the same
 // fragments summed in the same order), replayed on fresh inputs; ffn_bn=16 keeps 16.

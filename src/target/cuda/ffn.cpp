@@ -184,6 +184,17 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   if (fixed > kFfnSmemBytes || (s.NB < 2 && !(s.w8 && deep >= kFfnWideMinRing))) return false;
   s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
   if (s.deep) s.NB = deep;
+  // Resident slabs (TuneKey::FfnResident): a block of at most ffn_resident slab steps holds all of
+  // them at once, NB = slabs + 1 buffers in dynamic shared memory, so the weight prologue issues
+  // every slab before the wait for the kernels before (the batch-1 fixture's ConvFFNs: 6-8 slabs a
+  // block) and the main loop never refills the ring. Only where the blocks are about one wave (at
+  // most twice the block target): a block an SM, so the larger shared memory costs no occupancy.
+  const int64_t resident_cap = (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes;
+  if (s.NB < s.slabs() + 1 && s.slabs() <= tune_target(p, TuneKey::FfnResident) && s.slabs() + 1 <= resident_cap &&
+      s.slabs() <= kFfnMaxUnrolledSlabs && s.blocks() <= 2 * target_blocks) {
+    s.deep = true;
+    s.NB = s.slabs() + 1;
+  }
   // A deep ring whose chunk loop stays a loop (ffn(): slots_fixed) holds a divisor of a chunk's slabs,
   // where the cluster form's partial tile still fits it: then slab j of every chunk has ring buffer
   // j % NB, known to the compiler (session 30: ffn_256 at batch 32 spent ~850 integer

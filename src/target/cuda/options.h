@@ -79,8 +79,9 @@ enum class TuneKey : uint8_t {
   DwR,           // "dw_r": single depthwise convs, the most outputs of a row a thread of the planes form (< 4: none)
   DwRows,        // "dw_rows": the depthwise planes forms (single convs and pairs), the most output rows a thread
   FfnWarps,      // "ffn_warps": fused ConvFFN, warps a block of wide pixel tiles (4, or 8: each warp half the pixels)
+  FfnResident,   // "ffn_resident": fused ConvFFN, the most weight slabs of a block held all at once (< 2: none)
 };
-constexpr int kTuneKeys = 11;
+constexpr int kTuneKeys = 12;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
