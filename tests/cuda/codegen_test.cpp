@@ -1729,6 +1729,11 @@ TEST(CudaCodegen, FfnSplitLayersRunAsOneClusterFromCompute90) {
         const int64_t S = std::stoll(gen.source.substr(gen.source.find("__cluster_dims__(") + 17));
         EXPECT_GE(S, 2);
         EXPECT_EQ((gen.global[0] / gen.local[0]) % S, 0) << "the grid is whole clusters";
+        // every block sums an equal share of the tile's float4s, ceil(TILE / 4 / S) from rank x that
+        const int64_t bn = std::stoll(gen.source.substr(gen.source.find("constexpr int BN = ") + 19));
+        const int64_t per = (t.C * bn / 4 + S - 1) / S;
+        EXPECT_NE(gen.source.find("for (int e = tid; e < " + std::to_string(per) + "; "), std::string::npos) << per;
+        EXPECT_NE(gen.source.find("const int f = sp * " + std::to_string(per) + " + e;"), std::string::npos) << per;
         if (nvrtc) {
           const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "ffn", "compute_90");
           EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(S)), std::string::npos);
@@ -1782,6 +1787,12 @@ TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
         const int64_t S = std::stoll(gen.source.substr(gen.source.find("__cluster_dims__(") + 17));
         EXPECT_NE(gen.source.find("split-K " + std::to_string(S) + " x "), std::string::npos) << "a cluster is a tile's S blocks";
         EXPECT_EQ((gen.global[0] / gen.local[0]) % S, 0) << "the grid is whole clusters";
+        // every block sums an equal share of the tile's float4s, ceil(BM x BN / 4 / S) from rank x that
+        const size_t at = gen.source.find("// tile ") + 8;
+        const int64_t bm = std::stoll(gen.source.substr(at)), bn = std::stoll(gen.source.substr(gen.source.find('x', at) + 1));
+        const int64_t per = (bm * bn / 4 + S - 1) / S;
+        EXPECT_NE(gen.source.find("for (int ef = tid; ef < " + std::to_string(per) + "; "), std::string::npos) << per;
+        EXPECT_NE(gen.source.find("const int f = sp * " + std::to_string(per) + " + ef;"), std::string::npos) << per;
         if (nvrtc) {
           const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "mma", arch);
           EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(S)), std::string::npos);

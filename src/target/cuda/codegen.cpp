@@ -1068,10 +1068,11 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   *globals = kMmaHelpers;
   // Split-K through a thread-block cluster (compute_90+, Options::cluster): the S blocks of a tile
   // are one cluster (rank = sp); each leaves its partial tile in its shared memory, and after a
-  // cluster barrier every block adds float4s f = sp * threads + tid, + S * threads, ... of the tile
-  // from all S (ld.shared::cluster, in split order from 0: the workspace form's sums bit for bit)
-  // and runs their epilogue; a second barrier keeps every block's partial alive until all have
-  // read it. No workspace, fence, counter or last-block pass.
+  // cluster barrier every block adds its share of the tile's float4s (PER = ceil(TILE / 4 / S)
+  // from sp * PER; until session 32 float4s sp * threads + tid, + S * threads, ...: a 64 x 32 tile
+  // split 16 ways went to 4 of the 16 blocks) from all S (ld.shared::cluster, in split order from
+  // 0: the workspace form's sums bit for bit) and runs their epilogue; a second barrier keeps every
+  // block's partial alive until all have read it. No workspace, fence, counter or last-block pass.
   const bool cluster = sh.S > 1 && x.sm >= 90 && Options::from_meta(x.p.meta).cluster;
   if (cluster) {
     x.cluster = sh.S;
@@ -1185,14 +1186,15 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   epi << epilogue("");
   // Prefetch where a thread's outputs are few: the cluster form's one float4 (TILE / 4 <= S x
   // threads), the unsplit form's TILE / threads outputs up to 32 registers in all.
-  const bool pf_cluster = cluster && npf > 0 && TILE / 4 <= sh.S * kMmaThreads;
+  const int64_t per = (TILE / 4 + sh.S - 1) / sh.S;  // the cluster form's float4s a block (PER)
+  const bool pf_cluster = cluster && npf > 0 && per <= kMmaThreads;
   const int64_t per_thread = TILE / kMmaThreads;
   const bool pf_single = !cluster && sh.S == 1 && npf > 0 && per_thread * npf <= 32;
   if (pf_cluster || pf_single) {  // the prefetch, before the first stage's loads
     if (pf_cluster)
-      b << prefetch_decl(4) << "  if (sp * " << kMmaThreads << " + tid < TILE / 4) {\n"
+      b << prefetch_decl(4) << "  if (tid < " << per << " && sp * " << per << " + tid < TILE / 4) {\n"
         << "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n"
-        << "    const int o = (sp * " << kMmaThreads << " + tid) * 4 + e;\n";
+        << "    const int o = (sp * " << per << " + tid) * 4 + e;\n";
     else
       b << prefetch_decl(per_thread) << "  {\n#pragma unroll\n    for (int e = 0; e < " << per_thread << "; ++e) {\n"
         << "    const int o = tid + e * " << kMmaThreads << ";\n";
@@ -1251,7 +1253,9 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "  opv_cluster_sync();  // every block's partial visible to the cluster\n"
       << "  unsigned peer[S];  // the S partials' addresses in the cluster's shared window\n"
       << "#pragma unroll\n  for (int q = 0; q < S; ++q) peer[q] = opv_cluster_addr(red, q);\n"
-      << "#pragma unroll 1\n  for (int f = sp * " << kMmaThreads << " + tid; f < TILE / 4; f += S * " << kMmaThreads << ") {\n"
+      << "#pragma unroll 1\n  for (int ef = tid; ef < " << per << "; ef += " << kMmaThreads << ") {  // this block's share\n"
+      << "    const int f = sp * " << per << " + ef;\n"
+      << "    if (f >= TILE / 4) break;\n"
       << "    float4 pv[S];\n"
       << "#pragma unroll\n    for (int q = 0; q < S; ++q) pv[q] = opv_ld_cluster4(peer[q] + (unsigned)f * 16u);\n"
       << "    float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"

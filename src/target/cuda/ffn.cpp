@@ -866,20 +866,24 @@ Generated ffn(const Plan& p, const Call& c) {
       << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n"
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq << "    if (q < P) {\n" << prefetch("mt][nt][r") << "    }\n  }\n";
-  // The cluster form's last sum: float4 f of the tile is summed by thread f % NT of block f / NT
-  // (rank), at the coordinates of fragment j = f / NT of thread ft = f % NT. Where each thread
-  // sums at most one float4 (TILE / 4 <= S x NT), the epilogue's operands of that float4 are
+  // The cluster form's last sum: the tile's TILE / 4 float4s in S contiguous shares of PER =
+  // ceil(TILE / 4 / S), float4 f summed by block (rank) f / PER, its thread (f % PER) % NT, at the
+  // coordinates of fragment j = f / NT of thread ft = f % NT. (Until session 32 block f / NT summed
+  // NT float4s in a row: stage 2's 1,024 float4s went to 4 of its 12 blocks, each loading 48 KB
+  // from its peers while the other 8 waited at the exit barrier.) Where each thread sums at most
+  // one float4 (PER <= NT), the epilogue's operands of that float4 are
   // loaded here, before the main loop: loaded after it, the first cluster barrier's release
   // waited for them (a global-memory round trip on every split layer's critical path).
   const std::string frag_of_j = frag_of("j");
   const std::string frag_coords =
       "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n" +
       std::string(w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n" : "") + frag_of_j;
-  const bool pf_cluster = cluster && npf > 0 && TILE / 4 <= s.S * NT;  // cluster: S > 1
+  const int64_t per = (s.Cout * s.BN / 4 + s.S - 1) / s.S;  // PER
+  const bool pf_cluster = cluster && npf > 0 && per <= NT;  // cluster: S > 1
   if (pf_cluster)
     b << prefetch_decl("[4]")
-      << "  if (sp * " << nts << " + tid < TILE / 4) {  // the epilogue's operands of this thread's float4\n"
-      << "    const int f = sp * " << nts << " + tid, j = f / " << nts << ", ft = f % " << nts << ";\n"
+      << "  if (tid < " << per << " && sp * " << per << " + tid < TILE / 4) {  // the epilogue's operands of this thread's float4\n"
+      << "    const int f = sp * " << per << " + tid, j = f / " << nts << ", ft = f % " << nts << ";\n"
       << frag_coords
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq << "    if (q < P) {\n" << prefetch("r") << "    }\n      }\n  }\n";
@@ -984,10 +988,10 @@ Generated ffn(const Plan& p, const Call& c) {
   if (cluster) {
     // The tile's S blocks are one cluster (rank = sp, blockIdx.x % S). Each stores its partial in
     // fragment order into its own slab ring (float4 j of thread tid at [j][tid], as the workspace
-    // form stores it); after a cluster barrier every block sums float4s f = rank * NT + tid, + S *
-    // NT, ... of the tile from all S rings (ld.shared::cluster, in split order: the workspace
-    // form's sums bit for bit) and runs the epilogue at the coordinates of f's fragment (j = f /
-    // NT of thread f % NT); a second barrier keeps every ring alive until all have read it.
+    // form stores it); after a cluster barrier every block sums its share of the tile's float4s
+    // (PER of them from rank * PER) from all S rings (ld.shared::cluster, in split order: the
+    // workspace form's sums bit for bit) and runs the epilogue at the coordinates of f's fragment
+    // (j = f / NT of thread f % NT); a second barrier keeps every ring alive until all have read it.
     gen.source = kClusterHelpers;
     b << "  __syncthreads();  // every warp is done with the slabs: the ring holds the partial now\n"
       << "  float* red = (float*)&Ws[0][0];\n";
@@ -995,7 +999,9 @@ Generated ffn(const Plan& p, const Call& c) {
     b << "  opv_cluster_sync();  // every block's partial visible to the cluster\n"
       << "  unsigned peer[S];  // the S rings' addresses in the cluster's shared window\n"
       << "#pragma unroll\n  for (int sq = 0; sq < S; ++sq) peer[sq] = opv_cluster_addr(red, sq);\n"
-      << "#pragma unroll 1\n  for (int f = sp * " << nts << " + tid; f < TILE / 4; f += S * " << nts << ") {\n"
+      << "#pragma unroll 1\n  for (int e = tid; e < " << per << "; e += " << nts << ") {  // this block's share of the tile\n"
+      << "    const int f = sp * " << per << " + e;\n"
+      << "    if (f >= TILE / 4) break;\n"
       << "    float4 pv[S];\n"
       << "#pragma unroll\n    for (int sq = 0; sq < S; ++sq) pv[sq] = opv_ld_cluster4(peer[sq] + (unsigned)f * 16u);\n"
       << "    float4 t4 = pv[0];\n"
