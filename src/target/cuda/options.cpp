@@ -45,48 +45,47 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_resident", 1, 1, 24},
 };
 constexpr const char* kArchPrefix = "compute_";
+
+// The enum options' names: one table each serves the name and the parse (whose error lists the
+// names in the table's order).
+template <class E>
+struct EnumName {
+  E value;
+  const char* name;
+};
+constexpr EnumName<LayoutChoice> kLayoutNames[] = {
+    {LayoutChoice::Auto, "auto"}, {LayoutChoice::Nchw, "nchw"}, {LayoutChoice::Nhwc, "nhwc"}};
+constexpr EnumName<PdlMode> kPdlNames[] = {{PdlMode::Off, "off"},
+                                           {PdlMode::On, "on"},
+                                           {PdlMode::Early, "early"},
+                                           {PdlMode::Prefetch, "prefetch"},
+                                           {PdlMode::Tail, "tail"}};
+constexpr EnumName<FfnPairMode> kFfnPairNames[] = {
+    {FfnPairMode::Off, "off"}, {FfnPairMode::Split, "split"}, {FfnPairMode::All, "all"}};
+
+template <class E, size_t N>
+const char* name_in(const EnumName<E> (&table)[N], E v) {
+  for (const EnumName<E>& e : table)
+    if (e.value == v) return e.name;
+  return "?";
+}
+// The value named `s`, else opv::Error "<what> must be a, b or c, got 's'".
+template <class E, size_t N>
+E parse_in(const EnumName<E> (&table)[N], const std::string& s, const char* what) {
+  std::string names;
+  for (size_t i = 0; i < N; ++i) {
+    if (s == table[i].name) return table[i].value;
+    names += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + table[i].name;
+  }
+  fail(what, " must be ", names, ", got '", s, "'");
+}
 }  // namespace
 
-const char* layout_choice_name(LayoutChoice c) {
-  switch (c) {
-    case LayoutChoice::Nchw: return "nchw";
-    case LayoutChoice::Nhwc: return "nhwc";
-    case LayoutChoice::Auto: return "auto";
-  }
-  return "?";
-}
-
-const char* pdl_mode_name(PdlMode m) {
-  switch (m) {
-    case PdlMode::Off: return "off";
-    case PdlMode::On: return "on";
-    case PdlMode::Early: return "early";
-    case PdlMode::Prefetch: return "prefetch";
-    case PdlMode::Tail: return "tail";
-  }
-  return "?";
-}
-
-PdlMode parse_pdl_mode(const std::string& s) {
-  for (PdlMode m : {PdlMode::Off, PdlMode::On, PdlMode::Early, PdlMode::Prefetch, PdlMode::Tail})
-    if (s == pdl_mode_name(m)) return m;
-  fail("cuda pdl must be off, on, early, prefetch or tail, got '", s, "'");
-}
-
-const char* ffn_pair_mode_name(FfnPairMode m) {
-  switch (m) {
-    case FfnPairMode::Off: return "off";
-    case FfnPairMode::Split: return "split";
-    case FfnPairMode::All: return "all";
-  }
-  return "?";
-}
-
-FfnPairMode parse_ffn_pair_mode(const std::string& s) {
-  for (FfnPairMode m : {FfnPairMode::Off, FfnPairMode::Split, FfnPairMode::All})
-    if (s == ffn_pair_mode_name(m)) return m;
-  fail("cuda ffn pair must be off, split or all, got '", s, "'");
-}
+const char* layout_choice_name(LayoutChoice c) { return name_in(kLayoutNames, c); }
+const char* pdl_mode_name(PdlMode m) { return name_in(kPdlNames, m); }
+PdlMode parse_pdl_mode(const std::string& s) { return parse_in(kPdlNames, s, "cuda pdl"); }
+const char* ffn_pair_mode_name(FfnPairMode m) { return name_in(kFfnPairNames, m); }
+FfnPairMode parse_ffn_pair_mode(const std::string& s) { return parse_in(kFfnPairNames, s, "cuda ffn pair"); }
 
 const TuneSpec& tune_spec(TuneKey k) { return kTuneSpecs[int(k)]; }
 
@@ -140,11 +139,7 @@ Tune Tune::parse(const std::string& s) {
   return t;
 }
 
-LayoutChoice parse_layout_choice(const std::string& s) {
-  for (LayoutChoice c : {LayoutChoice::Nchw, LayoutChoice::Nhwc, LayoutChoice::Auto})
-    if (s == layout_choice_name(c)) return c;
-  fail("cuda layout must be auto, nchw or nhwc, got '", s, "'");
-}
+LayoutChoice parse_layout_choice(const std::string& s) { return parse_in(kLayoutNames, s, "cuda layout"); }
 
 void Options::check_arch(const std::string& arch) {
   const std::string prefix = kArchPrefix;
