@@ -1397,7 +1397,8 @@ TEST(CudaCodegen, FfnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
 // same order): compute_90 (the hidden split as a cluster), fresh random inputs, replayed.
 TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
   // 512 -> 512 -> 512 channels over 8 x 16 pixels: 8 pixel tiles, the hidden chunks split 4 ways (2
-  // chunks, 32 slabs a block)
+  // chunks, 32 slabs a block; ffn_blocks=32 keeps that split in every form: by default a cluster
+  // whose ring holds its partial would split 8 ways)
   const F16Case wide{"ffn_wide_deep_ring", 1, 512, 512, 8, 16, 0, false, false, false, false, true};
   struct Form {
     plan::Plan p;
@@ -1421,8 +1422,8 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
     EXPECT_EQ(f.deep, gen.source.find("extern __shared__") != std::string::npos);
     return f;
   };
-  const Form deep = lower_form(wide, "compute_90", ""), deep80 = lower_form(wide, "compute_80", "");
-  const Form flat = lower_form(wide, "compute_90", "ffn_ring=2");
+  const Form deep = lower_form(wide, "compute_90", "ffn_blocks=32"), deep80 = lower_form(wide, "compute_80", "ffn_blocks=32");
+  const Form flat = lower_form(wide, "compute_90", "ffn_blocks=32,ffn_ring=2");
   // Over 16 x 16 pixels split 2 ways (16 tiles, 4 chunks and 64 slabs a block): the chunk loop
   // stays a loop, and the deep ring holds a divisor of a chunk's 16 slabs (8), so each slab's
   // buffer is a compile-time one.
@@ -2215,6 +2216,7 @@ struct StageCase {
   int64_t cluster;  // the cluster the shapes give (16 or 8)
   bool tap_out = false;
   int64_t apart = 2;  // calls a block without the stage: the depthwise pair and the ConvFFN (3: fc1, fc2 apart)
+  bool ffn_by_cluster = false;  // the ConvFFN is fused only where its split sums through a cluster (else 3 calls)
 };
 std::vector<StageCase> stage_cases() {
   return {
@@ -2223,8 +2225,12 @@ std::vector<StageCase> stage_cases() {
       {"cluster8_x2", 2, 64, 16, 8, 128, 2, 3, 7, 8},
       {"cluster4_hidden192_x2", 1, 64, 8, 16, 192, 2, 3, 7, 4},
       {"tapped_x2", 1, 256, 8, 16, 768, 2, 3, 7, 16, true},
-      // The fixture's stage 3: too few pixel tiles for the fused ConvFFN, fc1 and fc2 calls of their own.
-      {"fixture_stage3_unfused_ffn_x2", 1, 512, 4, 8, 1536, 2, 3, 7, 16, false, 3},
+      // The fixture's stage 3: 2 pixel tiles, its ConvFFN fused only over 12-block clusters (session
+      // 32; its 12 partials are more than the last block's budget), else fc1 and fc2 apart.
+      {"fixture_stage3_x2", 1, 512, 4, 8, 1536, 2, 3, 7, 16, false, 2, true},
+      // 10 hidden chunks over 2 pixel tiles: too few blocks for the fused ConvFFN (20 < 24), fc1 and
+      // fc2 calls of their own everywhere.
+      {"stage3_hidden640_unfused_ffn_x2", 1, 512, 4, 8, 640, 2, 3, 7, 8, false, 3},
   };
 }
 ir::Graph stage_graph(const StageCase& t, DType dt) {
@@ -2340,7 +2346,8 @@ TEST(CudaCodegen, FastVitStagesRunAsOneClusterKernelFromCompute90) {
                                               std::tuple{"compute_90", true, false}}) {
       const plan::Plan q = lower_stage(t, arch, stage, cluster);
       EXPECT_TRUE(stage_calls(q).empty()) << arch << " stage " << stage << " cluster " << cluster;
-      EXPECT_EQ(q.calls.size(), size_t(t.apart * t.blocks)) << "a depthwise pair and a ConvFFN (or fc1, fc2) a block";
+      const int64_t apart = t.ffn_by_cluster && !(std::string(arch) == "compute_90" && cluster) ? 3 : t.apart;
+      EXPECT_EQ(q.calls.size(), size_t(apart * t.blocks)) << "a depthwise pair and a ConvFFN (or fc1, fc2) a block";
       EXPECT_EQ(q.meta.has("cuda_stage"), stage) << "recorded only when on";
     }
   }

@@ -172,25 +172,36 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   const int64_t s0 = std::clamp<int64_t>((target_blocks + tiles - 1) / tiles, 1, s.NC);
   s.CPB = (s.NC + s0 - 1) / s0;
   s.S = (s.NC + s.CPB - 1) / s.CPB;
-  // (the wide split reduces through its cluster: each block sums a share of the tile)
-  while (s.S > 1 && !(s.w8 && s.BN > kFfnBN) && s.S * s.Cout * s.BN * 4 > kFfnMaxReduceBytes) {
+  // The slab ring of the block with the most chunks (CPB): at most as many buffers as its slabs
+  // and one, static, or the deep ring where the static one holds two at most.
+  const int64_t deep_cap = (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes;
+  const auto set_ring = [&] {
+    s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, s.slabs() + 1});
+    const int64_t deep = std::min<int64_t>({ring, deep_cap, s.slabs() + 1});
+    s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
+    if (s.deep) s.NB = deep;
+  };
+  // The last block of a split adds at most kFfnMaxReduceBytes of partials: more chunks a block
+  // until the split fits. Cluster splits add through distributed shared memory instead, each block
+  // a share: the wide split, and a split of at most kFfnMaxCluster blocks at compute_90 whose ring
+  // holds its partial tile (ffn_cluster; the fixture's stage 3 at batch 1, 2 pixel tiles x 12
+  // blocks, since session 32).
+  set_ring();
+  while (s.S > 1 && !(s.w8 && s.BN > kFfnBN) && s.S * s.Cout * s.BN * 4 > kFfnMaxReduceBytes &&
+         !(cl && s.S <= kFfnMaxCluster && s.Cout * s.BN * 4 <= s.NB * kFfnSlabBytes)) {
     ++s.CPB;
     s.S = (s.NC + s.CPB - 1) / s.CPB;
+    set_ring();
   }
-  // the block with the most chunks: at most as many buffers as its slabs and one
-  s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, s.slabs() + 1});
-  const int64_t deep = std::min<int64_t>({ring, (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes, s.slabs() + 1});
   // (8-warp wide tiles of wide layers may leave no static slab buffer: their ring is the deep one)
-  if (fixed > kFfnSmemBytes || (s.NB < 2 && !(s.w8 && deep >= kFfnWideMinRing))) return false;
-  s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
-  if (s.deep) s.NB = deep;
+  if (fixed > kFfnSmemBytes || (s.NB < 2 && !(s.w8 && std::min<int64_t>({ring, deep_cap, s.slabs() + 1}) >= kFfnWideMinRing)))
+    return false;
   // Resident slabs (TuneKey::FfnResident): a block of at most ffn_resident slab steps holds all of
   // them at once, NB = slabs + 1 buffers in dynamic shared memory, so the weight prologue issues
   // every slab before the wait for the kernels before (the batch-1 fixture's ConvFFNs: 6-8 slabs a
   // block) and the main loop never refills the ring. Only where the blocks are about one wave (at
   // most twice the block target): a block an SM, so the larger shared memory costs no occupancy.
-  const int64_t resident_cap = (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes;
-  if (s.NB < s.slabs() + 1 && s.slabs() <= tune_target(p, TuneKey::FfnResident) && s.slabs() + 1 <= resident_cap &&
+  if (s.NB < s.slabs() + 1 && s.slabs() <= tune_target(p, TuneKey::FfnResident) && s.slabs() + 1 <= deep_cap &&
       s.slabs() <= kFfnMaxUnrolledSlabs && s.blocks() <= 2 * target_blocks) {
     s.deep = true;
     s.NB = s.slabs() + 1;
