@@ -1389,6 +1389,32 @@ TEST(CudaCodegen, FfnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
   }
 }
 
+// A ConvFFN case lowered for cuda at `arch` with --cuda-tune `tune` (the pair form off: its staging
+// is dynamic shared memory too), with its slab ring as generated: NB buffers, the dynamic shared
+// memory a block (kernel attr "cuda_smem"), deep (in dynamic shared memory) or static.
+struct RingForm {
+  plan::Plan p;
+  int64_t nb = 0, smem = 0;
+  bool deep = false;
+};
+RingForm lower_ring_form(const F16Case& t, const std::string& arch, const std::string& tune) {
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
+  o.pass_ctx.cuda.ffn_pair = plan::cuda::FfnPairMode::Off;
+  RingForm f{lower(f16_graph(t, DType::F16), o)};
+  const plan::Call& c = f.p.calls[ffn_call(f.p)];
+  const plan::cuda::Generated gen = plan::cuda::generate(f.p, c);
+  EXPECT_FALSE(gen.source.empty()) << gen.why;
+  f.nb = std::stoll(gen.source.substr(gen.source.find(", NB = ") + 7));
+  f.smem = f.p.kernels[size_t(c.kernel)].attrs.i("cuda_smem", 0);
+  f.deep = gen.source.find("(deep ring: dynamic shared memory)") != std::string::npos;
+  EXPECT_EQ(f.smem, gen.smem);
+  EXPECT_EQ(f.deep, gen.source.find("extern __shared__") != std::string::npos);
+  return f;
+}
+
 // The deep slab ring (ffn.cpp ffn_size, TuneKey::FfnRing): a ConvFFN whose static 48 KB ring holds
 // only two slab buffers (512 input channels: the X tile takes 27 KB) takes ffn_ring (10) buffers in
 // dynamic shared memory (kernel attr "cuda_smem" = their bytes; 8 at compute_80, whose 99 KB block
@@ -1400,39 +1426,17 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
   // chunks, 32 slabs a block; ffn_blocks=32 keeps that split in every form: by default a cluster
   // whose ring holds its partial would split 8 ways)
   const F16Case wide{"ffn_wide_deep_ring", 1, 512, 512, 8, 16, 0, false, false, false, false, true};
-  struct Form {
-    plan::Plan p;
-    int64_t nb = 0, smem = 0;
-    bool deep = false;
-  };
-  auto lower_form = [&](const F16Case& t, const std::string& arch, const std::string& tune) {
-    CompileOptions o;
-    o.target = "cuda";
-    o.pass_ctx.cuda.arch = arch;
-    o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
-    o.pass_ctx.cuda.ffn_pair = plan::cuda::FfnPairMode::Off;  // (its staging is dynamic shared memory too)
-    Form f{lower(f16_graph(t, DType::F16), o)};
-    const plan::Call& c = f.p.calls[ffn_call(f.p)];
-    const plan::cuda::Generated gen = plan::cuda::generate(f.p, c);
-    EXPECT_FALSE(gen.source.empty()) << gen.why;
-    f.nb = std::stoll(gen.source.substr(gen.source.find(", NB = ") + 7));
-    f.smem = f.p.kernels[size_t(c.kernel)].attrs.i("cuda_smem", 0);
-    f.deep = gen.source.find("(deep ring: dynamic shared memory)") != std::string::npos;
-    EXPECT_EQ(f.smem, gen.smem);
-    EXPECT_EQ(f.deep, gen.source.find("extern __shared__") != std::string::npos);
-    return f;
-  };
-  const Form deep = lower_form(wide, "compute_90", "ffn_blocks=32"), deep80 = lower_form(wide, "compute_80", "ffn_blocks=32");
-  const Form flat = lower_form(wide, "compute_90", "ffn_blocks=32,ffn_ring=2");
+  const RingForm deep = lower_ring_form(wide, "compute_90", "ffn_blocks=32"), deep80 = lower_ring_form(wide, "compute_80", "ffn_blocks=32");
+  const RingForm flat = lower_ring_form(wide, "compute_90", "ffn_blocks=32,ffn_ring=2");
   // Over 16 x 16 pixels split 2 ways (16 tiles, 4 chunks and 64 slabs a block): the chunk loop
   // stays a loop, and the deep ring holds a divisor of a chunk's 16 slabs (8), so each slab's
   // buffer is a compile-time one.
   const F16Case wide2{"ffn_wide_deep_ring_looped", 1, 512, 512, 16, 16, 0, false, false, false, false, true};
-  const Form looped = lower_form(wide2, "compute_90", "ffn_blocks=32");
-  const Form looped_flat = lower_form(wide2, "compute_90", "ffn_blocks=32,ffn_ring=2");
+  const RingForm looped = lower_ring_form(wide2, "compute_90", "ffn_blocks=32");
+  const RingForm looped_flat = lower_ring_form(wide2, "compute_90", "ffn_blocks=32,ffn_ring=2");
   EXPECT_TRUE(looped.deep);
   EXPECT_EQ(looped.nb, 8);
-  for (const Form* f : {&looped, &looped_flat}) {
+  for (const RingForm* f : {&looped, &looped_flat}) {
     const plan::cuda::Generated gen = plan::cuda::generate(f->p, f->p.calls[ffn_call(f->p)]);
     EXPECT_NE(gen.source.find("#pragma unroll 1\n  for (int cq = 0; cq < CPB; ++cq)"), std::string::npos);
     EXPECT_NE(gen.source.find("next_slab_at(cq, NS1 + j)"), std::string::npos);
@@ -1448,7 +1452,7 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
   for (const F16Case& t : f16_cases())  // rings of more than two buffers stay static
     if (t.ffn && t.name != wide.name && t.name.rfind("ffn_w8_", 0) != 0) {  // (8-warp wide tiles: deep rings)
       SCOPED_TRACE(t.name);
-      const Form f = lower_form(t, "compute_90", "ffn_warps=4");
+      const RingForm f = lower_ring_form(t, "compute_90", "ffn_warps=4");
       EXPECT_FALSE(f.deep);
       EXPECT_GT(f.nb, 2);
     }
@@ -1472,33 +1476,12 @@ TEST(CudaCodegen, FfnDeepRingMatchesTheStaticRingBitForBitOnTheDevice) {
 // mma.sync in the same order): the cluster split (compute_90) and an unsplit layer (compute_80),
 // fresh random inputs, replayed. Off by default (1).
 TEST(CudaCodegen, FfnResidentSlabsMatchTheRingBitForBitOnTheDevice) {
-  struct Form {
-    plan::Plan p;
-    int64_t nb = 0, smem = 0;
-    bool deep = false;
-  };
-  auto lower_form = [&](const F16Case& t, const std::string& arch, const std::string& tune) {
-    CompileOptions o;
-    o.target = "cuda";
-    o.pass_ctx.cuda.arch = arch;
-    o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
-    o.pass_ctx.cuda.ffn_pair = plan::cuda::FfnPairMode::Off;
-    Form f{lower(f16_graph(t, DType::F16), o)};
-    const plan::Call& c = f.p.calls[ffn_call(f.p)];
-    const plan::cuda::Generated gen = plan::cuda::generate(f.p, c);
-    EXPECT_FALSE(gen.source.empty()) << gen.why;
-    f.nb = std::stoll(gen.source.substr(gen.source.find(", NB = ") + 7));
-    f.smem = f.p.kernels[size_t(c.kernel)].attrs.i("cuda_smem", 0);
-    f.deep = gen.source.find("(deep ring: dynamic shared memory)") != std::string::npos;
-    EXPECT_EQ(f.smem, gen.smem);
-    return f;
-  };
   // stage 2 of the fixture: 8 pixel tiles, the 12 hidden chunks split over a 12-block cluster
   // (8 slabs a block); stage 0: 128 pixel tiles, unsplit (3 chunks, 6 slabs a block)
   const F16Case split{"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true};
   const F16Case stage0{"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true};
-  const Form split_res = lower_form(split, "compute_90", "ffn_resident=16"), split_ring = lower_form(split, "compute_90", "");
-  const Form stage0_res = lower_form(stage0, "compute_80", "ffn_resident=8"), stage0_ring = lower_form(stage0, "compute_80", "");
+  const RingForm split_res = lower_ring_form(split, "compute_90", "ffn_resident=16"), split_ring = lower_ring_form(split, "compute_90", "");
+  const RingForm stage0_res = lower_ring_form(stage0, "compute_80", "ffn_resident=8"), stage0_ring = lower_ring_form(stage0, "compute_80", "");
   EXPECT_TRUE(split_res.deep);
   EXPECT_EQ(split_res.nb, 9);
   EXPECT_EQ(split_res.smem, 9 * 64 * 64 * 2);
@@ -1510,8 +1493,8 @@ TEST(CudaCodegen, FfnResidentSlabsMatchTheRingBitForBitOnTheDevice) {
   EXPECT_EQ(stage0_ring.nb, 5);
   // more slabs than ffn_resident, or more than twice the block target (128 blocks against 2 x 32):
   // the ring
-  EXPECT_FALSE(lower_form(split, "compute_90", "ffn_resident=7").deep);
-  EXPECT_FALSE(lower_form(stage0, "compute_80", "ffn_resident=8,ffn_blocks=32").deep);
+  EXPECT_FALSE(lower_ring_form(split, "compute_90", "ffn_resident=7").deep);
+  EXPECT_FALSE(lower_ring_form(stage0, "compute_80", "ffn_resident=8,ffn_blocks=32").deep);
   std::unique_ptr<backend::Backend> br, bs;
   if (std::string why = test::open_cuda(&br); !why.empty()) GTEST_SKIP() << why;
   if (std::string why = test::open_cuda(&bs); !why.empty()) GTEST_SKIP() << why;
