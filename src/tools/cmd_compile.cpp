@@ -111,7 +111,9 @@ int cmd_compile(int argc, char** argv) {
               "depthwise forms: 4; 1 a row), ffn_warps (8: at compute_90 a fused ConvFFN of 256 KB of weights or more that "
               "keeps 16-pixel tiles on 4 warps takes 64- or 32-pixel tiles on 8 warps split over a cluster; 4 keeps 16), "
               "ffn_resident (a fused ConvFFN block of at most N weight slabs holds them all in dynamic shared memory, every "
-              "one loaded before the wait for the kernel before: 1, off); repeatable. Recorded in the "
+              "one loaded before the wait for the kernel before: 1, off), ffn_cluster_slabs (at compute_90 a fused ConvFFN whose "
+              "hidden split has more partials than one block adds sums them through its cluster where each block streams "
+              "at most N weight slabs, so such layers fuse, e.g. the fixture's stage 3 at batch 1 with 32: 1, never); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

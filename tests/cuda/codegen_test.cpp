@@ -1508,6 +1508,61 @@ TEST(CudaCodegen, FfnResidentSlabsMatchTheRingBitForBitOnTheDevice) {
   expect_bit_equal_runs(*br, *bs, split_res.p, &seed);
 }
 
+// Cluster splits over the last block's budget (ffn.cpp ffn_size, TuneKey::FfnClusterSlabs): the
+// fixture's stage 3 at batch 1 (512 -> 1536 -> 512 over 4 x 8 pixels: 2 pixel tiles) stays two
+// split-K calls by default (12 hidden-chunk partials of 32 KB are more than one block adds); with
+// ffn_cluster_slabs=32 at compute_90 it is one ConvFFN on 12-block clusters of 32 slabs a block
+// (its partial tile in the 10-buffer ring), never at compute_80 (no clusters) or with fewer slabs
+// allowed; its outputs match the two calls' within fp16 rounding (another summation order), fresh
+// random inputs, replayed.
+TEST(CudaCodegen, FfnClusterSlabsFuseSplitsOverTheBudget) {
+  const F16Case t{"ffn_stage3", 1, 512, 1536, 4, 8, 0, false, false, false, false, true};
+  auto lower_at = [&](const std::string& arch, const std::string& tune) {
+    CompileOptions o;
+    o.target = "cuda";
+    o.pass_ctx.cuda.arch = arch;
+    o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
+    return lower(f16_graph(t, DType::F16), o);
+  };
+  auto ffn_calls = [](const plan::Plan& p) {
+    int n = 0;
+    for (const plan::Call& c : p.calls) n += p.kernels[size_t(c.kernel)].name.rfind("ffn_", 0) == 0;
+    return n;
+  };
+  const plan::Plan fused = lower_at("compute_90", "ffn_cluster_slabs=32"), apart = lower_at("compute_90", "");
+  EXPECT_EQ(ffn_calls(fused), 1);
+  EXPECT_EQ(fused.calls.size(), 1u);
+  EXPECT_EQ(ffn_calls(apart), 0) << "off by default";
+  EXPECT_EQ(apart.calls.size(), 2u);
+  EXPECT_EQ(ffn_calls(lower_at("compute_90", "ffn_cluster_slabs=31")), 0) << "32 slabs a block";
+  EXPECT_EQ(ffn_calls(lower_at("compute_80", "ffn_cluster_slabs=32")), 0) << "no clusters at compute_80";
+  const plan::cuda::Generated gen = plan::cuda::generate(fused, fused.calls[0]);
+  ASSERT_FALSE(gen.source.empty()) << gen.why;
+  EXPECT_NE(gen.source.find("__cluster_dims__(12, 1, 1)"), std::string::npos);
+  EXPECT_NE(gen.source.find("hidden split 12 x 2 chunks, 10 weight slab buffers (deep ring"), std::string::npos);
+  std::unique_ptr<backend::Backend> bf, ba;
+  if (std::string why = test::open_cuda(&bf); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&ba); !why.empty()) GTEST_SKIP() << why;
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "thread-block clusters need an sm_90+ device";
+  bf->load(fused);
+  ba->load(apart);
+  uint64_t seed = 370;
+  for (int rep = 0; rep < test::device_replays(); ++rep) {
+    std::vector<Tensor> in;
+    std::vector<const Tensor*> ins;
+    for (int i : fused.inputs)
+      in.push_back(test::random_f32(fused.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
+    for (const Tensor& x : in) ins.push_back(&x);
+    const plan::Buffer& yb = fused.buffers[size_t(fused.outputs[0])];
+    Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+    bf->run(ins, {&a});
+    ba->run(ins, {&b});
+    const ErrorMetrics m = compare(a.cast(DType::F32), b.cast(DType::F32));
+    EXPECT_LT(m.rel_l2, 2e-3) << "replay " << rep;
+    EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
+  }
+}
+
 // Wide pixel tiles (ffn.cpp, TuneKey::FfnBn): where a ConvFFN has many pixel tiles an unsplit block
 // takes 64 (or 32) pixels, and the outputs equal those of 16-pixel tiles bit for bit (the same
 // fragments summed in the same order), replayed on fresh inputs; ffn_bn=16 keeps 16.
@@ -2199,7 +2254,6 @@ struct StageCase {
   int64_t cluster;  // the cluster the shapes give (16 or 8)
   bool tap_out = false;
   int64_t apart = 2;  // calls a block without the stage: the depthwise pair and the ConvFFN (3: fc1, fc2 apart)
-  bool ffn_by_cluster = false;  // the ConvFFN is fused only where its split sums through a cluster (else 3 calls)
 };
 std::vector<StageCase> stage_cases() {
   return {
@@ -2208,12 +2262,8 @@ std::vector<StageCase> stage_cases() {
       {"cluster8_x2", 2, 64, 16, 8, 128, 2, 3, 7, 8},
       {"cluster4_hidden192_x2", 1, 64, 8, 16, 192, 2, 3, 7, 4},
       {"tapped_x2", 1, 256, 8, 16, 768, 2, 3, 7, 16, true},
-      // The fixture's stage 3: 2 pixel tiles, its ConvFFN fused only over 12-block clusters (session
-      // 32; its 12 partials are more than the last block's budget), else fc1 and fc2 apart.
-      {"fixture_stage3_x2", 1, 512, 4, 8, 1536, 2, 3, 7, 16, false, 2, true},
-      // 10 hidden chunks over 2 pixel tiles: too few blocks for the fused ConvFFN (20 < 24), fc1 and
-      // fc2 calls of their own everywhere.
-      {"stage3_hidden640_unfused_ffn_x2", 1, 512, 4, 8, 640, 2, 3, 7, 8, false, 3},
+      // The fixture's stage 3: too few pixel tiles for the fused ConvFFN, fc1 and fc2 calls of their own.
+      {"fixture_stage3_unfused_ffn_x2", 1, 512, 4, 8, 1536, 2, 3, 7, 16, false, 3},
   };
 }
 ir::Graph stage_graph(const StageCase& t, DType dt) {
@@ -2329,8 +2379,7 @@ TEST(CudaCodegen, FastVitStagesRunAsOneClusterKernelFromCompute90) {
                                               std::tuple{"compute_90", true, false}}) {
       const plan::Plan q = lower_stage(t, arch, stage, cluster);
       EXPECT_TRUE(stage_calls(q).empty()) << arch << " stage " << stage << " cluster " << cluster;
-      const int64_t apart = t.ffn_by_cluster && !(std::string(arch) == "compute_90" && cluster) ? 3 : t.apart;
-      EXPECT_EQ(q.calls.size(), size_t(apart * t.blocks)) << "a depthwise pair and a ConvFFN (or fc1, fc2) a block";
+      EXPECT_EQ(q.calls.size(), size_t(t.apart * t.blocks)) << "a depthwise pair and a ConvFFN (or fc1, fc2) a block";
       EXPECT_EQ(q.meta.has("cuda_stage"), stage) << "recorded only when on";
     }
   }

@@ -183,12 +183,15 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   };
   // The last block of a split adds at most kFfnMaxReduceBytes of partials: more chunks a block
   // until the split fits. Cluster splits add through distributed shared memory instead, each block
-  // a share: the wide split, and a split of at most kFfnMaxCluster blocks at compute_90 whose ring
-  // holds its partial tile (ffn_cluster; the fixture's stage 3 at batch 1, 2 pixel tiles x 12
-  // blocks, since session 32).
+  // a share: the wide split, and (TuneKey::FfnClusterSlabs, opt-in) a split of at most
+  // kFfnMaxCluster blocks at compute_90 whose ring holds its partial tile and whose blocks stream
+  // at most ffn_cluster_slabs slabs (ffn_cluster; with 32 the fixture's stage 3 at batch 1 fuses:
+  // 2 pixel tiles x 12 blocks of 32 slabs, where fc1 and fc2 run as two split-K launches of 96 and
+  // 128 blocks; session 32).
+  const int64_t cluster_slabs = tune_target(p, TuneKey::FfnClusterSlabs);
   set_ring();
   while (s.S > 1 && !(s.w8 && s.BN > kFfnBN) && s.S * s.Cout * s.BN * 4 > kFfnMaxReduceBytes &&
-         !(cl && s.S <= kFfnMaxCluster && s.Cout * s.BN * 4 <= s.NB * kFfnSlabBytes)) {
+         !(cl && s.S <= kFfnMaxCluster && s.slabs() <= cluster_slabs && s.Cout * s.BN * 4 <= s.NB * kFfnSlabBytes)) {
     ++s.CPB;
     s.S = (s.NC + s.CPB - 1) / s.CPB;
     set_ring();

@@ -80,8 +80,9 @@ enum class TuneKey : uint8_t {
   DwRows,        // "dw_rows": the depthwise planes forms (single convs and pairs), the most output rows a thread
   FfnWarps,      // "ffn_warps": fused ConvFFN, warps a block of wide pixel tiles (4, or 8: each warp half the pixels)
   FfnResident,   // "ffn_resident": fused ConvFFN, the most weight slabs of a block held all at once (< 2: none)
+  FfnClusterSlabs,  // "ffn_cluster_slabs": fused ConvFFN, the most slabs a block of a cluster split over the budget streams
 };
-constexpr int kTuneKeys = 12;
+constexpr int kTuneKeys = 13;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
