@@ -1348,16 +1348,26 @@ TEST(CudaCodegen, FfnSplitLayersRunEightWarps) {
 // run on the same fresh random inputs test::device_replays() times (seeds from *seed on; uint8
 // inputs bytes, the others fp16 in [-2, 2)): their first outputs equal bit for bit, are not all
 // zeros, and, where the first input is fp16 of the output's shape, are not the first input.
+// Fresh random inputs for every input of p, a seed each from *seed on: uint8 inputs bytes, the
+// others fp16 in [-2, 2); addresses() gives their pointers, as Backend::run takes them.
+std::vector<Tensor> random_inputs(const plan::Plan& p, uint64_t* seed) {
+  std::vector<Tensor> in;
+  for (int i : p.inputs) {
+    const plan::Buffer& b = p.buffers[size_t(i)];
+    in.push_back(b.dtype == DType::U8 ? test::random_f32(b.shape, (*seed)++, 0.f, 255.f).cast(DType::U8)
+                                      : test::random_f32(b.shape, (*seed)++, -2.f, 2.f).cast(DType::F16));
+  }
+  return in;
+}
+std::vector<const Tensor*> addresses(const std::vector<Tensor>& in) {
+  std::vector<const Tensor*> ins;
+  for (const Tensor& t : in) ins.push_back(&t);
+  return ins;
+}
 void expect_bit_equal_runs(backend::Backend& x, backend::Backend& y, const plan::Plan& p, uint64_t* seed) {
   for (int rep = 0; rep < test::device_replays(); ++rep) {
-    std::vector<Tensor> in;
-    std::vector<const Tensor*> ins;
-    for (int i : p.inputs) {
-      const plan::Buffer& b = p.buffers[size_t(i)];
-      in.push_back(b.dtype == DType::U8 ? test::random_f32(b.shape, (*seed)++, 0.f, 255.f).cast(DType::U8)
-                                        : test::random_f32(b.shape, (*seed)++, -2.f, 2.f).cast(DType::F16));
-    }
-    for (const Tensor& t : in) ins.push_back(&t);
+    const std::vector<Tensor> in = random_inputs(p, seed);
+    const std::vector<const Tensor*> ins = addresses(in);
     const plan::Buffer& yb = p.buffers[size_t(p.outputs[0])];
     Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
     x.run(ins, {&a});
@@ -1548,11 +1558,8 @@ TEST(CudaCodegen, FfnClusterSlabsFuseSplitsOverTheBudget) {
   ba->load(apart);
   uint64_t seed = 370;
   for (int rep = 0; rep < test::device_replays(); ++rep) {
-    std::vector<Tensor> in;
-    std::vector<const Tensor*> ins;
-    for (int i : fused.inputs)
-      in.push_back(test::random_f32(fused.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
-    for (const Tensor& x : in) ins.push_back(&x);
+    const std::vector<Tensor> in = random_inputs(fused, &seed);
+    const std::vector<const Tensor*> ins = addresses(in);
     const plan::Buffer& yb = fused.buffers[size_t(fused.outputs[0])];
     Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
     bf->run(ins, {&a});
@@ -1867,11 +1874,8 @@ TEST(CudaCodegen, ClusterSplitsMatchWorkspaceBitForBitOnTheDevice) {
       bc->load(pc);
       bw->load(pw);
       for (int rep = 0; rep < test::device_replays(); ++rep) {
-        std::vector<Tensor> in;
-        std::vector<const Tensor*> ins;
-        for (int i : pc.inputs)
-          in.push_back(test::random_f32(pc.buffers[size_t(i)].shape, seed++, -2.f, 2.f).cast(DType::F16));
-        for (const Tensor& x : in) ins.push_back(&x);
+        const std::vector<Tensor> in = random_inputs(pc, &seed);
+        const std::vector<const Tensor*> ins = addresses(in);
         const plan::Buffer& yb = pc.buffers[size_t(pc.outputs[0])];
         Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
         bc->run(ins, {&a});
