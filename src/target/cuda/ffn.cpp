@@ -175,9 +175,10 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   // The slab ring of the block with the most chunks (CPB): at most as many buffers as its slabs
   // and one, static, or the deep ring where the static one holds two at most.
   const int64_t deep_cap = (ffn_smem_cap(p) - kFfnSmemReserve - fixed) / kFfnSlabBytes;
+  int64_t deep = 0;  // the deep ring's buffers for this CPB
   const auto set_ring = [&] {
     s.NB = std::min<int64_t>({kFfnMaxSlabs, (kFfnSmemBytes - fixed) / kFfnSlabBytes, s.slabs() + 1});
-    const int64_t deep = std::min<int64_t>({ring, deep_cap, s.slabs() + 1});
+    deep = std::min<int64_t>({ring, deep_cap, s.slabs() + 1});
     s.deep = s.NB <= kFfnShallowRing && deep > s.NB;
     if (s.deep) s.NB = deep;
   };
@@ -197,8 +198,7 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
     set_ring();
   }
   // (8-warp wide tiles of wide layers may leave no static slab buffer: their ring is the deep one)
-  if (fixed > kFfnSmemBytes || (s.NB < 2 && !(s.w8 && std::min<int64_t>({ring, deep_cap, s.slabs() + 1}) >= kFfnWideMinRing)))
-    return false;
+  if (fixed > kFfnSmemBytes || (s.NB < 2 && !(s.w8 && deep >= kFfnWideMinRing))) return false;
   // Resident slabs (TuneKey::FfnResident): a block of at most ffn_resident slab steps holds all of
   // them at once, NB = slabs + 1 buffers in dynamic shared memory, so the weight prologue issues
   // every slab before the wait for the kernels before (the batch-1 fixture's ConvFFNs: 6-8 slabs a
