@@ -1714,10 +1714,12 @@ TEST(CudaCodegen, ConvMmaRowBlocksMatchOneRowBlocksBitForBitOnTheDevice) {
 }
 
 // A case lowered for `arch` with Options::cluster on or off (the F16 cases' graphs).
-plan::Plan lower_ffn_case_at(const F16Case& t, plan::cuda::LayoutChoice layout, const std::string& arch, bool cluster) {
+plan::Plan lower_ffn_case_at(const F16Case& t, plan::cuda::LayoutChoice layout, const std::string& arch, bool cluster,
+                             const std::string& tune = "") {
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
   o.pass_ctx.cuda.fuse_ffn_dw = t.ffn_dw;
   o.pass_ctx.cuda.layout = layout;
   o.pass_ctx.cuda.cluster = cluster;
@@ -1849,10 +1851,12 @@ TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
   EXPECT_GE(clustered, 3) << "the split-K cases (S = 16, 9, 2)";
 }
 
-// The cluster forms (split ConvFFN and split-K 1x1s) and the global-memory forms compute the same
-// outputs bit for bit (the same partials added in the same order), on a compute_90+ device; NCHW
-// and NHWC, fresh random inputs, replayed (the workspace forms' counters reset, the clusters'
-// shared partials refill).
+// The cluster forms (split ConvFFN and split-K 1x1s), both the read form (each block reads its
+// share from its peers) and the push form (cluster_push=1: st.async into the owners, counted by
+// their mbarriers), and the global-memory forms compute the same outputs bit for bit (the same
+// partials added in the same order), on a compute_90+ device; NCHW and NHWC, fresh random inputs,
+// replayed (the workspace forms' counters reset, the clusters' shared partials refill, the
+// mbarriers are made again).
 TEST(CudaCodegen, ClusterSplitsMatchWorkspaceBitForBitOnTheDevice) {
   std::unique_ptr<backend::Backend> bc, bw;
   if (std::string why = test::open_cuda(&bc); !why.empty()) GTEST_SKIP() << why;
@@ -1864,32 +1868,39 @@ TEST(CudaCodegen, ClusterSplitsMatchWorkspaceBitForBitOnTheDevice) {
     if (t.name.find("split") == std::string::npos || (!t.ffn && t.name.rfind("mma_", 0) != 0)) continue;
     for (const auto layout : {plan::cuda::LayoutChoice::Nchw, plan::cuda::LayoutChoice::Nhwc}) {
       SCOPED_TRACE(t.name + (layout == plan::cuda::LayoutChoice::Nhwc ? " nhwc" : " nchw"));
-      const plan::Plan pc = lower_ffn_case_at(t, layout, "compute_90", true);
       const plan::Plan pw = lower_ffn_case_at(t, layout, "compute_90", false);
-      bool has_cluster = false;
-      for (const plan::Kernel& k : pc.kernels) has_cluster |= k.source.find(".reqnctapercluster") != std::string::npos;
       for (const plan::Kernel& k : pw.kernels) EXPECT_EQ(k.source.find(".reqnctapercluster"), std::string::npos);
-      ASSERT_TRUE(has_cluster) << "the case has a split kernel";
-      ++cases;
-      bc->load(pc);
       bw->load(pw);
-      for (int rep = 0; rep < test::device_replays(); ++rep) {
-        const std::vector<Tensor> in = random_inputs(pc, &seed);
-        const std::vector<const Tensor*> ins = addresses(in);
-        const plan::Buffer& yb = pc.buffers[size_t(pc.outputs[0])];
-        Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
-        bc->run(ins, {&a});
-        bw->run(ins, {&b});
-        ASSERT_EQ(a.nbytes(), b.nbytes());
-        EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
-        int64_t nonzero = 0;
-        for (int64_t e = 0; e < a.numel(); ++e) nonzero += a.get_f64(e) != 0.0;
-        // ReLU cases zero about half their outputs: a quarter nonzero shows the kernel wrote them
-        EXPECT_GT(nonzero, a.numel() / 4) << "the outputs were written (the backend zero-fills outputs)";
+      for (const bool push : {false, true}) {  // the read form (the default), the push form
+        SCOPED_TRACE(push ? "push" : "read");
+        const plan::Plan pc = lower_ffn_case_at(t, layout, "compute_90", true, push ? "cluster_push=1" : "");
+        bool has_cluster = false, has_push = false;
+        for (const plan::Kernel& k : pc.kernels) {
+          has_cluster |= k.source.find(".reqnctapercluster") != std::string::npos;
+          has_push |= k.source.find("st.async.shared::cluster.mbarrier::complete_tx::bytes") != std::string::npos;
+        }
+        ASSERT_TRUE(has_cluster) << "the case has a split kernel";
+        EXPECT_EQ(has_push, push);
+        ++cases;
+        bc->load(pc);
+        for (int rep = 0; rep < test::device_replays(); ++rep) {
+          const std::vector<Tensor> in = random_inputs(pc, &seed);
+          const std::vector<const Tensor*> ins = addresses(in);
+          const plan::Buffer& yb = pc.buffers[size_t(pc.outputs[0])];
+          Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+          bc->run(ins, {&a});
+          bw->run(ins, {&b});
+          ASSERT_EQ(a.nbytes(), b.nbytes());
+          EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+          int64_t nonzero = 0;
+          for (int64_t e = 0; e < a.numel(); ++e) nonzero += a.get_f64(e) != 0.0;
+          // ReLU cases zero about half their outputs: a quarter nonzero shows the kernel wrote them
+          EXPECT_GT(nonzero, a.numel() / 4) << "the outputs were written (the backend zero-fills outputs)";
+        }
       }
     }
   }
-  EXPECT_GE(cases, 8) << "2 ConvFFN + 3 split-K cases, NCHW and NHWC";
+  EXPECT_GE(cases, 16) << "2 ConvFFN + 3 split-K cases, NCHW and NHWC, read and push forms";
 }
 
 // ---- the squeeze-excitation gate in one launch (se.cpp) ------------------------------------------
@@ -2316,10 +2327,11 @@ ir::Graph stage_graph(const StageCase& t, DType dt) {
 }
 // (the depthwise pair stays a call of its own unless `pair` says: the stage tests count launches)
 plan::Plan lower_stage(const StageCase& t, const std::string& arch, bool stage = true, bool cluster = true,
-                       plan::cuda::FfnPairMode pair = plan::cuda::FfnPairMode::Off) {
+                       plan::cuda::FfnPairMode pair = plan::cuda::FfnPairMode::Off, const std::string& tune = "") {
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
   o.pass_ctx.cuda.fuse_stage = stage;
   o.pass_ctx.cuda.cluster = cluster;
   o.pass_ctx.cuda.ffn_pair = pair;
@@ -2539,7 +2551,9 @@ TEST(CudaCodegen, FfnPairIsOneLaunchABlock) {
 
 // The ConvFFN with its depthwise pair inside computes what the pair's launch and the ConvFFN's
 // compute, bit for bit (the same taps in the same order, the same roundings, the same hidden
-// split), and agrees with the reference backend; fresh random inputs, replayed.
+// split), and agrees with the reference backend; fresh random inputs, replayed. The cluster splits
+// also in the push form (cluster_push=1), whose first cluster barrier both orders the pair's stores
+// into the peers and the peers' mbarriers before the pushes.
 TEST(CudaCodegen, FfnPairMatchesThePairsLaunchBitForBitOnTheDevice) {
   std::unique_ptr<backend::Backend> in, apart;
   if (std::string why = test::open_cuda(&in); !why.empty()) GTEST_SKIP() << why;
@@ -2556,6 +2570,15 @@ TEST(CudaCodegen, FfnPairMatchesThePairsLaunchBitForBitOnTheDevice) {
     in->load(pin);
     apart->load(pap);
     expect_bit_equal_runs(*in, *apart, pin, &seed);
+    if (c.split) {  // the push form of the cluster's sum, after the pair's stores into the peers
+      const plan::Plan ppush = lower_stage(c.t, arch, false, true, c.mode, "cluster_push=1");
+      bool has_push = false;
+      for (const plan::Kernel& k : ppush.kernels) has_push |= k.source.find("st.async.shared::cluster") != std::string::npos;
+      EXPECT_TRUE(has_push);
+      in->load(ppush);
+      expect_bit_equal_runs(*in, *apart, ppush, &seed);
+      in->load(pin);
+    }
     CompileOptions ro;
     ro.target = "reference";
     const plan::Plan rp = lower(stage_graph(c.t, DType::F32), ro);

@@ -3,7 +3,7 @@
 // and .trans), shfl.sync butterflies, a two-block cluster exchanging data through distributed
 // shared memory, module-scope .global variables, dynamic shared memory (.extern .shared) through
 // the driver stand-in's API (cuFuncSetAttribute, sharedMemBytes, its limits) and across a
-// cluster, and the faults it must report instead of running on: out-of-bounds and misaligned
+// cluster, a cluster's blocks pushing into each other with st.async counted by mbarriers, and the faults it must report instead of running on: out-of-bounds and misaligned
 // accesses, shared memory overruns, deadlocks, instructions it does not know. The generated kernels run on it through the driver stand-in
 // (the cuda_sim tests in CMakeLists.txt).
 #include <gtest/gtest.h>
@@ -235,6 +235,99 @@ TEST(CudaSim, ClusterBlocksReadEachOthersSharedMemory) {
     for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(o[blk * 32 + t], ((blk % 4 + 1) % 4 + 1) * 100 + t) << blk << "," << t;
   // a grid that is not whole clusters is refused
   EXPECT_NE(run_error(k, {6, 1, 1}, {32, 1, 1}, {out}, b.mem).find("not whole clusters"), std::string::npos);
+}
+
+// The push form of a cluster sum: every block of a 4-block cluster makes its mbarrier (one
+// arrival, EXPECT bytes) before the cluster barrier, then thread t of block b st.async's
+// (b + 1) * 1000 + t into row b, column t of every block's buffer, completing 4 bytes on that
+// block's mbarrier; after its try_wait loop thread t sums column t of its block's four rows.
+// BARRIER is the cluster barrier between the inits and the pushes.
+const char* kPushPtx = R"(
+.visible .entry push(.param .u64 out)
+.reqnctapercluster 4, 1, 1
+{
+  .reg .b32 %r<24>; .reg .b64 %rd<8>; .reg .pred %p<4>;
+  .shared .align 8 .b8 bar[8];
+  .shared .align 16 .b8 buf[512];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %cluster_ctarank;
+  mov.u32 %r3, bar;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $made;
+  mbarrier.init.shared::cta.b64 [%r3], 1;
+  mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 %rd2, [%r3], EXPECT;
+  fence.mbarrier_init.release.cluster;
+$made:
+  BARRIER
+  add.s32 %r4, %r2, 1;
+  mul.lo.s32 %r5, %r4, 1000;
+  add.s32 %r6, %r5, %r1;
+  shl.b32 %r7, %r2, 7;
+  shl.b32 %r8, %r1, 2;
+  add.s32 %r9, %r7, %r8;
+  mov.u32 %r10, buf;
+  add.s32 %r11, %r10, %r9;
+  mov.u32 %r12, 0;
+$push:
+  mapa.shared::cluster.u32 %r13, %r11, %r12;
+  mapa.shared::cluster.u32 %r14, %r3, %r12;
+  st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%r13], %r6, [%r14];
+  add.s32 %r12, %r12, 1;
+  setp.lt.u32 %p2, %r12, 4;
+  @%p2 bra $push;
+$wait:
+  mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %p3, [%r3], 0;
+  @!%p3 bra $wait;
+  add.s32 %r15, %r10, %r8;
+  ld.shared.u32 %r16, [%r15];
+  ld.shared.u32 %r17, [%r15+128];
+  ld.shared.u32 %r18, [%r15+256];
+  ld.shared.u32 %r19, [%r15+384];
+  add.s32 %r16, %r16, %r17;
+  add.s32 %r16, %r16, %r18;
+  add.s32 %r16, %r16, %r19;
+  mov.u32 %r20, %ctaid.x;
+  shl.b32 %r21, %r20, 5;
+  add.s32 %r22, %r21, %r1;
+  mul.wide.u32 %rd3, %r22, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  st.global.u32 [%rd4], %r16;
+  ret;
+}
+)";
+
+TEST(CudaSim, ClusterBlocksPushIntoEachOtherWithStAsyncAndAnMbarrier) {
+  auto kernel = [](const std::string& expect, const std::string& barrier) {
+    std::string ptx = kPushPtx;
+    ptx.replace(ptx.find("EXPECT"), 6, expect);
+    ptx.replace(ptx.find("BARRIER"), 7, barrier);
+    return parse_module(std::string(kHeader) + ptx);
+  };
+  const std::string cluster_barrier = "barrier.cluster.arrive.relaxed.aligned;\n  barrier.cluster.wait.acquire.aligned;";
+  Buffers b;
+  const uint64_t out = b.add(8 * 32 * 4);
+  auto m = kernel("512", cluster_barrier);  // 4 blocks x 32 threads x 4 bytes
+  ASSERT_EQ(run_error(*m->find("push"), {8, 1, 1}, {32, 1, 1}, {out}, b.mem), "");
+  const auto* o = reinterpret_cast<const uint32_t*>(out);
+  for (uint32_t blk = 0; blk < 8; ++blk)
+    for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(o[blk * 32 + t], 10000u + 4 * t) << blk << "," << t;
+  // waiting for 4 bytes more than are pushed never completes the phase
+  m = kernel("516", cluster_barrier);
+  const std::string stuck = run_error(*m->find("push"), {4, 1, 1}, {32, 1, 1}, {out}, b.mem);
+  EXPECT_NE(stuck.find("deadlock"), std::string::npos) << stuck;
+  // without the cluster barrier block 0 pushes into blocks whose mbarrier is not made yet
+  m = kernel("512", "");
+  const std::string early = run_error(*m->find("push"), {4, 1, 1}, {32, 1, 1}, {out}, b.mem);
+  EXPECT_NE(early.find("used before mbarrier.init"), std::string::npos) << early;
+  // a push whose mbarrier is in another block than the store
+  std::string ptx = kPushPtx;
+  ptx.replace(ptx.find("EXPECT"), 6, "512");
+  ptx.replace(ptx.find("BARRIER"), 7, cluster_barrier);
+  ptx.replace(ptx.find("%r14, %r3, %r12"), 15, "%r14, %r3, 0");
+  m = parse_module(std::string(kHeader) + ptx);
+  const std::string elsewhere = run_error(*m->find("push"), {4, 1, 1}, {32, 1, 1}, {out}, b.mem);
+  EXPECT_NE(elsewhere.find("is not in the block the store"), std::string::npos) << elsewhere;
 }
 
 TEST(CudaSim, GlobalVariablesPersistAcrossLaunches) {

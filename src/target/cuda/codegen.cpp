@@ -1046,6 +1046,34 @@ __device__ __forceinline__ void opv_st_cluster4(unsigned a, uint4 v) {
   asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};" :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 )";
+// The push form of a cluster split's sum (TuneKey::ClusterPush): each block's mbarrier, made with
+// one expected arrival (the block's own, which also sets the bytes its share will receive) before
+// the cluster barrier at the kernel's start (fence.mbarrier_init orders the init before that
+// barrier's relaxed arrive for the peers); a peer's 16-byte st.async into the block's receive
+// buffer completes 16 of those bytes on it, and the block waits for the phase (parity 0) to
+// complete. No barrier at exit: a block leaves after its own wait, by which every push into it has
+// landed, and a push's source is registers.
+const char* kClusterPushHelpers = R"(__device__ __forceinline__ void opv_mbar_init(void* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(opv_smem(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void opv_mbar_arrive_expect(void* bar, unsigned bytes) {
+  unsigned long long state;
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(opv_smem(bar)), "r"(bytes) : "memory");
+  (void)state;
+}
+__device__ __forceinline__ void opv_fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void opv_mbar_wait(void* bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(opv_smem(bar)), "r"(parity) : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void opv_st_async4(unsigned a, float4 v, unsigned bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1,%2,%3,%4}, [%5];"
+               :: "r"(a), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar) : "memory");
+}
+)";
 // The whole kernel body (after `i`); *blocks: the launch's block count; *globals: module-scope
 // declarations (helpers, split-K workspace).
 // NHWC (X and Y channels-last): the transposed GEMM Y[p, m] = sum_c X[p, c] W[m, c], rows =
@@ -1074,9 +1102,16 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   // 0: the workspace form's sums bit for bit) and runs their epilogue; a second barrier keeps every
   // block's partial alive until all have read it. No workspace, fence, counter or last-block pass.
   const bool cluster = sh.S > 1 && x.sm >= 90 && Options::from_meta(x.p.meta).cluster;
+  // The push form (TuneKey::ClusterPush, kClusterPushHelpers): each block pushes every peer's
+  // share of its partial into that peer's receive buffer ([S][PER] float4s of static shared memory,
+  // where it fits the 48 KB) with st.async, counted by the peer's mbarrier; no exit barrier.
+  const int64_t per = (TILE / 4 + sh.S - 1) / sh.S;  // the cluster form's float4s a block (PER)
+  const bool push = cluster && tune_target(x.p, TuneKey::ClusterPush) == 1 &&
+                    smem + sh.S * per * 16 + 64 <= (48 << 10) - 256;
   if (cluster) {
     x.cluster = sh.S;
     *globals += kClusterHelpers;
+    if (push) *globals += kClusterPushHelpers;
   } else if (sh.S > 1)
     *globals += "__device__ __align__(16) float opv_ws[" + I(sh.tiles * sh.S * TILE) + "];  // split-K partial tiles\n" +
                 "__device__ __forceinline__ float4 opv_ldcg4(const float* p) {\n"
@@ -1094,6 +1129,9 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
     << "  constexpr opv_idx M = " << I(M) << ", K = " << I(K) << ", P = " << I(P) << ";\n"
     << "  __shared__ __align__(16) unsigned char smem_[" << smem << "];\n"
     << "  __shared__ int last_;\n"
+    << (push ? "  __shared__ __align__(16) float4 Rs[" + I(sh.S * per) + "];  // [S][PER]: the S partials of this block's share\n"
+               "  __shared__ __align__(8) unsigned long long rbar_;  // counts the bytes of this block's share the cluster pushed\n"
+             : std::string())
     << "  unsigned short* As = (unsigned short*)smem_;\n"
     << "  unsigned short* Bs = As + NBUF * A_ST;\n"
     << "  float* red = (float*)smem_;\n"
@@ -1161,6 +1199,13 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   x.late_entry = x.const_input(1);
   const char* load_w = nhwc ? "load_b" : "load_a";
   const char* load_x = nhwc ? "load_a" : "load_b";
+  if (push)  // before the barrier's arrive: no peer pushes into this block before its mbarrier is made
+    b << "  if (tid == 0) {  // this block's mbarrier: its one arrival sets the bytes of its share S blocks push\n"
+      << "    opv_mbar_init(&rbar_, 1);\n"
+      << "    const int share = TILE / 4 - sp * " << per << " < " << per << " ? TILE / 4 - sp * " << per << " : " << per << ";\n"
+      << "    opv_mbar_arrive_expect(&rbar_, (unsigned)(S * (share > 0 ? share : 0) * 16));\n"
+      << "    opv_fence_mbar_init();\n  }\n"
+      << "  opv_cluster_arrive_relaxed();  // this block is running, its mbarrier made\n";
   if (x.late_entry) b << "  " << load_w << "(0, kbeg);  // weights: no kernel writes them\n  OPV_KERNEL_ENTRY();\n";
   // The epilogue on `sum` for output (m, p); with `pf` (an index into the prefetch registers)
   // the bias and the post-ops' operands come from registers loaded at the kernel's start (before
@@ -1186,7 +1231,6 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   epi << epilogue("");
   // Prefetch where a thread's outputs are few: the cluster form's one float4 (TILE / 4 <= S x
   // threads), the unsplit form's TILE / threads outputs up to 32 registers in all.
-  const int64_t per = (TILE / 4 + sh.S - 1) / sh.S;  // the cluster form's float4s a block (PER)
   const bool pf_cluster = cluster && npf > 0 && per <= kMmaThreads;
   const int64_t per_thread = TILE / kMmaThreads;
   const bool pf_single = !cluster && sh.S == 1 && npf > 0 && per_thread * npf <= 32;
@@ -1245,7 +1289,34 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   const int64_t nv = TILE / (4 * kMmaThreads);
   int64_t nvb = std::max<int64_t>(1, std::min<int64_t>(nv, kMmaReduceInFlight / std::max<int64_t>(sh.S, 1)));
   while (nv % nvb) --nvb;
-  if (cluster) {
+  if (push) {
+    // Float4 f of the block's partial (the K groups' sum, in their order) goes to block o = f / PER,
+    // row sp of its receive buffer; the block then waits for its mbarrier's phase (all S rows of its
+    // share landed) and sums them in split order from 0 (the read form's sums bit for bit).
+    b << "  opv_cluster_wait();  // every peer's mbarrier made (the arrive at the kernel's start)\n"
+      << "  for (int f = tid; f < TILE / 4; f += " << kMmaThreads << ") {  // the K groups' sum of float4 f, pushed to its block\n"
+      << "    float4 v = ((const float4*)red)[f];\n"
+      << "#pragma unroll\n    for (int q = 1; q < WK; ++q) {\n"
+      << "      const float4 w = ((const float4*)red)[q * (TILE / 4) + f];\n"
+      << "      v.x += w.x; v.y += w.y; v.z += w.z; v.w += w.w;\n    }\n"
+      << "    const int o = f / " << per << ";\n"
+      << "    opv_st_async4(opv_cluster_addr(Rs, o) + (unsigned)(sp * " << per << " + f - o * " << per
+      << ") * 16u, v, opv_cluster_addr(&rbar_, o));\n  }\n"
+      << "  opv_mbar_wait(&rbar_, 0);  // every block's row of this block's share landed\n"
+      << "#pragma unroll 1\n  for (int ef = tid; ef < " << per << "; ef += " << kMmaThreads << ") {  // this block's share\n"
+      << "    const int f = sp * " << per << " + ef;\n"
+      << "    if (f >= TILE / 4) break;\n"
+      << "    float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+      << "#pragma unroll\n    for (int q = 0; q < S; ++q) {\n"
+      << "      const float4 v = Rs[q * " << per << " + ef];\n"
+      << "      s4[0] += v.x; s4[1] += v.y; s4[2] += v.z; s4[3] += v.w;\n    }\n"
+      << "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n"
+      << "    const int o = f * 4 + e;\n"
+      << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
+      << "    if (m < M && p < P) {\n"
+      << "      const float sum = s4[e];\n"
+      << (pf_cluster ? epilogue("e") : epi.str()) << "    }\n    }\n  }\n";
+  } else if (cluster) {
     b << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {  // the K groups' sum: this block's partial, in place\n"
       << "    float sum = red[o];\n"
       << "#pragma unroll\n    for (int q = 1; q < WK; ++q) sum += red[q * TILE + o];\n"

@@ -53,6 +53,7 @@ constexpr const char* kEntryOpen = ") {\n  OPV_KERNEL_ENTRY();\n";
 constexpr const char* kEntryOpenLate = ") {\n";
 extern const char* kMmaHelpers;  // module-scope PTX helpers of the mma kernels (ldmatrix, mma.sync, cp.async)
 extern const char* kClusterHelpers;  // cluster barrier and peer shared-memory load (compute_90+)
+extern const char* kClusterPushHelpers;  // mbarrier and st.async of the push form (after kClusterHelpers)
 
 int plan_sm(const Plan& p);  // the plan's virtual architecture number (meta cuda_arch): 75, 80, 90, ...
 // The plan's sizing target `k` (meta cuda_tune, else the key's default: options.h Tune).

@@ -523,6 +523,15 @@ Generated ffn(const Plan& p, const Call& c) {
       PAIR ? ffn_pair_geom(s, buf(0).shape[2], PK[0], PK[1], cluster, ffn_pair_budget(p, s)) : FfnPairGeom{};
   if (PAIR && pg.CB < 1)
     return gen.why = "ConvFFN: the depthwise pair's staging does not fit shared memory", gen;
+  // The push form of the cluster's sum (TuneKey::ClusterPush, kClusterPushHelpers): each block
+  // pushes every peer's share of its partial into that peer's receive buffer (dynamic shared
+  // memory after the ring and the pair's staging: [S][PER] float4s) with st.async, counted by the
+  // peer's mbarrier, where it fits the block's shared memory.
+  const int64_t per = (s.Cout * s.BN / 4 + s.S - 1) / s.S;  // PER: float4s of a block's share
+  const int64_t pair_bytes = PAIR ? (pg.bytes() + 15) / 16 * 16 : 0;
+  const bool push = cluster && tune_target(p, TuneKey::ClusterPush) == 1 &&
+                    ffn_smem_total(s, pair_bytes + s.S * per * 16) <= ffn_smem_cap(p);
+  const std::string rs_off = std::to_string(s.dynamic_bytes() + pair_bytes);
   // Warps a block (kernel attr "cuda_ffn_warps", else ffn_warps' choice): 4, each on 16 rows of a
   // slab and both 8-pixel halves of the tile, or 8, warp w on rows (w & 3) * 16 and pixel half w >> 2.
   const int64_t WARPS = k.attrs.i("cuda_ffn_warps", ffn_warps(s));
@@ -559,7 +568,10 @@ Generated ffn(const Plan& p, const Call& c) {
     << (nhwc ? "  constexpr int LDXN = CIN + 8;  // NHWC: Xs[pixel][channel]\n  __shared__ __align__(16) unsigned short Xs[BN * LDXN];\n"
              : "  __shared__ __align__(16) unsigned short Xs[CIN * LDX];\n")
     << "  __shared__ __align__(16) unsigned short Gs[HC * LDG];\n"
-    << (s.deep || PAIR ? "  extern __shared__ __align__(128) unsigned char opv_dsmem[];\n" : "")
+    << (s.deep || PAIR || push ? "  extern __shared__ __align__(128) unsigned char opv_dsmem[];\n" : "")
+    << (push ? "  __shared__ __align__(8) unsigned long long rbar_;  // counts the bytes of this block's share the cluster pushed\n"
+               "  float4* const Rs = (float4*)(opv_dsmem + " + rs_off + ");  // [S][PER]: the S partials of this block's share\n"
+             : "")
     << (s.deep ? "  unsigned short (*const Ws)[64 * 64] = (unsigned short (*)[64 * 64])opv_dsmem;  // slab ring (dynamic): 64 rows x 128 bytes, swizzled\n"
                : "  __shared__ __align__(128) unsigned short Ws[NB][64 * 64];  // slab ring: 64 rows x 128 bytes, swizzled\n")
     << "  __shared__ int last_;\n  (void)last_; (void)TILE;\n"
@@ -625,8 +637,15 @@ Generated ffn(const Plan& p, const Call& c) {
   // prologue X's cp.async group comes last, and the kernel waits for every group once before the
   // first slab.
   const bool x_async = !DK && !PAIR && (nhwc || s.P % 8 == 0);
-  if (PAIR && cluster)  // the first half of the barrier before the first store into a peer (phase 2)
-    b << "  opv_cluster_arrive_relaxed();  // this block is running\n";
+  if (push)  // before the barrier below: no peer pushes into this block before its mbarrier is made
+    b << "  if (tid == 0) {  // this block's mbarrier: its one arrival sets the bytes of its share S blocks push\n"
+      << "    opv_mbar_init(&rbar_, 1);\n"
+      << "    const int share = TILE / 4 - sp * " << per << " < " << per << " ? TILE / 4 - sp * " << per << " : " << per << ";\n"
+      << "    opv_mbar_arrive_expect(&rbar_, (unsigned)(S * (share > 0 ? share : 0) * 16));\n"
+      << "    opv_fence_mbar_init();\n  }\n";
+  // The first half of the barrier before the first store into a peer (the pair's phase 2, the push)
+  if ((PAIR && cluster) || push)
+    b << "  opv_cluster_arrive_relaxed();  // this block is running" << (push ? ", its mbarrier made" : "") << "\n";
   if (!late) b << xl.str();
   b << "#pragma unroll\n  for (int q = 0; q < NB - 1; ++q) {\n"
     << "    issue(q);\n    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n  }\n";
@@ -892,7 +911,6 @@ Generated ffn(const Plan& p, const Call& c) {
   const std::string frag_coords =
       "      const int warp = ft >> 5, lane = ft & 31, g = lane >> 2, t = lane & 3;\n" +
       std::string(w8 ? "      const int wr = warp & 3, wn = warp >> 2;\n" : "") + frag_of_j;
-  const int64_t per = (s.Cout * s.BN / 4 + s.S - 1) / s.S;  // PER
   const bool pf_cluster = cluster && npf > 0 && per <= NT;  // cluster: S > 1
   if (pf_cluster)
     b << prefetch_decl("[4]")
@@ -999,7 +1017,35 @@ Generated ffn(const Plan& p, const Call& c) {
       << "      *(float4*)(" << dst << " + ((mt * " << nwt << " + nt) * " << nts << " + tid) * 4) = "
          "make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]);\n";
   };
-  if (cluster) {
+  if (push) {
+    // Float4 f = (mt NWT + nt) NT + tid of the tile (as store_partial orders them) goes to block
+    // o = f / PER, row sp of its receive buffer; the block then waits for its mbarrier's phase
+    // (all S rows of its share landed) and sums them in split order (the read form's sums bit for bit).
+    gen.source = std::string(kClusterHelpers) + kClusterPushHelpers;
+    b << (PAIR ? "" : "  opv_cluster_wait();  // every peer's mbarrier made (the arrive at the kernel's start)\n")
+      << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt) {\n"
+      << "      const int f = (mt * " << nwt << " + nt) * " << nts << " + tid, o = f / " << per << ";\n"
+      << "      opv_st_async4(opv_cluster_addr(Rs, o) + (unsigned)(sp * " << per << " + f - o * " << per << ") * 16u,\n"
+      << "                    make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]), opv_cluster_addr(&rbar_, o));\n"
+      << "    }\n"
+      << "  opv_mbar_wait(&rbar_, 0);  // every block's row of this block's share landed\n"
+      << "#pragma unroll 1\n  for (int e = tid; e < " << per << "; e += " << nts << ") {  // this block's share of the tile\n"
+      << "    const int f = sp * " << per << " + e;\n"
+      << "    if (f >= TILE / 4) break;\n"
+      << "    float4 t4 = Rs[e];\n"
+      << "#pragma unroll\n    for (int sq = 1; sq < S; ++sq) {\n"
+      << "      const float4 v = Rs[sq * " << per << " + e];\n"
+      << "      t4.x += v.x; t4.y += v.y; t4.z += v.z; t4.w += v.w;\n    }\n"
+      << "    const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
+      << "    const int j = f / " << nts << ", ft = f % " << nts << ";\n"
+      << "    {  // the coordinates of thread ft's fragment j\n"
+      << frag_coords << pair_decl
+      << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
+      << mq
+      << "    if (q < P) {\n"
+      << "      const float sum = t4v[r];\n"
+      << (pf_cluster ? epilogue("r") : epi.str()) << "    }\n      }\n    }\n  }\n";
+  } else if (cluster) {
     // The tile's S blocks are one cluster (rank = sp, blockIdx.x % S). Each stores its partial in
     // fragment order into its own slab ring (float4 j of thread tid at [j][tid], as the workspace
     // form stores it); after a cluster barrier every block sums its share of the tile's float4s
@@ -1097,7 +1143,7 @@ Generated ffn(const Plan& p, const Call& c) {
   gen.source = src.str();
   gen.global = {s.blocks() * NT, 0, 0};
   gen.local = {NT, 0, 0};
-  gen.smem = s.dynamic_bytes() + (PAIR ? pg.bytes() : 0);
+  gen.smem = s.dynamic_bytes() + (push ? pair_bytes + s.S * per * 16 : PAIR ? pg.bytes() : 0);
   return gen;
 }
 

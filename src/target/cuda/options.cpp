@@ -30,7 +30,8 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // to 4 output rows a block), dw_planes.cpp's planes form of single depthwise convs (4 outputs of a
 // row a thread; below 4 the generic conv), ffn.cpp's wide tiles on 4 warps (8: each warp half the
 // tile's pixels), ffn.cpp's resident slabs (1: off, the ring; session 32), ffn.cpp's cluster splits
-// over the last block's budget (1: none; session 32).
+// over the last block's budget (1: none; session 32), the cluster splits' pushed partials (0: each
+// block reads its share from its peers; session 33).
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
     {"mma_blocks", 128, 1, 4096},
@@ -45,6 +46,7 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_warps", 8, 4, 8},
     {"ffn_resident", 1, 1, 24},
     {"ffn_cluster_slabs", 1, 1, 64},
+    {"cluster_push", 0, 0, 1},
 };
 constexpr const char* kArchPrefix = "compute_";
 

@@ -81,8 +81,9 @@ enum class TuneKey : uint8_t {
   FfnWarps,      // "ffn_warps": fused ConvFFN, warps a block of wide pixel tiles (4, or 8: each warp half the pixels)
   FfnResident,   // "ffn_resident": fused ConvFFN, the most weight slabs of a block held all at once (< 2: none)
   FfnClusterSlabs,  // "ffn_cluster_slabs": fused ConvFFN, the most slabs a block of a cluster split over the budget streams
+  ClusterPush,   // "cluster_push": cluster splits (ConvFFN, split-K 1x1) push partials with st.async (1) or read them (0)
 };
-constexpr int kTuneKeys = 13;
+constexpr int kTuneKeys = 14;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;

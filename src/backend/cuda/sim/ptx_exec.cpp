@@ -15,7 +15,7 @@ namespace opv::cudasim {
 
 namespace {
 
-enum class State : uint8_t { Run, Bar, Warp, ClusterWait, Done };
+enum class State : uint8_t { Run, Bar, Warp, ClusterWait, MbarWait, Done };
 
 struct Thread {
   uint32_t pc = 0;
@@ -28,7 +28,31 @@ struct Thread {
   bool* cache_written = nullptr;            // its Memory flag "a kernel has stored into it"
   uint8_t* local = nullptr;                   // its local memory (Kernel::local_bytes)
   bool dep_waited = true;  // false until griddepcontrol.wait in a kernel that has one
+  const uint8_t* mbar = nullptr;  // MbarWait: the mbarrier whose phase of parity mbar_parity it waits for
+  uint32_t mbar_parity = 0;
 };
+
+// An mbarrier object as its 8 bytes of shared memory hold it here (the hardware's layout is
+// opaque): pending arrivals of the current phase (bits 0-20), expected arrivals a phase (21-41),
+// the pending transaction count (42-62, two's complement: complete_tx may come before expect_tx)
+// and the current phase's parity (63).
+struct Mbar {
+  uint32_t pending = 0, expected = 0;
+  int32_t tx = 0;
+  uint32_t phase = 0;
+  static Mbar of(uint64_t v) {
+    Mbar m;
+    m.pending = uint32_t(v & 0x1fffff);
+    m.expected = uint32_t((v >> 21) & 0x1fffff);
+    m.tx = int32_t(uint32_t((v >> 42) & 0x1fffff) << 11) >> 11;
+    m.phase = uint32_t(v >> 63);
+    return m;
+  }
+  uint64_t bits() const {
+    return uint64_t(pending) | uint64_t(expected) << 21 | (uint64_t(uint32_t(tx)) & 0x1fffff) << 42 | uint64_t(phase) << 63;
+  }
+};
+constexpr int32_t kMbarMaxCount = (1 << 20) - 1;  // arrivals and transaction bytes (PTX ISA: 2^20 - 1)
 
 inline float as_f32(uint64_t b) { return std::bit_cast<float>(uint32_t(b)); }
 inline uint64_t f32_bits(float f) { return std::bit_cast<uint32_t>(f); }
@@ -116,6 +140,7 @@ struct Launch {
   uint32_t threads_per_block = 0;
   uint32_t dynamic_shared = 0;  // the launch's dynamic shared memory, from k.dynamic_base
   std::vector<std::vector<uint8_t>> smem;  // per block of the running cluster: static, then dynamic
+  std::vector<const uint8_t*> mbars;       // the running cluster's initialised mbarrier objects
   std::vector<Thread> th;
   std::vector<uint64_t> regs;
   std::vector<uint8_t> locals;  // per thread: Kernel::local_bytes
@@ -215,6 +240,30 @@ struct Launch {
     uint64_t v = 0;
     std::memcpy(&v, p, n);
     return v;
+  }
+
+  // The mbarrier object at `addr` (shared or shared::cluster), which mbarrier.init must have made.
+  uint8_t* mbar_at(Thread& t, Space space, uint64_t addr) {
+    uint8_t* p = at(t, space, addr, 8, true);
+    if (std::find(mbars.begin(), mbars.end(), p) == mbars.end())
+      fault(t, "mbarrier at shared " + hex(addr) + " used before mbarrier.init (or before a barrier ordered the init)");
+    return p;
+  }
+  // `arrivals` arrivals and `tx` more pending transaction bytes (negative: complete_tx) on the
+  // mbarrier at p; the phase completes when neither arrivals nor bytes are pending.
+  void mbar_update(Thread& t, uint8_t* p, uint32_t arrivals, int64_t tx) {
+    Mbar m = Mbar::of(load(p, 8));
+    if (arrivals > m.pending) fault(t, "mbarrier arrive: more arrivals than the phase expects");
+    const int64_t n = int64_t(m.tx) + tx;
+    if (n > kMbarMaxCount || n < -kMbarMaxCount) fault(t, "mbarrier transaction count out of range: " + std::to_string(n));
+    m.pending -= arrivals;
+    m.tx = int32_t(n);
+    if (m.pending == 0 && m.tx == 0) {
+      m.phase ^= 1u;
+      m.pending = m.expected;
+    }
+    const uint64_t v = m.bits();
+    std::memcpy(p, &v, 8);
   }
 
   void exec(Thread& t);  // runs t until it blocks or ends
@@ -778,6 +827,57 @@ void Launch::exec(Thread& t) {
         return;
       case Op::Nop: break;
       case Op::GridDepWait: t.dep_waited = true; break;
+      case Op::MbarInit: {  // mbarrier.init [addr], count
+        const uint64_t count = rd(t, o[1]);
+        if (count < 1 || count > uint64_t(kMbarMaxCount)) fault(t, "mbarrier.init count " + std::to_string(count));
+        uint8_t* p = at(t, in.space, addr_of(t, o[0]), 8, true);
+        Mbar m;
+        m.pending = m.expected = uint32_t(count);
+        const uint64_t v = m.bits();
+        std::memcpy(p, &v, 8);
+        if (std::find(mbars.begin(), mbars.end(), p) == mbars.end()) mbars.push_back(p);
+        break;
+      }
+      case Op::MbarArrive: {  // mbarrier.arrive[.expect_tx] state, [addr][, txCount]: state is the phase's parity
+        uint8_t* p = mbar_at(t, in.space, addr_of(t, o[1]));
+        const uint64_t phase = load(p, 8) >> 63;
+        mbar_update(t, p, 1, in.count == 2 ? int64_t(uint32_t(rd(t, o[2]))) : 0);
+        wr(t, o[0].reg, phase);
+        break;
+      }
+      case Op::MbarExpectTx:  // mbarrier.expect_tx [addr], txCount
+        mbar_update(t, mbar_at(t, in.space, addr_of(t, o[0])), 0, int64_t(uint32_t(rd(t, o[1]))));
+        break;
+      case Op::MbarTryWait: {  // mbarrier.try_wait.parity p, [addr], parity: waits here until that phase completed
+        const uint8_t* p = mbar_at(t, in.space, addr_of(t, o[1]));
+        const uint32_t parity = uint32_t(rd(t, o[2]) & 1);
+        if ((load(p, 8) >> 63) == parity) {  // still the phase of that parity: not complete
+          t.mbar = p;
+          t.mbar_parity = parity;
+          t.state = State::MbarWait;
+          return;  // run again (from this instruction) once it completes
+        }
+        wr(t, o[0].reg, 1);
+        break;
+      }
+      case Op::StAsync: {  // st.async.shared::cluster.mbarrier::complete_tx::bytes [a], b, [mbar]
+        const unsigned n = ty_bytes(in.t), bytes = n * in.vec;
+        const uint64_t a = addr_of(t, o[0]), ma = addr_of(t, o[2]);
+        if ((a >> kClusterShift) != (ma >> kClusterShift))
+          fault(t, "st.async: the mbarrier " + hex(ma) + " is not in the block the store " + hex(a) + " goes to");
+        uint8_t* p = at(t, Space::SharedCluster, a, bytes, true);
+        if (o[1].kind == Opnd::Vec) {
+          for (unsigned i = 0; i < o[1].n; ++i) {
+            const uint64_t v = o[1].vec[i] == kSink ? 0 : r[o[1].vec[i]];
+            std::memcpy(p + i * n, &v, n);
+          }
+        } else {
+          const uint64_t v = rd(t, o[1]);
+          std::memcpy(p, &v, n);
+        }
+        mbar_update(t, mbar_at(t, Space::SharedCluster, ma), 0, -int64_t(bytes));
+        break;
+      }
     }
   next:
     ++t.pc;
@@ -912,6 +1012,7 @@ void Launch::run_cluster(const uint32_t first[3]) {
   // depends on shared memory it never wrote (even multiplied by zero: a GPU's leftover bytes may
   // be NaN) gives NaN here instead of passing with a finite stand-in (0xcd, until session 27).
   for (auto& s : smem) std::fill(s.begin(), s.end(), uint8_t(0xff));
+  mbars.clear();
   for (uint32_t b = 0; b < cluster_blocks; ++b) {
     const uint32_t bx = b % cx, by = (b / cx) % cy, bz = b / (cx * cy);
     for (uint32_t i = 0; i < tpb; ++i) {
@@ -990,6 +1091,12 @@ void Launch::run_cluster(const uint32_t first[3]) {
         progress = true;
       }
     }
+    // mbarrier waits: a thread goes on (to its try_wait again) once the phase it waits for completed
+    for (Thread& t : th)
+      if (t.state == State::MbarWait && (load(t.mbar, 8) >> 63) != t.mbar_parity) {
+        t.state = State::Run;
+        progress = true;
+      }
     // the cluster barrier: a waiting thread goes on once every thread has arrived as often
     for (Thread& t : th) {
       if (t.state != State::ClusterWait) continue;

@@ -27,7 +27,10 @@ enum class Op : uint8_t {
   Mov, Add, Sub, Mul, Mad, Fma, Div, Rem, Min, Max, Abs, Neg, And, Or, Xor, Not, Shl, Shr, Bfi, Bfe, Popc, Clz,
   Brev, Copysign, Rcp, Sqrt, Rsqrt, Ex2, Lg2, Sin, Cos, Tanh, Cvt, Cvta, CvtaTo, Setp, Selp, Ld, St, Atom, Red,
   Bra, Ret, BarSync, Nop, CpAsync, Shfl, Ldmatrix, Mma, Mapa, ClusterArrive, ClusterWait, Prmt,
-  GridDepWait
+  GridDepWait,
+  // mbarrier objects (sm_90): init, arrive (.expect_tx: with a transaction count), expect_tx,
+  // try_wait.parity, and st.async's store that completes transaction bytes on one
+  MbarInit, MbarArrive, MbarExpectTx, MbarTryWait, StAsync
 };
 
 enum class Space : uint8_t { Generic, Global, Shared, SharedCluster, Param, Local, Const };

@@ -423,6 +423,25 @@ struct BodyParser {
     mods.erase(mods.begin());
     std::vector<Ty> types;
     auto unsupported = [&]() { fail(line, "unsupported instruction '" + opcode + "'"); };
+    // The words that name an operation rather than qualify it: mbarrier's (init, arrive[.expect_tx],
+    // expect_tx, try_wait.parity), st.async's completion mechanism, fence.mbarrier_init's kind.
+    auto take = [&](const char* w) {
+      auto it = std::find(mods.begin(), mods.end(), w);
+      if (it == mods.end()) return false;
+      mods.erase(it);
+      return true;
+    };
+    std::string mbar;  // mbarrier's operation
+    if (base == "mbarrier") {
+      if (take("init")) mbar = "init";
+      else if (take("arrive")) mbar = take("expect_tx") ? "arrive.expect_tx" : "arrive";
+      else if (take("expect_tx")) mbar = "expect_tx";
+      else if (take("try_wait") && take("parity")) mbar = "try_wait.parity";
+      else unsupported();  // test_wait, try_wait without .parity, arrive_drop, inval, pending_count
+    }
+    const bool st_async = base == "st" && take("async");
+    if (st_async && !(take("weak"), take("mbarrier::complete_tx::bytes"))) unsupported();
+    if (base == "fence") take("mbarrier_init");
     for (const std::string& m : mods) {
       const Ty t = type_of(m);
       if (t != Ty::None) {
@@ -547,6 +566,16 @@ struct BodyParser {
       const bool wait = std::find(mods.begin(), mods.end(), "wait") != mods.end();
       if (arrive == wait) unsupported();
       in.op = arrive ? Op::ClusterArrive : Op::ClusterWait;
+    } else if (base == "mbarrier") {
+      in.op = mbar == "init"              ? Op::MbarInit
+              : mbar == "expect_tx"       ? Op::MbarExpectTx
+              : mbar == "try_wait.parity" ? Op::MbarTryWait
+                                          : Op::MbarArrive;
+      if (mbar == "arrive.expect_tx") in.count = 2;  // a transaction count (plain arrive: 1)
+      if (in.space == Space::Generic) unsupported();  // generic-address mbarriers: not simulated
+    } else if (st_async) {
+      if (in.space != Space::SharedCluster) unsupported();
+      in.op = Op::StAsync;
     } else if (base == "griddepcontrol") {  // programmatic dependent launch; launches run one by one here
       if (mods.size() != 1 || (mods[0] != "wait" && mods[0] != "launch_dependents")) unsupported();
       in.op = mods[0] == "wait" ? Op::GridDepWait : Op::Nop;
@@ -577,6 +606,10 @@ struct BodyParser {
       fixups.emplace_back(k.code.size(), trim(args[0]));
     }
     if (in.op == Op::BarSync && in.nops > 1) unsupported();  // a thread count: partial barriers
+    if ((in.op == Op::MbarInit || in.op == Op::MbarExpectTx) && in.nops != 2) unsupported();
+    if (in.op == Op::MbarArrive && in.nops != (in.count == 2 ? 3 : 2)) unsupported();  // arrive's count operand: not simulated
+    if (in.op == Op::MbarTryWait && in.nops != 3) unsupported();  // the suspend-time hint: not simulated
+    if (in.op == Op::StAsync && (in.nops != 3 || in.o[2].kind != Opnd::Addr)) unsupported();
     if (in.op == Op::Mma && !(in.m == 16 && in.nn == 8 && (in.k == 16 || in.k == 8))) unsupported();
     if (in.op == Op::Mma && !((in.t3 == Ty::F16 || in.t3 == Ty::BF16) && in.t2 == in.t3 &&
                               (in.t == Ty::F32 || in.t == Ty::F16) && in.t4 == in.t))
