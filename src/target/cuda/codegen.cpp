@@ -1289,10 +1289,26 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   const int64_t nv = TILE / (4 * kMmaThreads);
   int64_t nvb = std::max<int64_t>(1, std::min<int64_t>(nv, kMmaReduceInFlight / std::max<int64_t>(sh.S, 1)));
   while (nv % nvb) --nvb;
+  // The cluster forms' last sum: block sp's share, float4s f = sp * PER + ef, each the sum
+  // `sum_lines` computes into s4 (in split order from 0: the workspace form's sums bit for bit),
+  // then their epilogue.
+  auto share_sum = [&](const std::string& sum_lines) {
+    b << "#pragma unroll 1\n  for (int ef = tid; ef < " << per << "; ef += " << kMmaThreads << ") {  // this block's share\n"
+      << "    const int f = sp * " << per << " + ef;\n"
+      << "    if (f >= TILE / 4) break;\n"
+      << "    float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+      << sum_lines
+      << "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n"
+      << "    const int o = f * 4 + e;\n"
+      << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
+      << "    if (m < M && p < P) {\n"
+      << "      const float sum = s4[e];\n"
+      << (pf_cluster ? epilogue("e") : epi.str()) << "    }\n    }\n  }\n";
+  };
   if (push) {
     // Float4 f of the block's partial (the K groups' sum, in their order) goes to block o = f / PER,
     // row sp of its receive buffer; the block then waits for its mbarrier's phase (all S rows of its
-    // share landed) and sums them in split order from 0 (the read form's sums bit for bit).
+    // share landed) and sums its S rows.
     b << "  opv_cluster_wait();  // every peer's mbarrier made (the arrive at the kernel's start)\n"
       << "  for (int f = tid; f < TILE / 4; f += " << kMmaThreads << ") {  // the K groups' sum of float4 f, pushed to its block\n"
       << "    float4 v = ((const float4*)red)[f];\n"
@@ -1302,20 +1318,10 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "    const int o = f / " << per << ";\n"
       << "    opv_st_async4(opv_cluster_addr(Rs, o) + (unsigned)(sp * " << per << " + f - o * " << per
       << ") * 16u, v, opv_cluster_addr(&rbar_, o));\n  }\n"
-      << "  opv_mbar_wait(&rbar_, 0);  // every block's row of this block's share landed\n"
-      << "#pragma unroll 1\n  for (int ef = tid; ef < " << per << "; ef += " << kMmaThreads << ") {  // this block's share\n"
-      << "    const int f = sp * " << per << " + ef;\n"
-      << "    if (f >= TILE / 4) break;\n"
-      << "    float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
-      << "#pragma unroll\n    for (int q = 0; q < S; ++q) {\n"
-      << "      const float4 v = Rs[q * " << per << " + ef];\n"
-      << "      s4[0] += v.x; s4[1] += v.y; s4[2] += v.z; s4[3] += v.w;\n    }\n"
-      << "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n"
-      << "    const int o = f * 4 + e;\n"
-      << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
-      << "    if (m < M && p < P) {\n"
-      << "      const float sum = s4[e];\n"
-      << (pf_cluster ? epilogue("e") : epi.str()) << "    }\n    }\n  }\n";
+      << "  opv_mbar_wait(&rbar_, 0);  // every block's row of this block's share landed\n";
+    share_sum("#pragma unroll\n    for (int q = 0; q < S; ++q) {\n"
+              "      const float4 v = Rs[q * " + std::to_string(per) + " + ef];\n"
+              "      s4[0] += v.x; s4[1] += v.y; s4[2] += v.z; s4[3] += v.w;\n    }\n");
   } else if (cluster) {
     b << "  for (int o = tid; o < TILE; o += " << kMmaThreads << ") {  // the K groups' sum: this block's partial, in place\n"
       << "    float sum = red[o];\n"
@@ -1323,22 +1329,12 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "    red[o] = sum;\n  }\n"
       << "  opv_cluster_sync();  // every block's partial visible to the cluster\n"
       << "  unsigned peer[S];  // the S partials' addresses in the cluster's shared window\n"
-      << "#pragma unroll\n  for (int q = 0; q < S; ++q) peer[q] = opv_cluster_addr(red, q);\n"
-      << "#pragma unroll 1\n  for (int ef = tid; ef < " << per << "; ef += " << kMmaThreads << ") {  // this block's share\n"
-      << "    const int f = sp * " << per << " + ef;\n"
-      << "    if (f >= TILE / 4) break;\n"
-      << "    float4 pv[S];\n"
-      << "#pragma unroll\n    for (int q = 0; q < S; ++q) pv[q] = opv_ld_cluster4(peer[q] + (unsigned)f * 16u);\n"
-      << "    float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
-      << "#pragma unroll\n    for (int q = 0; q < S; ++q) {\n"
-      << "      s4[0] += pv[q].x; s4[1] += pv[q].y; s4[2] += pv[q].z; s4[3] += pv[q].w;\n    }\n"
-      << "#pragma unroll\n    for (int e = 0; e < 4; ++e) {\n"
-      << "    const int o = f * 4 + e;\n"
-      << "    const opv_idx m = m0 + o / BN, p = p0 + o % BN;\n"
-      << "    if (m < M && p < P) {\n"
-      << "      const float sum = s4[e];\n"
-      << (pf_cluster ? epilogue("e") : epi.str()) << "    }\n    }\n  }\n"
-      << "  opv_cluster_exit();  // no block leaves while a peer may still read its partial\n";
+      << "#pragma unroll\n  for (int q = 0; q < S; ++q) peer[q] = opv_cluster_addr(red, q);\n";
+    share_sum("    float4 pv[S];\n"
+              "#pragma unroll\n    for (int q = 0; q < S; ++q) pv[q] = opv_ld_cluster4(peer[q] + (unsigned)f * 16u);\n"
+              "#pragma unroll\n    for (int q = 0; q < S; ++q) {\n"
+              "      s4[0] += pv[q].x; s4[1] += pv[q].y; s4[2] += pv[q].z; s4[3] += pv[q].w;\n    }\n");
+    b << "  opv_cluster_exit();  // no block leaves while a peer may still read its partial\n";
   } else if (sh.S == 1) {
     if (pf_single)
       b << "#pragma unroll\n  for (int e = 0; e < " << per_thread << "; ++e) {\n"

@@ -1017,25 +1017,14 @@ Generated ffn(const Plan& p, const Call& c) {
       << "      *(float4*)(" << dst << " + ((mt * " << nwt << " + nt) * " << nts << " + tid) * 4) = "
          "make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]);\n";
   };
-  if (push) {
-    // Float4 f = (mt NWT + nt) NT + tid of the tile (as store_partial orders them) goes to block
-    // o = f / PER, row sp of its receive buffer; the block then waits for its mbarrier's phase
-    // (all S rows of its share landed) and sums them in split order (the read form's sums bit for bit).
-    gen.source = std::string(kClusterHelpers) + kClusterPushHelpers;
-    b << (PAIR ? "" : "  opv_cluster_wait();  // every peer's mbarrier made (the arrive at the kernel's start)\n")
-      << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt) {\n"
-      << "      const int f = (mt * " << nwt << " + nt) * " << nts << " + tid, o = f / " << per << ";\n"
-      << "      opv_st_async4(opv_cluster_addr(Rs, o) + (unsigned)(sp * " << per << " + f - o * " << per << ") * 16u,\n"
-      << "                    make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]), opv_cluster_addr(&rbar_, o));\n"
-      << "    }\n"
-      << "  opv_mbar_wait(&rbar_, 0);  // every block's row of this block's share landed\n"
-      << "#pragma unroll 1\n  for (int e = tid; e < " << per << "; e += " << nts << ") {  // this block's share of the tile\n"
+  // The cluster forms' last sum: block sp's share, float4s f = sp * PER + e, each the sum
+  // `sum_lines` computes into t4 (in split order: the workspace form's sums bit for bit), then the
+  // epilogue at the coordinates of f's fragment (j = f / NT of thread f % NT).
+  auto share_sum = [&](const std::string& sum_lines) {
+    b << "#pragma unroll 1\n  for (int e = tid; e < " << per << "; e += " << nts << ") {  // this block's share of the tile\n"
       << "    const int f = sp * " << per << " + e;\n"
       << "    if (f >= TILE / 4) break;\n"
-      << "    float4 t4 = Rs[e];\n"
-      << "#pragma unroll\n    for (int sq = 1; sq < S; ++sq) {\n"
-      << "      const float4 v = Rs[sq * " << per << " + e];\n"
-      << "      t4.x += v.x; t4.y += v.y; t4.z += v.z; t4.w += v.w;\n    }\n"
+      << sum_lines
       << "    const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
       << "    const int j = f / " << nts << ", ft = f % " << nts << ";\n"
       << "    {  // the coordinates of thread ft's fragment j\n"
@@ -1045,38 +1034,42 @@ Generated ffn(const Plan& p, const Call& c) {
       << "    if (q < P) {\n"
       << "      const float sum = t4v[r];\n"
       << (pf_cluster ? epilogue("r") : epi.str()) << "    }\n      }\n    }\n  }\n";
+  };
+  if (push) {
+    // Float4 f = (mt NWT + nt) NT + tid of the tile (as store_partial orders them) goes to block
+    // o = f / PER, row sp of its receive buffer; the block then waits for its mbarrier's phase
+    // (all S rows of its share landed) and sums its S rows.
+    gen.source = std::string(kClusterHelpers) + kClusterPushHelpers;
+    b << (PAIR ? "" : "  opv_cluster_wait();  // every peer's mbarrier made (the arrive at the kernel's start)\n")
+      << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt) {\n"
+      << "      const int f = (mt * " << nwt << " + nt) * " << nts << " + tid, o = f / " << per << ";\n"
+      << "      opv_st_async4(opv_cluster_addr(Rs, o) + (unsigned)(sp * " << per << " + f - o * " << per << ") * 16u,\n"
+      << "                    make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]), opv_cluster_addr(&rbar_, o));\n"
+      << "    }\n"
+      << "  opv_mbar_wait(&rbar_, 0);  // every block's row of this block's share landed\n";
+    share_sum("    float4 t4 = Rs[e];\n"
+              "#pragma unroll\n    for (int sq = 1; sq < S; ++sq) {\n"
+              "      const float4 v = Rs[sq * " + std::to_string(per) + " + e];\n"
+              "      t4.x += v.x; t4.y += v.y; t4.z += v.z; t4.w += v.w;\n    }\n");
   } else if (cluster) {
     // The tile's S blocks are one cluster (rank = sp, blockIdx.x % S). Each stores its partial in
     // fragment order into its own slab ring (float4 j of thread tid at [j][tid], as the workspace
     // form stores it); after a cluster barrier every block sums its share of the tile's float4s
-    // (PER of them from rank * PER) from all S rings (ld.shared::cluster, in split order: the
-    // workspace form's sums bit for bit) and runs the epilogue at the coordinates of f's fragment
-    // (j = f / NT of thread f % NT); a second barrier keeps every ring alive until all have read it.
+    // from all S rings (ld.shared::cluster); a second barrier keeps every ring alive until all
+    // have read it.
     gen.source = kClusterHelpers;
     b << "  __syncthreads();  // every warp is done with the slabs: the ring holds the partial now\n"
       << "  float* red = (float*)&Ws[0][0];\n";
     store_partial("red");
     b << "  opv_cluster_sync();  // every block's partial visible to the cluster\n"
       << "  unsigned peer[S];  // the S rings' addresses in the cluster's shared window\n"
-      << "#pragma unroll\n  for (int sq = 0; sq < S; ++sq) peer[sq] = opv_cluster_addr(red, sq);\n"
-      << "#pragma unroll 1\n  for (int e = tid; e < " << per << "; e += " << nts << ") {  // this block's share of the tile\n"
-      << "    const int f = sp * " << per << " + e;\n"
-      << "    if (f >= TILE / 4) break;\n"
-      << "    float4 pv[S];\n"
-      << "#pragma unroll\n    for (int sq = 0; sq < S; ++sq) pv[sq] = opv_ld_cluster4(peer[sq] + (unsigned)f * 16u);\n"
-      << "    float4 t4 = pv[0];\n"
-      << "#pragma unroll\n    for (int sq = 1; sq < S; ++sq) {\n"
-      << "      t4.x += pv[sq].x; t4.y += pv[sq].y; t4.z += pv[sq].z; t4.w += pv[sq].w;\n    }\n"
-      << "    const float t4v[4] = {t4.x, t4.y, t4.z, t4.w};\n"
-      << "    const int j = f / " << nts << ", ft = f % " << nts << ";\n"
-      << "    {  // the coordinates of thread ft's fragment j\n"
-      << frag_coords << pair_decl
-      << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
-      << mq
-      << "    if (q < P) {\n"
-      << "      const float sum = t4v[r];\n"
-      << (pf_cluster ? epilogue("r") : epi.str()) << "    }\n      }\n    }\n  }\n"
-      << "  opv_cluster_exit();  // no block leaves while a peer may still read its ring\n";
+      << "#pragma unroll\n  for (int sq = 0; sq < S; ++sq) peer[sq] = opv_cluster_addr(red, sq);\n";
+    share_sum("    float4 pv[S];\n"
+              "#pragma unroll\n    for (int sq = 0; sq < S; ++sq) pv[sq] = opv_ld_cluster4(peer[sq] + (unsigned)f * 16u);\n"
+              "    float4 t4 = pv[0];\n"
+              "#pragma unroll\n    for (int sq = 1; sq < S; ++sq) {\n"
+              "      t4.x += pv[sq].x; t4.y += pv[sq].y; t4.z += pv[sq].z; t4.w += pv[sq].w;\n    }\n");
+    b << "  opv_cluster_exit();  // no block leaves while a peer may still read its ring\n";
   } else if (s.S == 1) {
     b << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt) {\n"
       << pair_decl << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"

@@ -236,6 +236,18 @@ struct Launch {
     if (reg != kSink) t.r[reg] = v;
   }
 
+  // st's source operand (a register, an immediate or a vector of n-byte elements) at p.
+  static void store(const Thread& t, uint8_t* p, unsigned n, const Opnd& src) {
+    if (src.kind == Opnd::Vec) {
+      for (unsigned i = 0; i < src.n; ++i) {
+        const uint64_t v = src.vec[i] == kSink ? 0 : t.r[src.vec[i]];
+        std::memcpy(p + i * n, &v, n);
+      }
+    } else {
+      const uint64_t v = rd(t, src);
+      std::memcpy(p, &v, n);
+    }
+  }
   static uint64_t load(const uint8_t* p, unsigned n) {
     uint64_t v = 0;
     std::memcpy(&v, p, n);
@@ -737,16 +749,7 @@ void Launch::exec(Thread& t) {
       case Op::St: {
         const unsigned n = ty_bytes(in.t);
         const uint64_t addr = addr_of(t, o[0]);
-        uint8_t* p = at(t, in.space, addr, n * in.vec, true);
-        if (o[1].kind == Opnd::Vec) {
-          for (unsigned i = 0; i < o[1].n; ++i) {
-            const uint64_t v = o[1].vec[i] == kSink ? 0 : r[o[1].vec[i]];
-            std::memcpy(p + i * n, &v, n);
-          }
-        } else {
-          const uint64_t v = rd(t, o[1]);
-          std::memcpy(p, &v, n);
-        }
+        store(t, at(t, in.space, addr, n * in.vec, true), n, o[1]);
         break;
       }
       case Op::Atom:
@@ -865,16 +868,7 @@ void Launch::exec(Thread& t) {
         const uint64_t a = addr_of(t, o[0]), ma = addr_of(t, o[2]);
         if ((a >> kClusterShift) != (ma >> kClusterShift))
           fault(t, "st.async: the mbarrier " + hex(ma) + " is not in the block the store " + hex(a) + " goes to");
-        uint8_t* p = at(t, Space::SharedCluster, a, bytes, true);
-        if (o[1].kind == Opnd::Vec) {
-          for (unsigned i = 0; i < o[1].n; ++i) {
-            const uint64_t v = o[1].vec[i] == kSink ? 0 : r[o[1].vec[i]];
-            std::memcpy(p + i * n, &v, n);
-          }
-        } else {
-          const uint64_t v = rd(t, o[1]);
-          std::memcpy(p, &v, n);
-        }
+        store(t, at(t, Space::SharedCluster, a, bytes, true), n, o[1]);
         mbar_update(t, mbar_at(t, Space::SharedCluster, ma), 0, -int64_t(bytes));
         break;
       }
