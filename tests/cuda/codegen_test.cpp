@@ -1745,6 +1745,31 @@ void expect_pull_barriers(const std::string& ptx) {
   EXPECT_LT(last_remote, arrives.back()) << "every remote read before the exit barrier";
 }
 
+// The push form's PTX (cluster_push=1): the block's mbarrier made (init, its arrival with the
+// share's bytes, the init fence) before the one cluster barrier's relaxed arrive; the barrier's wait
+// before the first st.async into a peer, the wait for the mbarrier's phase after the last; no
+// remote load and no second cluster barrier (no exit barrier).
+void expect_push_barriers(const std::string& ptx) {
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("barrier.cluster.arrive"), 1u);
+  EXPECT_EQ(count("barrier.cluster.wait"), 1u);
+  EXPECT_EQ(count("ld.shared::cluster"), 0u) << "the peers push: no block reads another's shared memory";
+  const size_t init = ptx.find("mbarrier.init"), expect = ptx.find("mbarrier.arrive.expect_tx"),
+               fence = ptx.find("fence.mbarrier_init"), arrive = ptx.find("barrier.cluster.arrive.relaxed"),
+               wait = ptx.find("barrier.cluster.wait"), push = ptx.find("st.async.shared::cluster.mbarrier::complete_tx::bytes"),
+               last_push = ptx.rfind("st.async."), done = ptx.rfind("mbarrier.try_wait.parity");
+  for (const size_t at : {init, expect, fence, arrive, wait, push, done}) ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(init, expect);
+  EXPECT_LT(expect, fence);
+  EXPECT_LT(fence, arrive) << "the mbarrier is made before the peers may learn the block runs";
+  EXPECT_LT(wait, push) << "no push before every peer's mbarrier is made";
+  EXPECT_LT(last_push, done) << "the block's own pushes are issued before it waits for its share";
+}
+
 // From compute_90 the split layers' kernels declare a cluster of their S blocks (the PTX requires
 // it), unsplit layers and compute_80 plans never do, Options::cluster = false (meta cuda_cluster =
 // 0) keeps the global-memory partials; the attr can force the workspace form, and is refused where
@@ -1786,6 +1811,12 @@ TEST(CudaCodegen, FfnSplitLayersRunAsOneClusterFromCompute90) {
           const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "ffn", "compute_90");
           EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(S)), std::string::npos);
           expect_pull_barriers(ptx);
+          const plan::Plan pp = lower_ffn_case_at(t, layout, "compute_90", on, "cluster_push=1");
+          const plan::cuda::Generated gp = plan::cuda::generate(pp, pp.calls[ffn_call(pp)]);
+          ASSERT_FALSE(gp.source.empty()) << gp.why;
+          EXPECT_NE(gp.source.find("const int f = sp * " + std::to_string(per) + " + e;"), std::string::npos) << per;
+          EXPECT_EQ(gp.smem - gen.smem, S * per * 16) << "the receive buffer in dynamic shared memory";
+          expect_push_barriers(plan::cuda::compile_to_ptx(gp.source, "ffn", "compute_90"));
         }
         // fc2's bias (the epilogue's operand) is loaded before the main loop, not after it, where
         // the partials' release barrier would wait for the load (not where a wide tile has more
@@ -1845,6 +1876,11 @@ TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
           const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "mma", arch);
           EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(S)), std::string::npos);
           expect_pull_barriers(ptx);
+          const plan::Plan pp = lower_ffn_case_at(t, plan::cuda::LayoutChoice::Nchw, arch, on, "cluster_push=1");
+          const plan::cuda::Generated gp = plan::cuda::generate(pp, pp.calls[0]);
+          ASSERT_FALSE(gp.source.empty()) << gp.why;
+          EXPECT_NE(gp.source.find("float4 Rs[" + std::to_string(S * per) + "]"), std::string::npos) << "[S][PER] float4s";
+          expect_push_barriers(plan::cuda::compile_to_ptx(gp.source, "mma", arch));
         }
       }
   }
