@@ -1058,7 +1058,7 @@ const char* kClusterPushHelpers = R"(__device__ __forceinline__ void opv_mbar_in
 }
 __device__ __forceinline__ void opv_mbar_arrive_expect(void* bar, unsigned bytes) {
   unsigned long long state;
-  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(opv_smem(bar)), "r"(bytes) : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 %0, [%1], %2;" : "=l"(state) : "r"(opv_smem(bar)), "r"(bytes) : "memory");
   (void)state;
 }
 __device__ __forceinline__ void opv_fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
