@@ -113,10 +113,10 @@ int cmd_compile(int argc, char** argv) {
               "ffn_resident (a fused ConvFFN block of at most N weight slabs holds them all in dynamic shared memory, every "
               "one loaded before the wait for the kernel before: 1, off), ffn_cluster_slabs (at compute_90 a fused ConvFFN whose "
               "hidden split has more partials than one block adds sums them through its cluster where each block streams "
-              "at most N weight slabs, so such layers fuse, e.g. the fixture's stage 3 at batch 1 with 32: 1, never), cluster_push (1: "
-              "at compute_90 the blocks of a cluster split, ConvFFN or split-K 1x1, push each peer's share of their partial "
-              "into it with st.async, counted by an mbarrier, instead of every block reading its share from all peers "
-              "between two cluster barriers: 0, off); repeatable. Recorded in the "
+              "at most N weight slabs, so such layers fuse, e.g. the fixture's stage 3 at batch 1 with 32: 1, never), cluster_push (at "
+              "compute_90 the blocks of a cluster split, ConvFFN or split-K 1x1, push each peer's share of their partial "
+              "into it with st.async, counted by an mbarrier: 1; 0 keeps every block reading its share from all peers "
+              "between two cluster barriers); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

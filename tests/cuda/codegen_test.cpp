@@ -655,7 +655,7 @@ ir::Graph f16_graph(const F16Case& t, DType dt) {
 // A --cuda-tune string with key k set to v (replacing a value it gives): the other form of a case.
 std::string retuned(const std::string& tune, plan::cuda::TuneKey k, int64_t v) {
   plan::cuda::Tune t = plan::cuda::Tune::parse(tune);
-  t.value[int(k)] = v;
+  t.put(k, v);
   return t.str();
 }
 plan::Plan lower_cuda_arch(const ir::Graph& g, const std::string& arch, bool fuse_pack = false, bool fuse_ffn_dw = false,
@@ -959,9 +959,17 @@ TEST(CudaCodegen, TuneTargetsResizeTheSplitAndRoundTripThroughTheMeta) {
   EXPECT_TRUE(plan::cuda::Tune::parse("") == plan::cuda::Tune());
   EXPECT_EQ(plan::cuda::Tune::parse("ffn_warps=4").get(plan::cuda::TuneKey::FfnWarps), 4);
   EXPECT_EQ(plan::cuda::Tune().get(plan::cuda::TuneKey::FfnWarps), 8) << "8-warp wide splits by default";
+  // a key whose default is not 0 set to 0: kept, written and read back
+  const plan::cuda::Tune read = plan::cuda::Tune::parse("cluster_push=0");
+  EXPECT_EQ(plan::cuda::Tune().get(plan::cuda::TuneKey::ClusterPush), 1) << "the push form by default";
+  EXPECT_EQ(read.get(plan::cuda::TuneKey::ClusterPush), 0);
+  EXPECT_EQ(read.str(), "cluster_push=0");
+  EXPECT_FALSE(read == plan::cuda::Tune());
+  EXPECT_TRUE(plan::cuda::Tune::parse(read.str()) == read);
   for (const char* bad : {"ffn_blocks=0", "ffn_blocks=4097", "ffn_blocks=", "ffn_blocks", "ffn_blocks=-1",
                           "ffn_blocks=1x", "foo=3", "ffn_blocks=8,ffn_blocks=9", "ffn_blocks=8,", ",",
-                          "ffn_blocks=99999999999999999999", "ffn_warps=6", "ffn_warps=2"})
+                          "ffn_blocks=99999999999999999999", "ffn_warps=6", "ffn_warps=2", "cluster_push=2",
+                          "cluster_push=0,cluster_push=1"})
     EXPECT_THROW(plan::cuda::Tune::parse(bad), Error) << bad;
   Attrs meta;
   meta.set("cuda_tune", std::string("mma_blocks=0"));
@@ -1399,9 +1407,10 @@ TEST(CudaCodegen, FfnEightWarpsMatchFourWarpsBitForBitOnTheDevice) {
   }
 }
 
-// A ConvFFN case lowered for cuda at `arch` with --cuda-tune `tune` (the pair form off: its staging
-// is dynamic shared memory too), with its slab ring as generated: NB buffers, the dynamic shared
-// memory a block (kernel attr "cuda_smem"), deep (in dynamic shared memory) or static.
+// A ConvFFN case lowered for cuda at `arch` with --cuda-tune `tune` (the pair form off and the
+// cluster's sum in the read form: the pair's staging and the push form's receive buffer are dynamic
+// shared memory too), with its slab ring as generated: NB buffers, the dynamic shared memory a block
+// (kernel attr "cuda_smem"), deep (in dynamic shared memory) or static.
 struct RingForm {
   plan::Plan p;
   int64_t nb = 0, smem = 0;
@@ -1411,7 +1420,7 @@ RingForm lower_ring_form(const F16Case& t, const std::string& arch, const std::s
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
-  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune + (tune.empty() ? "" : ",") + "cluster_push=0");
   o.pass_ctx.cuda.ffn_pair = plan::cuda::FfnPairMode::Off;
   RingForm f{lower(f16_graph(t, DType::F16), o)};
   const plan::Call& c = f.p.calls[ffn_call(f.p)];
@@ -1781,7 +1790,7 @@ TEST(CudaCodegen, FfnSplitLayersRunAsOneClusterFromCompute90) {
     SCOPED_TRACE(t.name + (layout == plan::cuda::LayoutChoice::Nhwc ? " nhwc" : " nchw"));
     const bool split = t.name.find("split") != std::string::npos;
     for (const bool on : {true, false}) {
-      const plan::Plan p = lower_ffn_case_at(t, layout, "compute_90", on);
+      const plan::Plan p = lower_ffn_case_at(t, layout, "compute_90", on, "cluster_push=0");  // the read form
       EXPECT_EQ(p.meta.has("cuda_cluster"), !on) << "recorded only when off";
       EXPECT_EQ(plan::cuda::Options::from_meta(p.meta).cluster, on) << "read back from the plan";
       const size_t f = ffn_call(p);
@@ -1811,7 +1820,7 @@ TEST(CudaCodegen, FfnSplitLayersRunAsOneClusterFromCompute90) {
           const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "ffn", "compute_90");
           EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(S)), std::string::npos);
           expect_pull_barriers(ptx);
-          const plan::Plan pp = lower_ffn_case_at(t, layout, "compute_90", on, "cluster_push=1");
+          const plan::Plan pp = lower_ffn_case_at(t, layout, "compute_90", on);  // the push form: the default
           const plan::cuda::Generated gp = plan::cuda::generate(pp, pp.calls[ffn_call(pp)]);
           ASSERT_FALSE(gp.source.empty()) << gp.why;
           EXPECT_NE(gp.source.find("const int f = sp * " + std::to_string(per) + " + e;"), std::string::npos) << per;
@@ -1854,7 +1863,7 @@ TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
     const bool split = t.name.find("split") != std::string::npos;
     for (const std::string arch : {"compute_80", "compute_90"})
       for (const bool on : {true, false}) {
-        const plan::Plan p = lower_ffn_case_at(t, plan::cuda::LayoutChoice::Nchw, arch, on);
+        const plan::Plan p = lower_ffn_case_at(t, plan::cuda::LayoutChoice::Nchw, arch, on, "cluster_push=0");  // the read form
         ASSERT_EQ(p.calls.size(), 1u);
         const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
         ASSERT_FALSE(gen.source.empty()) << gen.why;
@@ -1876,7 +1885,7 @@ TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
           const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "mma", arch);
           EXPECT_NE(ptx.find(".reqnctapercluster " + std::to_string(S)), std::string::npos);
           expect_pull_barriers(ptx);
-          const plan::Plan pp = lower_ffn_case_at(t, plan::cuda::LayoutChoice::Nchw, arch, on, "cluster_push=1");
+          const plan::Plan pp = lower_ffn_case_at(t, plan::cuda::LayoutChoice::Nchw, arch, on);  // the push form: the default
           const plan::cuda::Generated gp = plan::cuda::generate(pp, pp.calls[0]);
           ASSERT_FALSE(gp.source.empty()) << gp.why;
           EXPECT_NE(gp.source.find("float4 Rs[" + std::to_string(S * per) + "]"), std::string::npos) << "[S][PER] float4s";
@@ -1887,9 +1896,9 @@ TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
   EXPECT_GE(clustered, 3) << "the split-K cases (S = 16, 9, 2)";
 }
 
-// The cluster forms (split ConvFFN and split-K 1x1s), both the read form (each block reads its
-// share from its peers) and the push form (cluster_push=1: st.async into the owners, counted by
-// their mbarriers), and the global-memory forms compute the same outputs bit for bit (the same
+// The cluster forms (split ConvFFN and split-K 1x1s), both the read form (cluster_push=0: each
+// block reads its share from its peers) and the push form (the default: st.async into the owners,
+// counted by their mbarriers), and the global-memory forms compute the same outputs bit for bit (the same
 // partials added in the same order), on a compute_90+ device; NCHW and NHWC, fresh random inputs,
 // replayed (the workspace forms' counters reset, the clusters' shared partials refill, the
 // mbarriers are made again).
@@ -1907,9 +1916,9 @@ TEST(CudaCodegen, ClusterSplitsMatchWorkspaceBitForBitOnTheDevice) {
       const plan::Plan pw = lower_ffn_case_at(t, layout, "compute_90", false);
       for (const plan::Kernel& k : pw.kernels) EXPECT_EQ(k.source.find(".reqnctapercluster"), std::string::npos);
       bw->load(pw);
-      for (const bool push : {false, true}) {  // the read form (the default), the push form
+      for (const bool push : {false, true}) {  // the read form, the push form (the default)
         SCOPED_TRACE(push ? "push" : "read");
-        const plan::Plan pc = lower_ffn_case_at(t, layout, "compute_90", true, push ? "cluster_push=1" : "");
+        const plan::Plan pc = lower_ffn_case_at(t, layout, "compute_90", true, push ? "" : "cluster_push=0");
         bool has_cluster = false, has_push = false;
         for (const plan::Kernel& k : pc.kernels) {
           has_cluster |= k.source.find(".reqnctapercluster") != std::string::npos;
@@ -2553,16 +2562,25 @@ TEST(CudaCodegen, FfnPairIsOneLaunchABlock) {
     if (nvrtc) {
       const std::string ptx = plan::cuda::compile_to_ptx(gen.source, "pair", "compute_90");
       if (c.split) {
-        // a relaxed arrive first (this block runs), its wait before the first store into a peer,
-        // then a release arrive publishing the stores; the reduction's pull barriers after that
+        // a relaxed arrive first (this block runs, its mbarrier made), its wait before the first
+        // store into a peer, then a release arrive publishing the stores; the push form's sum (the
+        // default) after that: st.async into the peers, no remote load, no exit barrier
         const size_t arrive = ptx.find("barrier.cluster.arrive"), wait = ptx.find("barrier.cluster.wait"),
                      store = ptx.find("st.shared::cluster"), publish = ptx.find("barrier.cluster.arrive.release");
         ASSERT_NE(store, std::string::npos);
+        ASSERT_NE(publish, std::string::npos);
         EXPECT_EQ(ptx.substr(arrive, ptx.find('\n', arrive) - arrive).find(".relaxed") != std::string::npos, true);
+        EXPECT_LT(ptx.find("fence.mbarrier_init"), arrive);
         EXPECT_LT(arrive, wait);
         EXPECT_LT(wait, store);
         EXPECT_LT(store, publish);
-        expect_pull_barriers(ptx.substr(publish));
+        EXPECT_LT(publish, ptx.find("st.async.shared::cluster"));
+        EXPECT_EQ(ptx.find("ld.shared::cluster"), std::string::npos);
+        EXPECT_EQ(ptx.find("barrier.cluster.arrive", publish + 1), std::string::npos) << "no exit barrier";
+        // the read form (cluster_push=0): the reduction's pull barriers after the publish
+        const plan::Plan pr = lower_stage(t, "compute_90", false, true, c.mode, "cluster_push=0");
+        const std::string rptx = plan::cuda::compile_to_ptx(plan::cuda::generate(pr, pr.calls[0]).source, "pair", "compute_90");
+        expect_pull_barriers(rptx.substr(rptx.find("barrier.cluster.arrive.release")));
       }
     }
     // the narrower mode (split for an unsplit layer), off, and no clusters keep two launches a block
@@ -2588,8 +2606,8 @@ TEST(CudaCodegen, FfnPairIsOneLaunchABlock) {
 // The ConvFFN with its depthwise pair inside computes what the pair's launch and the ConvFFN's
 // compute, bit for bit (the same taps in the same order, the same roundings, the same hidden
 // split), and agrees with the reference backend; fresh random inputs, replayed. The cluster splits
-// also in the push form (cluster_push=1), whose first cluster barrier both orders the pair's stores
-// into the peers and the peers' mbarriers before the pushes.
+// in the push form (the default), whose first cluster barrier both orders the pair's stores into the
+// peers and the peers' mbarriers before the pushes, and in the read form (cluster_push=0).
 TEST(CudaCodegen, FfnPairMatchesThePairsLaunchBitForBitOnTheDevice) {
   std::unique_ptr<backend::Backend> in, apart;
   if (std::string why = test::open_cuda(&in); !why.empty()) GTEST_SKIP() << why;
@@ -2606,13 +2624,17 @@ TEST(CudaCodegen, FfnPairMatchesThePairsLaunchBitForBitOnTheDevice) {
     in->load(pin);
     apart->load(pap);
     expect_bit_equal_runs(*in, *apart, pin, &seed);
-    if (c.split) {  // the push form of the cluster's sum, after the pair's stores into the peers
-      const plan::Plan ppush = lower_stage(c.t, arch, false, true, c.mode, "cluster_push=1");
-      bool has_push = false;
-      for (const plan::Kernel& k : ppush.kernels) has_push |= k.source.find("st.async.shared::cluster") != std::string::npos;
-      EXPECT_TRUE(has_push);
-      in->load(ppush);
-      expect_bit_equal_runs(*in, *apart, ppush, &seed);
+    if (c.split) {  // the cluster's sum pushed (the default), and read
+      const plan::Plan pread = lower_stage(c.t, arch, false, true, c.mode, "cluster_push=0");
+      const auto pushes = [](const plan::Plan& q) {
+        bool has = false;
+        for (const plan::Kernel& k : q.kernels) has |= k.source.find("st.async.shared::cluster") != std::string::npos;
+        return has;
+      };
+      EXPECT_TRUE(pushes(pin));
+      EXPECT_FALSE(pushes(pread));
+      in->load(pread);
+      expect_bit_equal_runs(*in, *apart, pread, &seed);
       in->load(pin);
     }
     CompileOptions ro;

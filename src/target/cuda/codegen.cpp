@@ -1106,7 +1106,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   // share of its partial into that peer's receive buffer ([S][PER] float4s of static shared memory,
   // where it fits the 48 KB) with st.async, counted by the peer's mbarrier; no exit barrier.
   const int64_t per = (TILE / 4 + sh.S - 1) / sh.S;  // the cluster form's float4s a block (PER)
-  const bool push = cluster && tune_target(x.p, TuneKey::ClusterPush) == 1 &&
+  const bool push = cluster && tune_target(x.p, TuneKey::ClusterPush) == 1 && sh.S * per * 16 <= kClusterPushMaxBytes &&
                     smem + sh.S * per * 16 + 64 <= (48 << 10) - 256;
   if (cluster) {
     x.cluster = sh.S;

@@ -54,6 +54,11 @@ constexpr const char* kEntryOpenLate = ") {\n";
 extern const char* kMmaHelpers;  // module-scope PTX helpers of the mma kernels (ldmatrix, mma.sync, cp.async)
 extern const char* kClusterHelpers;  // cluster barrier and peer shared-memory load (compute_90+)
 extern const char* kClusterPushHelpers;  // mbarrier and st.async of the push form (after kClusterHelpers)
+// The push form's receive buffer ([S][PER] float4s) at most: the batch-1 fixture's largest is
+// 16.5 KB (ffn_256; 32.8 KB for stage 3's ConvFFN with ffn_cluster_slabs=32, both measured in
+// session 33); the batch-32 artifact's wide ConvFFN tiles would take 64 KB more a block (65 -> 131
+// KB, fewer blocks per SM), which was not measured, so they keep the read form.
+constexpr int64_t kClusterPushMaxBytes = 48 << 10;
 
 int plan_sm(const Plan& p);  // the plan's virtual architecture number (meta cuda_arch): 75, 80, 90, ...
 // The plan's sizing target `k` (meta cuda_tune, else the key's default: options.h Tune).

@@ -81,7 +81,7 @@ enum class TuneKey : uint8_t {
   FfnWarps,      // "ffn_warps": fused ConvFFN, warps a block of wide pixel tiles (4, or 8: each warp half the pixels)
   FfnResident,   // "ffn_resident": fused ConvFFN, the most weight slabs of a block held all at once (< 2: none)
   FfnClusterSlabs,  // "ffn_cluster_slabs": fused ConvFFN, the most slabs a block of a cluster split over the budget streams
-  ClusterPush,   // "cluster_push": cluster splits (ConvFFN, split-K 1x1) push partials with st.async (1) or read them (0)
+  ClusterPush,   // "cluster_push": cluster splits (ConvFFN, split-K 1x1) push partials with st.async (1, default) or read them (0)
 };
 constexpr int kTuneKeys = 14;
 struct TuneSpec {
@@ -92,8 +92,10 @@ const TuneSpec& tune_spec(TuneKey k);
 
 // The overrides of the TuneKey targets: unset keys take tune_spec(k).dflt.
 struct Tune {
-  int64_t value[kTuneKeys] = {};  // 0 = the default
+  int64_t value[kTuneKeys] = {};  // where set
+  bool set[kTuneKeys] = {};       // unset keys take the default
   int64_t get(TuneKey k) const;
+  void put(TuneKey k, int64_t v) { value[int(k)] = v, set[int(k)] = true; }
   // "key=N,key=N" of the set keys in TuneKey order ("" when none): the meta form.
   std::string str() const;
   // Parses "key=N[,key=N...]" (empty: no overrides); throws opv::Error naming the bad key or value
