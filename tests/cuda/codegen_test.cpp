@@ -241,6 +241,7 @@ TEST(CudaCodegen, EveryFamilyGeneratesAKernel) {
       const bool vec = c.name == "concat_axis1";
       EXPECT_EQ(gen.source.find("// 4 outputs of the last dim a thread, one 16-byte store") != std::string::npos, vec);
       EXPECT_EQ(gen.global[0], vec ? 2 * 6 * 4 / 4 : 2 * 4 * 5);
+      EXPECT_EQ(gen.source.find("const uint4 raw = ") != std::string::npos, vec) << "4 floats a load";
     }
   }
 }
@@ -739,6 +740,7 @@ TEST(CudaCodegen, Fp16TensorCoreKernelsFromCompute80) {
       const plan::cuda::Generated gen = plan::cuda::generate(p, p.calls[0]);
       ASSERT_FALSE(gen.source.empty()) << gen.why;
       EXPECT_EQ(gen.source.find("// 8 outputs of the last dim a thread, one 16-byte store") != std::string::npos, t.W % 8 == 0);
+      EXPECT_EQ(gen.source.find("const uint2 raw = ") != std::string::npos, t.W % 8 == 0) << "8 bytes a load";
       EXPECT_EQ(gen.global[0], t.W % 8 == 0 ? t.N * 2 * t.C * t.H * t.W / 8 : t.N * 2 * t.C * t.H * t.W) << "threads";
       continue;
     }
@@ -2592,10 +2594,11 @@ TEST(CudaCodegen, FfnPairIsOneLaunchABlock) {
       EXPECT_EQ(ffn_pair_calls(q), 0);
       EXPECT_EQ(q.calls.size(), size_t(2 * t.blocks)) << "a depthwise pair and a ConvFFN a block";
     }
-    if (!c.split)
+    if (!c.split) {
       for (const bool cluster : {true, false})
         EXPECT_EQ(ffn_pair_calls(lower_stage(t, cluster ? "compute_80" : "compute_90", false, cluster, M::All)), t.blocks)
             << "unsplit layers need no cluster";
+    }
   }
   EXPECT_THROW(plan::cuda::parse_ffn_pair_mode("on"), Error);
   Attrs bad;

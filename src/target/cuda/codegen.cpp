@@ -756,6 +756,44 @@ std::string concat(const Ctx& x, std::string* why) {
   if (sel.empty()) return "";
   return coords(x.out()) + (convert ? "  float v = 0.0f;\n" : "") + sel;
 }
+// concat_vec's selection read as vectors: where every concatenated input is a dense row-major
+// tensor of at most 8-byte elements whose V consecutive elements of the last dim span 4, 8 or 16
+// bytes, the input holding coordinates o<d> (o<r-1>b: the first of the V) is read with one load
+// of those bytes into vs[0 .. V-1] as floats (the uint8 input pack: one 8-byte load a thread
+// where it made eight 1-byte loads). "" where an input does not fit.
+static std::string concat_select_vec(const Ctx& x, int64_t V, const std::string& indent) {
+  const Shape& os = x.out().shape;
+  const int64_t axis = x.k.attrs.i("axis", 0), r = int64_t(os.size());
+  std::ostringstream s;
+  int64_t start = 0;
+  for (size_t j = 0; j < concat_inputs(x); ++j) {
+    if (!x.has(j)) continue;
+    const Buffer& b = x.in(j);
+    const int64_t bytes = int64_t(dtype_size(b.dtype)) * V;
+    const char* ct = c_type(b.dtype);
+    if (!ct || (bytes != 4 && bytes != 8 && bytes != 16) || b.layout != Layout::Linear) return "";
+    const std::vector<int64_t> st = strides_of(b);
+    if (st.back() != 1 || b.shape.back() != os.back()) return "";
+    std::string off;
+    for (int64_t dd = 0; dd < r; ++dd) {
+      std::string cd = std::to_string(dd).insert(0, 1, 'o');
+      if (dd == r - 1) cd += "b";
+      if (dd == axis) cd += " - " + I(start);
+      off += (off.empty() ? "(" : " + (") + cd + ") * " + I(st[size_t(dd)]);
+    }
+    const char* vt = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned";
+    const int64_t end = start + b.shape[size_t(axis)];
+    s << indent << (start ? "else if" : "if") << " (o" << axis << " < " << I(end) << ") {\n"
+      << indent << "  const " << vt << " raw = *(const " << vt << "*)(" << x.in_name(j) << " + " << off << ");\n"
+      << indent << "  const " << ct << "* e = (const " << ct << "*)&raw;\n"
+      << "#pragma unroll\n"
+      << indent << "  for (int j = 0; j < " << V << "; ++j) vs[j] = " << load(b.dtype, "e", "j") << ";\n"
+      << indent << "}\n";
+    start = end;
+  }
+  if (start != os[size_t(axis)]) return "";
+  return s.str();
+}
 // A Concat into a Linear fp16 (fp32) output whose last dim is a multiple of 8 (4), along another
 // axis, every operand Linear: a thread computes 8 (4) consecutive outputs of the last dim, each
 // as concat() does (selection, conversion, post-ops at its coordinates), and stores them with one
@@ -786,11 +824,13 @@ std::string concat_vec(const Ctx& x, int64_t* count) {
     s << "  const opv_idx o" << d << " = e0 / " << I(inner) << (d > 0 ? " % " + I(os[size_t(d)]) : std::string()) << ";\n";
     inner *= os[size_t(d)];
   }
-  s << "  __align__(16) " << (V == 8 ? "unsigned short" : "float") << " hv[" << V << "];\n"
-    << "#pragma unroll\n  for (int j = 0; j < " << V << "; ++j) {\n"
+  s << "  __align__(16) " << (V == 8 ? "unsigned short" : "float") << " hv[" << V << "];\n";
+  const std::string vsel = concat_select_vec(x, V, "  ");
+  if (!vsel.empty()) s << "  float vs[" << V << "] = {};\n" << vsel;
+  s << "#pragma unroll\n  for (int j = 0; j < " << V << "; ++j) {\n"
     << "    const opv_idx " << L << " = " << L << "b + j;\n"
-    << "    float v = 0.0f;\n"
-    << sel << post_ops(x) << "    hv[j] = " << (V == 8 ? "opv_f2h(v)" : "v") << ";\n  }\n"
+    << (vsel.empty() ? "    float v = 0.0f;\n" + sel : std::string("    float v = vs[j];\n"))
+    << post_ops(x) << "    hv[j] = " << (V == 8 ? "opv_f2h(v)" : "v") << ";\n  }\n"
     << "  *(uint4*)(out0 + e0) = *(const uint4*)hv;\n";
   return s.str();
 }
@@ -1073,7 +1113,21 @@ __device__ __forceinline__ void opv_st_async4(unsigned a, float4 v, unsigned bar
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1,%2,%3,%4}, [%5];"
                :: "r"(a), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar) : "memory");
 }
+// Float4 f of block sp's partial to its owner o = f / per: row sp of o's receive buffer rs ([S][per]
+// float4s), counted by o's mbarrier bar.
+__device__ __forceinline__ void opv_push4(const float4* rs, void* bar, int f, int sp, int per, float4 v) {
+  const int o = f / per;
+  opv_st_async4(opv_cluster_addr(rs, o) + (unsigned)(sp * per + f - o * per) * 16u, v, opv_cluster_addr(bar, o));
+}
 )";
+std::string cluster_push_start(int64_t per) {
+  const std::string P = std::to_string(per);
+  return "  if (tid == 0) {  // this block's mbarrier: its one arrival sets the bytes of its share S blocks push\n"
+         "    opv_mbar_init(&rbar_, 1);\n"
+         "    const int share = TILE / 4 - sp * " + P + " < " + P + " ? TILE / 4 - sp * " + P + " : " + P + ";\n"
+         "    opv_mbar_arrive_expect(&rbar_, (unsigned)(S * (share > 0 ? share : 0) * 16));\n"
+         "    opv_fence_mbar_init();\n  }\n";
+}
 // The whole kernel body (after `i`); *blocks: the launch's block count; *globals: module-scope
 // declarations (helpers, split-K workspace).
 // NHWC (X and Y channels-last): the transposed GEMM Y[p, m] = sum_c X[p, c] W[m, c], rows =
@@ -1199,13 +1253,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
   x.late_entry = x.const_input(1);
   const char* load_w = nhwc ? "load_b" : "load_a";
   const char* load_x = nhwc ? "load_a" : "load_b";
-  if (push)  // before the barrier's arrive: no peer pushes into this block before its mbarrier is made
-    b << "  if (tid == 0) {  // this block's mbarrier: its one arrival sets the bytes of its share S blocks push\n"
-      << "    opv_mbar_init(&rbar_, 1);\n"
-      << "    const int share = TILE / 4 - sp * " << per << " < " << per << " ? TILE / 4 - sp * " << per << " : " << per << ";\n"
-      << "    opv_mbar_arrive_expect(&rbar_, (unsigned)(S * (share > 0 ? share : 0) * 16));\n"
-      << "    opv_fence_mbar_init();\n  }\n"
-      << "  opv_cluster_arrive_relaxed();  // this block is running, its mbarrier made\n";
+  if (push) b << cluster_push_start(per) << "  opv_cluster_arrive_relaxed();  // this block is running, its mbarrier made\n";
   if (x.late_entry) b << "  " << load_w << "(0, kbeg);  // weights: no kernel writes them\n  OPV_KERNEL_ENTRY();\n";
   // The epilogue on `sum` for output (m, p); with `pf` (an index into the prefetch registers)
   // the bias and the post-ops' operands come from registers loaded at the kernel's start (before
@@ -1315,9 +1363,7 @@ std::string conv1x1_mma(const Ctx& x, int64_t* blocks, std::string* globals) {
       << "#pragma unroll\n    for (int q = 1; q < WK; ++q) {\n"
       << "      const float4 w = ((const float4*)red)[q * (TILE / 4) + f];\n"
       << "      v.x += w.x; v.y += w.y; v.z += w.z; v.w += w.w;\n    }\n"
-      << "    const int o = f / " << per << ";\n"
-      << "    opv_st_async4(opv_cluster_addr(Rs, o) + (unsigned)(sp * " << per << " + f - o * " << per
-      << ") * 16u, v, opv_cluster_addr(&rbar_, o));\n  }\n"
+      << "    opv_push4(Rs, &rbar_, f, sp, " << per << ", v);\n  }\n"
       << "  opv_mbar_wait(&rbar_, 0);  // every block's row of this block's share landed\n";
     share_sum("#pragma unroll\n    for (int q = 0; q < S; ++q) {\n"
               "      const float4 v = Rs[q * " + std::to_string(per) + " + ef];\n"

@@ -59,6 +59,11 @@ extern const char* kClusterPushHelpers;  // mbarrier and st.async of the push fo
 // session 33); the batch-32 artifact's wide ConvFFN tiles would take 64 KB more a block (65 -> 131
 // KB, fewer blocks per SM), which was not measured, so they keep the read form.
 constexpr int64_t kClusterPushMaxBytes = 48 << 10;
+// The push form's start, before the cluster barrier's arrive (no peer pushes into a block before its
+// mbarrier `rbar_` is made): thread 0 makes the mbarrier, whose one arrival sets the bytes of this
+// block's share (rank `sp` of S, `per` float4s a block, TILE float4s in all, all three names in
+// scope of the generated code), and fences the init.
+std::string cluster_push_start(int64_t per);
 
 int plan_sm(const Plan& p);  // the plan's virtual architecture number (meta cuda_arch): 75, 80, 90, ...
 // The plan's sizing target `k` (meta cuda_tune, else the key's default: options.h Tune).

@@ -638,12 +638,7 @@ Generated ffn(const Plan& p, const Call& c) {
   // prologue X's cp.async group comes last, and the kernel waits for every group once before the
   // first slab.
   const bool x_async = !DK && !PAIR && (nhwc || s.P % 8 == 0);
-  if (push)  // before the barrier below: no peer pushes into this block before its mbarrier is made
-    b << "  if (tid == 0) {  // this block's mbarrier: its one arrival sets the bytes of its share S blocks push\n"
-      << "    opv_mbar_init(&rbar_, 1);\n"
-      << "    const int share = TILE / 4 - sp * " << per << " < " << per << " ? TILE / 4 - sp * " << per << " : " << per << ";\n"
-      << "    opv_mbar_arrive_expect(&rbar_, (unsigned)(S * (share > 0 ? share : 0) * 16));\n"
-      << "    opv_fence_mbar_init();\n  }\n";
+  if (push) b << cluster_push_start(per);  // before the barrier below
   // The first half of the barrier before the first store into a peer (the pair's phase 2, the push)
   if ((PAIR && cluster) || push)
     b << "  opv_cluster_arrive_relaxed();  // this block is running" << (push ? ", its mbarrier made" : "") << "\n";
@@ -1043,9 +1038,8 @@ Generated ffn(const Plan& p, const Call& c) {
     gen.source = std::string(kClusterHelpers) + kClusterPushHelpers;
     b << (PAIR ? "" : "  opv_cluster_wait();  // every peer's mbarrier made (the arrive at the kernel's start)\n")
       << "#pragma unroll\n  for (int mt = 0; mt < NS2; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt) {\n"
-      << "      const int f = (mt * " << nwt << " + nt) * " << nts << " + tid, o = f / " << per << ";\n"
-      << "      opv_st_async4(opv_cluster_addr(Rs, o) + (unsigned)(sp * " << per << " + f - o * " << per << ") * 16u,\n"
-      << "                    make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]), opv_cluster_addr(&rbar_, o));\n"
+      << "      opv_push4(Rs, &rbar_, (mt * " << nwt << " + nt) * " << nts << " + tid, sp, " << per << ",\n"
+      << "                make_float4(acc2[mt][nt][0], acc2[mt][nt][1], acc2[mt][nt][2], acc2[mt][nt][3]));\n"
       << "    }\n"
       << "  opv_mbar_wait(&rbar_, 0);  // every block's row of this block's share landed\n";
     share_sum("    float4 t4 = Rs[e];\n"

@@ -844,7 +844,7 @@ void Launch::exec(Thread& t) {
       case Op::MbarArrive: {  // mbarrier.arrive[.expect_tx] state, [addr][, txCount]: state is the phase's parity
         uint8_t* p = mbar_at(t, in.space, addr_of(t, o[1]));
         const uint64_t phase = load(p, 8) >> 63;
-        mbar_update(t, p, 1, in.count == 2 ? int64_t(uint32_t(rd(t, o[2]))) : 0);
+        mbar_update(t, p, 1, in.expect_tx ? int64_t(uint32_t(rd(t, o[2]))) : 0);
         wr(t, o[0].reg, phase);
         break;
       }

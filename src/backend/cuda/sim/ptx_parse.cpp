@@ -571,7 +571,7 @@ struct BodyParser {
               : mbar == "expect_tx"       ? Op::MbarExpectTx
               : mbar == "try_wait.parity" ? Op::MbarTryWait
                                           : Op::MbarArrive;
-      if (mbar == "arrive.expect_tx") in.count = 2;  // a transaction count (plain arrive: 1)
+      in.expect_tx = mbar == "arrive.expect_tx";  // with a transaction count
       if (in.space == Space::Generic) unsupported();  // generic-address mbarriers: not simulated
     } else if (st_async) {
       if (in.space != Space::SharedCluster) unsupported();
@@ -607,7 +607,7 @@ struct BodyParser {
     }
     if (in.op == Op::BarSync && in.nops > 1) unsupported();  // a thread count: partial barriers
     if ((in.op == Op::MbarInit || in.op == Op::MbarExpectTx) && in.nops != 2) unsupported();
-    if (in.op == Op::MbarArrive && in.nops != (in.count == 2 ? 3 : 2)) unsupported();  // arrive's count operand: not simulated
+    if (in.op == Op::MbarArrive && in.nops != (in.expect_tx ? 3 : 2)) unsupported();  // arrive's count operand: not simulated
     if (in.op == Op::MbarTryWait && in.nops != 3) unsupported();  // the suspend-time hint: not simulated
     if (in.op == Op::StAsync && (in.nops != 3 || in.o[2].kind != Opnd::Addr)) unsupported();
     if (in.op == Op::Mma && !(in.m == 16 && in.nn == 8 && (in.k == 16 || in.k == 8))) unsupported();
