@@ -42,6 +42,11 @@ struct Options {
   // the previous replay's kernels; off, every replay's graph uploads the inputs itself, after the
   // previous replay has finished (one stream).
   bool cuda_overlap_uploads = true;
+  // Inputs (CLI: --cuda-inputs copy|mapped): copy, each inference copies its inputs from pinned
+  // host staging into device memory (the graph's copy nodes) before the kernels read them; mapped,
+  // the staging is mapped into the device's address space and the kernels read it there, over the
+  // host link, with no copy (no copy nodes; cuda_overlap_uploads has nothing to overlap).
+  bool cuda_mapped_inputs = false;
 };
 
 // What a backend offers, stated before any load (ggml's backend caps).

@@ -80,6 +80,11 @@ ArgParser& backend_flag_options(ArgParser& p) {
               "cuda: the inference's CUDA graph orders calls and copies by the memory they share, so independent "
               "calls run as parallel branches (branches), or runs them one after another in plan order (chain)",
               "branches")
+      .option("--cuda-inputs", "copy|mapped",
+              "cuda: copy, each inference copies its inputs from pinned host memory to the GPU before the first "
+              "kernel; mapped, the kernels read them in pinned host memory mapped into the GPU's address space, "
+              "over the host link, with no copy (for inputs that the first kernels read once)",
+              "copy")
       .option("--cpu-precision", "fp32|bf16",
               "cpu: bf16 runs the dense convolutions over >= 128 input channels with bf16 inputs and weights "
               "and fp32 accumulation where oneDNN has a native bf16 kernel (AMX, AVX512-BF16), everything else in "
@@ -105,6 +110,10 @@ backend::Options backend_options(const Args& a) {
   if (graph != "branches" && graph != "chain")
     throw UsageError("--cuda-graph must be branches or chain, not '" + graph + "'");
   o.cuda_graph = graph == "chain" ? backend::CudaGraph::Chain : backend::CudaGraph::Branches;
+  const std::string inputs = a.get("--cuda-inputs", "copy");
+  if (inputs != "copy" && inputs != "mapped")
+    throw UsageError("--cuda-inputs must be copy or mapped, not '" + inputs + "'");
+  o.cuda_mapped_inputs = inputs == "mapped";
   const std::string prec = a.get("--cpu-precision", "fp32");
   if (prec != "fp32" && prec != "bf16")
     throw UsageError("--cpu-precision must be fp32 or bf16, not '" + prec + "'");

@@ -512,6 +512,35 @@ TEST(CudaBackendGpu, InflightOverlappedUploadsAlternateTwoInputSlots) {
   }
 }
 
+// Options.cuda_mapped_inputs (--cuda-inputs mapped): the kernels read the inputs in their mapped
+// pinned staging: no input copy nodes, and every run's outputs follow its own inputs (a kernel
+// reading a stale or unmapped buffer would not), in the graph, with replays in flight (nothing to
+// overlap) and in the profiled path.
+TEST(CudaBackendGpu, MappedInputsAreReadWithoutCopies) {
+  SKIP_WITHOUT_CUDA();
+  for (const plan::Plan& p : {chain_plan(), two_branch_plan(false), two_branch_plan(true)}) {
+    for (int n : {1, 3}) {
+      SCOPED_TRACE(std::to_string(n) + " in flight");
+      backend::Options o;
+      o.cuda_mapped_inputs = true;
+      o.cuda_inflight = n;
+      auto be = backend::create("cuda", o);
+      be->load(p);
+      const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
+      ASSERT_NE(info, nullptr);
+      EXPECT_TRUE(info->mapped_inputs);
+      EXPECT_FALSE(info->overlapped_uploads);
+      EXPECT_EQ(info->graph_nodes, 8 - int(p.inputs.size()));
+      for (uint64_t seed = 80; seed < 86; ++seed) expect_matches_reference(*be, p, seed);
+      EXPECT_EQ(info->graph_runs, 6 * n);
+      be->set_profiling(true);
+      expect_matches_reference(*be, p, 87);
+      EXPECT_EQ(info->direct_runs, 1);
+      EXPECT_EQ(be->call_times_ms().size(), p.calls.size());
+    }
+  }
+}
+
 TEST(CudaBackendGpu, ProfilingGivesOneTimePerCall) {
   SKIP_WITHOUT_CUDA();
   const plan::Plan p = chain_plan();

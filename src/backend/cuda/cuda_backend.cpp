@@ -19,6 +19,8 @@
 //      to 256 bytes, so every pointer keeps the contract's kAlign); one pinned staging block per
 //      plan input and output; with Options.cuda_inflight > 1 and cuda_overlap_uploads, a second
 //      device copy of every input (the upload slot the next replay writes while this one runs);
+//      with Options.cuda_mapped_inputs, no device buffer for the inputs: their staging is mapped
+//      (CU_MEMHOSTALLOC_DEVICEMAP) and the calls read it there, with no copy nodes or copies;
 //   4. build(): cuModuleLoadDataEx per kernel a call uses (the PTX is JIT-compiled for the device;
 //      a failure quotes the JIT log), cuModuleGetFunction(entry) (kernels compiled for clusters of
 //      more than 8 blocks get CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED; kernels with attr
@@ -169,7 +171,7 @@ class CudaBackend : public Backend {
   // The graph of `nodes` instantiated and uploaded: with input_slot < 0 as they are; else without
   // the input copies, the calls reading that device copy of the inputs.
   CUgraphExec instantiate(const std::vector<cuda::GraphNode>& nodes, int input_slot);
-  bool overlapped() const { return opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads; }
+  bool overlapped() const { return opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads && !opts_.cuda_mapped_inputs; }
   CUdeviceptr input_ptr(size_t i, int slot) const { return slot == 1 ? in_slot1_[i] : in_stage_[i].dev; }
   void replay_overlapped();
   CUdeviceptr device_alloc(size_t bytes, const std::string& what, bool zero = true);
@@ -361,23 +363,37 @@ void CudaBackend::allocate(const plan::Plan& plan) {
       case BufferKind::Intermediate: buf_ptr_[i] = arena + CUdeviceptr(b.offset); break;
       case BufferKind::Constant: buf_ptr_[i] = weights + CUdeviceptr(b.offset); break;
       case BufferKind::Input:
+        if (opts_.cuda_mapped_inputs) break;  // the mapped staging, below
+        [[fallthrough]];
       case BufferKind::Output:
         buf_ptr_[i] = device_alloc(size_t(storage_of(b)), "buffer '" + b.name + "'");
         break;
     }
   }
-  auto stage = [&](int b) {
+  // Mapped (Options.cuda_mapped_inputs, inputs only): the staging is also the device buffer the
+  // kernels read (its whole storage, the bytes past the dense ones zeroed).
+  auto stage = [&](int b, bool mapped) {
     Staging s;
     s.dev = buf_ptr_[size_t(b)];
     s.bytes = size_t(dense_bytes(buffers_[size_t(b)]));
-    const size_t bytes = std::max<size_t>(s.bytes, 1);
-    cu::check(d.cuMemHostAlloc(&s.host, bytes, 0), "cuMemHostAlloc",
-              detail::concat("staging of '", buffers_[size_t(b)].name, "' (", bytes, " bytes)"));
+    const size_t bytes = std::max<size_t>(mapped ? std::max<size_t>(s.bytes, size_t(storage_of(buffers_[size_t(b)])))
+                                                 : s.bytes, 1);
+    const std::string what = detail::concat(mapped ? "mapped " : "", "staging of '", buffers_[size_t(b)].name, "' (",
+                                            bytes, " bytes)");
+    cu::check(d.cuMemHostAlloc(&s.host, bytes, mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0), "cuMemHostAlloc", what);
     host_allocs_.push_back(s.host);
+    if (mapped) {
+      std::memset(s.host, 0, bytes);
+      cu::check(d.cuMemHostGetDevicePointer(&s.dev, s.host, 0), "cuMemHostGetDevicePointer", what);
+      OPV_CHECK(s.dev % uint64_t(plan::kAlign) == 0, "cuda backend: ", what, " is mapped at a device address not aligned to ",
+                plan::kAlign, " bytes");
+      buf_ptr_[size_t(b)] = s.dev;
+    }
     return s;
   };
-  for (int b : inputs_) in_stage_.push_back(stage(b));
-  for (int b : outputs_) out_stage_.push_back(stage(b));
+  for (int b : inputs_) in_stage_.push_back(stage(b, opts_.cuda_mapped_inputs));
+  for (int b : outputs_) out_stage_.push_back(stage(b, false));
+  info_.mapped_inputs = opts_.cuda_mapped_inputs;
   if (overlapped())
     for (int b : inputs_)
       in_slot1_.push_back(device_alloc(size_t(storage_of(buffers_[size_t(b)])),
@@ -494,7 +510,7 @@ void CudaBackend::enqueue(bool timed) {
   const cu::Driver& d = cu::driver();
   if (timed) cu::check(d.cuEventRecord(events_[0], stream_), "cuEventRecord", "start of inference");
   for (size_t i = 0; i < in_stage_.size(); ++i)
-    if (in_stage_[i].bytes)
+    if (in_stage_[i].bytes && !opts_.cuda_mapped_inputs)
       cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
                 "cuMemcpyHtoDAsync", "input '" + buffers_[size_t(inputs_[i])].name + "'");
   for (size_t ci = 0; ci < rt_.size(); ++ci) {
@@ -530,7 +546,8 @@ CUDA_MEMCPY3D copy_1d(size_t bytes) {
 // copies, the copy stream and the slot events.
 void CudaBackend::record(const plan::Plan& plan) {
   const cu::Driver& d = cu::driver();
-  const std::vector<cuda::GraphNode> nodes = cuda::graph_nodes(plan, opts_.cuda_graph);
+  std::vector<cuda::GraphNode> nodes = cuda::graph_nodes(plan, opts_.cuda_graph);
+  if (opts_.cuda_mapped_inputs) nodes = cuda::without_input_copies(nodes);  // the kernels read the staging
   graph_ = instantiate(nodes, -1);
   if (overlapped()) {
     for (int slot : {0, 1}) slot_graph_[size_t(slot)] = instantiate(nodes, slot);

@@ -131,4 +131,19 @@ GraphStats graph_stats(const std::vector<GraphNode>& nodes) {
   return s;
 }
 
+std::vector<GraphNode> without_input_copies(const std::vector<GraphNode>& nodes) {
+  std::vector<int> renumbered(nodes.size(), -1);
+  std::vector<GraphNode> kept;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].kind == NodeKind::InputCopy) continue;
+    GraphNode n = nodes[i];
+    n.deps.clear();
+    for (int j : nodes[i].deps)
+      if (renumbered[size_t(j)] >= 0) n.deps.push_back(renumbered[size_t(j)]);
+    renumbered[i] = int(kept.size());
+    kept.push_back(std::move(n));
+  }
+  return kept;
+}
+
 }  // namespace opv::backend::cuda

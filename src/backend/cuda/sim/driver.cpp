@@ -257,12 +257,30 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
   std::free(reinterpret_cast<void*>(p));
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemHostAlloc(void** p, size_t bytes, unsigned int) {
+// Pinned host memory; with CU_MEMHOSTALLOC_DEVICEMAP also device memory (kernels may access it:
+// the simulated global memory is host memory, so its device pointer is its host pointer).
+CUresult CUDAAPI cuMemHostAlloc(void** p, size_t bytes, unsigned int flags) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
-  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  if (!*p) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (flags & CU_MEMHOSTALLOC_DEVICEMAP) {
+    std::lock_guard<std::mutex> g(g_lock);
+    g_mem.add(reinterpret_cast<uint64_t>(*p), bytes);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* d, void* p, unsigned int flags) {
+  if (!d || flags) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> g(g_lock);
+  if (!g_mem.contains(reinterpret_cast<uint64_t>(p))) return CUDA_ERROR_INVALID_VALUE;  // not mapped
+  *d = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemFreeHost(void* p) {
+  {
+    std::lock_guard<std::mutex> g(g_lock);
+    if (g_mem.contains(reinterpret_cast<uint64_t>(p))) g_mem.remove(reinterpret_cast<uint64_t>(p));
+  }
   std::free(p);
   return CUDA_SUCCESS;
 }
