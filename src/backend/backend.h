@@ -91,6 +91,11 @@ class Backend {
   // runtime::Session is the one place that checks a caller's inputs (names, dtypes, shapes);
   // backends assert the precondition with RunSignature::check (the same message), nothing more.
   virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
+  // After load(): memory the backend reads input i (plan.inputs order) from in each run, dense
+  // bytes of the input's dtype and shape (the cuda backend's pinned staging), or null. A run
+  // whose input tensor's bytes are exactly there skips copying it, so a caller may write an input
+  // in place (runtime::Session::staged_inputs). Valid until the next load() or the backend's end.
+  virtual void* input_staging(size_t i) { (void)i; return nullptr; }
   // Per-call timing of the following runs (for `opvision bench`). Backends that cannot time
   // individual calls leave call_times_ms() empty.
   virtual void set_profiling(bool on) { (void)on; }

@@ -108,4 +108,14 @@ NamedTensors Session::random_inputs(uint64_t seed) const {
   return r;
 }
 
+NamedTensors Session::staged_inputs() {
+  NamedTensors r;
+  size_t i = 0;
+  for (const auto& [name, buf] : input_specs()) {
+    void* at = backend_->input_staging(i++);
+    r.emplace_back(name, at ? Tensor::view(buf->dtype, buf->shape, at) : Tensor(buf->dtype, buf->shape));
+  }
+  return r;
+}
+
 }  // namespace opv::runtime

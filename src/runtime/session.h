@@ -45,6 +45,12 @@ class Session {
   // Random inputs for every model input, deterministic in `seed` (uint8: 0..255, floats: N(0,1),
   // bool: 0/1, ints: 0..9).
   NamedTensors random_inputs(uint64_t seed) const;
+  // One tensor per model input, in model order, for a caller that writes its inputs in place:
+  // views of the memory the backend reads them from (backend::Backend::input_staging: the cuda
+  // backend's pinned staging), so a run() with them copies nothing on the host; zero-filled
+  // tensors of their own for inputs the backend has no such memory for. The views stay valid for
+  // the session's life; pass this NamedTensors itself to run() (copying it copies view bytes).
+  NamedTensors staged_inputs();
 
  private:
   // "x:f32[1,3,8,8], ..." for messages: the model's inputs or outputs.

@@ -65,6 +65,7 @@ int cmd_bench(int argc, char** argv) {
       .option("--trace", "OUT.json", "write the profiled runs (up to 10) as a Chrome trace: one span per inference "
               "and per call (kernel, op, node, bytes, FLOPs); open it in ui.perfetto.dev or chrome://tracing");
   backend_flag_options(p);
+  staged_inputs_option(p);
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
   const int64_t warmup = a.get_int("--warmup", 10, 0, kMaxIters), iters = a.get_int("--iters", 50, 1, kMaxIters);
@@ -106,6 +107,7 @@ int cmd_bench(int argc, char** argv) {
   const int inflight = bopts.cuda_inflight;
   runtime::Session session(std::move(loaded), bopts);
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));
+  maybe_stage_inputs(a, session, &inputs);
 
   LatencyStats st = latency_stats(time_runs(warmup, iters, [&] { session.run(inputs); }));
   const double ms_per_frame = st.median_ms / inflight;

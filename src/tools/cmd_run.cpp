@@ -45,6 +45,7 @@ int cmd_run(int argc, char** argv) {
       .option("--model", "MODEL.onnx", "--backend qcom: the ONNX model holding the capture's weights (default: found by name next to the capture)")
       .flag("--spin", "opencl: wait for each inference's end by polling its completion (lower latency, one busy CPU core)");
   backend_flag_options(p);
+  staged_inputs_option(p);
   Args a;
   if (!parse_or_help(p, argc, argv, a)) return kExitOk;
 
@@ -64,6 +65,7 @@ int cmd_run(int argc, char** argv) {
   }
   runtime::Session session(load_model(model, a.get("--backend")), backend_options(a));
   runtime::NamedTensors inputs = gather_inputs(a, session, true);
+  maybe_stage_inputs(a, session, &inputs);
   double t0 = now_ms();
   const runtime::NamedTensors& outputs = session.run(inputs);
   double t1 = now_ms();

@@ -121,6 +121,27 @@ backend::Options backend_options(const Args& a) {
   return o;
 }
 
+ArgParser& staged_inputs_option(ArgParser& p) {
+  return p.flag("--staged-inputs",
+                "write the inputs once where the backend reads them from (cuda: its pinned staging) and run from "
+                "there, so no run copies them on the host, as a caller that writes its frames in place would "
+                "(Session::staged_inputs; backends without such memory: no effect)");
+}
+
+void maybe_stage_inputs(const Args& a, runtime::Session& session, runtime::NamedTensors* inputs) {
+  if (!a.has("--staged-inputs")) return;
+  runtime::NamedTensors staged = session.staged_inputs();
+  if (staged.size() != inputs->size()) return;  // left to Session::run, which names what is wrong
+  for (auto& [name, t] : staged) {
+    const Tensor* given = nullptr;
+    for (const auto& [n, v] : *inputs)
+      if (n == name) given = &v;
+    if (!given || given->dtype() != t.dtype() || given->shape() != t.shape()) return;  // likewise
+    std::memcpy(t.raw(), given->raw(), t.nbytes());
+  }
+  *inputs = std::move(staged);
+}
+
 runtime::NamedTensors gather_inputs(const Args& a, const runtime::Session& session, bool allow_random) {
   auto specs = session.input_specs();
   std::vector<bool> have(specs.size(), false);

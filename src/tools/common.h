@@ -63,6 +63,12 @@ bool on_off(const Args& a, const std::string& name, const std::string& dflt = "o
 // when --seed is given explicitly. Otherwise a missing input is an error naming it. Dtypes and
 // shapes are left to Session::run (the one input check).
 runtime::NamedTensors gather_inputs(const Args& a, const runtime::Session& session, bool allow_random);
+// --staged-inputs (run, bench): the option's definition; and, when given, `inputs` copied once
+// into the memory the backend reads them from (Session::staged_inputs), which then stands in
+// for them, so runs copy nothing on the host. Matched by name; an input missing there is left
+// to Session::run's check.
+ArgParser& staged_inputs_option(ArgParser& p);
+void maybe_stage_inputs(const Args& a, runtime::Session& session, runtime::NamedTensors* inputs);
 
 struct LatencyStats {
   double median_ms = 0, min_ms = 0, p90_ms = 0, mean_ms = 0;

@@ -162,6 +162,9 @@ class CudaBackend : public Backend {
   std::vector<double> call_times_ms() const override { return profiling_ ? times_ms_ : std::vector<double>{}; }
   std::vector<double> call_starts_ms() const override { return profiling_ ? starts_ms_ : std::vector<double>{}; }
   const CudaLoadInfo* info() const { return loaded_ ? &info_ : nullptr; }
+  void* input_staging(size_t i) override {
+    return loaded_ && i < in_stage_.size() && in_stage_[i].bytes ? in_stage_[i].host : nullptr;
+  }
 
  private:
   // load()'s phases, in order (see the file comment).
@@ -746,7 +749,8 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
   const cu::Driver& d = cu::driver();
   cu::ScopedContext scope(ctx_);
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (in_stage_[i].bytes) copy_bytes(in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes);
+    if (in_stage_[i].bytes && inputs[i]->raw() != in_stage_[i].host)  // else written in place
+      copy_bytes(in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes);
   const bool timed = profiling_ && events_.size() == 1 + 2 * calls_.size();
   try {
     if (timed || !graph_) {
