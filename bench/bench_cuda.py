@@ -42,6 +42,7 @@ import json
 import os
 import pathlib
 import platform
+import shlex
 import signal
 import statistics
 import subprocess
@@ -53,9 +54,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_opencl import DEFAULT_MODEL, bench_torch, find_opvision, last_json, run  # noqa: E402
 
 
-def bench_opv(opv, art, args, replays=1, overlap=True):
+def bench_opv(opv, art, args, replays=1, overlap=True, flags=""):
     cmd = [opv, "bench", str(art), "--backend", "cuda", "--warmup", str(args.warmup), "--iters", str(args.iters),
-           "--json"]
+           "--json"] + shlex.split(flags)
     if replays > 1:
         cmd += ["--inflight", str(replays), "--cuda-overlap", "on" if overlap else "off"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -195,6 +196,9 @@ def main():
     ap.add_argument("--hw", default="128,256")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peer")
+    ap.add_argument("--bench-flags", default="",
+                    help="more `opvision bench` flags for the --art (or compiled) artifact's runs, e.g. "
+                         "\"--cuda-inputs mapped --staged-inputs\" (the --base-art runs go without)")
     ap.add_argument("--opvision", default=None)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", default=None, help="write all numbers to this file")
@@ -231,7 +235,7 @@ def main():
         for r in range(args.rounds):
             for b in args.base_art:
                 base_rounds[b].append(bench_opv(opv, b, args))
-            opv_rounds.append(bench_opv(opv, art, args))
+            opv_rounds.append(bench_opv(opv, art, args, flags=args.bench_flags))
             if not args.no_torch:
                 torch_rounds.append(bench_torch(args))
             print(f"[bench] round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
@@ -293,8 +297,9 @@ def main():
             if b != n:
                 sys.exit(f"bench_cuda: --batch-art {args.batch_art} has batch {b}, --inflight is {n}")
         for _ in range(min(args.rounds, 3)):
-            opv_tp.append(float(bench_opv(opv, art_keep, args, replays=n)["median_ms"]) / n)
-            opv_tp_serial.append(float(bench_opv(opv, art_keep, args, replays=n, overlap=False)["median_ms"]) / n)
+            opv_tp.append(float(bench_opv(opv, art_keep, args, replays=n, flags=args.bench_flags)["median_ms"]) / n)
+            opv_tp_serial.append(float(bench_opv(opv, art_keep, args, replays=n, overlap=False,
+                                                 flags=args.bench_flags)["median_ms"]) / n)
             if args.batch_art:
                 r = bench_opv(opv, args.batch_art, args)
                 batch_tp.append(float(r["median_ms"]) / n)
