@@ -47,6 +47,10 @@ struct Options {
   // the staging is mapped into the device's address space and the kernels read it there, over the
   // host link, with no copy (no copy nodes; cuda_overlap_uploads has nothing to overlap).
   bool cuda_mapped_inputs = false;
+  // Outputs (CLI: --cuda-outputs copy|mapped): copy, the graph's last nodes copy the outputs into
+  // pinned host staging; mapped, the kernels write them there, in mapped host memory (no copy
+  // nodes). run() copies them from the staging into the caller's tensors either way.
+  bool cuda_mapped_outputs = false;
 };
 
 // What a backend offers, stated before any load (ggml's backend caps).

@@ -79,10 +79,11 @@ int cmd_run(int argc, char** argv) {
 #if OPV_HAVE_CUDA
   if (const backend::CudaLoadInfo* cu = backend::cuda_load_info(session.backend()))
     std::fprintf(stderr,
-                 "[run] cuda device %s: one CUDA graph (%s) of %d nodes, %d edges (%d programmatic), depth %d, width %d%s\n",
+                 "[run] cuda device %s: one CUDA graph (%s) of %d nodes, %d edges (%d programmatic), depth %d, width %d%s%s\n",
                  cu->device.c_str(), cu->branches ? "branches" : "chain", cu->graph_nodes, cu->graph_edges,
                  cu->pdl_edges, cu->graph_depth, cu->graph_width,
-                 cu->mapped_inputs ? "; inputs read in mapped host memory, no copies" : "");
+                 cu->mapped_inputs ? "; inputs read in mapped host memory, no copies" : "",
+                 cu->mapped_outputs ? "; outputs written in mapped host memory, no copies" : "");
 #endif
   for (const auto& [name, t] : outputs) print_summary(name, t);
   if (a.has("--output")) {

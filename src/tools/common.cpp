@@ -85,6 +85,11 @@ ArgParser& backend_flag_options(ArgParser& p) {
               "kernel; mapped, the kernels read them in pinned host memory mapped into the GPU's address space, "
               "over the host link, with no copy (for inputs that the first kernels read once)",
               "copy")
+      .option("--cuda-outputs", "copy|mapped",
+              "cuda: copy, each inference copies its outputs from the GPU to pinned host memory after the last "
+              "kernel; mapped, the kernels write them there, in pinned host memory mapped into the GPU's address "
+              "space, with no copy",
+              "copy")
       .option("--cpu-precision", "fp32|bf16",
               "cpu: bf16 runs the dense convolutions over >= 128 input channels with bf16 inputs and weights "
               "and fp32 accumulation where oneDNN has a native bf16 kernel (AMX, AVX512-BF16), everything else in "
@@ -114,6 +119,10 @@ backend::Options backend_options(const Args& a) {
   if (inputs != "copy" && inputs != "mapped")
     throw UsageError("--cuda-inputs must be copy or mapped, not '" + inputs + "'");
   o.cuda_mapped_inputs = inputs == "mapped";
+  const std::string outputs = a.get("--cuda-outputs", "copy");
+  if (outputs != "copy" && outputs != "mapped")
+    throw UsageError("--cuda-outputs must be copy or mapped, not '" + outputs + "'");
+  o.cuda_mapped_outputs = outputs == "mapped";
   const std::string prec = a.get("--cpu-precision", "fp32");
   if (prec != "fp32" && prec != "bf16")
     throw UsageError("--cpu-precision must be fp32 or bf16, not '" + prec + "'");

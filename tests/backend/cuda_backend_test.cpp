@@ -282,6 +282,29 @@ TEST(CudaGraphDeps, ChainPlanBranchesAfterT) {
   EXPECT_EQ(st.width, 2);
 }
 
+// Mapped inputs/outputs: the graph without those copies, renumbered; a node that waited for a
+// dropped copy waits for what the copy waited for.
+TEST(CudaGraphDeps, WithoutCopiesKeepsTheOrderThroughThem) {
+  using backend::cuda::without_copies;
+  const std::vector<GraphNode> nodes = graph_nodes(chain_plan(), CudaGraph::Branches);
+  EXPECT_EQ(describe(without_copies(nodes, true, false)),
+            (std::vector<std::string>{"call 0 <-", "call 1 <- 0", "call 2 <- 1", "call 3 <- 1", "out 0 <- 2",
+                                      "out 1 <- 3 4"}));
+  EXPECT_EQ(describe(without_copies(nodes, false, true)),
+            (std::vector<std::string>{"in 0 <-", "in 1 <- 0", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1 3",
+                                      "call 3 <- 3"}));
+  EXPECT_EQ(describe(without_copies(graph_nodes(chain_plan(), CudaGraph::Chain), true, true)),
+            (std::vector<std::string>{"call 0 <-", "call 1 <- 0", "call 2 <- 1", "call 3 <- 2"}));
+  EXPECT_EQ(describe(without_copies(nodes, false, false)), describe(nodes));
+  // Through a dropped node: call 1 waited for an output copy that waited for calls 0 and 2.
+  std::vector<GraphNode> through(4);
+  through[1].index = 2;
+  through[2] = {NodeKind::OutputCopy, 0, {0, 1}};
+  through[3] = {NodeKind::Call, 1, {1, 2}};
+  EXPECT_EQ(describe(without_copies(through, false, true)),
+            (std::vector<std::string>{"call 0 <-", "call 2 <-", "call 1 <- 0 1"}));
+}
+
 TEST(CudaGraphDeps, ChainShapeIsPlanOrder) {
   const std::vector<GraphNode> nodes = graph_nodes(chain_plan(), CudaGraph::Chain);
   ASSERT_EQ(nodes.size(), 8u);
@@ -513,31 +536,37 @@ TEST(CudaBackendGpu, InflightOverlappedUploadsAlternateTwoInputSlots) {
   }
 }
 
-// Options.cuda_mapped_inputs (--cuda-inputs mapped): the kernels read the inputs in their mapped
-// pinned staging: no input copy nodes, and every run's outputs follow its own inputs (a kernel
-// reading a stale or unmapped buffer would not), in the graph, with replays in flight (nothing to
-// overlap) and in the profiled path.
-TEST(CudaBackendGpu, MappedInputsAreReadWithoutCopies) {
+// Options.cuda_mapped_inputs / cuda_mapped_outputs (--cuda-inputs / --cuda-outputs mapped): the
+// kernels read the inputs, or write the outputs, in their mapped pinned staging: no copy nodes, and
+// every run's outputs follow its own inputs (a kernel reading a stale or unmapped buffer, or an
+// output read back before its kernel wrote it, would not), in the graph, with replays in flight
+// (nothing to overlap) and in the profiled path.
+TEST(CudaBackendGpu, MappedInputsAndOutputsNeedNoCopies) {
   SKIP_WITHOUT_CUDA();
   for (const plan::Plan& p : {chain_plan(), two_branch_plan(false), two_branch_plan(true)}) {
-    for (int n : {1, 3}) {
-      SCOPED_TRACE(std::to_string(n) + " in flight");
-      backend::Options o;
-      o.cuda_mapped_inputs = true;
-      o.cuda_inflight = n;
-      auto be = backend::create("cuda", o);
-      be->load(p);
-      const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
-      ASSERT_NE(info, nullptr);
-      EXPECT_TRUE(info->mapped_inputs);
-      EXPECT_FALSE(info->overlapped_uploads);
-      EXPECT_EQ(info->graph_nodes, 8 - int(p.inputs.size()));
-      for (uint64_t seed = 80; seed < 86; ++seed) expect_matches_reference(*be, p, seed);
-      EXPECT_EQ(info->graph_runs, 6 * n);
-      be->set_profiling(true);
-      expect_matches_reference(*be, p, 87);
-      EXPECT_EQ(info->direct_runs, 1);
-      EXPECT_EQ(be->call_times_ms().size(), p.calls.size());
+    for (int mapped : {1, 2, 3}) {  // inputs, outputs, both
+      for (int n : {1, 3}) {
+        SCOPED_TRACE(std::to_string(mapped) + ", " + std::to_string(n) + " in flight");
+        backend::Options o;
+        o.cuda_mapped_inputs = mapped & 1;
+        o.cuda_mapped_outputs = mapped & 2;
+        o.cuda_inflight = n;
+        auto be = backend::create("cuda", o);
+        be->load(p);
+        const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
+        ASSERT_NE(info, nullptr);
+        EXPECT_EQ(info->mapped_inputs, o.cuda_mapped_inputs);
+        EXPECT_EQ(info->mapped_outputs, o.cuda_mapped_outputs);
+        EXPECT_EQ(info->overlapped_uploads, n > 1 && !o.cuda_mapped_inputs);
+        EXPECT_EQ(info->graph_nodes, 8 - (o.cuda_mapped_inputs ? int(p.inputs.size()) : 0) -
+                                         (o.cuda_mapped_outputs ? int(p.outputs.size()) : 0));
+        for (uint64_t seed = 80; seed < 86; ++seed) expect_matches_reference(*be, p, seed);
+        EXPECT_EQ(info->graph_runs, 6 * n);
+        be->set_profiling(true);
+        expect_matches_reference(*be, p, 87);
+        EXPECT_EQ(info->direct_runs, 1);
+        EXPECT_EQ(be->call_times_ms().size(), p.calls.size());
+      }
     }
   }
 }

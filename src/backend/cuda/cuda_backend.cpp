@@ -19,8 +19,9 @@
 //      to 256 bytes, so every pointer keeps the contract's kAlign); one pinned staging block per
 //      plan input and output; with Options.cuda_inflight > 1 and cuda_overlap_uploads, a second
 //      device copy of every input (the upload slot the next replay writes while this one runs);
-//      with Options.cuda_mapped_inputs, no device buffer for the inputs: their staging is mapped
-//      (CU_MEMHOSTALLOC_DEVICEMAP) and the calls read it there, with no copy nodes or copies;
+//      with Options.cuda_mapped_inputs (cuda_mapped_outputs), no device buffer for the inputs
+//      (outputs): their staging is mapped (CU_MEMHOSTALLOC_DEVICEMAP) and the calls read (write)
+//      it there, with no copy nodes or copies;
 //   4. build(): cuModuleLoadDataEx per kernel a call uses (the PTX is JIT-compiled for the device;
 //      a failure quotes the JIT log), cuModuleGetFunction(entry) (kernels compiled for clusters of
 //      more than 8 blocks get CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED; kernels with attr
@@ -366,15 +367,14 @@ void CudaBackend::allocate(const plan::Plan& plan) {
       case BufferKind::Intermediate: buf_ptr_[i] = arena + CUdeviceptr(b.offset); break;
       case BufferKind::Constant: buf_ptr_[i] = weights + CUdeviceptr(b.offset); break;
       case BufferKind::Input:
-        if (opts_.cuda_mapped_inputs) break;  // the mapped staging, below
-        [[fallthrough]];
       case BufferKind::Output:
+        if (b.kind == BufferKind::Input ? opts_.cuda_mapped_inputs : opts_.cuda_mapped_outputs) break;  // the mapped staging, below
         buf_ptr_[i] = device_alloc(size_t(storage_of(b)), "buffer '" + b.name + "'");
         break;
     }
   }
-  // Mapped (Options.cuda_mapped_inputs, inputs only): the staging is also the device buffer the
-  // kernels read (its whole storage, the bytes past the dense ones zeroed).
+  // Mapped (Options.cuda_mapped_inputs, cuda_mapped_outputs): the staging is also the device
+  // buffer the kernels read or write (its whole storage, the bytes past the dense ones zeroed).
   auto stage = [&](int b, bool mapped) {
     Staging s;
     s.dev = buf_ptr_[size_t(b)];
@@ -395,8 +395,9 @@ void CudaBackend::allocate(const plan::Plan& plan) {
     return s;
   };
   for (int b : inputs_) in_stage_.push_back(stage(b, opts_.cuda_mapped_inputs));
-  for (int b : outputs_) out_stage_.push_back(stage(b, false));
+  for (int b : outputs_) out_stage_.push_back(stage(b, opts_.cuda_mapped_outputs));
   info_.mapped_inputs = opts_.cuda_mapped_inputs;
+  info_.mapped_outputs = opts_.cuda_mapped_outputs;
   if (overlapped())
     for (int b : inputs_)
       in_slot1_.push_back(device_alloc(size_t(storage_of(buffers_[size_t(b)])),
@@ -529,7 +530,7 @@ void CudaBackend::enqueue(bool timed) {
     if (timed) cu::check(d.cuEventRecord(events_[2 + 2 * ci], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
   }
   for (size_t i = 0; i < out_stage_.size(); ++i)
-    if (out_stage_[i].bytes)
+    if (out_stage_[i].bytes && !opts_.cuda_mapped_outputs)
       cu::check(d.cuMemcpyDtoHAsync(out_stage_[i].host, out_stage_[i].dev, out_stage_[i].bytes, stream_),
                 "cuMemcpyDtoHAsync", "output '" + buffers_[size_t(outputs_[i])].name + "'");
 }
@@ -550,7 +551,8 @@ CUDA_MEMCPY3D copy_1d(size_t bytes) {
 void CudaBackend::record(const plan::Plan& plan) {
   const cu::Driver& d = cu::driver();
   std::vector<cuda::GraphNode> nodes = cuda::graph_nodes(plan, opts_.cuda_graph);
-  if (opts_.cuda_mapped_inputs) nodes = cuda::without_input_copies(nodes);  // the kernels read the staging
+  if (opts_.cuda_mapped_inputs || opts_.cuda_mapped_outputs)  // the kernels read or write the staging
+    nodes = cuda::without_copies(nodes, opts_.cuda_mapped_inputs, opts_.cuda_mapped_outputs);
   graph_ = instantiate(nodes, -1);
   if (overlapped()) {
     for (int slot : {0, 1}) slot_graph_[size_t(slot)] = instantiate(nodes, slot);

@@ -131,15 +131,23 @@ GraphStats graph_stats(const std::vector<GraphNode>& nodes) {
   return s;
 }
 
-std::vector<GraphNode> without_input_copies(const std::vector<GraphNode>& nodes) {
+std::vector<GraphNode> without_copies(const std::vector<GraphNode>& nodes, bool inputs, bool outputs) {
   std::vector<int> renumbered(nodes.size(), -1);
+  std::vector<std::vector<int>> waits(nodes.size());  // per node, the kept nodes it waits for
   std::vector<GraphNode> kept;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].kind == NodeKind::InputCopy) continue;
+    for (int j : nodes[i].deps) {
+      if (renumbered[size_t(j)] >= 0)
+        waits[i].push_back(renumbered[size_t(j)]);
+      else
+        waits[i].insert(waits[i].end(), waits[size_t(j)].begin(), waits[size_t(j)].end());
+    }
+    std::sort(waits[i].begin(), waits[i].end());
+    waits[i].erase(std::unique(waits[i].begin(), waits[i].end()), waits[i].end());
+    const NodeKind k = nodes[i].kind;
+    if ((inputs && k == NodeKind::InputCopy) || (outputs && k == NodeKind::OutputCopy)) continue;
     GraphNode n = nodes[i];
-    n.deps.clear();
-    for (int j : nodes[i].deps)
-      if (renumbered[size_t(j)] >= 0) n.deps.push_back(renumbered[size_t(j)]);
+    n.deps = waits[i];
     renumbered[i] = int(kept.size());
     kept.push_back(std::move(n));
   }

@@ -62,9 +62,11 @@ ByteRange memory_of(const plan::Plan& p, int buffer);
 // The nodes of one inference with their dependencies (see the file comment). Buffer and kernel
 // ids must be in range (backend::check_plan_ids).
 std::vector<GraphNode> graph_nodes(const plan::Plan& p, CudaGraph shape);
-// The same nodes without the input copies (and their edges), indices renumbered: the graph of an
-// inference whose kernels read the inputs where the host left them (Options.cuda_mapped_inputs).
-std::vector<GraphNode> without_input_copies(const std::vector<GraphNode>& nodes);
+// The same nodes without the input copies (`inputs`) and/or the output copies (`outputs`), indices
+// renumbered, a node that waited for a dropped one waiting for what that one waited for: the graph
+// of an inference whose kernels read the inputs, or write the outputs, in mapped host memory
+// (Options.cuda_mapped_inputs, cuda_mapped_outputs).
+std::vector<GraphNode> without_copies(const std::vector<GraphNode>& nodes, bool inputs, bool outputs);
 
 // Shape figures of a node list, for load info and the benchmark notes.
 struct GraphStats {
