@@ -16,6 +16,12 @@ namespace opv::backend {
 // the calls and copies by the memory they share (independent calls run concurrently); Chain runs
 // them one after another in plan order, as one stream would.
 enum class CudaGraph { Branches, Chain };
+// How the cuda backend moves a plan input or output between the host and the GPU: Copy, the
+// inference's graph copies it between pinned host staging and device memory; Mapped, the staging
+// is mapped into the GPU's address space and the kernels read (write) it there, with no copy;
+// Auto, Mapped where the plan reads the buffer once (an input that one element-wise or Concat
+// call reads element by element; an output no call reads), else Copy (graph_deps.h mapped_io).
+enum class CudaIo { Copy, Mapped, Auto };
 constexpr int kMaxCudaInflight = 4096;
 
 struct Options {
@@ -42,15 +48,11 @@ struct Options {
   // the previous replay's kernels; off, every replay's graph uploads the inputs itself, after the
   // previous replay has finished (one stream).
   bool cuda_overlap_uploads = true;
-  // Inputs (CLI: --cuda-inputs copy|mapped): copy, each inference copies its inputs from pinned
-  // host staging into device memory (the graph's copy nodes) before the kernels read them; mapped,
-  // the staging is mapped into the device's address space and the kernels read it there, over the
-  // host link, with no copy (no copy nodes; cuda_overlap_uploads has nothing to overlap).
-  bool cuda_mapped_inputs = false;
-  // Outputs (CLI: --cuda-outputs copy|mapped): copy, the graph's last nodes copy the outputs into
-  // pinned host staging; mapped, the kernels write them there, in mapped host memory (no copy
-  // nodes). run() copies them from the staging into the caller's tensors either way.
-  bool cuda_mapped_outputs = false;
+  // Inputs and outputs (CLI: --cuda-inputs, --cuda-outputs copy|mapped|auto; CudaIo). Mapped
+  // inputs are read over the host link with no copy node (and nothing for cuda_overlap_uploads to
+  // overlap); run() copies the outputs from their staging into the caller's tensors either way.
+  CudaIo cuda_inputs = CudaIo::Copy;
+  CudaIo cuda_outputs = CudaIo::Copy;
 };
 
 // What a backend offers, stated before any load (ggml's backend caps).

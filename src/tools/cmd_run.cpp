@@ -82,8 +82,8 @@ int cmd_run(int argc, char** argv) {
                  "[run] cuda device %s: one CUDA graph (%s) of %d nodes, %d edges (%d programmatic), depth %d, width %d%s%s\n",
                  cu->device.c_str(), cu->branches ? "branches" : "chain", cu->graph_nodes, cu->graph_edges,
                  cu->pdl_edges, cu->graph_depth, cu->graph_width,
-                 cu->mapped_inputs ? "; inputs read in mapped host memory, no copies" : "",
-                 cu->mapped_outputs ? "; outputs written in mapped host memory, no copies" : "");
+                 cu->mapped_inputs ? detail::concat("; ", cu->mapped_inputs, " input(s) read in mapped host memory").c_str() : "",
+                 cu->mapped_outputs ? detail::concat("; ", cu->mapped_outputs, " output(s) written in mapped host memory").c_str() : "");
 #endif
   for (const auto& [name, t] : outputs) print_summary(name, t);
   if (a.has("--output")) {

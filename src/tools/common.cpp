@@ -80,15 +80,16 @@ ArgParser& backend_flag_options(ArgParser& p) {
               "cuda: the inference's CUDA graph orders calls and copies by the memory they share, so independent "
               "calls run as parallel branches (branches), or runs them one after another in plan order (chain)",
               "branches")
-      .option("--cuda-inputs", "copy|mapped",
+      .option("--cuda-inputs", "copy|mapped|auto",
               "cuda: copy, each inference copies its inputs from pinned host memory to the GPU before the first "
               "kernel; mapped, the kernels read them in pinned host memory mapped into the GPU's address space, "
-              "over the host link, with no copy (for inputs that the first kernels read once)",
+              "over the host link, with no copy; auto, mapped for an input that one element-wise or Concat call "
+              "reads once, else copy",
               "copy")
-      .option("--cuda-outputs", "copy|mapped",
+      .option("--cuda-outputs", "copy|mapped|auto",
               "cuda: copy, each inference copies its outputs from the GPU to pinned host memory after the last "
               "kernel; mapped, the kernels write them there, in pinned host memory mapped into the GPU's address "
-              "space, with no copy",
+              "space, with no copy; auto, mapped for an output no call reads, else copy",
               "copy")
       .option("--cpu-precision", "fp32|bf16",
               "cpu: bf16 runs the dense convolutions over >= 128 input channels with bf16 inputs and weights "
@@ -103,6 +104,14 @@ bool on_off(const Args& a, const std::string& name, const std::string& dflt) {
   return v == "on";
 }
 
+static backend::CudaIo cuda_io(const Args& a, const std::string& name) {
+  const std::string v = a.get(name, "copy");
+  if (v == "copy") return backend::CudaIo::Copy;
+  if (v == "mapped") return backend::CudaIo::Mapped;
+  if (v == "auto") return backend::CudaIo::Auto;
+  throw UsageError(name + " must be copy, mapped or auto, not '" + v + "'");
+}
+
 backend::Options backend_options(const Args& a) {
   backend::Options o;
   o.threads = int(a.get_int("--threads", 0, 0, kMaxThreads));
@@ -115,14 +124,8 @@ backend::Options backend_options(const Args& a) {
   if (graph != "branches" && graph != "chain")
     throw UsageError("--cuda-graph must be branches or chain, not '" + graph + "'");
   o.cuda_graph = graph == "chain" ? backend::CudaGraph::Chain : backend::CudaGraph::Branches;
-  const std::string inputs = a.get("--cuda-inputs", "copy");
-  if (inputs != "copy" && inputs != "mapped")
-    throw UsageError("--cuda-inputs must be copy or mapped, not '" + inputs + "'");
-  o.cuda_mapped_inputs = inputs == "mapped";
-  const std::string outputs = a.get("--cuda-outputs", "copy");
-  if (outputs != "copy" && outputs != "mapped")
-    throw UsageError("--cuda-outputs must be copy or mapped, not '" + outputs + "'");
-  o.cuda_mapped_outputs = outputs == "mapped";
+  o.cuda_inputs = cuda_io(a, "--cuda-inputs");
+  o.cuda_outputs = cuda_io(a, "--cuda-outputs");
   const std::string prec = a.get("--cpu-precision", "fp32");
   if (prec != "fp32" && prec != "bf16")
     throw UsageError("--cpu-precision must be fp32 or bf16, not '" + prec + "'");

@@ -286,22 +286,26 @@ TEST(CudaGraphDeps, ChainPlanBranchesAfterT) {
 // dropped copy waits for what the copy waited for.
 TEST(CudaGraphDeps, WithoutCopiesKeepsTheOrderThroughThem) {
   using backend::cuda::without_copies;
+  const std::vector<bool> all{true, true}, none{false, false};
   const std::vector<GraphNode> nodes = graph_nodes(chain_plan(), CudaGraph::Branches);
-  EXPECT_EQ(describe(without_copies(nodes, true, false)),
+  EXPECT_EQ(describe(without_copies(nodes, all, none)),
             (std::vector<std::string>{"call 0 <-", "call 1 <- 0", "call 2 <- 1", "call 3 <- 1", "out 0 <- 2",
                                       "out 1 <- 3 4"}));
-  EXPECT_EQ(describe(without_copies(nodes, false, true)),
+  EXPECT_EQ(describe(without_copies(nodes, none, all)),
             (std::vector<std::string>{"in 0 <-", "in 1 <- 0", "call 0 <- 0", "call 1 <- 2", "call 2 <- 1 3",
                                       "call 3 <- 3"}));
-  EXPECT_EQ(describe(without_copies(graph_nodes(chain_plan(), CudaGraph::Chain), true, true)),
+  EXPECT_EQ(describe(without_copies(graph_nodes(chain_plan(), CudaGraph::Chain), all, all)),
             (std::vector<std::string>{"call 0 <-", "call 1 <- 0", "call 2 <- 1", "call 3 <- 2"}));
-  EXPECT_EQ(describe(without_copies(nodes, false, false)), describe(nodes));
+  EXPECT_EQ(describe(without_copies(nodes, none, none)), describe(nodes));
+  EXPECT_EQ(describe(without_copies(nodes, {false, true}, {true, false})),  // in b and out y
+            (std::vector<std::string>{"in 0 <-", "call 0 <- 0", "call 1 <- 1", "call 2 <- 0 2", "call 3 <- 2",
+                                      "out 1 <- 3 4"}));
   // Through a dropped node: call 1 waited for an output copy that waited for calls 0 and 2.
   std::vector<GraphNode> through(4);
   through[1].index = 2;
   through[2] = {NodeKind::OutputCopy, 0, {0, 1}};
   through[3] = {NodeKind::Call, 1, {1, 2}};
-  EXPECT_EQ(describe(without_copies(through, false, true)),
+  EXPECT_EQ(describe(without_copies(through, {}, {true})),
             (std::vector<std::string>{"call 0 <-", "call 2 <-", "call 1 <- 0 1"}));
 }
 
@@ -536,30 +540,31 @@ TEST(CudaBackendGpu, InflightOverlappedUploadsAlternateTwoInputSlots) {
   }
 }
 
-// Options.cuda_mapped_inputs / cuda_mapped_outputs (--cuda-inputs / --cuda-outputs mapped): the
-// kernels read the inputs, or write the outputs, in their mapped pinned staging: no copy nodes, and
-// every run's outputs follow its own inputs (a kernel reading a stale or unmapped buffer, or an
-// output read back before its kernel wrote it, would not), in the graph, with replays in flight
-// (nothing to overlap) and in the profiled path.
+// Options.cuda_inputs / cuda_outputs (--cuda-inputs / --cuda-outputs mapped): the kernels read
+// the inputs, or write the outputs, in their mapped pinned staging: no copy nodes, and every run's
+// outputs follow its own inputs (a kernel reading a stale or unmapped buffer, or an output read
+// back before its kernel wrote it, would not), in the graph, with replays in flight (nothing to
+// overlap) and in the profiled path.
 TEST(CudaBackendGpu, MappedInputsAndOutputsNeedNoCopies) {
   SKIP_WITHOUT_CUDA();
+  using backend::CudaIo;
   for (const plan::Plan& p : {chain_plan(), two_branch_plan(false), two_branch_plan(true)}) {
     for (int mapped : {1, 2, 3}) {  // inputs, outputs, both
       for (int n : {1, 3}) {
         SCOPED_TRACE(std::to_string(mapped) + ", " + std::to_string(n) + " in flight");
         backend::Options o;
-        o.cuda_mapped_inputs = mapped & 1;
-        o.cuda_mapped_outputs = mapped & 2;
+        o.cuda_inputs = mapped & 1 ? CudaIo::Mapped : CudaIo::Copy;
+        o.cuda_outputs = mapped & 2 ? CudaIo::Mapped : CudaIo::Copy;
         o.cuda_inflight = n;
         auto be = backend::create("cuda", o);
         be->load(p);
         const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
         ASSERT_NE(info, nullptr);
-        EXPECT_EQ(info->mapped_inputs, o.cuda_mapped_inputs);
-        EXPECT_EQ(info->mapped_outputs, o.cuda_mapped_outputs);
-        EXPECT_EQ(info->overlapped_uploads, n > 1 && !o.cuda_mapped_inputs);
-        EXPECT_EQ(info->graph_nodes, 8 - (o.cuda_mapped_inputs ? int(p.inputs.size()) : 0) -
-                                         (o.cuda_mapped_outputs ? int(p.outputs.size()) : 0));
+        const int ins = mapped & 1 ? int(p.inputs.size()) : 0, outs = mapped & 2 ? int(p.outputs.size()) : 0;
+        EXPECT_EQ(info->mapped_inputs, ins);
+        EXPECT_EQ(info->mapped_outputs, outs);
+        EXPECT_EQ(info->overlapped_uploads, n > 1 && ins == 0);
+        EXPECT_EQ(info->graph_nodes, 8 - ins - outs);
         for (uint64_t seed = 80; seed < 86; ++seed) expect_matches_reference(*be, p, seed);
         EXPECT_EQ(info->graph_runs, 6 * n);
         be->set_profiling(true);
@@ -569,6 +574,32 @@ TEST(CudaBackendGpu, MappedInputsAndOutputsNeedNoCopies) {
       }
     }
   }
+}
+
+// CudaIo::Auto maps an input that one element-wise call reads once (not one read twice or as a
+// broadcast operand) and an output no call reads (not one a later call reads).
+TEST(CudaGraphDeps, AutoMapsWhatThePlanReadsOnce) {
+  using backend::CudaIo;
+  using backend::cuda::mapped_io;
+  plan::Plan p = chain_plan();  // a and b each read once by a Sub; y and z never read
+  for (int b : p.inputs) EXPECT_TRUE(mapped_io(p, b, CudaIo::Auto)) << b;
+  for (int b : p.outputs) EXPECT_TRUE(mapped_io(p, b, CudaIo::Auto)) << b;
+  for (int b : p.inputs) EXPECT_FALSE(mapped_io(p, b, CudaIo::Copy)) << b;
+  EXPECT_TRUE(mapped_io(p, p.inputs[0], CudaIo::Mapped));
+  p.calls[3].inputs = {p.inputs[0]};  // z = a: a read twice
+  EXPECT_FALSE(mapped_io(p, p.inputs[0], CudaIo::Auto));
+  EXPECT_TRUE(mapped_io(p, p.inputs[1], CudaIo::Auto));
+  p = chain_plan();
+  p.calls[3].inputs = {p.outputs[0]};  // z = y: y read by a call
+  p.calls[3].kernel = p.calls[1].kernel;
+  EXPECT_FALSE(mapped_io(p, p.outputs[0], CudaIo::Auto));
+  EXPECT_TRUE(mapped_io(p, p.outputs[1], CudaIo::Auto));
+  p = chain_plan();
+  p.kernels[size_t(p.calls[0].kernel)].op = OpKind::Conv;  // a read by a kernel that may read it many times
+  EXPECT_FALSE(mapped_io(p, p.inputs[0], CudaIo::Auto));
+  p = chain_plan();
+  p.kernels[size_t(p.calls[0].kernel)].post_ops.push_back({OpKind::Add, 0.f, 0.f, 0, false});  // a as a post-op operand
+  EXPECT_FALSE(mapped_io(p, p.inputs[0], CudaIo::Auto));
 }
 
 // Backend::input_staging: inputs written in place into the pinned staging (copied or mapped) are
@@ -581,7 +612,7 @@ TEST(CudaBackendGpu, InputsWrittenInPlaceInTheStaging) {
   for (bool mapped : {false, true}) {
     SCOPED_TRACE(mapped ? "mapped" : "copied");
     backend::Options o;
-    o.cuda_mapped_inputs = mapped;
+    o.cuda_inputs = mapped ? backend::CudaIo::Mapped : backend::CudaIo::Copy;
     auto be = backend::create("cuda", o);
     EXPECT_EQ(be->input_staging(0), nullptr) << "before load";
     be->load(p);

@@ -123,8 +123,9 @@ def test_fixture_split_forms_are_bit_identical_on_cudasim(sim, fixture_artifacts
     compute_90 with --cuda-ffn-pair all (opt-in) every depthwise pair before a fused ConvFFN runs
     inside it (stages 1-2 split over clusters, stage 0 unsplit): the same bytes again. And
     compute_90 run with its inputs read and its outputs written in mapped host memory
-    (--cuda-inputs mapped, --cuda-outputs mapped), the inputs written there in place
-    (--staged-inputs): the same bytes as copies."""
+    (--cuda-inputs auto, --cuda-outputs auto: the frames are read once, by the input pack; no call
+    reads the output), the inputs written there in place (--staged-inputs): the same bytes as
+    copies."""
     arts, _, d = fixture_artifacts
     for name, launches in (("compute_80", 46), ("compute_90", 43), ("compute_90_no_cluster", 46),
                            ("compute_90_pair_all", 33)):
@@ -141,10 +142,10 @@ def test_fixture_split_forms_are_bit_identical_on_cudasim(sim, fixture_artifacts
         assert p.returncode == 0, describe(p)
         outs[name] = load_npz(o)
     o = d / "compute_90_mapped_staged_out.npz"
-    p = sim.run("run", arts["compute_90"], "--seed", "5", "--cuda-inputs", "mapped", "--cuda-outputs", "mapped",
+    p = sim.run("run", arts["compute_90"], "--seed", "5", "--cuda-inputs", "auto", "--cuda-outputs", "auto",
                 "--staged-inputs", "-o", o)
     assert p.returncode == 0, describe(p)
-    assert "inputs read in mapped host memory, no copies; outputs written" in p.stderr, describe(p)
+    assert "2 input(s) read in mapped host memory; 1 output(s) written in mapped host memory" in p.stderr, describe(p)
     outs["compute_90_mapped_staged"] = load_npz(o)
     first = outs["compute_80"]
     for name, o in outs.items():

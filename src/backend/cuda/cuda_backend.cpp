@@ -19,9 +19,9 @@
 //      to 256 bytes, so every pointer keeps the contract's kAlign); one pinned staging block per
 //      plan input and output; with Options.cuda_inflight > 1 and cuda_overlap_uploads, a second
 //      device copy of every input (the upload slot the next replay writes while this one runs);
-//      with Options.cuda_mapped_inputs (cuda_mapped_outputs), no device buffer for the inputs
-//      (outputs): their staging is mapped (CU_MEMHOSTALLOC_DEVICEMAP) and the calls read (write)
-//      it there, with no copy nodes or copies;
+//      for the inputs (outputs) mapped under Options.cuda_inputs (cuda_outputs; CudaIo, mapped_io),
+//      no device buffer: their staging is mapped (CU_MEMHOSTALLOC_DEVICEMAP) and the calls read
+//      (write) it there, with no copy nodes or copies;
 //   4. build(): cuModuleLoadDataEx per kernel a call uses (the PTX is JIT-compiled for the device;
 //      a failure quotes the JIT log), cuModuleGetFunction(entry) (kernels compiled for clusters of
 //      more than 8 blocks get CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED; kernels with attr
@@ -175,7 +175,12 @@ class CudaBackend : public Backend {
   // The graph of `nodes` instantiated and uploaded: with input_slot < 0 as they are; else without
   // the input copies, the calls reading that device copy of the inputs.
   CUgraphExec instantiate(const std::vector<cuda::GraphNode>& nodes, int input_slot);
-  bool overlapped() const { return opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads && !opts_.cuda_mapped_inputs; }
+  // Replays with uploads overlapped: inputs mapped under Options.cuda_inputs have nothing to upload,
+  // so a plan with any mapped input replays its one graph.
+  bool overlapped() const {
+    return opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads &&
+           std::find(in_mapped_.begin(), in_mapped_.end(), true) == in_mapped_.end();
+  }
   CUdeviceptr input_ptr(size_t i, int slot) const { return slot == 1 ? in_slot1_[i] : in_stage_[i].dev; }
   void replay_overlapped();
   CUdeviceptr device_alloc(size_t bytes, const std::string& what, bool zero = true);
@@ -201,6 +206,7 @@ class CudaBackend : public Backend {
   std::vector<CUmodule> modules_;
   std::vector<CallRt> rt_;
   std::vector<Staging> in_stage_, out_stage_;
+  std::vector<bool> in_mapped_, out_mapped_;  // per plan input / output: mapped (mapped_io), no copy
   CUgraphExec graph_ = nullptr;
   // overlapped(): the second device copy of each input (plan.inputs order), the copy stream, the
   // graphs without input copies per slot, per slot the events "uploaded" (copy stream) and
@@ -303,6 +309,8 @@ void CudaBackend::release() {
   buf_ptr_.clear();
   in_stage_.clear();
   out_stage_.clear();
+  in_mapped_.clear();
+  out_mapped_.clear();
   loaded_ = false;
 }
 
@@ -368,13 +376,14 @@ void CudaBackend::allocate(const plan::Plan& plan) {
       case BufferKind::Constant: buf_ptr_[i] = weights + CUdeviceptr(b.offset); break;
       case BufferKind::Input:
       case BufferKind::Output:
-        if (b.kind == BufferKind::Input ? opts_.cuda_mapped_inputs : opts_.cuda_mapped_outputs) break;  // the mapped staging, below
+        if (cuda::mapped_io(plan, int(i), b.kind == BufferKind::Input ? opts_.cuda_inputs : opts_.cuda_outputs))
+          break;  // the mapped staging, below
         buf_ptr_[i] = device_alloc(size_t(storage_of(b)), "buffer '" + b.name + "'");
         break;
     }
   }
-  // Mapped (Options.cuda_mapped_inputs, cuda_mapped_outputs): the staging is also the device
-  // buffer the kernels read or write (its whole storage, the bytes past the dense ones zeroed).
+  // Mapped (Options.cuda_inputs, cuda_outputs; mapped_io): the staging is also the device buffer
+  // the kernels read or write (its whole storage, the bytes past the dense ones zeroed).
   auto stage = [&](int b, bool mapped) {
     Staging s;
     s.dev = buf_ptr_[size_t(b)];
@@ -394,10 +403,16 @@ void CudaBackend::allocate(const plan::Plan& plan) {
     }
     return s;
   };
-  for (int b : inputs_) in_stage_.push_back(stage(b, opts_.cuda_mapped_inputs));
-  for (int b : outputs_) out_stage_.push_back(stage(b, opts_.cuda_mapped_outputs));
-  info_.mapped_inputs = opts_.cuda_mapped_inputs;
-  info_.mapped_outputs = opts_.cuda_mapped_outputs;
+  for (int b : inputs_) {
+    in_mapped_.push_back(cuda::mapped_io(plan, b, opts_.cuda_inputs));
+    in_stage_.push_back(stage(b, in_mapped_.back()));
+    info_.mapped_inputs += in_mapped_.back();
+  }
+  for (int b : outputs_) {
+    out_mapped_.push_back(cuda::mapped_io(plan, b, opts_.cuda_outputs));
+    out_stage_.push_back(stage(b, out_mapped_.back()));
+    info_.mapped_outputs += out_mapped_.back();
+  }
   if (overlapped())
     for (int b : inputs_)
       in_slot1_.push_back(device_alloc(size_t(storage_of(buffers_[size_t(b)])),
@@ -514,7 +529,7 @@ void CudaBackend::enqueue(bool timed) {
   const cu::Driver& d = cu::driver();
   if (timed) cu::check(d.cuEventRecord(events_[0], stream_), "cuEventRecord", "start of inference");
   for (size_t i = 0; i < in_stage_.size(); ++i)
-    if (in_stage_[i].bytes && !opts_.cuda_mapped_inputs)
+    if (in_stage_[i].bytes && !in_mapped_[i])
       cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
                 "cuMemcpyHtoDAsync", "input '" + buffers_[size_t(inputs_[i])].name + "'");
   for (size_t ci = 0; ci < rt_.size(); ++ci) {
@@ -530,7 +545,7 @@ void CudaBackend::enqueue(bool timed) {
     if (timed) cu::check(d.cuEventRecord(events_[2 + 2 * ci], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
   }
   for (size_t i = 0; i < out_stage_.size(); ++i)
-    if (out_stage_[i].bytes && !opts_.cuda_mapped_outputs)
+    if (out_stage_[i].bytes && !out_mapped_[i])
       cu::check(d.cuMemcpyDtoHAsync(out_stage_[i].host, out_stage_[i].dev, out_stage_[i].bytes, stream_),
                 "cuMemcpyDtoHAsync", "output '" + buffers_[size_t(outputs_[i])].name + "'");
 }
@@ -551,8 +566,7 @@ CUDA_MEMCPY3D copy_1d(size_t bytes) {
 void CudaBackend::record(const plan::Plan& plan) {
   const cu::Driver& d = cu::driver();
   std::vector<cuda::GraphNode> nodes = cuda::graph_nodes(plan, opts_.cuda_graph);
-  if (opts_.cuda_mapped_inputs || opts_.cuda_mapped_outputs)  // the kernels read or write the staging
-    nodes = cuda::without_copies(nodes, opts_.cuda_mapped_inputs, opts_.cuda_mapped_outputs);
+  nodes = cuda::without_copies(nodes, in_mapped_, out_mapped_);  // the kernels read or write those stagings
   graph_ = instantiate(nodes, -1);
   if (overlapped()) {
     for (int slot : {0, 1}) slot_graph_[size_t(slot)] = instantiate(nodes, slot);

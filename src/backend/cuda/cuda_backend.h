@@ -45,8 +45,8 @@ struct CudaLoadInfo {
   bool overlapped_uploads = false;
   int64_t overlapped_replays = 0;  // replays that ran that way (counted in graph_runs too)
   int64_t direct_runs = 0;  // runs that enqueued each call (profiling)
-  bool mapped_inputs = false;   // Options.cuda_mapped_inputs: the kernels read the inputs' pinned staging
-  bool mapped_outputs = false;  // Options.cuda_mapped_outputs: the kernels write the outputs' pinned staging
+  int mapped_inputs = 0;   // inputs the kernels read in their mapped pinned staging (Options.cuda_inputs)
+  int mapped_outputs = 0;  // outputs the kernels write in their mapped pinned staging (Options.cuda_outputs)
 };
 const CudaLoadInfo* cuda_load_info(const Backend& b);
 

@@ -131,7 +131,14 @@ GraphStats graph_stats(const std::vector<GraphNode>& nodes) {
   return s;
 }
 
-std::vector<GraphNode> without_copies(const std::vector<GraphNode>& nodes, bool inputs, bool outputs) {
+std::vector<GraphNode> without_copies(const std::vector<GraphNode>& nodes, const std::vector<bool>& drop_input,
+                                      const std::vector<bool>& drop_output) {
+  auto dropped = [&](const GraphNode& n) {
+    const std::vector<bool>* d = n.kind == NodeKind::InputCopy ? &drop_input
+                                 : n.kind == NodeKind::OutputCopy ? &drop_output
+                                                                  : nullptr;
+    return d && size_t(n.index) < d->size() && (*d)[size_t(n.index)];
+  };
   std::vector<int> renumbered(nodes.size(), -1);
   std::vector<std::vector<int>> waits(nodes.size());  // per node, the kept nodes it waits for
   std::vector<GraphNode> kept;
@@ -144,14 +151,35 @@ std::vector<GraphNode> without_copies(const std::vector<GraphNode>& nodes, bool 
     }
     std::sort(waits[i].begin(), waits[i].end());
     waits[i].erase(std::unique(waits[i].begin(), waits[i].end()), waits[i].end());
-    const NodeKind k = nodes[i].kind;
-    if ((inputs && k == NodeKind::InputCopy) || (outputs && k == NodeKind::OutputCopy)) continue;
+    if (dropped(nodes[i])) continue;
     GraphNode n = nodes[i];
     n.deps = waits[i];
     renumbered[i] = int(kept.size());
     kept.push_back(std::move(n));
   }
   return kept;
+}
+
+bool mapped_io(const plan::Plan& p, int buffer, CudaIo io) {
+  if (io != CudaIo::Auto) return io == CudaIo::Mapped;
+  const plan::Buffer& b = p.buffers[size_t(buffer)];
+  int readers = 0;
+  bool once = true;
+  for (const plan::Call& c : p.calls) {
+    for (size_t j = 0; j < c.inputs.size(); ++j) {
+      if (c.inputs[j] != buffer) continue;
+      ++readers;
+      const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+      size_t operands = c.inputs.size();  // the op's own operands come before any post-op operand
+      for (const PostOp& po : k.post_ops)
+        if (po.input >= 0) operands = std::min(operands, size_t(po.input));
+      const bool elementwise = is_unary(k.op) ||  // Cast and Identity too
+                               (is_binary(k.op) && !c.outputs.empty() &&
+                                numel(p.buffers[size_t(c.outputs[0])].shape) == numel(b.shape));
+      once &= j < operands && (elementwise || k.op == OpKind::Concat);
+    }
+  }
+  return b.kind == plan::BufferKind::Output ? readers == 0 : readers == 1 && once;
 }
 
 }  // namespace opv::backend::cuda

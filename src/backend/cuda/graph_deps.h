@@ -62,11 +62,18 @@ ByteRange memory_of(const plan::Plan& p, int buffer);
 // The nodes of one inference with their dependencies (see the file comment). Buffer and kernel
 // ids must be in range (backend::check_plan_ids).
 std::vector<GraphNode> graph_nodes(const plan::Plan& p, CudaGraph shape);
-// The same nodes without the input copies (`inputs`) and/or the output copies (`outputs`), indices
-// renumbered, a node that waited for a dropped one waiting for what that one waited for: the graph
-// of an inference whose kernels read the inputs, or write the outputs, in mapped host memory
-// (Options.cuda_mapped_inputs, cuda_mapped_outputs).
-std::vector<GraphNode> without_copies(const std::vector<GraphNode>& nodes, bool inputs, bool outputs);
+// The same nodes without the copies of the inputs i with drop_input[i] and the outputs o with
+// drop_output[o] (plan.inputs / plan.outputs order), indices renumbered, a node that waited for a
+// dropped one waiting for what that one waited for: the graph of an inference whose kernels read
+// those inputs, or write those outputs, in mapped host memory (Options.cuda_inputs, cuda_outputs).
+std::vector<GraphNode> without_copies(const std::vector<GraphNode>& nodes, const std::vector<bool>& drop_input,
+                                      const std::vector<bool>& drop_output);
+
+// Whether plan buffer `buffer` (an Input or Output) is mapped under `io` (CudaIo::Auto: where the
+// plan reads it once: an input that exactly one call reads, as an operand of an element-wise
+// (unary or binary) or Concat kernel that reads each of its elements once, i.e. not a post-op
+// operand and, for a binary op, not broadcast; an output that no call reads).
+bool mapped_io(const plan::Plan& p, int buffer, CudaIo io);
 
 // Shape figures of a node list, for load info and the benchmark notes.
 struct GraphStats {
