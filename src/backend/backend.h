@@ -20,7 +20,8 @@ enum class CudaGraph { Branches, Chain };
 // inference's graph copies it between pinned host staging and device memory; Mapped, the staging
 // is mapped into the GPU's address space and the kernels read (write) it there, with no copy;
 // Auto, Mapped where the plan reads the buffer once (an input that one element-wise or Concat
-// call reads element by element; an output no call reads), else Copy (graph_deps.h mapped_io).
+// call reads element by element; an output no call reads), else Copy (graph_deps.h mapped_io);
+// but inputs stay Copy where cuda_inflight > 1 overlaps their uploads with the kernels before.
 enum class CudaIo { Copy, Mapped, Auto };
 constexpr int kMaxCudaInflight = 4096;
 

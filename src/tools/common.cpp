@@ -84,7 +84,7 @@ ArgParser& backend_flag_options(ArgParser& p) {
               "cuda: copy, each inference copies its inputs from pinned host memory to the GPU before the first "
               "kernel; mapped, the kernels read them in pinned host memory mapped into the GPU's address space, "
               "over the host link, with no copy; auto, mapped for an input that one element-wise or Concat call "
-              "reads once, else copy",
+              "reads once (but copied where bench --inflight N overlaps uploads with kernels), else copy",
               "copy")
       .option("--cuda-outputs", "copy|mapped|auto",
               "cuda: copy, each inference copies its outputs from the GPU to pinned host memory after the last "

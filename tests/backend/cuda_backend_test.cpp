@@ -576,6 +576,30 @@ TEST(CudaBackendGpu, MappedInputsAndOutputsNeedNoCopies) {
   }
 }
 
+// CudaIo::Auto on the device: the test plans' inputs and outputs are all read once, so all are
+// mapped, except the inputs of replays in flight whose uploads overlap the kernels before.
+TEST(CudaBackendGpu, AutoIoKeepsOverlappedUploads) {
+  SKIP_WITHOUT_CUDA();
+  const plan::Plan p = two_branch_plan(true);
+  for (int n : {1, 3}) {
+    for (bool overlap : {true, false}) {
+      SCOPED_TRACE(std::to_string(n) + " in flight, overlap " + (overlap ? "on" : "off"));
+      backend::Options o;
+      o.cuda_inputs = o.cuda_outputs = backend::CudaIo::Auto;
+      o.cuda_inflight = n;
+      o.cuda_overlap_uploads = overlap;
+      auto be = backend::create("cuda", o);
+      be->load(p);
+      const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
+      ASSERT_NE(info, nullptr);
+      EXPECT_EQ(info->mapped_inputs, n > 1 && overlap ? 0 : 2);
+      EXPECT_EQ(info->mapped_outputs, 2);
+      EXPECT_EQ(info->overlapped_uploads, n > 1 && overlap);
+      for (uint64_t seed = 100; seed < 104; ++seed) expect_matches_reference(*be, p, seed);
+    }
+  }
+}
+
 // CudaIo::Auto maps an input that one element-wise call reads once (not one read twice or as a
 // broadcast operand) and an output no call reads (not one a later call reads).
 TEST(CudaGraphDeps, AutoMapsWhatThePlanReadsOnce) {

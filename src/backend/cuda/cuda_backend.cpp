@@ -368,6 +368,14 @@ void CudaBackend::allocate(const plan::Plan& plan) {
     cu::check(d.cuMemcpyHtoDAsync(weights, plan.weights.data(), plan.weights.size(), stream_), "cuMemcpyHtoDAsync",
               detail::concat("weights (", plan.weights.size(), " bytes)"));
   }
+  // Inputs and outputs read or written in their mapped staging (Options.cuda_inputs, cuda_outputs).
+  // Auto keeps the input copies of replays whose uploads overlap the previous replay's kernels:
+  // read over the host link, the inputs would hold up the kernels instead.
+  const bool overlap = opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads;
+  const CudaIo in_io = opts_.cuda_inputs == CudaIo::Auto && overlap ? CudaIo::Copy : opts_.cuda_inputs;
+  auto mapped = [&](int b) {
+    return cuda::mapped_io(plan, b, buffers_[size_t(b)].kind == BufferKind::Input ? in_io : opts_.cuda_outputs);
+  };
   buf_ptr_.assign(buffers_.size(), 0);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const plan::Buffer& b = buffers_[i];
@@ -376,8 +384,7 @@ void CudaBackend::allocate(const plan::Plan& plan) {
       case BufferKind::Constant: buf_ptr_[i] = weights + CUdeviceptr(b.offset); break;
       case BufferKind::Input:
       case BufferKind::Output:
-        if (cuda::mapped_io(plan, int(i), b.kind == BufferKind::Input ? opts_.cuda_inputs : opts_.cuda_outputs))
-          break;  // the mapped staging, below
+        if (mapped(int(i))) break;  // the mapped staging, below
         buf_ptr_[i] = device_alloc(size_t(storage_of(b)), "buffer '" + b.name + "'");
         break;
     }
@@ -404,12 +411,12 @@ void CudaBackend::allocate(const plan::Plan& plan) {
     return s;
   };
   for (int b : inputs_) {
-    in_mapped_.push_back(cuda::mapped_io(plan, b, opts_.cuda_inputs));
+    in_mapped_.push_back(mapped(b));
     in_stage_.push_back(stage(b, in_mapped_.back()));
     info_.mapped_inputs += in_mapped_.back();
   }
   for (int b : outputs_) {
-    out_mapped_.push_back(cuda::mapped_io(plan, b, opts_.cuda_outputs));
+    out_mapped_.push_back(mapped(b));
     out_stage_.push_back(stage(b, out_mapped_.back()));
     info_.mapped_outputs += out_mapped_.back();
   }
