@@ -52,8 +52,8 @@ struct Options {
   // Inputs and outputs (CLI: --cuda-inputs, --cuda-outputs copy|mapped|auto; CudaIo). Mapped
   // inputs are read over the host link with no copy node (and nothing for cuda_overlap_uploads to
   // overlap); run() copies the outputs from their staging into the caller's tensors either way.
-  CudaIo cuda_inputs = CudaIo::Copy;
-  CudaIo cuda_outputs = CudaIo::Copy;
+  CudaIo cuda_inputs = CudaIo::Auto;
+  CudaIo cuda_outputs = CudaIo::Auto;
 };
 
 // What a backend offers, stated before any load (ggml's backend caps).

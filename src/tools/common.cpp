@@ -85,12 +85,12 @@ ArgParser& backend_flag_options(ArgParser& p) {
               "kernel; mapped, the kernels read them in pinned host memory mapped into the GPU's address space, "
               "over the host link, with no copy; auto, mapped for an input that one element-wise or Concat call "
               "reads once (but copied where bench --inflight N overlaps uploads with kernels), else copy",
-              "copy")
+              "auto")
       .option("--cuda-outputs", "copy|mapped|auto",
               "cuda: copy, each inference copies its outputs from the GPU to pinned host memory after the last "
               "kernel; mapped, the kernels write them there, in pinned host memory mapped into the GPU's address "
               "space, with no copy; auto, mapped for an output no call reads, else copy",
-              "copy")
+              "auto")
       .option("--cpu-precision", "fp32|bf16",
               "cpu: bf16 runs the dense convolutions over >= 128 input channels with bf16 inputs and weights "
               "and fp32 accumulation where oneDNN has a native bf16 kernel (AMX, AVX512-BF16), everything else in "
@@ -105,7 +105,7 @@ bool on_off(const Args& a, const std::string& name, const std::string& dflt) {
 }
 
 static backend::CudaIo cuda_io(const Args& a, const std::string& name) {
-  const std::string v = a.get(name, "copy");
+  const std::string v = a.get(name, "auto");
   if (v == "copy") return backend::CudaIo::Copy;
   if (v == "mapped") return backend::CudaIo::Mapped;
   if (v == "auto") return backend::CudaIo::Auto;

@@ -135,6 +135,13 @@ struct Staging {
   size_t bytes = 0;     // dense bytes of the tensor
 };
 
+// One host copy of run(): destination, source, bytes (copy_bytes).
+struct HostCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+
 class CudaBackend : public Backend {
  public:
   explicit CudaBackend(const Options& o) : opts_(o), dev_(cu::select_device(o.device)) {
@@ -207,6 +214,7 @@ class CudaBackend : public Backend {
   std::vector<CallRt> rt_;
   std::vector<Staging> in_stage_, out_stage_;
   std::vector<bool> in_mapped_, out_mapped_;  // per plan input / output: mapped (mapped_io), no copy
+  std::vector<HostCopy> host_copies_;         // run()'s, reused (run allocates nothing once warm)
   CUgraphExec graph_ = nullptr;
   // overlapped(): the second device copy of each input (plan.inputs order), the copy stream, the
   // graphs without input copies per slot, per slot the events "uploaded" (copy stream) and
@@ -415,6 +423,7 @@ void CudaBackend::allocate(const plan::Plan& plan) {
     in_stage_.push_back(stage(b, in_mapped_.back()));
     info_.mapped_inputs += in_mapped_.back();
   }
+  host_copies_.reserve(std::max(inputs_.size(), outputs_.size()));
   for (int b : outputs_) {
     out_mapped_.push_back(mapped(b));
     out_stage_.push_back(stage(b, out_mapped_.back()));
@@ -724,21 +733,30 @@ void CudaBackend::wait(const char* what) {
   cu::check(d.cuStreamSynchronize(stream_), "cuStreamSynchronize", what);
 }
 
-// memcpy, split over threads when large: a batch-N artifact's inputs into the pinned staging
-// (25 MB at batch 32 for the fixture) took ~1.8 ms of a 4.2 ms inference with one thread on the
-// H200 machine (~14 GB/s; BENCHMARKS.md "Batch-N artifacts"). Batch-1 inputs (< 2 MB) stay one memcpy.
-void copy_bytes(void* dst, const void* src, size_t n) {
-  constexpr size_t kPerThread = 1 << 20, kMaxThreads = 8;
-  const int threads = int(std::min(kMaxThreads, n / kPerThread));
+// A run's host copies (each: destination, source, bytes), split over threads in runs of at least
+// kCopyPerThread bytes: on the lent H100 machine one thread copies ~13 GB/s, so the batch-1
+// fixture's 786 KB of frames took ~60 us of a 0.24 ms inference (session 34), and a batch-32
+// artifact's 25 MB ~1.8 ms of 4.2 (BENCHMARKS.md "Batch-N artifacts").
+constexpr size_t kCopyPerThread = 128 << 10;
+constexpr int kCopyMaxThreads = 8;
+void copy_bytes(const std::vector<HostCopy>& copies) {
+  size_t total = 0;
+  for (const HostCopy& c : copies) total += c.bytes;
+  const int threads = int(std::min<size_t>(kCopyMaxThreads, total / kCopyPerThread));
   if (threads < 2) {
-    std::memcpy(dst, src, n);
+    for (const HostCopy& c : copies) std::memcpy(c.dst, c.src, c.bytes);
     return;
   }
-  const size_t per = (n + size_t(threads) - 1) / size_t(threads);
+  const size_t per = (total + size_t(threads) - 1) / size_t(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int t = 0; t < threads; ++t) {
-    const size_t lo = size_t(t) * per, hi = std::min(n, lo + per);
-    if (lo < hi) std::memcpy(static_cast<char*>(dst) + lo, static_cast<const char*>(src) + lo, hi - lo);
+    // Thread t copies bytes [t * per, (t + 1) * per) of the copies laid end to end.
+    size_t lo = size_t(t) * per, hi = std::min(total, lo + per), at = 0;
+    for (const HostCopy& c : copies) {
+      const size_t b = std::max(lo, at), e = std::min(hi, at + c.bytes);
+      if (b < e) std::memcpy(static_cast<char*>(c.dst) + (b - at), static_cast<const char*>(c.src) + (b - at), e - b);
+      at += c.bytes;
+    }
   }
 }
 
@@ -771,9 +789,11 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
   sig_.check(inputs, outputs);  // Session checked them; this asserts the precondition
   const cu::Driver& d = cu::driver();
   cu::ScopedContext scope(ctx_);
+  host_copies_.clear();
   for (size_t i = 0; i < inputs.size(); ++i)
     if (in_stage_[i].bytes && inputs[i]->raw() != in_stage_[i].host)  // else written in place
-      copy_bytes(in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes);
+      host_copies_.push_back({in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes});
+  copy_bytes(host_copies_);
   const bool timed = profiling_ && events_.size() == 1 + 2 * calls_.size();
   try {
     if (timed || !graph_) {
@@ -797,8 +817,10 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
     if (copy_stream_) d.cuStreamSynchronize(copy_stream_);
     throw;
   }
+  host_copies_.clear();
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (out_stage_[i].bytes) copy_bytes(outputs[i]->raw(), out_stage_[i].host, out_stage_[i].bytes);
+    if (out_stage_[i].bytes) host_copies_.push_back({outputs[i]->raw(), out_stage_[i].host, out_stage_[i].bytes});
+  copy_bytes(host_copies_);
   if (timed) {
     for (size_t ci = 0; ci < calls_.size(); ++ci) {
       float ms = 0.f, start = 0.f;
