@@ -523,24 +523,32 @@ TEST(CudaBackendGpu, InflightReplaysTheGraphNTimesPerRun) {
 // copies, alternating (cuda_overlap_uploads, the default), or inside each replay's graph (off):
 // both give every run's outputs from its own inputs (a replay reading a slot that missed its
 // upload, or read before the upload landed, would give an earlier run's); with one in flight
-// there is no second slot.
+// there is no second slot. With CudaIo::Auto (the default) the test plan's inputs and outputs,
+// each read once, are mapped, except the inputs of replays whose uploads overlap.
 TEST(CudaBackendGpu, InflightOverlappedUploadsAlternateTwoInputSlots) {
   SKIP_WITHOUT_CUDA();
   const plan::Plan p = two_branch_plan(true);
-  for (int n : {1, 2, 3, 5}) {
-    for (bool overlap : {true, false}) {
-      SCOPED_TRACE(std::to_string(n) + " in flight, overlap " + (overlap ? "on" : "off"));
-      backend::Options o;
-      o.cuda_inflight = n;
-      o.cuda_overlap_uploads = overlap;
-      auto be = backend::create("cuda", o);
-      be->load(p);
-      const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
-      ASSERT_NE(info, nullptr);
-      EXPECT_EQ(info->overlapped_uploads, overlap && n > 1);
-      for (uint64_t seed = 70; seed < 76; ++seed) expect_matches_reference(*be, p, seed);
-      EXPECT_EQ(info->graph_runs, 6 * n);
-      EXPECT_EQ(info->overlapped_replays, overlap && n > 1 ? 6 * n : 0);
+  for (backend::CudaIo io : {backend::CudaIo::Copy, backend::CudaIo::Auto}) {
+    for (int n : {1, 2, 3, 5}) {
+      for (bool overlap : {true, false}) {
+        SCOPED_TRACE(std::to_string(n) + " in flight, overlap " + (overlap ? "on" : "off") +
+                     (io == backend::CudaIo::Auto ? ", auto" : ", copy"));
+        backend::Options o;
+        o.cuda_inflight = n;
+        o.cuda_overlap_uploads = overlap;
+        o.cuda_inputs = o.cuda_outputs = io;
+        auto be = backend::create("cuda", o);
+        be->load(p);
+        const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
+        ASSERT_NE(info, nullptr);
+        const bool autoio = io == backend::CudaIo::Auto;
+        EXPECT_EQ(info->mapped_inputs, autoio && !(n > 1 && overlap) ? 2 : 0);
+        EXPECT_EQ(info->mapped_outputs, autoio ? 2 : 0);
+        EXPECT_EQ(info->overlapped_uploads, overlap && n > 1);
+        for (uint64_t seed = 70; seed < 76; ++seed) expect_matches_reference(*be, p, seed);
+        EXPECT_EQ(info->graph_runs, 6 * n);
+        EXPECT_EQ(info->overlapped_replays, overlap && n > 1 ? 6 * n : 0);
+      }
     }
   }
 }
@@ -577,30 +585,6 @@ TEST(CudaBackendGpu, MappedInputsAndOutputsNeedNoCopies) {
         EXPECT_EQ(info->direct_runs, 1);
         EXPECT_EQ(be->call_times_ms().size(), p.calls.size());
       }
-    }
-  }
-}
-
-// CudaIo::Auto on the device: the test plans' inputs and outputs are all read once, so all are
-// mapped, except the inputs of replays in flight whose uploads overlap the kernels before.
-TEST(CudaBackendGpu, AutoIoKeepsOverlappedUploads) {
-  SKIP_WITHOUT_CUDA();
-  const plan::Plan p = two_branch_plan(true);
-  for (int n : {1, 3}) {
-    for (bool overlap : {true, false}) {
-      SCOPED_TRACE(std::to_string(n) + " in flight, overlap " + (overlap ? "on" : "off"));
-      backend::Options o;
-      o.cuda_inputs = o.cuda_outputs = backend::CudaIo::Auto;
-      o.cuda_inflight = n;
-      o.cuda_overlap_uploads = overlap;
-      auto be = backend::create("cuda", o);
-      be->load(p);
-      const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
-      ASSERT_NE(info, nullptr);
-      EXPECT_EQ(info->mapped_inputs, n > 1 && overlap ? 0 : 2);
-      EXPECT_EQ(info->mapped_outputs, 2);
-      EXPECT_EQ(info->overlapped_uploads, n > 1 && overlap);
-      for (uint64_t seed = 100; seed < 104; ++seed) expect_matches_reference(*be, p, seed);
     }
   }
 }
