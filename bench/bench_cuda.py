@@ -198,7 +198,8 @@ def main():
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peer")
     ap.add_argument("--bench-flags", default="",
                     help="more `opvision bench` flags for the --art (or compiled) artifact's runs, e.g. "
-                         "\"--cuda-inputs mapped --staged-inputs\" (the --base-art runs go without)")
+                         "--bench-flags=--staged-inputs (one flag: with '=', else argparse takes it for its own) "
+                         "or \"--cuda-inputs copy --staged-inputs\" (the --base-art runs go without)")
     ap.add_argument("--opvision", default=None)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", default=None, help="write all numbers to this file")

@@ -734,9 +734,9 @@ void CudaBackend::wait(const char* what) {
 }
 
 // A run's host copies (each: destination, source, bytes), split over threads in runs of at least
-// kCopyPerThread bytes: on the lent H100 machine one thread copies ~13 GB/s, so the batch-1
-// fixture's 786 KB of frames took ~60 us of a 0.24 ms inference (session 34), and a batch-32
-// artifact's 25 MB ~1.8 ms of 4.2 (BENCHMARKS.md "Batch-N artifacts").
+// kCopyPerThread bytes: on the lent GPU machines one thread copied the batch-1 fixture's 786 KB of
+// frames in ~60 us of a 0.24 ms inference at times, ~10 us at others (session 34), and a batch-32
+// artifact's 25 MB in ~1.8 ms of 4.2 (BENCHMARKS.md "Batch-N artifacts").
 constexpr size_t kCopyPerThread = 128 << 10;
 constexpr int kCopyMaxThreads = 8;
 void copy_bytes(const std::vector<HostCopy>& copies) {
