@@ -43,7 +43,7 @@ int cmd_run(int argc, char** argv) {
       .option("--threads", "N", "CPU threads (0 = backend default)", "0")
       .option("--device", "SEL", "OpenCL device: index N, P:D or a name substring (default: the first GPU, else the first device; see 'opvision devices'); --backend qcom: sim or kgsl (default: kgsl when /dev/kgsl-3d0 exists, else the simulated a630)")
       .option("--model", "MODEL.onnx", "--backend qcom: the ONNX model holding the capture's weights (default: found by name next to the capture)")
-      .flag("--spin", "opencl: wait for each inference's end by polling its completion (lower latency, one busy CPU core)");
+      .flag("--spin", "opencl, cuda: wait for each inference's end by polling its completion (lower latency, one busy CPU core)");
   backend_flag_options(p);
   staged_inputs_option(p);
   Args a;

@@ -381,9 +381,11 @@ void CudaBackend::allocate(const plan::Plan& plan) {
   // read over the host link, the inputs would hold up the kernels instead.
   const bool overlap = opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads;
   const CudaIo in_io = opts_.cuda_inputs == CudaIo::Auto && overlap ? CudaIo::Copy : opts_.cuda_inputs;
-  auto mapped = [&](int b) {
-    return cuda::mapped_io(plan, b, buffers_[size_t(b)].kind == BufferKind::Input ? in_io : opts_.cuda_outputs);
-  };
+  for (int b : inputs_) in_mapped_.push_back(cuda::mapped_io(plan, b, in_io));
+  for (int b : outputs_) out_mapped_.push_back(cuda::mapped_io(plan, b, opts_.cuda_outputs));
+  std::vector<bool> mapped_buf(buffers_.size(), false);  // by plan buffer
+  for (size_t i = 0; i < inputs_.size(); ++i) mapped_buf[size_t(inputs_[i])] = in_mapped_[i];
+  for (size_t i = 0; i < outputs_.size(); ++i) mapped_buf[size_t(outputs_[i])] = out_mapped_[i];
   buf_ptr_.assign(buffers_.size(), 0);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const plan::Buffer& b = buffers_[i];
@@ -392,7 +394,7 @@ void CudaBackend::allocate(const plan::Plan& plan) {
       case BufferKind::Constant: buf_ptr_[i] = weights + CUdeviceptr(b.offset); break;
       case BufferKind::Input:
       case BufferKind::Output:
-        if (mapped(int(i))) break;  // the mapped staging, below
+        if (mapped_buf[i]) break;  // the mapped staging, below
         buf_ptr_[i] = device_alloc(size_t(storage_of(b)), "buffer '" + b.name + "'");
         break;
     }
@@ -418,17 +420,15 @@ void CudaBackend::allocate(const plan::Plan& plan) {
     }
     return s;
   };
-  for (int b : inputs_) {
-    in_mapped_.push_back(mapped(b));
-    in_stage_.push_back(stage(b, in_mapped_.back()));
-    info_.mapped_inputs += in_mapped_.back();
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    in_stage_.push_back(stage(inputs_[i], in_mapped_[i]));
+    info_.mapped_inputs += in_mapped_[i];
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    out_stage_.push_back(stage(outputs_[i], out_mapped_[i]));
+    info_.mapped_outputs += out_mapped_[i];
   }
   host_copies_.reserve(std::max(inputs_.size(), outputs_.size()));
-  for (int b : outputs_) {
-    out_mapped_.push_back(mapped(b));
-    out_stage_.push_back(stage(b, out_mapped_.back()));
-    info_.mapped_outputs += out_mapped_.back();
-  }
   if (overlapped())
     for (int b : inputs_)
       in_slot1_.push_back(device_alloc(size_t(storage_of(buffers_[size_t(b)])),
