@@ -5,6 +5,8 @@
 // --inflight N (cuda): every timed run replays the inference N times before its one wait; the
 // latency figures are per run, and ms per frame = median / N, frames per second = N / median;
 // --cuda-overlap on|off: the replays' uploads overlapping the previous replay's kernels (default on).
+// --replay-prefixes (cuda): the replayed graph cut after each call and timed, each call's share of
+// the replay's critical path (backend::cuda_prefix_times_us).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -14,6 +16,9 @@
 #include "tools/common.h"
 #include "tools/qcom_session.h"
 #include "tools/trace.h"
+#if OPV_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace opv::tools {
 
@@ -63,7 +68,11 @@ int cmd_bench(int argc, char** argv) {
       .option("--seed", "S", "seed of the random inputs", "0")
       .flag("--json", "print one JSON object instead of text")
       .option("--trace", "OUT.json", "write the profiled runs (up to 10) as a Chrome trace: one span per inference "
-              "and per call (kernel, op, node, bytes, FLOPs); open it in ui.perfetto.dev or chrome://tracing");
+              "and per call (kernel, op, node, bytes, FLOPs); open it in ui.perfetto.dev or chrome://tracing")
+      .flag("--replay-prefixes",
+            "cuda: also time the replayed graph cut after each call (the first k calls, --iters replays each) and "
+            "print what each call adds to the replay's critical path, where the per-kernel table times each call "
+            "alone between events");
   backend_flag_options(p);
   staged_inputs_option(p);
   Args a;
@@ -105,6 +114,9 @@ int cmd_bench(int argc, char** argv) {
   }
   bopts.cuda_overlap_uploads = on_off(a, "--cuda-overlap", "on");
   const int inflight = bopts.cuda_inflight;
+  const bool prefixes = a.has("--replay-prefixes");
+  if (prefixes && (loaded.target != "cuda" || inflight > 1))
+    throw UsageError("--replay-prefixes is for --backend cuda with one inference in flight");
   runtime::Session session(std::move(loaded), bopts);
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));
   maybe_stage_inputs(a, session, &inputs);
@@ -130,6 +142,15 @@ int cmd_bench(int argc, char** argv) {
     std::fprintf(stderr, "[bench] wrote %s: %zu inferences, %zu calls each\n", a.get("--trace").c_str(),
                  timelines.size(), plan.calls.size());
   }
+
+  std::vector<double> prefix_us;
+#if OPV_HAVE_CUDA
+  if (prefixes) {
+    std::fprintf(stderr, "[bench] timing the graph cut after each of %zu calls (%lld replays each)\n",
+                 plan.calls.size(), (long long)iters);
+    prefix_us = backend::cuda_prefix_times_us(session.backend(), int(iters));
+  }
+#endif
 
   std::vector<KernelRow> rows;
   double profile_total = 0;
@@ -159,7 +180,13 @@ int cmd_bench(int argc, char** argv) {
       std::printf("%s{\"name\": \"%s\", \"count\": %lld, \"total_ms\": %.6f, \"share\": %.6f}", i ? ", " : "",
                   json_escape(rows[i].name).c_str(), (long long)rows[i].count, rows[i].total_ms,
                   share(rows[i].total_ms));
-    std::printf("]}\n");
+    std::printf("]");
+    if (!prefix_us.empty()) {
+      std::printf(", \"replay_prefixes_us\": [");
+      for (size_t i = 0; i < prefix_us.size(); ++i) std::printf("%s%.3f", i ? ", " : "", prefix_us[i]);
+      std::printf("]");
+    }
+    std::printf("}\n");
     return kExitOk;
   }
 
@@ -170,6 +197,16 @@ int cmd_bench(int argc, char** argv) {
   if (inflight > 1)
     std::printf("throughput, %d inferences in flight per run: %.4f ms per frame, %.0f frames/s\n", inflight,
                 ms_per_frame, frames_per_s);
+  if (!prefix_us.empty()) {
+    std::printf("\nreplay cut after each call (median of %lld replays with the host wait; us):\n", (long long)iters);
+    std::printf("  %4s %-40s %-36s %9s %8s %8s\n", "call", "label", "kernel", "replay", "adds", "alone");
+    for (size_t i = 0; i < prefix_us.size() && i < plan.calls.size(); ++i) {
+      const plan::Call& c = plan.calls[i];
+      const double adds = prefix_us[i] - (i ? prefix_us[i - 1] : 0.0);
+      std::printf("  %4zu %-40.40s %-36.36s %9.2f %8.2f %8.2f\n", i, c.label.c_str(),
+                  plan.kernels[size_t(c.kernel)].name.c_str(), prefix_us[i], adds, profiled ? 1e3 * per_call[i] : 0.0);
+    }
+  }
   if (!profiled) {
     std::printf("(backend %s reports no per-call times)\n", plan.target.c_str());
     return kExitOk;

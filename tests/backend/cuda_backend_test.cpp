@@ -688,6 +688,30 @@ TEST(CudaBackendGpu, ProfilingGivesOneTimePerCall) {
   EXPECT_EQ(be2->call_times_ms().size(), p.calls.size());
 }
 
+// `bench --replay-prefixes`: the graph cut after each call, one median time per call, and the
+// backend's own graph and counters unchanged by it.
+TEST(CudaBackendGpu, ReplayPrefixesTimeEveryCutOfTheGraph) {
+  SKIP_WITHOUT_CUDA();
+  const plan::Plan p = chain_plan();
+  auto be = backend::create("cuda");
+  EXPECT_THROW(backend::cuda_prefix_times_us(*be, 3), Error);  // before load()
+  be->load(p);
+  const backend::CudaLoadInfo before = *backend::cuda_load_info(*be);
+  EXPECT_THROW(backend::cuda_prefix_times_us(*be, 0), Error);
+  const std::vector<double> us = backend::cuda_prefix_times_us(*be, 3);
+  ASSERT_EQ(us.size(), p.calls.size());
+  for (double t : us) {
+    EXPECT_GT(t, 0.0);
+    EXPECT_LT(t, 1e7);
+  }
+  const backend::CudaLoadInfo* after = backend::cuda_load_info(*be);
+  EXPECT_EQ(after->pdl_edges, before.pdl_edges);
+  EXPECT_EQ(after->graph_runs, before.graph_runs);
+  expect_matches_reference(*be, p, 8);  // the inference's own graph still runs
+  auto ref = backend::create("reference");
+  EXPECT_THROW(backend::cuda_prefix_times_us(*ref, 3), Error);
+}
+
 TEST(CudaBackendGpu, SpinWaitReloadAndTwoBackends) {
   SKIP_WITHOUT_CUDA();
   const plan::Plan p = chain_plan();

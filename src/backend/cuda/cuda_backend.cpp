@@ -62,6 +62,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <variant>
@@ -173,6 +174,7 @@ class CudaBackend : public Backend {
   void* input_staging(size_t i) override {
     return loaded_ && i < in_stage_.size() && in_stage_[i].bytes ? in_stage_[i].host : nullptr;
   }
+  std::vector<double> prefix_times_us(int replays);
 
  private:
   // load()'s phases, in order (see the file comment).
@@ -216,6 +218,7 @@ class CudaBackend : public Backend {
   std::vector<bool> in_mapped_, out_mapped_;  // per plan input / output: mapped (mapped_io), no copy
   std::vector<HostCopy> host_copies_;         // run()'s, reused (run allocates nothing once warm)
   CUgraphExec graph_ = nullptr;
+  std::vector<cuda::GraphNode> nodes_;  // graph_'s nodes (record())
   // overlapped(): the second device copy of each input (plan.inputs order), the copy stream, the
   // graphs without input copies per slot, per slot the events "uploaded" (copy stream) and
   // "consumed" (the replay that read the slot is done).
@@ -584,6 +587,7 @@ void CudaBackend::record(const plan::Plan& plan) {
   std::vector<cuda::GraphNode> nodes = cuda::graph_nodes(plan, opts_.cuda_graph);
   nodes = cuda::without_copies(nodes, in_mapped_, out_mapped_);  // the kernels read or write those stagings
   graph_ = instantiate(nodes, -1);
+  nodes_ = nodes;
   if (overlapped()) {
     for (int slot : {0, 1}) slot_graph_[size_t(slot)] = instantiate(nodes, slot);
     cu::check(d.cuStreamCreate(&copy_stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate", "upload stream");
@@ -834,7 +838,53 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
   }
 }
 
+// The replayed graph cut after each call: for k = 1..calls, the graph of the first k calls (in the
+// recorded graph's order, with the input copies before them, no output copies) replayed `replays`
+// times after a warm-up, each replay followed by the stream wait run() does; the median wall time
+// in us. t[k] - t[k-1] is what call k adds to the replay's critical path: its launch, its wait on
+// the calls before it and its work, as the whole graph runs them (programmatic edges included),
+// where per-call events serialise the calls and time each alone.
+std::vector<double> CudaBackend::prefix_times_us(int replays) {
+  OPV_CHECK(loaded_, "cuda backend: prefix times before load()");
+  OPV_CHECK(replays >= 1, "cuda backend: prefix times need at least one replay");
+  const cu::Driver& d = cu::driver();
+  cu::ScopedContext scope(ctx_);
+  const int pdl_edges = info_.pdl_edges;  // instantiate() records the full graph's count
+  std::vector<double> times;
+  std::vector<cuda::GraphNode> prefix;
+  std::vector<double> walls;
+  for (const cuda::GraphNode& n : nodes_) {
+    if (n.kind == cuda::NodeKind::OutputCopy) continue;
+    prefix.push_back(n);
+    if (n.kind != cuda::NodeKind::Call) continue;
+    CUgraphExec exec = instantiate(prefix, -1);
+    try {
+      walls.clear();
+      for (int r = -std::min(replays, 10); r < replays; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        cu::check(d.cuGraphLaunch(exec, stream_), "cuGraphLaunch", "prefix replay");
+        wait("prefix replay");
+        if (r >= 0) walls.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+      }
+    } catch (...) {
+      d.cuGraphExecDestroy(exec);
+      throw;
+    }
+    d.cuGraphExecDestroy(exec);
+    std::nth_element(walls.begin(), walls.begin() + std::ptrdiff_t(walls.size() / 2), walls.end());
+    times.push_back(walls[walls.size() / 2]);
+  }
+  info_.pdl_edges = pdl_edges;
+  return times;
+}
+
 }  // namespace
+
+std::vector<double> cuda_prefix_times_us(Backend& b, int replays) {
+  auto* c = dynamic_cast<CudaBackend*>(&b);
+  OPV_CHECK(c != nullptr, "prefix replay times are for the cuda backend only, not ", b.name());
+  return c->prefix_times_us(replays);
+}
 
 std::unique_ptr<Backend> make_cuda_backend(const Options& opts) { return std::make_unique<CudaBackend>(opts); }
 

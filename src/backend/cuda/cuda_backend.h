@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 
@@ -49,5 +50,11 @@ struct CudaLoadInfo {
   int mapped_outputs = 0;  // outputs the kernels write in their mapped pinned staging (Options.cuda_outputs)
 };
 const CudaLoadInfo* cuda_load_info(const Backend& b);
+
+// The loaded inference's graph cut after each call and replayed (`opvision bench
+// --replay-prefixes`): element k-1 is the median wall time in us, over `replays` replays each
+// with the host wait, of the graph of the first k calls; the difference between neighbours is what
+// a call adds to the replay's critical path. Throws opv::Error for other backends or before load().
+std::vector<double> cuda_prefix_times_us(Backend& b, int replays);
 
 }  // namespace opv::backend
