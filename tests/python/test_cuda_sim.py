@@ -99,7 +99,7 @@ def test_fixture_tuned_on_cudasim(sim, fixture_paths, tmp_path):
     model, ref = fixture_paths
     grids = {}
     for name, extra in (("default", []),
-                        ("tuned", ["--cuda-tune", "ffn_blocks=48,mma_blocks=64", "--cuda-tune", "dwpair_blocks=512"])):
+                        ("tuned", ["--cuda-tune", "ffn_blocks=48,mma_blocks=32", "--cuda-tune", "dwpair_blocks=512"])):
         art = tmp_path / f"{name}.opv"
         p = sim.run("compile", model, "-o", art, "--target", "cuda", "--cuda-arch", "compute_90", *extra)
         assert p.returncode == 0, describe(p)
@@ -108,7 +108,7 @@ def test_fixture_tuned_on_cudasim(sim, fixture_paths, tmp_path):
         grids[name] = {ln.split()[0]: ln.split("global=")[1].split()[0] for ln in d.stdout.splitlines()
                        if ln.startswith("  c") and "global=" in ln}
         if name == "tuned":
-            assert "cuda_tune=ffn_blocks=48,mma_blocks=64,dwpair_blocks=512" in d.stdout, d.stdout[:2000]
+            assert "cuda_tune=ffn_blocks=48,mma_blocks=32,dwpair_blocks=512" in d.stdout, d.stdout[:2000]
             rel, mx = assert_verify_ok(sim, art, ref, "cuda")
             assert rel < 1e-2 and mx < 1e-2
     changed = [c for c in grids["default"] if grids["default"][c] != grids["tuned"].get(c)]
@@ -187,3 +187,25 @@ def test_driver_named_by_env_must_exist(sim, fixture_artifacts):
     p = Cli(sim.path, env=env).run("run", arts["compute_90"], "--backend", "cuda", timeout=120)
     assert p.returncode == 2, describe(p)
     assert "no CUDA driver" in p.stderr and "named by OPV_CUDA_DRIVER" in p.stderr, describe(p)
+
+
+def test_bench_replay_prefixes_on_cudasim(sim, tmp_path):
+    """`bench --replay-prefixes`: one row per call, each the graph cut after that call, in JSON one
+    time per call; refused with several inferences in flight."""
+    import json
+    model, art = tmp_path / "m.onnx", tmp_path / "m.opv"
+    p = sim.run("make-model", model, "--height", "32", "--width", "64", "--in-chans", "6", "--widths", "16,32,32,64",
+                "--depths", "1,1,1,1", "--hidden", "32", "--heads", "4,2", "--fp16")
+    assert p.returncode == 0, describe(p)
+    p = sim.run("compile", model, "--target", "cuda", "--cuda-arch", "compute_90", "-o", art)
+    assert p.returncode == 0, describe(p)
+    p = sim.run("bench", art, "--iters", "2", "--warmup", "1", "--replay-prefixes", "--json", timeout=300)
+    assert p.returncode == 0, describe(p)
+    out = json.loads(p.stdout)
+    times = out["replay_prefixes_us"]
+    assert len(times) == out["calls"] and all(t > 0 for t in times), out
+    p = sim.run("bench", art, "--iters", "2", "--warmup", "1", "--replay-prefixes", timeout=300)
+    assert p.returncode == 0, describe(p)
+    assert "replay cut after each call" in p.stdout and p.stdout.count("conv2d_1x1") >= 3, describe(p)
+    p = sim.run("bench", art, "--iters", "2", "--inflight", "2", "--replay-prefixes", timeout=300)
+    assert p.returncode == 2 and "--replay-prefixes is for --backend cuda" in p.stderr, describe(p)
