@@ -99,7 +99,7 @@ int cmd_compile(int argc, char** argv) {
               "(meta cuda_layout_plan); nchw is the default: nhwc is slower on the H200 (0.379 vs 0.326 ms, BENCHMARKS.md)", "nchw")
       .option("--cuda-tune", "KEY=N", "cuda: override a code generator's sizing target, for sweeps on a GPU "
               "(bench/device_cuda.sh --base-flags): ffn_blocks (fused ConvFFN blocks, default 96), mma_blocks (tensor-core "
-              "1x1 split-K blocks, 128), dwpair_blocks (depthwise-pair row bands, 256), convmma_blocks (implicit-GEMM conv "
+              "1x1 split-K blocks, 64), dwpair_blocks (depthwise-pair row bands, 256), convmma_blocks (implicit-GEMM conv "
               "channel groups, 256), ffn_ring (weight slab buffers, in dynamic shared memory, of a fused ConvFFN block whose "
               "static ring holds only two: wide layers, 10; 2 keeps the static ring), dwpair_r (the most outputs of a row a thread "
               "of the depthwise pairs' several-planes-a-block form, taken where the planes are many: 4; below 4 keeps a block "

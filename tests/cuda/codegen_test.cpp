@@ -378,8 +378,8 @@ std::vector<F16Case> f16_cases() {
       // Neither K nor P a multiple of 8 (element loads), partial tiles both ways, two images.
       {"mma_odd_sizes_relu", 2, 37, 45, 5, 7, 1},
       // More channels than one stage holds: two double-buffered stages of 128 per block,
-      // split-K 2 (384 + 216 channels: the last stage partial).
-      {"mma_multistage_split", 1, 600, 200, 16, 20, 0},
+      // split-K 2 (384 + 216 channels: the last stage partial; 35 tiles of 32 x 32).
+      {"mma_multistage_split", 1, 600, 200, 8, 20, 0},
       // 64 x 64 tiles, 2 x 2 warps (the fixture's stage-0 fc1 shape).
       {"mma_tile64x64", 1, 64, 192, 32, 64, 1},
       // 64 x 32 tiles, 2 x 1 warps x 2 channel groups (the stage-1 fc1 shape).
@@ -953,10 +953,10 @@ TEST(CudaCodegen, TuneTargetsResizeTheSplitAndRoundTripThroughTheMeta) {
   EXPECT_EQ(tuned.meta.s("cuda_tune", ""), "ffn_blocks=48");
   const plan::cuda::Options back = plan::cuda::Options::from_meta(tuned.meta);
   EXPECT_EQ(back.tune.get(plan::cuda::TuneKey::FfnBlocks), 48);
-  EXPECT_EQ(back.tune.get(plan::cuda::TuneKey::MmaBlocks), 128) << "unset: the default";
+  EXPECT_EQ(back.tune.get(plan::cuda::TuneKey::MmaBlocks), 64) << "unset: the default";
   EXPECT_TRUE(back == o.pass_ctx.cuda);
-  const plan::cuda::Tune all = plan::cuda::Tune::parse("dwpair_blocks=7,mma_blocks=64,ffn_blocks=4096");
-  EXPECT_EQ(all.str(), "ffn_blocks=4096,mma_blocks=64,dwpair_blocks=7") << "the keys' fixed order";
+  const plan::cuda::Tune all = plan::cuda::Tune::parse("dwpair_blocks=7,mma_blocks=32,ffn_blocks=4096");
+  EXPECT_EQ(all.str(), "ffn_blocks=4096,mma_blocks=32,dwpair_blocks=7") << "the keys' fixed order";
   EXPECT_TRUE(plan::cuda::Tune::parse(all.str()) == all);
   EXPECT_TRUE(plan::cuda::Tune::parse("") == plan::cuda::Tune());
   EXPECT_EQ(plan::cuda::Tune::parse("ffn_warps=4").get(plan::cuda::TuneKey::FfnWarps), 4);

@@ -39,13 +39,16 @@ constexpr int64_t kSmemBytes = (48 << 10) - 256;     // static shared memory (48
 // 8,192 blocks, 230 MB of weight staging a call) a block takes RB = 4 (2) output rows of its 32
 // columns, undilated convs only: the input rows under them staged once (KH + (RB - 1) * sh a
 // channel), each A fragment meeting RB mma.sync, RB x MT x 4 accumulators a thread. Taken where
-// the blocks stay at least kRowBlocksMin x TuneKey::ConvMmaBlocks; beyond the static 48 KB the
+// the blocks stay at least TuneKey::ConvMmaBlocks / kRowBlocksDiv (until session 35: 4 x the
+// target, batch-32 stems only; the batch-1 stem's 256 blocks of a row, two an SM of an H100, took
+// 8.2 us of the replayed inference, its 128 blocks of two rows 5.4 us, and four rows on 64 blocks
+// 7.5 us: `bench --replay-prefixes`, BENCHMARKS.md session 35); beyond the static 48 KB the
 // block's shared memory is dynamic (kernel attr "cuda_smem"), up to the plan architecture's block
 // limit (99 KB from compute_80, 227 KB from compute_90) less 1 KB. K's padding steps read the zeros
 // after the rows at each row's offset, so the zeros span (RB - 1) * sh + 1 rows (with one row of
 // zeros, run 55 on the H100 read the weights' never-written padding columns there: NaN times zero,
 // a wrong batch-32 artifact; cudasim now fills shared memory with NaN bytes, which shows it).
-constexpr int64_t kRowBlocksMin = 4;
+constexpr int64_t kRowBlocksDiv = 2;
 
 struct ConvMmaShape {
   int64_t N = 0, C = 0, H = 0, W = 0, M = 0, OH = 0, OW = 0, KH = 0, KW = 0;
@@ -121,7 +124,7 @@ bool conv_mma_shape(const Ctx& x, ConvMmaShape* out, const ConvInput* src) {
     for (const int64_t rb : {4, 2}) {
       ConvMmaShape w = c;
       w.RB = rb, w.KHR = (rb - 1) * c.sh + c.KH, w.OHB = (c.OH + rb - 1) / rb;
-      if (rb > tune_target(x.p, TuneKey::ConvMmaRows) || c.N * w.OHB * c.OWT * (c.M / c.MG) < kRowBlocksMin * target ||
+      if (rb > tune_target(x.p, TuneKey::ConvMmaRows) || c.N * w.OHB * c.OWT * (c.M / c.MG) * kRowBlocksDiv < target ||
           w.smem() > cap || c.OH * c.sh + w.KHR > kIntSafe)
         continue;
       w.dyn = w.smem() > kSmemBytes;

@@ -22,7 +22,9 @@ constexpr const char* kPdlKey = "cuda_pdl";
 constexpr const char* kLayoutKey = "cuda_layout";  // nhwc / auto (absent = nchw, the default)
 constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = every target its default)
 // TuneKey order. Defaults: ffn.cpp (run 10, 96 blocks over the split), codegen.cpp's 1x1 split-K
-// (128) and depthwise-pair bands (256), conv_mma.cpp's channel groups (256: the stem's 64 channels
+// (64 since session 35: each of the batch-1 fixture's eight split 1x1s 0.1-0.7 us shorter in the
+// replayed inference than at 128, 3.6 us in all, stage 3's fc2 slower at 32; `bench
+// --replay-prefixes`) and depthwise-pair bands (256), conv_mma.cpp's channel groups (256: the stem's 64 channels
 // in one group, as measured in session 21), ffn.cpp's deep slab ring (10 buffers; 2 keeps the
 // static 48 KB ring), dw_pair.cpp's planes form (4 outputs of a row a thread: the batch-32
 // artifact's pairs 0.224 ms against 0.240 with 8, session 27 run 53; below 4 every pair keeps the
@@ -34,7 +36,7 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // each block reads its share from its peers; the H200 0.225 against 0.234 ms, session 33).
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
-    {"mma_blocks", 128, 1, 4096},
+    {"mma_blocks", 64, 1, 4096},
     {"dwpair_blocks", 256, 1, 4096},
     {"convmma_blocks", 256, 1, 4096},
     {"ffn_ring", 10, 2, 24},
