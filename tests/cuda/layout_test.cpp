@@ -535,6 +535,47 @@ TEST(CudaPdl, PrefetchLoadsOnlyConstantsBeforeTheWait) {
   EXPECT_GE(late, 4) << "kernels with a weight prologue";
 }
 
+// Inputs that kernels write are never read through the read-only path (ld.global.nc) in kernels with
+// the prologue: ptxas may schedule such a load above griddepcontrol.wait (the fixture's heads kernel
+// read its vector before the GEMV before it had written it, with --cuda-pdl early on an H100,
+// session 35). Their parameters drop __restrict__ there (OPV_IN_RESTRICT); plan Constants keep it.
+// Without the prologue the same kernels do read them through it (the check can fail).
+TEST(CudaPdl, InputsKernelsWriteAreNotReadOnlyLoadsUnderThePrologue) {
+  std::string why;
+  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  int checked = 0, nc_without = 0;
+  for (const NetCase& nc : kNets) {
+    SCOPED_TRACE(nc.name);
+    for (const PdlMode mode : {PdlMode::On, PdlMode::Early, PdlMode::Off}) {
+      const plan::Plan p = lower(nc.build(DType::F16), pdl_opts("compute_90", mode));
+      for (const plan::Call& c : p.calls) {
+        const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+        const std::string src = plan::cuda::generate(p, c).source;
+        bool constants = false;
+        for (size_t j = 0; j < c.inputs.size(); ++j) {
+          if (c.inputs[j] < 0) continue;
+          const bool weight = p.buffers[size_t(c.inputs[j])].kind == plan::BufferKind::Constant;
+          constants |= weight;
+          const std::string name = " in" + std::to_string(j);
+          const size_t at = src.find(name + ",") != std::string::npos ? src.find(name + ",") : src.find(name + ")");
+          ASSERT_NE(at, std::string::npos) << k.name << name;
+          const std::string decl = src.substr(src.rfind("const ", at), at - src.rfind("const ", at));
+          EXPECT_NE(decl.find(weight ? "__restrict__" : "OPV_IN_RESTRICT"), std::string::npos) << k.name << ": " << decl;
+        }
+        if (constants) continue;  // their weights are read-only loads
+        if (mode == PdlMode::Off) {
+          nc_without += k.source.find("ld.global.nc") != std::string::npos;
+        } else {
+          EXPECT_EQ(k.source.find("ld.global.nc"), std::string::npos) << k.name << " (" << plan::cuda::pdl_mode_name(mode) << ")";
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0) << "kernels that read only buffers kernels write";
+  EXPECT_GT(nc_without, 0) << "without the prologue such kernels read them through the read-only path";
+}
+
 // The programmatic edges change when blocks start, never what they compute: each net with them (on
 // and early) and without them gives the same bytes, replayed with fresh inputs. On a GPU (sm_90+)
 // this is the race test of the prologue; on cudasim, which runs launches one by one, it checks that

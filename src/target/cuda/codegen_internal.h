@@ -20,6 +20,17 @@ inline bool weight_input(const Plan& p, const Call& c, size_t j) {
   return j >= c.inputs.size() || c.inputs[j] < 0 || p.buffers.at(size_t(c.inputs[j])).kind == BufferKind::Constant;
 }
 
+// Parameter j of a kernel's list, ", const T* <qualifier> in<j>" (T: the buffer's element type). A
+// plan Constant is `__restrict__` (read through the read-only path, ld.global.nc); any other input,
+// which a kernel before this one writes, is OPV_IN_RESTRICT (kPrelude): nothing in kernels compiled
+// with the programmatic-dependent-launch prologue (OPV_PDL), where ptxas may schedule a .nc load
+// above griddepcontrol.wait (it did, for the heads kernel's first vector load: session 35), so
+// reading the kernel before's output while it still runs; `__restrict__` elsewhere.
+inline std::string input_param(const Plan& p, const Call& c, size_t j, const char* type) {
+  return std::string(", const ") + type + (weight_input(p, c, j) ? "* __restrict__ in" : "* OPV_IN_RESTRICT in") +
+         std::to_string(j);
+}
+
 // One call being generated: its plan, kernel and what the families share.
 struct Ctx {
   const Plan& p;

@@ -308,7 +308,8 @@ Generated pack_conv(const Plan& p, const Call& c) {
     const Buffer& b = x.in(size_t(po.input));
     const std::string name = x.in_name(size_t(po.input));
     if (operands.insert(name).second) {
-      norm_params += std::string(", const ") + c_type(b.dtype) + "* __restrict__ " + name;
+      norm_params += std::string(", const ") + c_type(b.dtype) +
+                     (weight_input(x.p, c, size_t(po.input)) ? "* __restrict__ " : "* OPV_IN_RESTRICT ") + name;
       norm_args += ", " + name;
     }
     const std::string e = load(b.dtype, name, bcast_offset(xs, b.shape));
@@ -386,7 +387,7 @@ Generated pack_conv(const Plan& p, const Call& c) {
 
   std::string params = std::string(c_type(x.out().dtype)) + "* __restrict__ out0";
   for (size_t j = 0; j < c.inputs.size(); ++j)
-    if (c.inputs[j] >= 0) params += std::string(", const ") + c_type(x.in(j).dtype) + "* __restrict__ in" + std::to_string(j);
+    if (c.inputs[j] >= 0) params += input_param(x.p, c, j, c_type(x.in(j).dtype));
   gen.entry = "opv_" + k.name;
   for (char& ch : gen.entry)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
