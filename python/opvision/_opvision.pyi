@@ -1,6 +1,6 @@
 """Type stubs of opvision's C++ binding (src/python/opvision_module.cpp). Use the `opvision`
 package, which wraps it; the argument checks of the wrapper are not repeated here."""
-from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -24,3 +24,4 @@ class _Session:
     def run_into(self, feed: Mapping[str, Any],
                  outputs: Union[Mapping[str, np.ndarray], Sequence[np.ndarray]]) -> None: ...
     def profile(self, feed: Mapping[str, Any], runs: int) -> str: ...
+    def staged_inputs(self) -> Dict[str, Any]: ...

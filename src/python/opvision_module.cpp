@@ -370,6 +370,27 @@ class PySession {
     run_locked(ins, outs);
   }
 
+  // {input name: writeable array} in model order, viewing the memory the backend reads each input
+  // from (runtime::Session::staged_inputs: the cuda backend's pinned staging; else the session's
+  // own buffer): a run given these arrays copies nothing on the host. Made once; `self` (this
+  // session's Python object) owns the arrays, so they keep the session alive.
+  nb::dict staged_inputs(nb::handle self) {
+    {
+      nb::gil_scoped_release unlocked;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!staged_) staged_ = in_phase(ErrorKind::BackendError, [&] { return session_->staged_inputs(); });
+    }
+    nb::dict r;
+    for (const auto& [name, t] : *staged_) {
+      std::vector<size_t> shape(t.shape().begin(), t.shape().end());
+      const DTypeMap& m = dtype_entry(t.dtype());
+      nb::ndarray<nb::numpy> arr(const_cast<void*>(static_cast<const void*>(t.raw())), shape.size(), shape.data(), self,
+                                 nullptr, nb::dlpack::dtype{uint8_t(m.code), m.bits, 1});
+      r[name.c_str()] = nb::cast(arr, nb::rv_policy::reference);
+    }
+    return r;
+  }
+
   // `runs` profiled runs on `feed` as Chrome trace JSON.
   std::string profile(nb::handle feed, int64_t runs) {
     if (runs < 1 || runs > kMaxProfileRuns)
@@ -397,6 +418,7 @@ class PySession {
   }
 
   std::unique_ptr<runtime::Session> session_;
+  std::optional<runtime::NamedTensors> staged_;  // staged_inputs(), made once, never copied
   std::mutex mu_;
   std::string path_;  // the model, for trace titles
   int threads_ = 0;
@@ -429,5 +451,7 @@ NB_MODULE(_opvision, m) {
       .def("outputs", &PySession::outputs, "[(name, numpy dtype name, shape)] in model order")
       .def("run", &PySession::run, nb::arg("feed"), nb::arg("names").none())
       .def("run_into", &PySession::run_into, nb::arg("feed"), nb::arg("outputs"))
-      .def("profile", &PySession::profile, nb::arg("feed"), nb::arg("runs"), "Chrome trace JSON of `runs` profiled runs");
+      .def("profile", &PySession::profile, nb::arg("feed"), nb::arg("runs"), "Chrome trace JSON of `runs` profiled runs")
+      .def("staged_inputs", [](nb::handle self) { return nb::inst_ptr<PySession>(self)->staged_inputs(self); },
+           "{name: array} viewing the memory the backend reads each input from");
 }
