@@ -37,6 +37,23 @@ constexpr size_t kTotal = 2 * kInput;
 constexpr float kScale = 1.0f / 127.5f;
 constexpr float kBias = -1.0f;
 
+// Packs 8 bytes (two words: lo, hi) into 8 fp16 values at dst (16-byte aligned).
+__device__ __forceinline__ void pack8(unsigned lo, unsigned hi, __half* dst) {
+  __align__(16) __half out[8];
+#pragma unroll
+  for (int b = 0; b < 8; ++b) {
+    const unsigned byte = ((b < 4 ? lo : hi) >> (8 * (b % 4))) & 0xffu;
+    out[b] = __float2half(float(byte) * kScale + kBias);
+  }
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
+}
+
+// Packs 16 bytes into 16 fp16 values at dst.
+__device__ __forceinline__ void pack16(uint4 v, __half* dst) {
+  pack8(v.x, v.y, dst);
+  pack8(v.z, v.w, dst + 8);
+}
+
 // Packs `n` bytes from `src` (host-mapped or device) into fp16 at `dst`; each thread U loads of
 // W bytes, all issued before the first is used.
 template <int W, int U>
@@ -56,17 +73,10 @@ __global__ void pack(const unsigned char* __restrict__ src, __half* __restrict__
   }
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const unsigned words[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-#pragma unroll
-    for (int h = 0; h < W / 8; ++h) {
-      __align__(16) __half out[8];
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        const unsigned byte = (words[h * 2 + b / 4] >> (8 * (b % 4))) & 0xffu;
-        out[b] = __float2half(float(byte) * kScale + kBias);
-      }
-      *reinterpret_cast<uint4*>(dst + base + size_t(u) * W + size_t(h) * 8) =
-          *reinterpret_cast<const uint4*>(out);
+    if constexpr (W == 16) {
+      pack16(v[u], dst + base + size_t(u) * W);
+    } else {
+      pack8(v[u].x, v[u].y, dst + base + size_t(u) * W);
     }
   }
 }
@@ -102,17 +112,7 @@ __global__ void pack_i(const unsigned char* __restrict__ src, __half* __restrict
   for (int u = 0; u < U; ++u) {
     const size_t at = base + size_t(u) * blockDim.x * 16;
     if (at >= n) break;
-    const unsigned words[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      __align__(16) __half out[8];
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        const unsigned byte = (words[h * 2 + b / 4] >> (8 * (b % 4))) & 0xffu;
-        out[b] = __float2half(float(byte) * kScale + kBias);
-      }
-      *reinterpret_cast<uint4*>(dst + at + size_t(h) * 8) = *reinterpret_cast<const uint4*>(out);
-    }
+    pack16(v[u], dst + at);
   }
 }
 
@@ -146,18 +146,7 @@ __global__ void pack_tma(const unsigned char* __restrict__ src, __half* __restri
         : "r"(sbar)
         : "memory");
   for (unsigned at = threadIdx.x * 16; at < bytes; at += blockDim.x * 16) {
-    const uint4 v = *reinterpret_cast<const uint4*>(buf + at);
-    const unsigned words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      __align__(16) __half out[8];
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        const unsigned byte = (words[h * 2 + b / 4] >> (8 * (b % 4))) & 0xffu;
-        out[b] = __float2half(float(byte) * kScale + kBias);
-      }
-      *reinterpret_cast<uint4*>(dst + base + at + size_t(h) * 8) = *reinterpret_cast<const uint4*>(out);
-    }
+    pack16(*reinterpret_cast<const uint4*>(buf + at), dst + base + at);
   }
 }
 
@@ -285,54 +274,25 @@ int main(int argc, char** argv) {
     cudaGraphNode_t k;
     add_pack<8, 1>(g, &k, c, b.dev, b.out, kTotal);
   });
-  make("map8x1", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_pack<8, 1>(g, &k, {}, b.mapped, b.out, kTotal);
-  });
-  make("map16x1", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_pack<16, 1>(g, &k, {}, b.mapped, b.out, kTotal);
-  });
-  make("map16x2", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_pack<16, 2>(g, &k, {}, b.mapped, b.out, kTotal);
-  });
-  make("map16x4", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_pack<16, 4>(g, &k, {}, b.mapped, b.out, kTotal);
-  });
-  make("mapI2", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_kernel(g, &k, {}, pack_i<2>, unsigned((kTotal + 8191) / 8192), b.mapped, b.out, kTotal);
-  });
-  make("mapI4", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_kernel(g, &k, {}, pack_i<4>, unsigned((kTotal + 16383) / 16384), b.mapped, b.out, kTotal);
-  });
-  make("mapI8", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_kernel(g, &k, {}, pack_i<8>, unsigned((kTotal + 32767) / 32768), b.mapped, b.out, kTotal);
-  });
-  make("tma2k", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_kernel(g, &k, {}, pack_tma<2048>, unsigned((kTotal + 2047) / 2048), b.mapped, b.out, kTotal);
-  });
-  make("tma4k", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_kernel(g, &k, {}, pack_tma<4096>, unsigned((kTotal + 4095) / 4096), b.mapped, b.out, kTotal);
-  });
-  make("tma8k", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_kernel(g, &k, {}, pack_tma<8192>, unsigned((kTotal + 8191) / 8192), b.mapped, b.out, kTotal);
-  });
-  make("tma16k", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_kernel(g, &k, {}, pack_tma<16384>, unsigned((kTotal + 16383) / 16384), b.mapped, b.out, kTotal);
-  });
-  make("tma32k", [&](cudaGraph_t g) {
-    cudaGraphNode_t k;
-    add_kernel(g, &k, {}, pack_tma<32768>, unsigned((kTotal + 32767) / 32768), b.mapped, b.out, kTotal);
-  });
+  // One kernel over the mapped frames, `per_block` bytes a block of 256 threads.
+  auto mapped_kernel = [&](const std::string& name, auto kern, size_t per_block) {
+    make(name, [&](cudaGraph_t g) {
+      cudaGraphNode_t k;
+      add_kernel(g, &k, {}, kern, unsigned((kTotal + per_block - 1) / per_block), b.mapped, b.out, kTotal);
+    });
+  };
+  mapped_kernel("map8x1", pack<8, 1>, 256 * 8);
+  mapped_kernel("map16x1", pack<16, 1>, 256 * 16);
+  mapped_kernel("map16x2", pack<16, 2>, 256 * 32);
+  mapped_kernel("map16x4", pack<16, 4>, 256 * 64);
+  mapped_kernel("mapI2", pack_i<2>, 256 * 16 * 2);
+  mapped_kernel("mapI4", pack_i<4>, 256 * 16 * 4);
+  mapped_kernel("mapI8", pack_i<8>, 256 * 16 * 8);
+  mapped_kernel("tma2k", pack_tma<2048>, 2048);
+  mapped_kernel("tma4k", pack_tma<4096>, 4096);
+  mapped_kernel("tma8k", pack_tma<8192>, 8192);
+  mapped_kernel("tma16k", pack_tma<16384>, 16384);
+  mapped_kernel("tma32k", pack_tma<32768>, 32768);
   make("devtma4k", [&](cudaGraph_t g) {  // the same from device memory (after one copy), for scale
     cudaGraphNode_t c, k;
     add_copy(g, &c, {}, b.dev, b.host, kTotal);
