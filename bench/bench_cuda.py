@@ -9,7 +9,9 @@ network, alternating in one run (issue 15, deliverable 6).
 2. PyTorch peer: bench_opencl.py's child (the fixture network rebuilt by make_fixtures.py, fp16,
    one CUDA graph replayed; timed without and with its host<->device copies).
 The table gives the median of the round medians, the spread, the ratio opvision / PyTorch per
-round and overall (< 1: opvision faster), launches per inference and the slowest kernels.
+round and overall (< 1: opvision faster), launches per inference and the slowest kernels, alone
+(CUDA events) and on the replay's critical path (`opvision bench --replay-prefixes`: the graph cut
+after each call; --no-prefixes skips it).
 3. Throughput (--inflight N, 0 = skip): frames per second with N inferences in flight.
    opvision's artifact is batch-1: `opvision bench --inflight N` replays its CUDA graph
    N times back to back before the one host wait (each replay uploads the frame and reads the
@@ -200,6 +202,8 @@ def main():
                     help="more `opvision bench` flags for the --art (or compiled) artifact's runs, e.g. "
                          "--bench-flags=--staged-inputs (one flag: with '=', else argparse takes it for its own) "
                          "or \"--cuda-inputs copy --staged-inputs\" (the --base-art runs go without)")
+    ap.add_argument("--no-prefixes", action="store_true",
+                    help="skip the replay's critical path per call (opvision bench --replay-prefixes)")
     ap.add_argument("--opvision", default=None)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", default=None, help="write all numbers to this file")
@@ -241,6 +245,9 @@ def main():
                 torch_rounds.append(bench_torch(args))
             print(f"[bench] round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
         prof = opv_rounds[-1]
+        # The replayed graph cut after each call (`opvision bench --replay-prefixes`): what each
+        # call adds to the replay's critical path, summed by kernel.
+        prefix = None if args.no_prefixes else bench_opv(opv, art, args, flags=args.bench_flags + " --replay-prefixes")
         art_keep = art
         if args.inflight > 0 and not args.art:  # the temporary artifact is gone after this block
             args.inflight = 0  # `opvision bench` ends with profiled runs: its per-kernel table
@@ -282,9 +289,23 @@ def main():
     print(f"launches per inference: {results['launches_per_inference']}")
     if kernels:
         top = sorted(kernels, key=lambda k: -float(k.get("total_ms", 0)))[:12]
-        print("slowest kernels (profiled run, CUDA events):")
+        print("slowest kernels (profiled run, CUDA events: each call alone, with its launch):")
         for k in top:
             print("  " + json.dumps(k))
+    if prefix and prefix.get("replay_prefixes_us"):
+        cuts = prefix["replay_prefixes_us"]
+        names = prefix.get("replay_prefix_kernels", [])
+        results["replay_prefixes_us"] = cuts
+        print(f"critical path of the replay (graph cut after each call, {args.iters} replays each): "
+              f"{cuts[-1]:.1f} us in all, the first call {cuts[0]:.1f} us (with the graph's launch and wait)")
+        if names and len(names) == len(cuts):
+            by = {}
+            for i, n in enumerate(names):
+                c, us = by.get(n, (0, 0.0))
+                by[n] = (c + 1, us + cuts[i] - (cuts[i - 1] if i else 0.0))
+            results["critical_path_by_kernel_us"] = {n: us for n, (c, us) in by.items()}
+            for n, (c, us) in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]:
+                print(f"  {n:<40} {c:>3} calls {us:>8.1f} us")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
     if args.inflight > 0:

@@ -184,6 +184,9 @@ int cmd_bench(int argc, char** argv) {
     if (!prefix_us.empty()) {
       std::printf(", \"replay_prefixes_us\": [");
       for (size_t i = 0; i < prefix_us.size(); ++i) std::printf("%s%.3f", i ? ", " : "", prefix_us[i]);
+      std::printf("], \"replay_prefix_kernels\": [");
+      for (size_t i = 0; i < plan.calls.size(); ++i)
+        std::printf("%s\"%s\"", i ? ", " : "", json_escape(plan.kernels[size_t(plan.calls[i].kernel)].name).c_str());
       std::printf("]");
     }
     std::printf("}\n");

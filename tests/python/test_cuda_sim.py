@@ -204,6 +204,7 @@ def test_bench_replay_prefixes_on_cudasim(sim, tmp_path):
     out = json.loads(p.stdout)
     times = out["replay_prefixes_us"]
     assert len(times) == out["calls"] and all(t > 0 for t in times), out
+    assert len(out["replay_prefix_kernels"]) == out["calls"] and "conv2d_1x1_s1_f16_gelu" in out["replay_prefix_kernels"], out
     p = sim.run("bench", art, "--iters", "2", "--warmup", "1", "--replay-prefixes", timeout=300)
     assert p.returncode == 0, describe(p)
     assert "replay cut after each call" in p.stdout and p.stdout.count("conv2d_1x1") >= 3, describe(p)
