@@ -432,6 +432,36 @@ TEST(CudaSim, ReadBeforeGridDependencyWaitOnlyOfMemoryNoKernelWrote) {
   EXPECT_NE(e.find("read of memory a kernel writes before griddepcontrol.wait"), std::string::npos) << e;
 }
 
+// A read-only load (ld.global.nc) in a kernel with griddepcontrol.wait may be scheduled above the
+// wait by ptxas, so it must read only memory no kernel writes (the heads kernel's vector load did,
+// session 35: wrong outputs with --cuda-pdl early on an H100). A plain ld.global of such memory after
+// the wait, and ld.global.nc in a kernel without the wait, are fine.
+TEST(CudaSim, ReadOnlyLoadOfKernelWrittenMemoryUnderGridDependencyWaitIsAFault) {
+  auto kernel = [](const char* name, bool wait, const char* ld) {
+    return std::string(".visible .entry ") + name +
+           "(.param .u64 out, .param .u64 in)\n{\n  .reg .b32 %r<2>;\n  .reg .b64 %rd<3>;\n"
+           "  ld.param.u64 %rd1, [out];\n  cvta.to.global.u64 %rd1, %rd1;\n  ld.param.u64 %rd2, [in];\n"
+           "  cvta.to.global.u64 %rd2, %rd2;\n" + (wait ? "  griddepcontrol.wait;\n" : "") + "  " + ld +
+           " %r1, [%rd2];\n  st.global.u32 [%rd1], %r1;\n  ret;\n}\n";
+  };
+  const std::string ptx = std::string(kHeader) + kernel("nc_wait", true, "ld.global.nc.u32") +
+                          kernel("plain_wait", true, "ld.global.u32") + kernel("nc_nowait", false, "ld.global.nc.u32");
+  Buffers b;
+  const uint64_t weights = b.add(4), out = b.add(4), out2 = b.add(4);
+  const uint32_t w = 7;
+  std::memcpy(reinterpret_cast<void*>(weights), &w, 4);  // an upload, not a kernel's store
+  auto m = parse_module(ptx);
+  EXPECT_EQ(run_error(*m->find("nc_wait"), {1, 1, 1}, {1, 1, 1}, {out, weights}, b.mem), "") << "weights";
+  // `out` now holds a kernel's result.
+  const std::string e = run_error(*m->find("nc_wait"), {1, 1, 1}, {1, 1, 1}, {out2, out}, b.mem);
+  EXPECT_NE(e.find("ld.global.nc of memory a kernel writes"), std::string::npos) << e;
+  EXPECT_EQ(run_error(*m->find("plain_wait"), {1, 1, 1}, {1, 1, 1}, {out2, out}, b.mem), "");
+  EXPECT_EQ(run_error(*m->find("nc_nowait"), {1, 1, 1}, {1, 1, 1}, {out2, out}, b.mem), "");
+  uint32_t v = 0;
+  std::memcpy(&v, reinterpret_cast<const void*>(out2), 4);
+  EXPECT_EQ(v, 7u);
+}
+
 // Local memory (the compiler's stack frames, e.g. sinf's argument reduction): per thread, through
 // ld/st.local and through generic addresses (cvta.local); a thread's frame is its own.
 TEST(CudaSim, LocalMemoryIsPerThread) {

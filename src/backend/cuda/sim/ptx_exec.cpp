@@ -739,6 +739,13 @@ void Launch::exec(Thread& t) {
         const unsigned n = ty_bytes(in.t);
         const uint64_t addr = addr_of(t, o[1]);
         const uint8_t* p = at(t, in.space, addr, n * in.vec, false);
+        // A read-only load in a kernel with griddepcontrol.wait may be scheduled above the wait by
+        // ptxas (it was: the heads kernel's first vector load, on an H100, session 35), so it must
+        // not read memory another kernel writes.
+        if (in.nc && k.grid_dep_wait && in.space == Space::Global && *t.cache_written)
+          fault(t, "ld.global.nc of memory a kernel writes, in a kernel with griddepcontrol.wait: ptxas may "
+                   "schedule a read-only load above the wait, so it could read that memory before the kernel "
+                   "before has written it (load it with ld.global: no __restrict__ on its parameter)");
         if (o[0].kind == Opnd::Vec) {
           for (unsigned i = 0; i < o[0].n; ++i) wr(t, o[0].vec[i], ival(in.t, load(p + i * n, n)));
         } else {

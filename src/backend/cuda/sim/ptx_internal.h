@@ -69,6 +69,7 @@ struct Instr {
   bool ftz = false, sat = false, approx = false, hi = false, wide = false, trans = false, uni = false;
   bool plain = false;    // f32 arithmetic without ftz, sat, approx or directed rounding (the fast path)
   bool expect_tx = false;  // mbarrier.arrive.expect_tx: operand 2 is a transaction count
+  bool nc = false;         // ld.global.nc: a read-only load (no one writes the memory while the kernel runs)
   uint8_t vec = 1;       // ld/st .v2/.v4
   uint8_t count = 1;     // ldmatrix .x1/.x2/.x4
   uint8_t nops = 0;

@@ -515,6 +515,7 @@ struct BodyParser {
       else if ((base == "atom" || base == "red") && m == "xor") in.atom = AtomOp::Xor;
       else if ((base == "atom" || base == "red") && m == "inc") in.atom = AtomOp::Inc;
       else if ((base == "atom" || base == "red") && m == "dec") in.atom = AtomOp::Dec;
+      else if (base == "ld" && m == "nc") in.nc = true;
       // ordering, caching, scope and shape qualifiers with no effect on a sequential simulation
       else if (m == "nc" || m == "ca" || m == "cg" || m == "cs" || m == "lu" || m == "cv" || m == "wb" ||
                m == "wt" || m == "volatile" || m == "relaxed" || m == "acquire" || m == "release" ||
