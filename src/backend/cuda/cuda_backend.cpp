@@ -187,9 +187,11 @@ class CudaBackend : public Backend {
   // Replays with uploads overlapped: inputs mapped under Options.cuda_inputs have nothing to upload,
   // so a plan with any mapped input replays its one graph.
   bool overlapped() const {
-    return opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads &&
-           std::find(in_mapped_.begin(), in_mapped_.end(), true) == in_mapped_.end();
+    return overlap_asked() && std::find(in_mapped_.begin(), in_mapped_.end(), true) == in_mapped_.end();
   }
+  // The options ask for replays whose uploads overlap the kernels before (Options.cuda_inflight > 1
+  // with cuda_overlap_uploads).
+  bool overlap_asked() const { return opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads; }
   CUdeviceptr input_ptr(size_t i, int slot) const { return slot == 1 ? in_slot1_[i] : in_stage_[i].dev; }
   void replay_overlapped();
   CUdeviceptr device_alloc(size_t bytes, const std::string& what, bool zero = true);
@@ -382,8 +384,7 @@ void CudaBackend::allocate(const plan::Plan& plan) {
   // Inputs and outputs read or written in their mapped staging (Options.cuda_inputs, cuda_outputs).
   // Auto keeps the input copies of replays whose uploads overlap the previous replay's kernels:
   // read over the host link, the inputs would hold up the kernels instead.
-  const bool overlap = opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads;
-  const CudaIo in_io = opts_.cuda_inputs == CudaIo::Auto && overlap ? CudaIo::Copy : opts_.cuda_inputs;
+  const CudaIo in_io = opts_.cuda_inputs == CudaIo::Auto && overlap_asked() ? CudaIo::Copy : opts_.cuda_inputs;
   for (int b : inputs_) in_mapped_.push_back(cuda::mapped_io(plan, b, in_io));
   for (int b : outputs_) out_mapped_.push_back(cuda::mapped_io(plan, b, opts_.cuda_outputs));
   std::vector<bool> mapped_buf(buffers_.size(), false);  // by plan buffer

@@ -308,8 +308,7 @@ Generated pack_conv(const Plan& p, const Call& c) {
     const Buffer& b = x.in(size_t(po.input));
     const std::string name = x.in_name(size_t(po.input));
     if (operands.insert(name).second) {
-      norm_params += std::string(", const ") + c_type(b.dtype) +
-                     (weight_input(x.p, c, size_t(po.input)) ? "* __restrict__ " : "* OPV_IN_RESTRICT ") + name;
+      norm_params += input_param(x.p, c, size_t(po.input), c_type(b.dtype));  // declares `name`
       norm_args += ", " + name;
     }
     const std::string e = load(b.dtype, name, bcast_offset(xs, b.shape));
