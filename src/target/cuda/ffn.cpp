@@ -109,6 +109,7 @@ constexpr int64_t kFfnShallowRing = 2;
 constexpr int64_t kFfnWideMinTilesPerBlock = 4, kFfnWideMaxAcc = 64, kFfnWideMinRing = 3;
 constexpr int64_t kFfnWideSplitMinWeights = 256 << 10;  // W1 + W2 bytes of a layer with 8-warp wide tiles
 constexpr int64_t kFfnSmemReserve = 1 << 10;
+constexpr int64_t kSmSmemBytes = 228 << 10;  // sm_90's shared memory an SM (227 KB a block at most)
 static int64_t ffn_smem_cap(const Plan& p) { return plan_sm(p) >= 90 ? 227 << 10 : 99 << 10; }
 struct FfnShape {
   int64_t N = 0, Cin = 0, Hd = 0, Cout = 0, P = 0, OW = 0;  // given
@@ -636,8 +637,30 @@ Generated ffn(const Plan& p, const Call& c) {
   // Groups: the first holds X and slab 0; then one per slab (empty past the last), so before
   // slab q is used `wait_group NB - 2` leaves only slabs q+1 .. q+NB-2 in flight. With the weight
   // prologue X's cp.async group comes last, and the kernel waits for every group once before the
-  // first slab.
-  const bool x_async = !DK && !PAIR && (nhwc || s.P % 8 == 0);
+  // first slab; with ffn_x_regs (TuneKey::FfnXRegs) X's tile is staged through registers instead
+  // (every 16-byte load a thread issued before its first store into Xs), so X is no cp.async
+  // group: the wait for X is a wait for X alone, and each slab is waited for where it is used (the
+  // first slab's barrier publishes Xs).
+  bool x_async = !DK && !PAIR && (nhwc || s.P % 8 == 0);
+  const int64_t x_vecs = nhwc ? s.BN * (s.Cin / 8) : s.Cin * s.BN / 8;  // X's 16-byte pieces
+  if (late && x_async && tune_target(p, TuneKey::FfnXRegs) == 1 && (x_vecs + NT - 1) / NT <= kMaxBlockSteps) {
+    const std::string steps = std::to_string((x_vecs + NT - 1) / NT), n = std::to_string(x_vecs);
+    const std::string guard = x_vecs % NT ? "    if (e >= " + n + ") break;\n" : "";
+    const std::string at = nhwc ? "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
+                                : "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n";
+    const std::string src = nhwc ? "Xg + q * CIN + cc" : "Xg + r * P + q";
+    const std::string dst = nhwc ? "Xs + pp * LDXN + cc" : "Xs + r * LDX + pp";
+    xl.str("");
+    xl << "  uint4 xv_[" << steps << "];  // X's tile through registers (ffn_x_regs)\n"
+       << "#pragma unroll\n  for (int i_ = 0; i_ < " << steps << "; ++i_) {\n"
+       << "    const int e = tid + i_ * " << NT << ";\n" << guard << at
+       << "    const opv_idx q = p0 + pp;\n"
+       << "    xv_[i_] = q < P ? *(const uint4*)(" << src << ") : make_uint4(0u, 0u, 0u, 0u);\n  }\n"
+       << "#pragma unroll\n  for (int i_ = 0; i_ < " << steps << "; ++i_) {\n"
+       << "    const int e = tid + i_ * " << NT << ";\n" << guard << at
+       << "    *(uint4*)(" << dst << ") = xv_[i_];\n  }\n";
+    x_async = false;
+  }
   if (push) b << cluster_push_start(per);  // before the barrier below
   // The first half of the barrier before the first store into a peer (the pair's phase 2, the push)
   if ((PAIR && cluster) || push)
@@ -1132,6 +1155,11 @@ Generated ffn(const Plan& p, const Call& c) {
   gen.global = {s.blocks() * NT, 0, 0};
   gen.local = {NT, 0, 0};
   gen.smem = s.dynamic_bytes() + (push ? pair_bytes + s.S * per * 16 : PAIR ? pg.bytes() : 0);
+  if (cluster && plan_sm(p) >= 90 && tune_target(p, TuneKey::FfnSmAlone) == 1 &&
+      s.blocks() <= 2 * tune_target(p, TuneKey::FfnBlocks)) {
+    const int64_t total = ffn_smem_total(s, gen.smem - s.dynamic_bytes());
+    if (total <= kSmSmemBytes / 2) gen.smem += kSmSmemBytes / 2 + kFfnSmemReserve - total;
+  }
   return gen;
 }
 

@@ -33,7 +33,10 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // row a thread; below 4 the generic conv), ffn.cpp's wide tiles on 4 warps (8: each warp half the
 // tile's pixels), ffn.cpp's resident slabs (1: off, the ring; session 32), ffn.cpp's cluster splits
 // over the last block's budget (1: none; session 32), the cluster splits' pushed partials (1; 0:
-// each block reads its share from its peers; the H200 0.225 against 0.234 ms, session 33).
+// each block reads its share from its peers; the H200 0.225 against 0.234 ms, session 33), the
+// ConvFFN's X tile through registers (1 since session 36: the fixture 0.1616 against 0.1626 ms
+// on an H100, 6 of 6 rounds; 0 keeps its cp.async group), the cluster ConvFFN alone on its SMs
+// (ffn_sm_alone, opt-in).
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
     {"mma_blocks", 64, 1, 4096},
@@ -49,6 +52,8 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_resident", 1, 1, 24},
     {"ffn_cluster_slabs", 1, 1, 64},
     {"cluster_push", 1, 0, 1},
+    {"ffn_x_regs", 1, 0, 1},
+    {"ffn_sm_alone", 0, 0, 1},
 };
 constexpr const char* kArchPrefix = "compute_";
 

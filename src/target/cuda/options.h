@@ -82,8 +82,10 @@ enum class TuneKey : uint8_t {
   FfnResident,   // "ffn_resident": fused ConvFFN, the most weight slabs of a block held all at once (< 2: none)
   FfnClusterSlabs,  // "ffn_cluster_slabs": fused ConvFFN, the most slabs a block of a cluster split over the budget streams
   ClusterPush,   // "cluster_push": cluster splits (ConvFFN, split-K 1x1) push partials with st.async (1, default) or read them (0)
+  FfnXRegs,      // "ffn_x_regs": fused ConvFFN with the weight prologue, X's tile staged through registers (1, default) or by cp.async (0)
+  FfnSmAlone,    // "ffn_sm_alone": a cluster ConvFFN of about one wave asks for more than half an SM's shared memory, so no two of its blocks share an SM (1) or not (0)
 };
-constexpr int kTuneKeys = 14;
+constexpr int kTuneKeys = 16;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
