@@ -1565,6 +1565,37 @@ TEST(CudaCodegen, FfnXThroughRegistersMatchesCpAsyncBitForBitOnTheDevice) {
   expect_bit_equal_runs(*ba, *bb, regs_res.p, &seed);
 }
 
+// A one-wave cluster ConvFFN alone on its SMs (TuneKey::FfnSmAlone, opt-in): its dynamic shared
+// memory is padded until a block asks for more than half of sm_90's 228 KB, so no two of its blocks
+// share an SM (session 36: two of ffn_256's eight 12-block clusters ran slow in the replay); not
+// for unsplit layers or compute_80 (nor for layers of more than twice the block target). The padding is
+// never touched: the outputs are the unpadded kernel's bit for bit, fresh random inputs, replayed.
+TEST(CudaCodegen, FfnSmAlonePadsSharedMemoryPastHalfAnSm) {
+  const F16Case split{"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true};
+  const F16Case stage0{"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true};
+  auto static_bytes = [](const RingForm& f) {  // Xs, Gs and the static ring (256 channels, 16 pixels)
+    return (256 + 64) * (16 + 8) * 2 + (f.deep ? 0 : f.nb * 64 * 64 * 2);
+  };
+  const RingForm plain = lower_ring_form(split, "compute_90", "");
+  const RingForm alone = lower_ring_form(split, "compute_90", "ffn_sm_alone=1");
+  EXPECT_EQ(plain.nb, alone.nb);
+  EXPECT_GT(alone.smem, plain.smem);
+  EXPECT_GT(static_bytes(alone) + alone.smem, 114 << 10) << "two blocks do not fit an SM";
+  EXPECT_LE(static_bytes(alone) + alone.smem + (2 << 10), 227 << 10) << "one does";
+  EXPECT_EQ(lower_ring_form(split, "compute_80", "ffn_sm_alone=1").smem, lower_ring_form(split, "compute_80", "").smem)
+      << "no clusters below compute_90";
+  EXPECT_EQ(lower_ring_form(stage0, "compute_90", "ffn_sm_alone=1").smem, lower_ring_form(stage0, "compute_90", "").smem)
+      << "unsplit: no cluster";
+  std::unique_ptr<backend::Backend> ba, bb;
+  if (std::string why = test::open_cuda(&ba); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&bb); !why.empty()) GTEST_SKIP() << why;
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "thread-block clusters need an sm_90+ device";
+  uint64_t seed = 350;
+  ba->load(alone.p);
+  bb->load(plain.p);
+  expect_bit_equal_runs(*ba, *bb, alone.p, &seed);
+}
+
 // Cluster splits over the last block's budget (ffn.cpp ffn_size, TuneKey::FfnClusterSlabs): the
 // fixture's stage 3 at batch 1 (512 -> 1536 -> 512 over 4 x 8 pixels: 2 pixel tiles) stays two
 // split-K calls by default (12 hidden-chunk partials of 32 KB are more than one block adds); with

@@ -1158,7 +1158,8 @@ Generated ffn(const Plan& p, const Call& c) {
   if (cluster && plan_sm(p) >= 90 && tune_target(p, TuneKey::FfnSmAlone) == 1 &&
       s.blocks() <= 2 * tune_target(p, TuneKey::FfnBlocks)) {
     const int64_t total = ffn_smem_total(s, gen.smem - s.dynamic_bytes());
-    if (total <= kSmSmemBytes / 2) gen.smem += kSmSmemBytes / 2 + kFfnSmemReserve - total;
+    // (total counts kFfnSmemReserve once; the block's own bytes are to pass half the SM's by that much)
+    if (total <= kSmSmemBytes / 2 + kFfnSmemReserve) gen.smem += kSmSmemBytes / 2 + 2 * kFfnSmemReserve - total;
   }
   return gen;
 }
