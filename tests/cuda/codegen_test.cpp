@@ -1422,7 +1422,8 @@ RingForm lower_ring_form(const F16Case& t, const std::string& arch, const std::s
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
-  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune + (tune.empty() ? "" : ",") + "cluster_push=0");
+  // (12-block clusters for the stage-2 split, as before the portable limit: ffn_cluster_max=16)
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune + (tune.empty() ? "" : ",") + "cluster_push=0,ffn_cluster_max=16");
   o.pass_ctx.cuda.ffn_pair = plan::cuda::FfnPairMode::Off;
   RingForm f{lower(f16_graph(t, DType::F16), o)};
   const plan::Call& c = f.p.calls[ffn_call(f.p)];
@@ -1609,7 +1610,7 @@ TEST(CudaCodegen, FfnClusterSlabsFuseSplitsOverTheBudget) {
     CompileOptions o;
     o.target = "cuda";
     o.pass_ctx.cuda.arch = arch;
-    o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune);
+    o.pass_ctx.cuda.tune = plan::cuda::Tune::parse(tune + (tune.empty() ? "" : ",") + "ffn_cluster_max=16");
     return lower(f16_graph(t, DType::F16), o);
   };
   auto ffn_calls = [](const plan::Plan& p) {
@@ -1965,6 +1966,27 @@ TEST(CudaCodegen, SplitK1x1sRunAsOneClusterFromCompute90) {
   EXPECT_GE(clustered, 3) << "the split-K cases (S = 16, 9, 2)";
 }
 
+// A ConvFFN's cluster split keeps to the portable cluster size by default (TuneKey::FfnClusterMax,
+// 8): the fixture's stage 2 (12 hidden chunks over 8 pixel tiles) splits 6 ways, 2 chunks a block,
+// on 6-block clusters, where 12-block clusters did not all find 12 free SMs in a GPC on an H100
+// (session 36); ffn_cluster_max=16 keeps the 12-way split; without clusters (compute_80) the
+// workspace form splits 12 ways as before.
+TEST(CudaCodegen, FfnClusterSplitKeepsToThePortableSize) {
+  const F16Case split{"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true};
+  auto source = [&](const std::string& arch, const std::string& tune) {
+    const plan::Plan p = lower_ffn_case_at(split, plan::cuda::LayoutChoice::Nchw, arch, true, tune);
+    return plan::cuda::generate(p, p.calls[ffn_call(p)]).source;
+  };
+  const std::string def = source("compute_90", ""), wide = source("compute_90", "ffn_cluster_max=16"),
+                    old = source("compute_80", "");
+  EXPECT_NE(def.find("__cluster_dims__(6, 1, 1)"), std::string::npos);
+  EXPECT_NE(def.find("hidden split 6 x 2 chunks"), std::string::npos);
+  EXPECT_NE(wide.find("__cluster_dims__(12, 1, 1)"), std::string::npos);
+  EXPECT_NE(wide.find("hidden split 12 x 1 chunks"), std::string::npos);
+  EXPECT_EQ(old.find("__cluster_dims__"), std::string::npos);
+  EXPECT_NE(old.find("hidden split 12 x 1 chunks"), std::string::npos);
+}
+
 // The cluster forms (split ConvFFN and split-K 1x1s), both the read form (cluster_push=0: each
 // block reads its share from its peers) and the push form (the default: st.async into the owners,
 // counted by their mbarriers), and the global-memory forms compute the same outputs bit for bit (the same
@@ -1987,7 +2009,9 @@ TEST(CudaCodegen, ClusterSplitsMatchWorkspaceBitForBitOnTheDevice) {
       bw->load(pw);
       for (const bool push : {false, true}) {  // the read form, the push form (the default)
         SCOPED_TRACE(push ? "push" : "read");
-        const plan::Plan pc = lower_ffn_case_at(t, layout, "compute_90", true, push ? "" : "cluster_push=0");
+        // (the workspace form splits 12 ways: clusters of up to 16 blocks, not the default 8)
+        const plan::Plan pc =
+            lower_ffn_case_at(t, layout, "compute_90", true, push ? "ffn_cluster_max=16" : "cluster_push=0,ffn_cluster_max=16");
         bool has_cluster = false, has_push = false;
         for (const plan::Kernel& k : pc.kernels) {
           has_cluster |= k.source.find(".reqnctapercluster") != std::string::npos;

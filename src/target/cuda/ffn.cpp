@@ -170,7 +170,13 @@ static bool ffn_size(const Plan& p, FfnShape* sh) {
   s.PT = (s.P + s.BN - 1) / s.BN;
   s.NC = s.Hd / kFfnHC;
   const int64_t tiles = s.N * s.PT;
-  const int64_t s0 = std::clamp<int64_t>((target_blocks + tiles - 1) / tiles, 1, s.NC);
+  // A cluster split keeps to TuneKey::FfnClusterMax blocks (8, the portable size): a wider cluster needs
+  // that many free SMs in one GPC for one block each, and where they are not there the hardware
+  // puts two of its blocks on one SM (session 36, H100: of ffn_256's eight 12-block clusters seven
+  // found 12 SMs, the eighth ran on SMs shared with other blocks, ~1.6 us of each call; 6-block
+  // clusters of 2 chunks a block: 0.1588 against 0.1610 ms, 5 of 5 rounds).
+  const int64_t s_cap = cl && !s.w8 ? tune_target(p, TuneKey::FfnClusterMax) : s.NC;
+  const int64_t s0 = std::clamp<int64_t>((target_blocks + tiles - 1) / tiles, 1, std::min(s.NC, s_cap));
   s.CPB = (s.NC + s0 - 1) / s0;
   s.S = (s.NC + s.CPB - 1) / s.CPB;
   // The slab ring of the block with the most chunks (CPB): at most as many buffers as its slabs
