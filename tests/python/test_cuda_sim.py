@@ -60,7 +60,10 @@ def fixture_artifacts(sim, fixture_paths, tmp_path_factory):
     for name, extra in (("compute_80", ["--cuda-arch", "compute_80"]),
                         ("compute_90", ["--cuda-arch", "compute_90"]),
                         ("compute_90_no_cluster", ["--cuda-arch", "compute_90", "--cuda-cluster", "off"]),
-                        ("compute_90_pair_all", ["--cuda-arch", "compute_90", "--cuda-ffn-pair", "all"])):
+                        # (12-block clusters: the workspace forms' 12-way split, as before the portable limit)
+                        ("compute_90_c16", ["--cuda-arch", "compute_90", "--cuda-tune", "ffn_cluster_max=16"]),
+                        ("compute_90_pair_all", ["--cuda-arch", "compute_90", "--cuda-ffn-pair", "all",
+                                                 "--cuda-tune", "ffn_cluster_max=16"])):
         out = d / f"{name}.opv"
         p = sim.run("compile", model, "-o", out, "--target", "cuda", *extra)
         assert p.returncode == 0, describe(p)
@@ -125,14 +128,17 @@ def test_fixture_split_forms_are_bit_identical_on_cudasim(sim, fixture_artifacts
     compute_90 run with its inputs read and its outputs written in mapped host memory
     (--cuda-inputs auto, --cuda-outputs auto: the frames are read once, by the input pack; no call
     reads the output), the inputs written there in place (--staged-inputs): the same bytes as
-    copies."""
+    copies. (These compute_90 forms split stage 2's ConvFFN 12 ways on 12-block clusters,
+    ffn_cluster_max=16, as the workspace forms do; the default's 6-way split on 6-block clusters
+    adds other partials: its outputs match within fp16 rounding.)"""
     arts, _, d = fixture_artifacts
     for name, launches in (("compute_80", 46), ("compute_90", 43), ("compute_90_no_cluster", 46),
-                           ("compute_90_pair_all", 33)):
+                           ("compute_90_c16", 43), ("compute_90_pair_all", 33)):
         s = sim.run("inspect", arts[name])
         assert s.returncode == 0, describe(s)
         assert f"calls {launches} " in s.stdout, (name, s.stdout[:400])
-        assert ("heads_14x3_f16" in s.stdout) == (name in ("compute_90", "compute_90_pair_all")), (name, s.stdout[:1500])
+        assert ("heads_14x3_f16" in s.stdout) == (name in ("compute_90", "compute_90_c16", "compute_90_pair_all")), \
+            (name, s.stdout[:1500])
         assert s.stdout.count("_dw3x3_7x7_f16") == (3 if name == "compute_90_pair_all" else 0), \
             (name, s.stdout[:1500])
     outs = {}
@@ -142,7 +148,7 @@ def test_fixture_split_forms_are_bit_identical_on_cudasim(sim, fixture_artifacts
         assert p.returncode == 0, describe(p)
         outs[name] = load_npz(o)
     o = d / "compute_90_mapped_staged_out.npz"
-    p = sim.run("run", arts["compute_90"], "--seed", "5", "--cuda-inputs", "auto", "--cuda-outputs", "auto",
+    p = sim.run("run", arts["compute_90_c16"], "--seed", "5", "--cuda-inputs", "auto", "--cuda-outputs", "auto",
                 "--staged-inputs", "-o", o)
     assert p.returncode == 0, describe(p)
     assert "2 input(s) read in mapped host memory; 1 output(s) written in mapped host memory" in p.stderr, describe(p)
@@ -152,7 +158,11 @@ def test_fixture_split_forms_are_bit_identical_on_cudasim(sim, fixture_artifacts
         assert o.keys() == first.keys()
         for k in o:
             assert np.isfinite(o[k]).all()
-            assert o[k].tobytes() == first[k].tobytes(), f"{name}: output {k} differs from compute_80"
+            if name == "compute_90":  # the 6-way split: another summation order
+                a, b = o[k].astype(np.float64), first[k].astype(np.float64)
+                assert np.linalg.norm(a - b) <= 1e-3 * np.linalg.norm(b), f"{name}: output {k}"
+            else:
+                assert o[k].tobytes() == first[k].tobytes(), f"{name}: output {k} differs from compute_80"
 
 
 VARIANTS = [
