@@ -620,26 +620,6 @@ Generated ffn(const Plan& p, const Call& c) {
   // The weight prologue (kEntryOpenLate): with W1 and W2 plan Constants the first slabs are issued
   // before the wait for the kernels before this one, X after it.
   const bool late = weight_input(p, c, 1) && weight_input(p, c, 3);
-  std::ostringstream xl;  // X's staging
-  if (DK || PAIR)
-    ;  // X is computed below, while the first slabs are in flight
-  else if (nhwc)
-    xl << block_steps(s.BN * (s.Cin / 8), NT, "  ")
-       << "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
-       << "    const opv_idx q = p0 + pp;\n"
-       << "    const bool ok = q < P;\n"
-       << "    opv_cp16(Xs + pp * LDXN + cc, ok ? Xg + q * CIN + cc : Xg, ok);\n  }\n";
-  else if (s.P % 8 == 0)
-    xl << block_steps(s.Cin * s.BN / 8, NT, "  ")
-       << "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n"
-       << "    const opv_idx q = p0 + pp;\n"
-       << "    const bool ok = q < P;\n"
-       << "    opv_cp16(Xs + r * LDX + pp, ok ? Xg + r * P + q : Xg, ok);\n  }\n";
-  else
-    xl << "  for (int e = tid; e < CIN * BN; e += " << nts << ") {\n"
-       << "    const int r = e / BN, pp = e % BN;\n"
-       << "    const opv_idx q = p0 + pp;\n"
-       << "    Xs[r * LDX + pp] = q < P ? Xg[r * P + q] : (unsigned short)0;\n  }\n";
   // Groups: the first holds X and slab 0; then one per slab (empty past the last), so before
   // slab q is used `wait_group NB - 2` leaves only slabs q+1 .. q+NB-2 in flight. With the weight
   // prologue X's cp.async group comes last, and the kernel waits for every group once before the
@@ -648,24 +628,31 @@ Generated ffn(const Plan& p, const Call& c) {
   // group: the wait for X is a wait for X alone, and each slab is waited for where it is used (the
   // first slab's barrier publishes Xs).
   bool x_async = !DK && !PAIR && (nhwc || s.P % 8 == 0);
-  const int64_t x_vecs = nhwc ? s.BN * (s.Cin / 8) : s.Cin * s.BN / 8;  // X's 16-byte pieces
-  if (late && x_async && tune_target(p, TuneKey::FfnXRegs) == 1 && (x_vecs + NT - 1) / NT <= kMaxBlockSteps) {
-    const std::string steps = std::to_string((x_vecs + NT - 1) / NT), n = std::to_string(x_vecs);
-    const std::string guard = x_vecs % NT ? "    if (e >= " + n + ") break;\n" : "";
-    const std::string at = nhwc ? "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
+  // X's 16-byte pieces: piece e's pixel pp (and channel row r or column cc), source and destination
+  const int64_t x_vecs = nhwc ? s.BN * (s.Cin / 8) : s.Cin * s.BN / 8;
+  const std::string x_at = nhwc ? "    const int pp = e / (CIN / 8), cc = (e % (CIN / 8)) * 8;\n"
                                 : "    const int r = e / (BN / 8), pp = (e % (BN / 8)) * 8;\n";
-    const std::string src = nhwc ? "Xg + q * CIN + cc" : "Xg + r * P + q";
-    const std::string dst = nhwc ? "Xs + pp * LDXN + cc" : "Xs + r * LDX + pp";
-    xl.str("");
-    xl << "  uint4 xv_[" << steps << "];  // X's tile through registers (ffn_x_regs)\n"
-       << "#pragma unroll\n  for (int i_ = 0; i_ < " << steps << "; ++i_) {\n"
-       << "    const int e = tid + i_ * " << NT << ";\n" << guard << at
-       << "    const opv_idx q = p0 + pp;\n"
-       << "    xv_[i_] = q < P ? *(const uint4*)(" << src << ") : make_uint4(0u, 0u, 0u, 0u);\n  }\n"
-       << "#pragma unroll\n  for (int i_ = 0; i_ < " << steps << "; ++i_) {\n"
-       << "    const int e = tid + i_ * " << NT << ";\n" << guard << at
-       << "    *(uint4*)(" << dst << ") = xv_[i_];\n  }\n";
+  const std::string x_src = nhwc ? "Xg + q * CIN + cc" : "Xg + r * P + q";
+  const std::string x_dst = nhwc ? "Xs + pp * LDXN + cc" : "Xs + r * LDX + pp";
+  std::ostringstream xl;  // X's staging
+  if (DK || PAIR) {
+    ;  // X is computed below, while the first slabs are in flight
+  } else if (x_async && late && tune_target(p, TuneKey::FfnXRegs) == 1 && (x_vecs + NT - 1) / NT <= kMaxBlockSteps) {
+    // (block_steps unrolls i_ over the pieces up to kMaxBlockSteps a thread: xv_[i_] is a register)
+    xl << "  uint4 xv_[" << (x_vecs + NT - 1) / NT << "];  // X's tile through registers (ffn_x_regs)\n"
+       << block_steps(x_vecs, NT, "  ") << x_at << "    const opv_idx q = p0 + pp;\n"
+       << "    xv_[i_] = q < P ? *(const uint4*)(" << x_src << ") : make_uint4(0u, 0u, 0u, 0u);\n  }\n"
+       << block_steps(x_vecs, NT, "  ") << x_at << "    *(uint4*)(" << x_dst << ") = xv_[i_];\n  }\n";
     x_async = false;
+  } else if (x_async) {
+    xl << block_steps(x_vecs, NT, "  ") << x_at << "    const opv_idx q = p0 + pp;\n"
+       << "    const bool ok = q < P;\n"
+       << "    opv_cp16(" << x_dst << ", ok ? " << x_src << " : Xg, ok);\n  }\n";
+  } else {
+    xl << "  for (int e = tid; e < CIN * BN; e += " << nts << ") {\n"
+       << "    const int r = e / BN, pp = e % BN;\n"
+       << "    const opv_idx q = p0 + pp;\n"
+       << "    Xs[r * LDX + pp] = q < P ? Xg[r * P + q] : (unsigned short)0;\n  }\n";
   }
   if (push) b << cluster_push_start(per);  // before the barrier below
   // The first half of the barrier before the first store into a peer (the pair's phase 2, the push)
