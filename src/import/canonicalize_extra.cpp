@@ -262,8 +262,8 @@ void upsample(NodeCtx& c) {
   if (mode != "nearest" && mode != "linear") c.fail("mode '", mode, "' is not supported");
   Shape y = xs;
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (!(scales[i] >= 1.0) || double(xs[i]) * scales[i] > double(kMaxImportElems))
-      c.fail("scale ", scales[i], " must be >= 1 and keep the axis in range");
+    if (!(scales[i] >= 1.0) || !std::isfinite(scales[i]) || !(double(xs[i]) * scales[i] <= double(kMaxImportElems)))
+      c.fail("scale ", scales[i], " must be finite, >= 1 and keep the axis in range");
     y[i] = int64_t(std::floor(double(xs[i]) * scales[i]));
   }
   Attrs a;

@@ -333,8 +333,9 @@ void resize(NodeCtx& c) {
     if (sc->numel() != int64_t(axes.size())) c.fail("scales has ", sc->numel(), " values for ", axes.size(), " axes");
     for (size_t k = 0; k < axes.size(); ++k) {
       double s = sc->get_f64(int64_t(k));
-      if (!(s > 0) || double(xs[size_t(axes[k])]) * s > double(kMaxImportElems))
-        c.fail("scale ", s, " must be positive and keep the axis size in range");
+      // A scale that is infinite as a float would make 0 * scale NaN on an empty axis.
+      if (!(s > 0) || !std::isfinite(float(s)) || !(double(xs[size_t(axes[k])]) * s <= double(kMaxImportElems)))
+        c.fail("scale ", s, " must be positive, finite and keep the axis size in range");
       scales[size_t(axes[k])] = s;
       // float arithmetic like onnxruntime: floor(in * scale)
       y[size_t(axes[k])] = int64_t(std::floor(float(xs[size_t(axes[k])]) * float(s)));

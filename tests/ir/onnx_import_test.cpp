@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "onnx_test_model.h"
 #include "test_util.h"
@@ -572,6 +573,19 @@ TEST(OnnxImport, ResizeScalesAndSizes) {
   c.output("y");
   std::string e = import_error(c);
   EXPECT_NE(e.find("node '/rz' (Resize): mode 'cubic' is not supported"), std::string::npos) << e;
+
+  // An infinite scale on an empty axis: 0 * inf is NaN, which must be refused, not cast to a dim
+  // (found by the onnx fuzzer under UBSan).
+  for (float s : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    OnnxBuilder d(13);
+    d.input("x", kF32, {1, 1, 0, 4});
+    d.init(B::tensor_f32("scales", {4}, {1.f, 1.f, s, 1.f}, true));
+    d.node("Resize", {"x", "", "scales"}, {"y"}, "/rz");
+    d.output("y");
+    e = import_error(d);
+    EXPECT_NE(e.find("node '/rz' (Resize): scale"), std::string::npos) << e;
+    EXPECT_NE(e.find("must be positive, finite"), std::string::npos) << e;
+  }
 }
 
 TEST(OnnxImport, ConstantsShapeSizeRangeConstantOfShape) {

@@ -88,8 +88,9 @@ bool unary_i64(OpKind op, const std::vector<int64_t>& x, double alpha, double be
       case OpKind::Neg: y[i] = int64_t(0ull - uint64_t(v)); break;
       case OpKind::Abs: y[i] = v < 0 ? int64_t(0ull - uint64_t(v)) : v; break;
       case OpKind::Clip:
-        if (double(v) < alpha) v = int64_t(std::ceil(alpha));
-        if (double(v) > beta) v = int64_t(std::floor(beta));
+        // Bounds beyond int64 saturate (the cast of such a double is undefined).
+        if (double(v) < alpha) v = alpha >= 0x1p63 ? INT64_MAX : int64_t(std::ceil(alpha));
+        if (double(v) > beta) v = beta < -0x1p63 ? INT64_MIN : int64_t(std::floor(beta));
         y[i] = v;
         break;
       default: return false;

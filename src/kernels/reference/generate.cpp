@@ -34,7 +34,9 @@ void run_range(const Args& a) {
   if (is_float(y.dtype())) {
     const double s = start.get_f64(0), l = limit.get_f64(0), d = delta.get_f64(0);
     if (d == 0) a.error("delta is 0");
-    const int64_t count = std::max<int64_t>(int64_t(std::ceil((l - s) / d)), 0);
+    const double steps = std::ceil((l - s) / d);
+    if (!(std::fabs(steps) < 0x1p62)) a.error("range(", s, ",", l, ",", d, ") has no countable length");
+    const int64_t count = std::max<int64_t>(int64_t(steps), 0);
     if (count != n) a.error("output has ", n, " elements but range(", s, ",", l, ",", d, ") has ", count);
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[size_t(i)] = s + double(i) * d;
