@@ -16,6 +16,7 @@
 #include "core/limits.h"
 #include "core/metrics.h"
 #include "core/shape.h"
+#include "core/tensor.h"
 #include "test_util.h"
 
 namespace opv {
@@ -42,6 +43,14 @@ TEST(CheckedArithmetic, OverflowThrowsInsteadOfWrapping) {
   EXPECT_EQ(checked_numel({2, 3, 4}), 24);
   EXPECT_HAS(error_of([] { checked_numel({int64_t(1) << 32, int64_t(1) << 32}); }), "too many elements");
   EXPECT_HAS(error_of([] { checked_numel({2, -1}); }), "negative dim");
+}
+
+// A float tensor read as int64 (shape and index operands): NaN reads 0 and values beyond int64
+// saturate, where the plain cast is undefined behaviour.
+TEST(CheckedArithmetic, FloatReadAsInt64Saturates) {
+  Tensor t = Tensor::from_f32({7}, {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, -2.75f, 3.5f});
+  const std::vector<int64_t> want{0, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, -2, 3};
+  for (int64_t i = 0; i < t.numel(); ++i) EXPECT_EQ(t.get_i64(i), want[size_t(i)]) << i;
 }
 
 TEST(Limits, DefaultsRefuseABillionElements) {

@@ -71,6 +71,15 @@ TEST(ReferenceUnary, IntegerAndBool) {
   clip.set("min", 0.0);
   clip.set("max", 16777218.0);
   EXPECT_EQ(ints(run1(OpKind::Clip, clip, {&big}, DType::I64, {3})), (std::vector<int64_t>{0, 16777217, 16777218}));
+  // Bounds beyond int64 saturate (casting them is undefined behaviour, which UBSan reports).
+  Tensor ends = i64({2}, {INT64_MIN, INT64_MAX});
+  Attrs wide;
+  wide.set("min", 1e300);
+  wide.set("max", -1e300);
+  EXPECT_EQ(ints(run1(OpKind::Clip, wide, {&ends}, DType::I64, {2})), (std::vector<int64_t>{INT64_MIN, INT64_MIN}));
+  Attrs huge_min;
+  huge_min.set("min", 1e300);
+  EXPECT_EQ(ints(run1(OpKind::Clip, huge_min, {&ends}, DType::I64, {2})), (std::vector<int64_t>{INT64_MAX, INT64_MAX}));
   Tensor b = boolean({3}, {1, 0, 1});
   EXPECT_EQ(ints(run1(OpKind::Not, none(), {&b}, DType::Bool, {3})), (std::vector<int64_t>{0, 1, 0}));
   // Float-only ops on integers are an error naming the op.

@@ -140,6 +140,11 @@ TEST(ReferenceGenerate, RangeAndConstantOfShape) {
   EXPECT_THROW(run1(OpKind::Range, {}, {&s, &l, &d}, DType::I64, {4}), Error);
   Tensor fs = Tensor::scalar_f32(0.5f), fl = Tensor::scalar_f32(2.f), fd = Tensor::scalar_f32(0.5f);
   expect_near(run1(OpKind::Range, {}, {&fs, &fl, &fd}, DType::F32, {3}), {0.5, 1, 1.5}, 0, 0);
+  // A length that is NaN or beyond int64 is an error, not a cast (undefined for such doubles).
+  Tensor inf = Tensor::scalar_f32(INFINITY), tiny = Tensor::scalar_f32(1e-30f);
+  EXPECT_THROW(run1(OpKind::Range, {}, {&inf, &inf, &fd}, DType::F32, {3}), Error);
+  EXPECT_THROW(run1(OpKind::Range, {}, {&fs, &inf, &fd}, DType::F32, {3}), Error);
+  EXPECT_THROW(run1(OpKind::Range, {}, {&fs, &fl, &tiny}, DType::F32, {3}), Error);
   Attrs a;
   a.set("value_f", 3.0);
   a.set("dtype", int64_t(DType::I64));
