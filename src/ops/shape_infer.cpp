@@ -637,7 +637,7 @@ void infer_other(OpKind op, const Attrs& a, const std::vector<ValueInfo>& ins, s
       OPV_CHECK(y.size() == x.size(), "output shape ", shape_str(y), " must have the input's rank ", x.size());
       auto scales = a.floats("scales");
       OPV_CHECK(scales.size() == x.size(), "attribute 'scales' must have ", x.size(), " values");
-      for (double s : scales) OPV_CHECK(s > 0, "scales must be positive");
+      for (double s : scales) OPV_CHECK(s > 0 && std::isfinite(s), "scales must be positive and finite");
       std::string mode = a.s("mode", "nearest");
       OPV_CHECK(mode == "nearest" || mode == "linear", "mode '", mode, "' is not supported");
       outs[0].dtype = ins[0].dtype;

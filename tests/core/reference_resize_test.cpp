@@ -35,6 +35,22 @@ TEST(ReferenceResize, NearestUpsampleRepeats) {
   expect_near(yu, want, 0, 0);
 }
 
+// Scales whose coordinates overflow (a tiny scale is 0 in float: o / s = inf, or NaN for o = 0)
+// clamp to the axis' ends
+// instead of casting inf or NaN to an index (undefined behaviour, which UBSan reports).
+TEST(ReferenceResize, OverflowingCoordinatesClampToTheAxis) {
+  Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  for (const char* nearest : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
+    SCOPED_TRACE(nearest);
+    expect_near(run1(OpKind::Resize, resize_attrs("nearest", "asymmetric", {1, 1, 1e-300, 1}, nearest), {&x}, DType::F32,
+                     {1, 1, 2, 2}),
+                {1, 2, 3, 4}, 0, 0);  // row 0: 0 / 0 = NaN -> 0; row 1: 1 / 0 = inf -> the last
+  }
+  expect_near(run1(OpKind::Resize, resize_attrs("linear", "asymmetric", {1, 1, 1e-300, 1e-300}), {&x}, DType::F32,
+                   {1, 1, 2, 2}),
+              {1, 2, 3, 4}, 0, 0);
+}
+
 TEST(ReferenceResize, NearestModes) {
   // 1-D-like: 4 -> 8 with scale 2, asymmetric: x_orig = o / 2 = 0, .5, 1, 1.5, ...
   Tensor x = f32({1, 4}, {10, 20, 30, 40});

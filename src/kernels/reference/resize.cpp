@@ -45,13 +45,20 @@ float original_coord(const Args& a, const std::string& mode, const Axis& ax, int
   a.error("unknown coordinate transformation mode '", mode, "'");
 }
 
+// A whole-valued coordinate as an index; NaN and values beyond +-2^62 (hostile scales or roi) are
+// kept in range, where the plain cast is undefined. Callers clamp the index to the axis.
+int64_t index_of(double v) {
+  if (!(v == v)) return 0;
+  return int64_t(std::clamp(v, -0x1p62, 0x1p62));
+}
+
 int64_t nearest_index(const Args& a, const std::string& mode, float x) {
   const float fl = std::floor(x);
   const bool half = x - fl == 0.5f;
-  if (mode == "round_prefer_floor") return int64_t(half ? fl : std::round(x));
-  if (mode == "round_prefer_ceil") return int64_t(half ? fl + 1 : std::round(x));
-  if (mode == "floor") return int64_t(fl);
-  if (mode == "ceil") return int64_t(std::ceil(x));
+  if (mode == "round_prefer_floor") return index_of(half ? fl : std::round(x));
+  if (mode == "round_prefer_ceil") return index_of(half ? fl + 1 : std::round(x));
+  if (mode == "floor") return index_of(fl);
+  if (mode == "ceil") return index_of(std::ceil(x));
   a.error("unknown nearest_mode '", mode, "'");
 }
 
@@ -123,7 +130,7 @@ void run_resize(const Args& a) {
     for (int64_t o = 0; o < ax.len_out; ++o) {
       double c = double(original_coord(a, coord, ax, o));
       const bool outside = tf_crop && (c < 0 || c > double(ax.len_in - 1));
-      c = std::clamp(c, 0.0, double(ax.len_in - 1));
+      c = c == c ? std::clamp(c, 0.0, double(ax.len_in - 1)) : 0.0;  // NaN (hostile scales or roi): 0
       const int64_t i0 = int64_t(std::floor(c));
       const int64_t i1 = std::min(i0 + 1, ax.len_in - 1);
       t.push_back({i0, i1, c - double(i0), outside});
