@@ -36,8 +36,8 @@ TEST(ReferenceResize, NearestUpsampleRepeats) {
 }
 
 // Scales whose coordinates overflow (a tiny scale is 0 in float: o / s = inf, or NaN for o = 0)
-// clamp to the axis' ends
-// instead of casting inf or NaN to an index (undefined behaviour, which UBSan reports).
+// clamp to the axis' ends instead of casting inf or NaN to an index (undefined behaviour, which
+// UBSan reports).
 TEST(ReferenceResize, OverflowingCoordinatesClampToTheAxis) {
   Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
   for (const char* nearest : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
