@@ -11,7 +11,7 @@
 #       again and checks their SHA-256 against the bundle's. --base-bin adds a second opvision
 #       binary (e.g. one built from an earlier commit) as .devrun/opvision_base for a before/after.
 #       Ends by checking that the working tree and .devrun fit the run tool's 64 MiB.
-#   bash bench/device_cuda.sh [--arch compute_NN] [--base-flags "COMPILE FLAGS"] [--base-bin] [--batch N] [bench_cuda.py args]
+#   bash bench/device_cuda.sh [--arch compute_NN] [--base-flags "COMPILE FLAGS"] [--base-bin] [--batch N] [--probe] [bench_cuda.py args]
 #       on the GPU machine (the run tool carries .devrun): compiles the fixture there (NVRTC of the
 #       machine's CUDA; the bundle carries the ONNX, not a 21 MB artifact), the cuda gtests,
 #       `opvision verify --backend cuda` on every artifact, then bench/bench_cuda.py against PyTorch
@@ -29,6 +29,9 @@
 #       verifies it (every sample slot against the batch-1 reference), prints its per-kernel
 #       profile, and times it in the throughput rounds against PyTorch's batch-N CUDA graph
 #       (bench_cuda.py --batch-art, --inflight N).
+#       --probe also compiles the fixture with --cuda-tune probe=1 and prints `bench --probe 5`'s
+#       table (every call's blocks, SMs, entries and ends inside the replay; docs/CUDA.md), its CSV
+#       into $OUT/probe.csv.
 set -euo pipefail
 # shellcheck source=bench/device_prologue.sh
 source "$(dirname "$0")/device_prologue.sh"
@@ -101,7 +104,14 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 BASE_LIST=()  # every --base-flags value, in order
 BATCH=32
 OPVB=""  # the base artifacts' compiler (--base-bin: the bundle's opvision_base)
-while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" || "${1:-}" == "--base-bin" || "${1:-}" == "--arch" ]]; do
+PROBE=0
+while [[ "${1:-}" == "--base-flags" || "${1:-}" == "--batch" || "${1:-}" == "--base-bin" || "${1:-}" == "--arch" ||
+         "${1:-}" == "--probe" ]]; do
+  if [[ "$1" == "--probe" ]]; then
+    PROBE=1
+    shift
+    continue
+  fi
   if [[ "$1" == "--base-bin" ]]; then
     OPVB="$D/opvision_base"
     [[ -x "$OPVB" ]] || { echo "--base-bin: the bundle has no opvision_base (device_cuda.sh --bundle --base-bin)" >&2; exit 2; }
@@ -176,6 +186,12 @@ fi
 if [[ "$BATCH" -gt 0 ]]; then  # the batch artifact's kernels (profiled: CUDA events per call, no graph)
   echo "== batch-$BATCH artifact: per-kernel profile"
   "$OPV" bench "$A/fixture_fp16_b$BATCH.opv" --backend cuda --iters 50 | sed -n '/^per kernel/,$p' | head -24
+fi
+if [[ "$PROBE" == 1 ]]; then  # every block's clocks inside the replay (a measuring build, not timed)
+  echo "== probe (--cuda-tune probe=1)"
+  "$OPV" compile "$M.onnx" -o /tmp/opv/probe.opv --target cuda --cuda-arch "$ARCH" --cuda-tune probe=1 >/dev/null
+  "$OPV" bench /tmp/opv/probe.opv --backend cuda --staged-inputs --iters 50 --probe 5 \
+    ${OUT:+--probe-csv "$OUT/probe.csv"} | sed -n '/^probe:/,/^$/p'
 fi
 echo "== bench ($ARCH build)"
 python3 "$ROOT/bench/bench_cuda.py" --opvision "$OPV" --art "$A/fixture_fp16.opv" "${BASE_ARGS[@]}" \

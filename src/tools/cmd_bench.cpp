@@ -7,7 +7,12 @@
 // --cuda-overlap on|off: the replays' uploads overlapping the previous replay's kernels (default on).
 // --replay-prefixes (cuda): the replayed graph cut after each call and timed, each call's share of
 // the replay's critical path (backend::cuda_prefix_times_us).
+// --probe N (cuda, an artifact compiled with --cuda-tune probe=1): N replays with every block's
+// clocks (backend::cuda_probe_replay); per call of the replay whose span is the median: its blocks,
+// SMs, the most blocks on one SM at once, when its first block opened and passed its entry (the
+// PDL wait), when its blocks ended (median, last); --probe-csv writes every block of every replay.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -42,6 +47,52 @@ std::vector<double> time_runs(int64_t warmup, int64_t iters, const std::function
   return times;
 }
 
+#if OPV_HAVE_CUDA
+// One call's blocks in one probed replay (us since the replay's first block opened).
+struct ProbeRow {
+  int call = -1;
+  int64_t blocks = 0, sms = 0;
+  int64_t per_sm = 0;  // the most blocks on one SM at once
+  double open = 0, entry = 0, entry_last = 0, end_median = 0, end_last = 0;
+};
+
+std::vector<ProbeRow> probe_rows(const std::vector<backend::CudaProbeBlock>& recs, size_t calls) {
+  std::vector<std::vector<const backend::CudaProbeBlock*>> by_call(calls);
+  for (const backend::CudaProbeBlock& r : recs)
+    if (r.call >= 0 && size_t(r.call) < calls) by_call[size_t(r.call)].push_back(&r);
+  std::vector<ProbeRow> rows;
+  for (size_t c = 0; c < calls; ++c) {
+    const auto& bs = by_call[c];
+    if (bs.empty()) continue;
+    ProbeRow row;
+    row.call = int(c);
+    row.blocks = int64_t(bs.size());
+    row.open = row.entry = INFINITY;
+    std::vector<double> ends;
+    std::map<uint32_t, std::vector<std::pair<double, int>>> sm_events;  // SM -> (time, +1 open / -1 end)
+    for (const backend::CudaProbeBlock* b : bs) {
+      row.open = std::min(row.open, b->open_us);
+      row.entry = std::min(row.entry, b->entry_us);
+      row.entry_last = std::max(row.entry_last, b->entry_us);
+      row.end_last = std::max(row.end_last, b->end_us);
+      ends.push_back(b->end_us);
+      sm_events[b->sm].push_back({b->open_us, 1});
+      sm_events[b->sm].push_back({b->end_us, -1});
+    }
+    std::nth_element(ends.begin(), ends.begin() + std::ptrdiff_t(ends.size() / 2), ends.end());
+    row.end_median = ends[ends.size() / 2];
+    row.sms = int64_t(sm_events.size());
+    for (auto& [sm, ev] : sm_events) {
+      std::sort(ev.begin(), ev.end());  // an end before an open at the same time
+      int64_t now = 0;
+      for (const auto& e : ev) row.per_sm = std::max(row.per_sm, now += e.second);
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+#endif
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -72,7 +123,13 @@ int cmd_bench(int argc, char** argv) {
       .flag("--replay-prefixes",
             "cuda: also time the replayed graph cut after each call (the first k calls, --iters replays each) and "
             "print what each call adds to the replay's critical path, where the per-kernel table times each call "
-            "alone between events");
+            "alone between events")
+      .option("--probe", "N",
+              "cuda, an artifact compiled with --cuda-tune probe=1: N more replays with every block's clocks; prints, "
+              "for the replay of median span, each call's blocks, SMs, most blocks on one SM at once, and when its "
+              "blocks opened, passed their entry (the PDL wait) and ended (us)", "0")
+      .option("--probe-csv", "OUT.csv", "with --probe: write every block of every probed replay "
+              "(replay,call,label,kernel,block,sm,open_us,entry_us,end_us)");
   backend_flag_options(p);
   staged_inputs_option(p);
   Args a;
@@ -117,6 +174,9 @@ int cmd_bench(int argc, char** argv) {
   const bool prefixes = a.has("--replay-prefixes");
   if (prefixes && (loaded.target != "cuda" || inflight > 1))
     throw UsageError("--replay-prefixes is for --backend cuda with one inference in flight");
+  const int64_t probes = a.get_int("--probe", 0, 0, 1000);
+  if (probes > 0 && loaded.target != "cuda") throw UsageError("--probe is for --backend cuda only, not " + loaded.target);
+  if (a.has("--probe-csv") && probes == 0) throw UsageError("--probe-csv needs --probe N");
   runtime::Session session(std::move(loaded), bopts);
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));
   maybe_stage_inputs(a, session, &inputs);
@@ -150,6 +210,35 @@ int cmd_bench(int argc, char** argv) {
                  plan.calls.size(), (long long)iters);
     prefix_us = backend::cuda_prefix_times_us(session.backend(), int(iters));
   }
+  std::vector<ProbeRow> probe;
+  double probe_span = 0;
+  if (probes > 0) {
+    std::vector<std::vector<backend::CudaProbeBlock>> replays;
+    std::vector<std::pair<double, size_t>> spans;
+    for (int64_t r = 0; r < probes; ++r) {
+      replays.push_back(backend::cuda_probe_replay(session.backend()));
+      double span = 0;
+      for (const backend::CudaProbeBlock& b : replays.back()) span = std::max(span, b.end_us);
+      spans.push_back({span, size_t(r)});
+    }
+    std::sort(spans.begin(), spans.end());
+    probe_span = spans[spans.size() / 2].first;
+    probe = probe_rows(replays[spans[spans.size() / 2].second], plan.calls.size());
+    if (a.has("--probe-csv")) {
+      std::string csv = "replay,call,label,kernel,block,sm,open_us,entry_us,end_us\n";
+      for (size_t r = 0; r < replays.size(); ++r)
+        for (const backend::CudaProbeBlock& b : replays[r]) {
+          const bool known = b.call >= 0 && size_t(b.call) < plan.calls.size();
+          csv += detail::concat(r, ",", b.call, ",\"", known ? plan.calls[size_t(b.call)].label : "", "\",",
+                                plan.kernels[size_t(b.kernel)].name, ",", b.block, ",", b.sm, ",", b.open_us, ",",
+                                b.entry_us, ",", b.end_us, "\n");
+        }
+      write_file_atomic(a.get("--probe-csv"), csv, "probe records");
+      std::fprintf(stderr, "[bench] wrote %s: %lld replays\n", a.get("--probe-csv").c_str(), (long long)probes);
+    }
+  }
+#else
+  if (probes > 0) throw UsageError("--probe: this build has no cuda backend");
 #endif
 
   std::vector<KernelRow> rows;
@@ -189,6 +278,21 @@ int cmd_bench(int argc, char** argv) {
         std::printf("%s\"%s\"", i ? ", " : "", json_escape(plan.kernels[size_t(plan.calls[i].kernel)].name).c_str());
       std::printf("]");
     }
+#if OPV_HAVE_CUDA
+    if (probes > 0) {
+      std::printf(", \"probe_span_us\": %.3f, \"probe\": [", probe_span);
+      for (size_t i = 0; i < probe.size(); ++i) {
+        const ProbeRow& r = probe[i];
+        std::printf("%s{\"call\": %d, \"kernel\": \"%s\", \"blocks\": %lld, \"sms\": %lld, \"per_sm\": %lld, "
+                    "\"open_us\": %.3f, \"entry_us\": %.3f, \"entry_last_us\": %.3f, \"end_median_us\": %.3f, "
+                    "\"end_last_us\": %.3f}",
+                    i ? ", " : "", r.call, json_escape(plan.kernels[size_t(plan.calls[size_t(r.call)].kernel)].name).c_str(),
+                    (long long)r.blocks, (long long)r.sms, (long long)r.per_sm, r.open, r.entry, r.entry_last,
+                    r.end_median, r.end_last);
+      }
+      std::printf("]");
+    }
+#endif
     std::printf("}\n");
     return kExitOk;
   }
@@ -210,6 +314,23 @@ int cmd_bench(int argc, char** argv) {
                   plan.kernels[size_t(c.kernel)].name.c_str(), prefix_us[i], adds, profiled ? 1e3 * per_call[i] : 0.0);
     }
   }
+#if OPV_HAVE_CUDA
+  if (!probe.empty()) {
+    std::printf("\nprobe: the replay of median span (%.2f us) of %lld; us since its first block opened\n", probe_span,
+                (long long)probes);
+    std::printf("  (gap: from the call before's last end to this call's first entry; tail: from its median end to "
+                "its last)\n");
+    std::printf("  %4s %-36s %6s %4s %6s %8s %8s %8s %8s %8s %6s %6s\n", "call", "kernel", "blocks", "SMs", "per_SM",
+                "open", "entry", "entry<", "end_p50", "end", "gap", "tail");
+    for (size_t i = 0; i < probe.size(); ++i) {
+      const ProbeRow& r = probe[i];
+      std::printf("  %4d %-36.36s %6lld %4lld %6lld %8.2f %8.2f %8.2f %8.2f %8.2f %6.2f %6.2f\n", r.call,
+                  plan.kernels[size_t(plan.calls[size_t(r.call)].kernel)].name.c_str(), (long long)r.blocks,
+                  (long long)r.sms, (long long)r.per_sm, r.open, r.entry, r.entry_last, r.end_median, r.end_last,
+                  i ? r.entry - probe[i - 1].end_last : 0.0, r.end_last - r.end_median);
+    }
+  }
+#endif
   if (!profiled) {
     std::printf("(backend %s reports no per-call times)\n", plan.target.c_str());
     return kExitOk;

@@ -116,7 +116,11 @@ int cmd_compile(int argc, char** argv) {
               "at most N weight slabs, so such layers fuse, e.g. the fixture's stage 3 at batch 1 with 32: 1, never), cluster_push (at "
               "compute_90 the blocks of a cluster split, ConvFFN or split-K 1x1, push each peer's share of their partial "
               "into it with st.async, counted by an mbarrier: 1; 0 keeps every block reading its share from all peers "
-              "between two cluster barriers); repeatable. Recorded in the "
+              "between two cluster barriers), ffn_x_regs (a fused ConvFFN with the weight prologue stages X's tile through "
+              "registers: 1; 0 keeps its cp.async group), ffn_sm_alone (a cluster ConvFFN of about one wave pads its shared "
+              "memory past half an SM so no two of its blocks share one: 0, off), ffn_cluster_max (the most blocks of a "
+              "fused ConvFFN's hidden split on a cluster: 8, the portable size), probe (every kernel records each block's "
+              "clocks and SM for bench --probe: 0, off; a measuring build); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_driver.h"
 #include "compiler/compile.h"
 #include "core/metrics.h"
@@ -2745,6 +2746,91 @@ TEST(CudaCodegen, FfnPairMatchesThePairsLaunchBitForBitOnTheDevice) {
     EXPECT_LT(e.rel_l2, 2e-3);
     EXPECT_LT(e.max_abs_rel, 1e-2);
   }
+}
+
+// The probe (--cuda-tune probe=1, kPrelude's OpvProbe; cuda_abi.h "Probe"): three 1x1 convs of one
+// shape (one kernel, three calls) and a ConvFFN behind them, compiled with and without it. The
+// probed build computes the same outputs bit for bit; one probed replay gives every block of every
+// call exactly once, its kernel the call's, open <= entry <= end, each call's blocks passing the
+// entry after those of the same kernel's call before it. Without the probe the replay is refused.
+TEST(CudaCodegen, ProbeRecordsEveryBlockOfEveryCallOnTheDevice) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  const DType dt = DType::F16;
+  const int64_t C = 64, M = 192, H = 8, W = 16;
+  const Shape xs{1, C, H, W};
+  Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
+  a.set("group", int64_t(1));
+  int x = g.add_value({"x", dt, xs, nullptr});
+  g.inputs = {x};
+  auto conv = [&](int in, int64_t ci, int64_t co, uint64_t seed, const std::string& name, std::vector<PostOp> post,
+                  int extra = -1) {
+    const float w = 1.0f / std::sqrt(float(ci));
+    const int y = g.add_value({name, dt, {1, co, H, W}, nullptr});
+    std::vector<int> ins{in, g.add_const(name + "_w", f16_random({co, ci, 1, 1}, seed, -w, w, dt)),
+                         g.add_const(name + "_b", f16_random({co}, seed + 1, -0.5f, 0.5f, dt))};
+    if (extra >= 0) ins.push_back(extra);
+    g.add_node({name, OpKind::Conv, a, ins, {y}, std::move(post)});
+    return y;
+  };
+  for (int i = 0; i < 3; ++i) x = conv(x, C, C, 700 + 2 * uint64_t(i), "pw" + std::to_string(i), {PostOp{OpKind::Relu}});
+  const int h = conv(x, C, M, 710, "fc1", {PostOp{OpKind::Gelu}});
+  g.outputs.push_back(conv(h, M, C, 712, "fc2", {PostOp{OpKind::Add, 0, 0, 3}}, x));
+  g.validate();
+  const plan::Plan probed = lower_cuda_arch(g, "compute_90", false, false, "probe=1");
+  const plan::Plan plain = lower_cuda_arch(g, "compute_90");
+  ASSERT_EQ(probed.calls.size(), plain.calls.size());
+  ASSERT_EQ(probed.calls.size(), 4u) << probed.dump();  // pw0-2 (one kernel) and the fused ConvFFN
+  EXPECT_EQ(probed.calls[0].kernel, probed.calls[2].kernel);
+  EXPECT_EQ(plan::cuda::Options::from_meta(probed.meta).tune.str(), "probe=1");
+  for (const plan::Kernel& k : probed.kernels) EXPECT_NE(k.source.find("%globaltimer"), std::string::npos) << k.name;
+  for (const plan::Kernel& k : plain.kernels) EXPECT_EQ(k.source.find("%globaltimer"), std::string::npos) << k.name;
+
+  std::unique_ptr<backend::Backend> bp, bq;
+  if (std::string why = test::open_cuda(&bp); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&bq); !why.empty()) GTEST_SKIP() << why;
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "compute_90 PTX needs an sm_90+ device";
+  bp->load(probed);
+  bq->load(plain);
+  uint64_t seed = 720;
+  expect_bit_equal_runs(*bp, *bq, probed, &seed);
+  try {
+    backend::cuda_probe_replay(*bq);
+    ADD_FAILURE() << "a plan without the probe replayed one";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--cuda-tune probe=1"), std::string::npos) << e.what();
+  }
+  for (int round = 0; round < 2; ++round) {  // the count resets: the same records again
+    const std::vector<backend::CudaProbeBlock> recs = backend::cuda_probe_replay(*bp);
+    std::map<int, std::vector<uint32_t>> blocks;  // call -> its blocks' indices
+    std::map<int, std::pair<double, double>> entries;  // call -> first, last entry
+    for (const backend::CudaProbeBlock& r : recs) {
+      ASSERT_GE(r.call, 0);
+      ASSERT_LT(size_t(r.call), probed.calls.size());
+      EXPECT_EQ(r.kernel, probed.calls[size_t(r.call)].kernel);
+      EXPECT_LE(r.open_us, r.entry_us);
+      EXPECT_LE(r.entry_us, r.end_us);
+      EXPECT_GE(r.open_us, 0.0);
+      blocks[r.call].push_back(r.block);
+      auto [it, fresh] = entries.try_emplace(r.call, r.entry_us, r.entry_us);
+      it->second = {std::min(it->second.first, r.entry_us), std::max(it->second.second, r.entry_us)};
+    }
+    ASSERT_EQ(blocks.size(), probed.calls.size());
+    for (auto& [call, got] : blocks) {
+      const plan::Call& c = probed.calls[size_t(call)];
+      int64_t n = 1;
+      for (size_t d = 0; d < 3; ++d) {  // the grid: ceil(global / local) a dimension, 0 = 1 (cuda_abi.h)
+        const int64_t threads = std::max<int64_t>(c.global[d], 1), local = std::max<int64_t>(c.local[d], 1);
+        n *= (threads + local - 1) / local;
+      }
+      std::sort(got.begin(), got.end());
+      ASSERT_EQ(int64_t(got.size()), n) << "call " << call;
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(got[size_t(i)], uint32_t(i)) << "call " << call;
+    }
+    for (int call : {1, 2}) EXPECT_LE(entries[call - 1].second, entries[call].first) << "call " << call;
+  }
+  auto ref = backend::create("reference");
+  EXPECT_THROW(backend::cuda_probe_replay(*ref), Error);
 }
 }  // namespace
 }  // namespace opv

@@ -220,3 +220,56 @@ def test_bench_replay_prefixes_on_cudasim(sim, tmp_path):
     assert "replay cut after each call" in p.stdout and p.stdout.count("conv2d_1x1") >= 3, describe(p)
     p = sim.run("bench", art, "--iters", "2", "--inflight", "2", "--replay-prefixes", timeout=300)
     assert p.returncode == 2 and "--replay-prefixes is for --backend cuda" in p.stderr, describe(p)
+
+
+def test_bench_probe_on_cudasim(sim, tmp_path):
+    """`bench --probe N` on an artifact compiled with `--cuda-tune probe=1`: per call its blocks (the
+    grid's count), the SMs and the open/entry/end times in order; --probe-csv has every block of every
+    replay; an artifact without the probe is refused naming the compile flag, as are other targets."""
+    import csv
+    import json
+    model, art, plain, table = tmp_path / "m.onnx", tmp_path / "m.opv", tmp_path / "plain.opv", tmp_path / "p.csv"
+    p = sim.run("make-model", model, "--height", "32", "--width", "64", "--in-chans", "6", "--widths", "16,32,32,64",
+                "--depths", "1,1,1,1", "--hidden", "32", "--heads", "4,2", "--fp16")
+    assert p.returncode == 0, describe(p)
+    for out, tune in ((art, ["--cuda-tune", "probe=1"]), (plain, [])):
+        p = sim.run("compile", model, "--target", "cuda", "--cuda-arch", "compute_90", "-o", out, *tune)
+        assert p.returncode == 0, describe(p)
+    p = sim.run("bench", art, "--iters", "1", "--warmup", "0", "--probe", "2", "--probe-csv", table, "--json", timeout=300)
+    assert p.returncode == 0, describe(p)
+    out = json.loads(p.stdout)
+    rows = out["probe"]
+    assert [r["call"] for r in rows] == list(range(out["calls"])), out
+    for r in rows:
+        assert r["blocks"] >= 1 and 1 <= r["sms"] <= r["blocks"] and r["per_sm"] >= 1, r
+        assert 0 <= r["open_us"] <= r["entry_us"] <= r["entry_last_us"] <= r["end_last_us"], r
+        assert r["end_median_us"] <= r["end_last_us"] <= out["probe_span_us"], r
+    with open(table) as f:
+        recs = list(csv.DictReader(f))
+    assert len(recs) == 2 * sum(r["blocks"] for r in rows), len(recs)
+    first = [r for r in recs if r["replay"] == "0" and r["call"] == "0"]
+    assert sorted(int(r["block"]) for r in first) == list(range(rows[0]["blocks"])), first[:3]
+    assert all(float(r["open_us"]) <= float(r["entry_us"]) <= float(r["end_us"]) for r in recs)
+    p = sim.run("bench", art, "--iters", "1", "--warmup", "0", "--probe", "1", timeout=300)
+    assert p.returncode == 0 and "probe: the replay of median span" in p.stdout, describe(p)
+    p = sim.run("bench", plain, "--iters", "1", "--warmup", "0", "--probe", "1", timeout=300)
+    assert p.returncode != 0 and "compile with --cuda-tune probe=1" in p.stderr, describe(p)
+    p = sim.run("bench", plain, "--iters", "1", "--probe-csv", table, timeout=300)
+    assert p.returncode == 2 and "--probe-csv needs --probe N" in p.stderr, describe(p)
+
+
+def test_compile_help_names_every_tune_key(sim):
+    """`compile --help` describes every key --cuda-tune takes (the keys as the refusal of an unknown
+    one lists them)."""
+    import re
+    p = sim.run("compile", "x.onnx", "--target", "cuda", "--cuda-tune", "no_such_key=1", "-o", "x.opv")
+    assert p.returncode == 2, describe(p)
+    m = re.search(r"unknown key 'no_such_key' \(known: ([a-z0-9_, ]+)\)", p.stderr)
+    assert m, describe(p)
+    keys = m.group(1).split(", ")
+    assert len(keys) >= 18 and "probe" in keys, keys
+    p = sim.run("compile", "--help")
+    assert p.returncode == 0, describe(p)
+    text = " ".join(p.stdout.split())
+    missing = [k for k in keys if not re.search(rf"\b{k} \(", text)]
+    assert not missing, f"compile --help does not describe {missing}"

@@ -175,8 +175,11 @@ class CudaBackend : public Backend {
     return loaded_ && i < in_stage_.size() && in_stage_[i].bytes ? in_stage_[i].host : nullptr;
   }
   std::vector<double> prefix_times_us(int replays);
+  std::vector<CudaProbeBlock> probe_replay();
 
  private:
+  // build()'s last step where the kernels were compiled with the probe (cuda_abi.h, "Probe").
+  void attach_probe(const std::vector<std::pair<int, CUmodule>>& probed);
   // load()'s phases, in order (see the file comment).
   void allocate(const plan::Plan& plan);
   void build();
@@ -216,6 +219,8 @@ class CudaBackend : public Backend {
   std::vector<CUdeviceptr> buf_ptr_; // per plan buffer
   std::vector<CUmodule> modules_;
   std::vector<CallRt> rt_;
+  CUdeviceptr probe_ = 0;    // the probe's records (attach_probe), 0 without the probe
+  int64_t probe_cap_ = 0;    // records it holds: two replays' blocks
   std::vector<Staging> in_stage_, out_stage_;
   std::vector<bool> in_mapped_, out_mapped_;  // per plan input / output: mapped (mapped_io), no copy
   std::vector<HostCopy> host_copies_;         // run()'s, reused (run allocates nothing once warm)
@@ -314,6 +319,8 @@ void CudaBackend::release() {
   modules_.clear();
   for (CUdeviceptr p : allocs_) d.cuMemFree(p);
   allocs_.clear();
+  probe_ = 0;
+  probe_cap_ = 0;
   for (void* h : host_allocs_) d.cuMemFreeHost(h);
   host_allocs_.clear();
   if (stream_) d.cuStreamDestroy(stream_);
@@ -472,6 +479,7 @@ bool pdl_edges_supported(const cu::Driver& d) {
 void CudaBackend::build() {
   const cu::Driver& d = cu::driver();
   std::vector<CUfunction> fns(kernels_.size(), nullptr);
+  std::vector<std::pair<int, CUmodule>> probed;  // kernels compiled with the probe, their modules
   for (const plan::Call& c : calls_) {
     const plan::Kernel& k = kernels_[size_t(c.kernel)];
     CUfunction& fn = fns[size_t(c.kernel)];
@@ -490,6 +498,9 @@ void CudaBackend::build() {
     }
     modules_.push_back(m);
     ++info_.modules;
+    CUdeviceptr var = 0;
+    if (d.cuModuleGetGlobal && d.cuModuleGetGlobal(&var, nullptr, m, "opv_probe_dst") == CUDA_SUCCESS)
+      probed.push_back({c.kernel, m});
     cu::check(d.cuModuleGetFunction(&fn, m, k.entry.c_str()), "cuModuleGetFunction",
               detail::concat("kernel '", k.name, "' entry '", k.entry, "'"));
     // A kernel compiled for thread-block clusters wider than the portable 8 (ffn.cpp's hidden
@@ -543,6 +554,95 @@ void CudaBackend::build() {
     r.pdl = pdl_ok && k.attrs.i("cuda_pdl", 0) != 0;
     ++info_.launches;
   }
+  if (!probed.empty()) attach_probe(probed);
+}
+
+// The probe (--cuda-tune probe=1; kPrelude's OpvProbe): one device buffer of records, [0] the
+// count written, [1] the capacity, records of 4 words from [4]; each probed module's
+// opv_probe_dst points at it and its opv_probe_kernel holds the plan's kernel index.
+void CudaBackend::attach_probe(const std::vector<std::pair<int, CUmodule>>& probed) {
+  const cu::Driver& d = cu::driver();
+  int64_t blocks = 0;
+  for (const CallRt& r : rt_) blocks += int64_t(r.grid[0]) * r.grid[1] * r.grid[2];
+  probe_cap_ = 2 * blocks;
+  probe_ = device_alloc(size_t(4 + 4 * probe_cap_) * sizeof(uint64_t), "probe records");
+  const uint64_t cap = uint64_t(probe_cap_);
+  cu::check(d.cuMemcpyHtoDAsync(probe_ + sizeof(uint64_t), &cap, sizeof cap, stream_), "cuMemcpyHtoDAsync",
+            "probe capacity");
+  std::vector<uint32_t> ids;
+  ids.reserve(probed.size());  // stable addresses until the stream wait below
+  for (const auto& [kernel, m] : probed) {
+    CUdeviceptr dst = 0, id = 0;
+    size_t dst_bytes = 0, id_bytes = 0;
+    const std::string what = "kernel '" + kernels_[size_t(kernel)].name + "' probe";
+    cu::check(d.cuModuleGetGlobal(&dst, &dst_bytes, m, "opv_probe_dst"), "cuModuleGetGlobal", what);
+    cu::check(d.cuModuleGetGlobal(&id, &id_bytes, m, "opv_probe_kernel"), "cuModuleGetGlobal", what);
+    OPV_CHECK(dst_bytes == sizeof(uint64_t) && id_bytes == sizeof(uint32_t), "cuda backend: ", what,
+              ": opv_probe_dst / opv_probe_kernel are ", dst_bytes, " / ", id_bytes, " bytes, not 8 / 4");
+    ids.push_back(uint32_t(kernel));
+    cu::check(d.cuMemcpyHtoDAsync(dst, &probe_, sizeof probe_, stream_), "cuMemcpyHtoDAsync", what);
+    cu::check(d.cuMemcpyHtoDAsync(id, &ids.back(), sizeof(uint32_t), stream_), "cuMemcpyHtoDAsync", what);
+  }
+  wait("probe setup");
+}
+
+// One replay of the inference with the probe's count reset before it; its records, each block's
+// call found by its kernel: that kernel's calls in plan order take its records in the order their
+// blocks passed the entry, a grid's worth each (a call's blocks all pass it after those of the
+// kernel's call before it: the later call depends on the earlier's outputs or on a call that
+// does, through the calls between).
+std::vector<CudaProbeBlock> CudaBackend::probe_replay() {
+  OPV_CHECK(loaded_, "cuda backend: probe before load()");
+  OPV_CHECK(probe_ != 0, "cuda backend: the plan's kernels have no probe (compile with --cuda-tune probe=1)");
+  const cu::Driver& d = cu::driver();
+  cu::ScopedContext scope(ctx_);
+  cu::check(d.cuMemsetD8Async(probe_, 0, sizeof(uint64_t), stream_), "cuMemsetD8Async", "probe count");
+  if (graph_)
+    cu::check(d.cuGraphLaunch(graph_, stream_), "cuGraphLaunch", "probe replay");
+  else
+    enqueue(false);
+  wait("probe replay");
+  uint64_t n = 0;
+  cu::check(d.cuMemcpyDtoHAsync(&n, probe_, sizeof n, stream_), "cuMemcpyDtoHAsync", "probe count");
+  wait("probe count");
+  OPV_CHECK(n <= uint64_t(probe_cap_), "cuda backend: the probe replay wrote ", n, " records, room for ", probe_cap_);
+  std::vector<uint64_t> raw(size_t(4 * n));
+  if (n)
+    cu::check(d.cuMemcpyDtoHAsync(raw.data(), probe_ + 4 * sizeof(uint64_t), raw.size() * sizeof(uint64_t), stream_),
+              "cuMemcpyDtoHAsync", "probe records");
+  wait("probe records");
+  std::vector<CudaProbeBlock> out(static_cast<size_t>(n));
+  uint64_t t0 = UINT64_MAX;
+  for (uint64_t i = 0; i < n; ++i) t0 = std::min(t0, raw[4 * i]);
+  std::vector<std::vector<size_t>> by_kernel(kernels_.size());
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t* r = &raw[4 * i];
+    CudaProbeBlock& b = out[size_t(i)];
+    b.kernel = int(r[3] >> 40);
+    b.sm = uint32_t((r[3] >> 32) & 0xff);
+    b.block = uint32_t(r[3]);
+    b.open_us = 1e-3 * double(r[0] - t0);
+    b.entry_us = 1e-3 * double(r[1] - t0);
+    b.end_us = 1e-3 * double(r[2] - t0);
+    OPV_CHECK(b.kernel >= 0 && size_t(b.kernel) < kernels_.size(), "cuda backend: probe record ", i, " names kernel ",
+              b.kernel, " of ", kernels_.size());
+    by_kernel[size_t(b.kernel)].push_back(size_t(i));
+  }
+  for (size_t k = 0; k < by_kernel.size(); ++k) {
+    std::vector<size_t>& recs = by_kernel[k];
+    std::stable_sort(recs.begin(), recs.end(), [&](size_t a, size_t b) { return out[a].entry_us < out[b].entry_us; });
+    size_t next = 0;
+    for (size_t ci = 0; ci < calls_.size() && next < recs.size(); ++ci) {
+      if (size_t(calls_[ci].kernel) != k) continue;
+      const CallRt& r = rt_[ci];
+      const size_t blocks = size_t(r.grid[0]) * r.grid[1] * r.grid[2];
+      for (size_t j = 0; j < blocks && next < recs.size(); ++j) out[recs[next++]].call = int(ci);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const CudaProbeBlock& a, const CudaProbeBlock& b) {
+    return a.call != b.call ? a.call < b.call : a.block < b.block;
+  });
+  return out;
 }
 
 void CudaBackend::enqueue(bool timed) {
@@ -885,6 +985,12 @@ std::vector<double> cuda_prefix_times_us(Backend& b, int replays) {
   auto* c = dynamic_cast<CudaBackend*>(&b);
   OPV_CHECK(c != nullptr, "prefix replay times are for the cuda backend only, not ", b.name());
   return c->prefix_times_us(replays);
+}
+
+std::vector<CudaProbeBlock> cuda_probe_replay(Backend& b) {
+  auto* c = dynamic_cast<CudaBackend*>(&b);
+  OPV_CHECK(c != nullptr, "the probe is for the cuda backend only, not ", b.name());
+  return c->probe_replay();
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const Options& opts) { return std::make_unique<CudaBackend>(opts); }

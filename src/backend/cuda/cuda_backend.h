@@ -57,4 +57,20 @@ const CudaLoadInfo* cuda_load_info(const Backend& b);
 // a call adds to the replay's critical path. Throws opv::Error for other backends or before load().
 std::vector<double> cuda_prefix_times_us(Backend& b, int replays);
 
+// One block of one call as the probe saw it (compile --cuda-tune probe=1: every kernel's thread 0
+// reads %globaltimer where the kernel opens, after its entry, the programmatic-dependent-launch
+// wait, and where it leaves; cuda_abi.h "Probe"). Times in us since the first block of the replay
+// opened.
+struct CudaProbeBlock {
+  int call = -1;     // plan call (-1: more records of a kernel than its calls' grids hold)
+  int kernel = -1;   // plan kernel
+  uint32_t block = 0;  // linear block index in the grid
+  uint32_t sm = 0;     // %smid (low 8 bits)
+  double open_us = 0, entry_us = 0, end_us = 0;
+};
+// One replay of the loaded inference (the inputs as the last run left them) and every block's
+// record, by call then block. Throws opv::Error for other backends, before load(), or when the
+// plan was compiled without the probe.
+std::vector<CudaProbeBlock> cuda_probe_replay(Backend& b);
+
 }  // namespace opv::backend

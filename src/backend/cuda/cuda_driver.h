@@ -40,11 +40,11 @@ namespace opv::backend::cu {
   X(cuGraphAddMemcpyNode) X(cuGraphInstantiate) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphDestroy)       \
   X(cuGraphExecDestroy)
 // Optional entry points: null when the driver lacks them (cuGraphAddDependencies: the _v2 with
-// edge data, CUDA 12.3+, for programmatic edges).
+// edge data, CUDA 12.3+, for programmatic edges; cuModuleGetGlobal: only the probe needs it).
 #if CUDA_VERSION >= 12030
-#define OPV_CUDA_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuGraphAddDependencies)
+#define OPV_CUDA_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuModuleGetGlobal) X(cuGraphAddDependencies)
 #else
-#define OPV_CUDA_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo)
+#define OPV_CUDA_DRIVER_OPTIONAL(X) X(cuFuncGetParamInfo) X(cuModuleGetGlobal)
 #endif
 
 struct Driver {

@@ -61,13 +61,47 @@ const char* kPrelude = R"(// opvision CUDA prelude (src/target/cuda/codegen.cpp)
 // With OPV_PDL 4 (PdlMode::Tail) the kernels that have a main loop release the next kernel after
 // it (OPV_PDL_TRIGGER()), the others as their blocks exit.
 #if defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL == 3
-#define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#define OPV_PDL_ENTRY() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
 #elif defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && OPV_PDL == 2
-#define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory")
+#define OPV_PDL_ENTRY() asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory")
 #elif defined(OPV_PDL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define OPV_KERNEL_ENTRY() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define OPV_PDL_ENTRY() asm volatile("griddepcontrol.wait;" ::: "memory")
 #else
-#define OPV_KERNEL_ENTRY() ((void)0)
+#define OPV_PDL_ENTRY() ((void)0)
+#endif
+// The probe (--cuda-tune probe=1, plan pass nvrtc defines OPV_PROBE): thread 0 of every block
+// reads %globaltimer (ns, one clock for the whole GPU) where the kernel opens (OPV_PROBE_OPEN(), the
+// first statement of every kernel: before any weight prologue), after its entry (the PDL wait) and
+// as it leaves (the destructor: every return), and appends {open, entry, end, kernel << 40 | SM << 32
+// | block} to the records the backend points opv_probe_dst at (cuda_abi.h, "Probe").
+#ifdef OPV_PROBE
+__device__ unsigned long long* opv_probe_dst;  // [0] records written, [1] capacity, records from [4]
+__device__ unsigned opv_probe_kernel;          // the plan's kernel index
+__device__ __forceinline__ unsigned long long opv_globaltimer() {
+  unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
+}
+struct OpvProbe {
+  unsigned long long open, entry;
+  __device__ OpvProbe() : open(opv_globaltimer()), entry(0) {}
+  __device__ void entered() { entry = opv_globaltimer(); }
+  __device__ ~OpvProbe() {
+    unsigned long long* d = opv_probe_dst;
+    if ((threadIdx.x | threadIdx.y | threadIdx.z) != 0 || d == nullptr) return;
+    const unsigned long long end = opv_globaltimer();
+    unsigned sm; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    const unsigned long long i = atomicAdd(d, 1ull);
+    if (i >= d[1]) return;
+    unsigned long long* r = d + 4 + 4 * i;
+    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    r[0] = open; r[1] = entry ? entry : open; r[2] = end;
+    r[3] = ((unsigned long long)opv_probe_kernel << 40) | ((unsigned long long)(sm & 0xff) << 32) | block;
+  }
+};
+#define OPV_PROBE_OPEN() OpvProbe opv_probe
+#define OPV_KERNEL_ENTRY() do { OPV_PDL_ENTRY(); opv_probe.entered(); } while (0)
+#else
+#define OPV_PROBE_OPEN() ((void)0)
+#define OPV_KERNEL_ENTRY() OPV_PDL_ENTRY()
 #endif
 // Inputs that kernels write (codegen_internal.h input_param): not __restrict__ where the kernel waits
 // on its prologue, so loaded with ld.global, which ptxas keeps after griddepcontrol.wait (a .nc load

@@ -57,11 +57,11 @@ extern const char* kPrelude;     // helpers every generated source starts with (
 // What closes every kernel's parameter list and opens its body: the body's first statement is
 // OPV_KERNEL_ENTRY() (kPrelude: the programmatic-dependent-launch prologue where the kernel is
 // compiled with it, kernel attr "cuda_pdl"; nothing otherwise).
-constexpr const char* kEntryOpen = ") {\n  OPV_KERNEL_ENTRY();\n";
+constexpr const char* kEntryOpen = ") {\n  OPV_PROBE_OPEN();\n  OPV_KERNEL_ENTRY();\n";
 // Kernels with a weight prologue open with kEntryOpenLate and state OPV_KERNEL_ENTRY() themselves,
 // after loads of buffers no kernel writes alone (const_input: plan Constants), before any other
 // global-memory access: with --cuda-pdl prefetch those loads overlap the kernel before.
-constexpr const char* kEntryOpenLate = ") {\n";
+constexpr const char* kEntryOpenLate = ") {\n  OPV_PROBE_OPEN();\n";
 extern const char* kMmaHelpers;  // module-scope PTX helpers of the mma kernels (ldmatrix, mma.sync, cp.async)
 extern const char* kClusterHelpers;  // cluster barrier and peer shared-memory load (compute_90+)
 extern const char* kClusterPushHelpers;  // mbarrier and st.async of the push form (after kClusterHelpers)

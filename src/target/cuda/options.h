@@ -85,8 +85,9 @@ enum class TuneKey : uint8_t {
   FfnXRegs,      // "ffn_x_regs": fused ConvFFN with the weight prologue, X's tile staged through registers (1, default) or by cp.async (0)
   FfnSmAlone,    // "ffn_sm_alone": a cluster ConvFFN of about one wave asks for more than half an SM's shared memory, so no two of its blocks share an SM (1) or not (0)
   FfnClusterMax,  // "ffn_cluster_max": fused ConvFFN, the most blocks of a hidden split on a cluster (8: the portable size)
+  Probe,         // "probe": every kernel records each block's clocks and SM (1; opvision bench --probe) or not (0, default)
 };
-constexpr int kTuneKeys = 17;
+constexpr int kTuneKeys = 18;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;

@@ -346,6 +346,16 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name
   *f = reinterpret_cast<CUfunction>(const_cast<Kernel*>(k));
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule m, const char* name) {
+  if (!m || !name) return CUDA_ERROR_INVALID_VALUE;
+  for (const opv::cudasim::GlobalVar& g : reinterpret_cast<Module*>(m)->globals)
+    if (g.name == name) {
+      if (dptr) *dptr = reinterpret_cast<CUdeviceptr>(g.data);
+      if (bytes) *bytes = size_t(g.bytes);
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
 CUresult CUDAAPI cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction f) {
   if (!v || !f) return CUDA_ERROR_INVALID_VALUE;
   const Kernel& k = *reinterpret_cast<const Kernel*>(f);
