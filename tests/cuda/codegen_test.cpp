@@ -1567,6 +1567,44 @@ TEST(CudaCodegen, FfnXThroughRegistersMatchesCpAsyncBitForBitOnTheDevice) {
   expect_bit_equal_runs(*ba, *bb, regs_res.p, &seed);
 }
 
+// fc1's two accumulator chains (TuneKey::FfnFc1Chains, opt-in): a slab's even and odd k-steps
+// accumulate apart and are summed before the bias; by default one chain (the source as before). The
+// outputs match the one-chain kernel's within fp16 rounding (another summation order), split over
+// a cluster and unsplit, fresh random inputs, replayed.
+TEST(CudaCodegen, FfnTwoFc1ChainsMatchOneWithinRoundingOnTheDevice) {
+  const F16Case split{"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true};
+  const F16Case stage0{"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true};
+  auto source = [](const RingForm& f) { return plan::cuda::generate(f.p, f.p.calls[ffn_call(f.p)]).source; };
+  std::vector<std::pair<RingForm, RingForm>> forms;  // (two chains, one)
+  for (const F16Case* t : {&split, &stage0}) {
+    forms.push_back({lower_ring_form(*t, "compute_90", "ffn_fc1_chains=2"), lower_ring_form(*t, "compute_90", "")});
+    EXPECT_NE(source(forms.back().first).find("opv_mma(acc1[kk & 1]"), std::string::npos) << t->name;
+    EXPECT_NE(source(forms.back().first).find("(acc1[0][nt][r] + acc1[1][nt][r])"), std::string::npos) << t->name;
+    EXPECT_EQ(source(forms.back().second).find("acc1[kk & 1]"), std::string::npos) << t->name << ": one chain by default";
+  }
+  std::unique_ptr<backend::Backend> b2, b1;
+  if (std::string why = test::open_cuda(&b2); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = test::open_cuda(&b1); !why.empty()) GTEST_SKIP() << why;
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "thread-block clusters need an sm_90+ device";
+  uint64_t seed = 360;
+  for (const auto& [two, one] : forms) {
+    b2->load(two.p);
+    b1->load(one.p);
+    for (int rep = 0; rep < test::device_replays(); ++rep) {
+      const std::vector<Tensor> in = random_inputs(two.p, &seed);
+      const std::vector<const Tensor*> ins = addresses(in);
+      const plan::Buffer& yb = two.p.buffers[size_t(two.p.outputs[0])];
+      Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+      b2->run(ins, {&a});
+      b1->run(ins, {&b});
+      const ErrorMetrics m = compare(a.cast(DType::F32), b.cast(DType::F32));
+      EXPECT_LT(m.rel_l2, 2e-3) << "replay " << rep;
+      EXPECT_GT(m.rel_l2, 0.0) << "another summation order: some output rounds differently";
+      EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
+    }
+  }
+}
+
 // A one-wave cluster ConvFFN alone on its SMs (TuneKey::FfnSmAlone, opt-in): its dynamic shared
 // memory is padded until a block asks for more than half of sm_90's 228 KB, so no two of its blocks
 // share an SM (session 36: two of ffn_256's eight 12-block clusters ran slow in the replay); not

@@ -965,9 +965,19 @@ Generated ffn(const Plan& p, const Call& c) {
   if (c.inputs[2] >= 0)
     b << "    const float b1v[2] = {" << load(buf(2).dtype, "in2", "h0 + " + wrow + " * 16 + g") << ", "
       << load(buf(2).dtype, "in2", "h0 + " + wrow + " * 16 + g + 8") << "};\n";
+  // With ffn_fc1_chains 2 (TuneKey::FfnFc1Chains) a slab's even and odd k-steps accumulate apart,
+  // each mma waiting on the one two k-steps before instead of the one before (a slab's chain of
+  // dependent mma.sync halves), summed before the bias: another summation order.
+  const bool chains2 = tune_target(p, TuneKey::FfnFc1Chains) == 2;
+  const std::string acc1_at = chains2 ? "acc1[kk & 1]" : "acc1";
+  if (chains2)
+    b << "    float acc1[2][" << nwt << "][4];  // even and odd k-steps apart (ffn_fc1_chains)\n"
+      << "#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) "
+         "acc1[0][c][r] = acc1[1][c][r] = 0.0f;\n";
+  else
+    b << "    float acc1[" << nwt << "][4];\n"
+      << "#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) acc1[c][r] = 0.0f;\n";
   b
-    << "    float acc1[" << nwt << "][4];\n"
-    << "#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) acc1[c][r] = 0.0f;\n"
     << "#pragma unroll\n    for (int j = 0; j < NS1; ++j) {\n"
     << (slots_fixed ? "      const unsigned short* w = next_slab_at(cq, j);\n" : "      const unsigned short* w = next_slab();\n")
     << "#pragma unroll\n      for (int kk = 0; kk < SK1 / 16; ++kk) {\n";
@@ -979,22 +989,22 @@ Generated ffn(const Plan& p, const Call& c) {
       << (nhwc ? "          opv_ldsm4(r, Xs + ((lane & 7) + (lane >> 4) * 8 + np * 16" + pix0 + ") * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
                : "          opv_ldsm4t(r, Xs + (j * SK1 + kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDX + (lane >> 4) * 8 + np * 16" + pix0 + ");\n")
       << "          const unsigned b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};\n"
-      << "          opv_mma(acc1[2 * np], a, b0);\n"
-      << "          opv_mma(acc1[2 * np + 1], a, b1);\n"
+      << "          opv_mma(" << acc1_at << "[2 * np], a, b0);\n"
+      << "          opv_mma(" << acc1_at << "[2 * np + 1], a, b1);\n"
       << "        }\n";
   } else {  // the x4 form's fragments of n-tile wn: r[2 wn], r[2 wn + 1]
     b << "        unsigned a[4], r[2];\n"
       << "        lda(a, w, wr * 16, kk * 16);\n"
       << (nhwc ? "        opv_ldsm2(r, Xs + ((lane & 7) + wn * 8) * LDXN + j * SK1 + kk * 16 + ((lane >> 3) & 1) * 8);\n"
                : "        opv_ldsm2t(r, Xs + (j * SK1 + kk * 16 + (lane & 15)) * LDX + wn * 8);\n")
-      << "        opv_mma(acc1[0], a, r);\n";
+      << "        opv_mma(" << acc1_at << "[0], a, r);\n";
   }
   b << "      }\n    }\n";
   // fc1's epilogue: bias, post-ops, fp16 into the hidden tile (the previous chunk's fc2 finished
   // reading it: every thread passed this chunk's first next_slab barrier since).
   b << "#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
     << "        const int hl = " << wrow << " * 16 + g + (r >> 1) * 8;\n"
-    << "        float v = acc1[nt][r]"
+    << (chains2 ? "        float v = (acc1[0][nt][r] + acc1[1][nt][r])" : "        float v = acc1[nt][r]")
     << (c.inputs[2] >= 0 ? " + b1v[r >> 1]" : "") << ";\n";
   b << unary_ops(po1, po2, "        ");
   b << "        Gs[hl * LDG + " << col << " + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"

@@ -86,8 +86,9 @@ enum class TuneKey : uint8_t {
   FfnSmAlone,    // "ffn_sm_alone": a cluster ConvFFN of about one wave asks for more than half an SM's shared memory, so no two of its blocks share an SM (1) or not (0)
   FfnClusterMax,  // "ffn_cluster_max": fused ConvFFN, the most blocks of a hidden split on a cluster (8: the portable size)
   Probe,         // "probe": every kernel records each block's clocks and SM (1; opvision bench --probe) or not (0, default)
+  FfnFc1Chains,  // "ffn_fc1_chains": fused ConvFFN, fc1's accumulators a slab's k-steps alternate between (1, default; 2 halves each mma chain)
 };
-constexpr int kTuneKeys = 18;
+constexpr int kTuneKeys = 19;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
