@@ -1567,20 +1567,29 @@ TEST(CudaCodegen, FfnXThroughRegistersMatchesCpAsyncBitForBitOnTheDevice) {
   expect_bit_equal_runs(*ba, *bb, regs_res.p, &seed);
 }
 
-// fc1's two accumulator chains (TuneKey::FfnFc1Chains, opt-in): a slab's even and odd k-steps
-// accumulate apart and are summed before the bias; by default one chain (the source as before). The
-// outputs match the one-chain kernel's within fp16 rounding (another summation order), split over
-// a cluster and unsplit, fresh random inputs, replayed.
-TEST(CudaCodegen, FfnTwoFc1ChainsMatchOneWithinRoundingOnTheDevice) {
+// Two accumulator chains (TuneKey::FfnFc1Chains, FfnFc2Chains, opt-in): fc1's even and odd k-steps
+// of a slab accumulate apart and are summed before the bias; fc2's odd k-steps into acc2b, added
+// after the main loop; by default one chain each (the source as before). The outputs match the
+// one-chain kernel's within fp16 rounding (another summation order), split over a cluster and
+// unsplit, each key alone and both, fresh random inputs, replayed.
+TEST(CudaCodegen, FfnTwoAccumulatorChainsMatchOneWithinRoundingOnTheDevice) {
   const F16Case split{"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true};
   const F16Case stage0{"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true};
   auto source = [](const RingForm& f) { return plan::cuda::generate(f.p, f.p.calls[ffn_call(f.p)]).source; };
   std::vector<std::pair<RingForm, RingForm>> forms;  // (two chains, one)
   for (const F16Case* t : {&split, &stage0}) {
-    forms.push_back({lower_ring_form(*t, "compute_90", "ffn_fc1_chains=2"), lower_ring_form(*t, "compute_90", "")});
-    EXPECT_NE(source(forms.back().first).find("opv_mma(acc1[kk & 1]"), std::string::npos) << t->name;
-    EXPECT_NE(source(forms.back().first).find("(acc1[0][nt][r] + acc1[1][nt][r])"), std::string::npos) << t->name;
-    EXPECT_EQ(source(forms.back().second).find("acc1[kk & 1]"), std::string::npos) << t->name << ": one chain by default";
+    const RingForm one = lower_ring_form(*t, "compute_90", "");
+    EXPECT_EQ(source(one).find("acc1[kk & 1]"), std::string::npos) << t->name << ": one chain by default";
+    EXPECT_EQ(source(one).find("acc2b"), std::string::npos) << t->name << ": one chain by default";
+    for (const char* tune : {"ffn_fc1_chains=2", "ffn_fc2_chains=2", "ffn_fc1_chains=2,ffn_fc2_chains=2"}) {
+      forms.push_back({lower_ring_form(*t, "compute_90", tune), one});
+      const std::string src = source(forms.back().first), key(tune);
+      const bool fc1 = key.find("fc1") != std::string::npos, fc2 = key.find("fc2") != std::string::npos;
+      EXPECT_EQ(src.find("opv_mma(acc1[kk & 1]") != std::string::npos, fc1) << t->name << " " << tune;
+      EXPECT_EQ(src.find("(acc1[0][nt][r] + acc1[1][nt][r])") != std::string::npos, fc1) << t->name << " " << tune;
+      EXPECT_EQ(src.find("opv_mma((kk & 1 ? acc2b : acc2)[j]") != std::string::npos, fc2) << t->name << " " << tune;
+      EXPECT_EQ(src.find("acc2[a][c][r] += acc2b[a][c][r]") != std::string::npos, fc2) << t->name << " " << tune;
+    }
   }
   std::unique_ptr<backend::Backend> b2, b1;
   if (std::string why = test::open_cuda(&b2); !why.empty()) GTEST_SKIP() << why;

@@ -932,9 +932,14 @@ Generated ffn(const Plan& p, const Call& c) {
       << "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
       << mq << "    if (q < P) {\n" << prefetch("r") << "    }\n      }\n  }\n";
   b << pair_code.str();
-  b << "  float acc2[NS2][" << nwt << "][4];\n"
-    << "#pragma unroll\n  for (int a = 0; a < NS2; ++a)\n#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n"
-    << "      for (int r = 0; r < 4; ++r) acc2[a][c][r] = 0.0f;\n"
+  // With ffn_fc2_chains 2 (TuneKey::FfnFc2Chains) fc2's odd k-steps accumulate into acc2b, added
+  // to acc2 after the main loop: each mma waits on the one two k-steps before (another order).
+  const bool fc2_chains2 = tune_target(p, TuneKey::FfnFc2Chains) == 2;
+  const std::string acc2_at = fc2_chains2 ? "(kk & 1 ? acc2b : acc2)" : "acc2";
+  b << "  float acc2[NS2][" << nwt << "][4];\n";
+  if (fc2_chains2) b << "  float acc2b[NS2][" << nwt << "][4];  // fc2's odd k-steps (ffn_fc2_chains)\n";
+  b << "#pragma unroll\n  for (int a = 0; a < NS2; ++a)\n#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n"
+    << "      for (int r = 0; r < 4; ++r) acc2[a][c][r] = " << (fc2_chains2 ? "acc2b[a][c][r] = " : "") << "0.0f;\n"
     << "  int q = 0;  // the slab in use\n"
     << "  auto next_slab = [&]() -> const unsigned short* {\n"
     << "    asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(NB - 2) : \"memory\");\n"
@@ -1021,15 +1026,18 @@ Generated ffn(const Plan& p, const Call& c) {
     << "#pragma unroll\n      for (int kk = 0; kk < 4; ++kk) {\n"
     << "        unsigned a[4];\n"
     << "        lda(a, w, " << wrow << " * 16, kk * 16);\n"
-    << (one_nt ? "        opv_mma(acc2[j][0], a, gb[kk]);\n"
+    << (one_nt ? "        opv_mma(" + acc2_at + "[j][0], a, gb[kk]);\n"
            : "#pragma unroll\n        for (int np = 0; np < " + std::to_string(NP) + "; ++np) {\n"
              "          const unsigned b0[2] = {gb[kk][4 * np], gb[kk][4 * np + 1]}, b1[2] = {gb[kk][4 * np + 2], gb[kk][4 * np + 3]};\n"
-             "          opv_mma(acc2[j][2 * np], a, b0);\n"
-             "          opv_mma(acc2[j][2 * np + 1], a, b1);\n"
+             "          opv_mma(" + acc2_at + "[j][2 * np], a, b0);\n"
+             "          opv_mma(" + acc2_at + "[j][2 * np + 1], a, b1);\n"
              "        }\n")
     << "      }\n    }\n"
-    << "  }\n"
-    << "  OPV_PDL_TRIGGER();  // the main loop is done: the next kernel may be launched\n"
+    << "  }\n";
+  if (fc2_chains2)
+    b << "#pragma unroll\n  for (int a = 0; a < NS2; ++a)\n#pragma unroll\n    for (int c = 0; c < " << nwt
+      << "; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) acc2[a][c][r] += acc2b[a][c][r];  // the two chains\n";
+  b << "  OPV_PDL_TRIGGER();  // the main loop is done: the next kernel may be launched\n"
     << "  asm volatile(\"cp.async.wait_group 0;\" ::: \"memory\");\n";
   // The block's partial tile in fragment order from `dst` (float4 j of thread tid is acc2[j / NWT]
   // [j % NWT][0..3], stored at [j][tid]: a warp writes 512 contiguous bytes), as both split forms

@@ -38,7 +38,8 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // on an H100, 6 of 6 rounds; 0 keeps its cp.async group), the cluster ConvFFN alone on its SMs
 // (ffn_sm_alone, opt-in), the ConvFFN's cluster splits at most 8 blocks (session 36: 16 before);
 // probe is not a sizing target but a measuring build (kPrelude's OpvProbe; bench --probe);
-// ffn_fc1_chains 2 (opt-in, session 37, not yet timed) sums fc1's even and odd k-steps apart.
+// ffn_fc1_chains and ffn_fc2_chains 2 (opt-in, session 37, not yet timed) sum fc1's (fc2's) even
+// and odd k-steps apart.
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
     {"mma_blocks", 64, 1, 4096},
@@ -59,6 +60,7 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_cluster_max", 8, 2, 16},
     {"probe", 0, 0, 1},
     {"ffn_fc1_chains", 1, 1, 2},
+    {"ffn_fc2_chains", 1, 1, 2},
 };
 constexpr const char* kArchPrefix = "compute_";
 

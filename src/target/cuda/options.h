@@ -87,8 +87,9 @@ enum class TuneKey : uint8_t {
   FfnClusterMax,  // "ffn_cluster_max": fused ConvFFN, the most blocks of a hidden split on a cluster (8: the portable size)
   Probe,         // "probe": every kernel records each block's clocks and SM (1; opvision bench --probe) or not (0, default)
   FfnFc1Chains,  // "ffn_fc1_chains": fused ConvFFN, fc1's accumulators a slab's k-steps alternate between (1, default; 2 halves each mma chain)
+  FfnFc2Chains,  // "ffn_fc2_chains": fused ConvFFN, fc2's likewise (1, default; 2: the odd k-steps' sums added after the main loop)
 };
-constexpr int kTuneKeys = 19;
+constexpr int kTuneKeys = 20;
 struct TuneSpec {
   const char* name;
   int64_t dflt, lo, hi;
