@@ -120,9 +120,9 @@ int cmd_compile(int argc, char** argv) {
               "registers: 1; 0 keeps its cp.async group), ffn_sm_alone (a cluster ConvFFN of about one wave pads its shared "
               "memory past half an SM so no two of its blocks share one: 0, off), ffn_cluster_max (the most blocks of a "
               "fused ConvFFN's hidden split on a cluster: 8, the portable size), probe (every kernel records each block's "
-              "clocks and SM for bench --probe: 0, off; a measuring build), ffn_fc1_chains and ffn_fc2_chains (a fused "
-              "ConvFFN's fc1, fc2, sums its even and odd k-steps in two accumulator chains: 1, one chain; 2 is opt-in, not "
-              "yet timed); repeatable. Recorded in the "
+              "clocks and SM for bench --probe: 0, off; a measuring build), ffn_fc1_chains (a fused ConvFFN's fc1 sums "
+              "its even and odd k-steps in two accumulator chains: 1, one chain; 2 is opt-in, not yet timed), "
+              "ffn_fc2_chains (the same for its fc2: 1; 2 opt-in); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")
