@@ -1391,6 +1391,25 @@ void expect_bit_equal_runs(backend::Backend& x, backend::Backend& y, const plan:
     }
   }
 }
+// As expect_bit_equal_runs for two forms that sum in another order: the outputs (fp16) agree within
+// rel_l2 `tol`, and with `differ` not bit for bit on every replay's inputs.
+void expect_close_runs(backend::Backend& x, backend::Backend& y, const plan::Plan& p, uint64_t* seed, double tol,
+                       bool differ = false) {
+  for (int rep = 0; rep < test::device_replays(); ++rep) {
+    const std::vector<Tensor> in = random_inputs(p, seed);
+    const std::vector<const Tensor*> ins = addresses(in);
+    const plan::Buffer& yb = p.buffers[size_t(p.outputs[0])];
+    Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
+    x.run(ins, {&a});
+    y.run(ins, {&b});
+    const ErrorMetrics m = compare(a.cast(DType::F32), b.cast(DType::F32));
+    EXPECT_LT(m.rel_l2, tol) << "replay " << rep;
+    if (differ) {
+      EXPECT_GT(m.rel_l2, 0.0) << "replay " << rep << ": another summation order rounds some output differently";
+    }
+    EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
+  }
+}
 // The 8-warp and 4-warp ConvFFN kernels compute the same outputs bit for bit (the same fragments
 // into the same mma.sync in the same order, the split partials added in the same order), NCHW and
 // NHWC, with and without the depthwise conv inside, split or not; fresh random inputs, replayed
@@ -1599,18 +1618,7 @@ TEST(CudaCodegen, FfnTwoAccumulatorChainsMatchOneWithinRoundingOnTheDevice) {
   for (const auto& [two, one] : forms) {
     b2->load(two.p);
     b1->load(one.p);
-    for (int rep = 0; rep < test::device_replays(); ++rep) {
-      const std::vector<Tensor> in = random_inputs(two.p, &seed);
-      const std::vector<const Tensor*> ins = addresses(in);
-      const plan::Buffer& yb = two.p.buffers[size_t(two.p.outputs[0])];
-      Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
-      b2->run(ins, {&a});
-      b1->run(ins, {&b});
-      const ErrorMetrics m = compare(a.cast(DType::F32), b.cast(DType::F32));
-      EXPECT_LT(m.rel_l2, 2e-3) << "replay " << rep;
-      EXPECT_GT(m.rel_l2, 0.0) << "another summation order: some output rounds differently";
-      EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
-    }
+    expect_close_runs(*b2, *b1, two.p, &seed, 2e-3, /*differ=*/true);
   }
 }
 
@@ -1619,7 +1627,7 @@ TEST(CudaCodegen, FfnTwoAccumulatorChainsMatchOneWithinRoundingOnTheDevice) {
 // share an SM (session 36: two of ffn_256's eight 12-block clusters ran slow in the replay); not
 // for unsplit layers or compute_80 (nor for layers of more than twice the block target). The padding is
 // never touched: the outputs are the unpadded kernel's bit for bit, fresh random inputs, replayed.
-TEST(CudaCodegen, FfnSmAlonePadsSharedMemoryPastHalfAnSm) {
+TEST(CudaCodegen, FfnSmAlonePadsSharedMemoryPastHalfAnSmOnTheDevice) {
   const F16Case split{"ffn_stage2_split", 1, 256, 768, 8, 16, 0, false, false, false, false, true};
   const F16Case stage0{"ffn_stage0", 1, 64, 192, 32, 64, 0, false, false, false, false, true};
   auto static_bytes = [](const RingForm& f) {  // Xs, Gs and the static ring (256 channels, 16 pixels)
@@ -1652,7 +1660,7 @@ TEST(CudaCodegen, FfnSmAlonePadsSharedMemoryPastHalfAnSm) {
 // (its partial tile in the 10-buffer ring), never at compute_80 (no clusters) or with fewer slabs
 // allowed; its outputs match the two calls' within fp16 rounding (another summation order), fresh
 // random inputs, replayed.
-TEST(CudaCodegen, FfnClusterSlabsFuseSplitsOverTheBudget) {
+TEST(CudaCodegen, FfnClusterSlabsFuseSplitsOverTheBudgetOnTheDevice) {
   const F16Case t{"ffn_stage3", 1, 512, 1536, 4, 8, 0, false, false, false, false, true};
   auto lower_at = [&](const std::string& arch, const std::string& tune) {
     CompileOptions o;
@@ -1684,17 +1692,7 @@ TEST(CudaCodegen, FfnClusterSlabsFuseSplitsOverTheBudget) {
   bf->load(fused);
   ba->load(apart);
   uint64_t seed = 370;
-  for (int rep = 0; rep < test::device_replays(); ++rep) {
-    const std::vector<Tensor> in = random_inputs(fused, &seed);
-    const std::vector<const Tensor*> ins = addresses(in);
-    const plan::Buffer& yb = fused.buffers[size_t(fused.outputs[0])];
-    Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
-    bf->run(ins, {&a});
-    ba->run(ins, {&b});
-    const ErrorMetrics m = compare(a.cast(DType::F32), b.cast(DType::F32));
-    EXPECT_LT(m.rel_l2, 2e-3) << "replay " << rep;
-    EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
-  }
+  expect_close_runs(*bf, *ba, fused, &seed, 2e-3);
 }
 
 // Wide pixel tiles (ffn.cpp, TuneKey::FfnBn): where a ConvFFN has many pixel tiles an unsplit block
