@@ -54,6 +54,7 @@ struct ProbeRow {
   int64_t blocks = 0, sms = 0;
   int64_t per_sm = 0;  // the most blocks on one SM at once
   double open = 0, entry = 0, entry_last = 0, end_median = 0, end_last = 0;
+  int64_t work_cycles = 0;  // the median block's SM cycles from its entry to its end
 };
 
 std::vector<ProbeRow> probe_rows(const std::vector<backend::CudaProbeBlock>& recs, size_t calls) {
@@ -69,8 +70,10 @@ std::vector<ProbeRow> probe_rows(const std::vector<backend::CudaProbeBlock>& rec
     row.blocks = int64_t(bs.size());
     row.open = row.entry = INFINITY;
     std::vector<double> ends;
+    std::vector<int64_t> work;
     std::map<uint32_t, std::vector<std::pair<double, int>>> sm_events;  // SM -> (time, +1 open / -1 end)
     for (const backend::CudaProbeBlock* b : bs) {
+      work.push_back(int64_t(b->end_cycles) - int64_t(b->entry_cycles));
       row.open = std::min(row.open, b->open_us);
       row.entry = std::min(row.entry, b->entry_us);
       row.entry_last = std::max(row.entry_last, b->entry_us);
@@ -81,6 +84,8 @@ std::vector<ProbeRow> probe_rows(const std::vector<backend::CudaProbeBlock>& rec
     }
     std::nth_element(ends.begin(), ends.begin() + std::ptrdiff_t(ends.size() / 2), ends.end());
     row.end_median = ends[ends.size() / 2];
+    std::nth_element(work.begin(), work.begin() + std::ptrdiff_t(work.size() / 2), work.end());
+    row.work_cycles = work[work.size() / 2];
     row.sms = int64_t(sm_events.size());
     for (auto& [sm, ev] : sm_events) {
       std::sort(ev.begin(), ev.end());  // an end before an open at the same time
@@ -129,7 +134,8 @@ int cmd_bench(int argc, char** argv) {
               "for the replay of median span, each call's blocks, SMs, most blocks on one SM at once, and when its "
               "blocks opened, passed their entry (the PDL wait) and ended (us)", "0")
       .option("--probe-csv", "OUT.csv", "with --probe: write every block of every probed replay "
-              "(replay,call,label,kernel,block,sm,open_us,entry_us,end_us)");
+              "(replay,call,label,kernel,block,sm,open_us,entry_us,end_us,entry_cycles,end_cycles: the SM clock from "
+              "the block's open)");
   backend_flag_options(p);
   staged_inputs_option(p);
   Args a;
@@ -225,13 +231,13 @@ int cmd_bench(int argc, char** argv) {
     probe_span = spans[spans.size() / 2].first;
     probe = probe_rows(replays[spans[spans.size() / 2].second], plan.calls.size());
     if (a.has("--probe-csv")) {
-      std::string csv = "replay,call,label,kernel,block,sm,open_us,entry_us,end_us\n";
+      std::string csv = "replay,call,label,kernel,block,sm,open_us,entry_us,end_us,entry_cycles,end_cycles\n";
       for (size_t r = 0; r < replays.size(); ++r)
         for (const backend::CudaProbeBlock& b : replays[r]) {
           const bool known = b.call >= 0 && size_t(b.call) < plan.calls.size();
           csv += detail::concat(r, ",", b.call, ",\"", known ? plan.calls[size_t(b.call)].label : "", "\",",
                                 plan.kernels[size_t(b.kernel)].name, ",", b.block, ",", b.sm, ",", b.open_us, ",",
-                                b.entry_us, ",", b.end_us, "\n");
+                                b.entry_us, ",", b.end_us, ",", b.entry_cycles, ",", b.end_cycles, "\n");
         }
       write_file_atomic(a.get("--probe-csv"), csv, "probe records");
       std::fprintf(stderr, "[bench] wrote %s: %lld replays\n", a.get("--probe-csv").c_str(), (long long)probes);
@@ -285,10 +291,10 @@ int cmd_bench(int argc, char** argv) {
         const ProbeRow& r = probe[i];
         std::printf("%s{\"call\": %d, \"kernel\": \"%s\", \"blocks\": %lld, \"sms\": %lld, \"per_sm\": %lld, "
                     "\"open_us\": %.3f, \"entry_us\": %.3f, \"entry_last_us\": %.3f, \"end_median_us\": %.3f, "
-                    "\"end_last_us\": %.3f}",
+                    "\"end_last_us\": %.3f, \"work_cycles\": %lld}",
                     i ? ", " : "", r.call, json_escape(plan.kernels[size_t(plan.calls[size_t(r.call)].kernel)].name).c_str(),
                     (long long)r.blocks, (long long)r.sms, (long long)r.per_sm, r.open, r.entry, r.entry_last,
-                    r.end_median, r.end_last);
+                    r.end_median, r.end_last, (long long)r.work_cycles);
       }
       std::printf("]");
     }
@@ -319,15 +325,15 @@ int cmd_bench(int argc, char** argv) {
     std::printf("\nprobe: the replay of median span (%.2f us) of %lld; us since its first block opened\n", probe_span,
                 (long long)probes);
     std::printf("  (gap: from the call before's last end to this call's first entry; tail: from its median end to "
-                "its last)\n");
-    std::printf("  %4s %-36s %6s %4s %6s %8s %8s %8s %8s %8s %6s %6s\n", "call", "kernel", "blocks", "SMs", "per_SM",
-                "open", "entry", "entry<", "end_p50", "end", "gap", "tail");
+                "its last; cycles: the median block's SM clock from its entry to its end)\n");
+    std::printf("  %4s %-36s %6s %4s %6s %8s %8s %8s %8s %8s %6s %6s %7s\n", "call", "kernel", "blocks", "SMs", "per_SM",
+                "open", "entry", "entry<", "end_p50", "end", "gap", "tail", "cycles");
     for (size_t i = 0; i < probe.size(); ++i) {
       const ProbeRow& r = probe[i];
-      std::printf("  %4d %-36.36s %6lld %4lld %6lld %8.2f %8.2f %8.2f %8.2f %8.2f %6.2f %6.2f\n", r.call,
+      std::printf("  %4d %-36.36s %6lld %4lld %6lld %8.2f %8.2f %8.2f %8.2f %8.2f %6.2f %6.2f %7lld\n", r.call,
                   plan.kernels[size_t(plan.calls[size_t(r.call)].kernel)].name.c_str(), (long long)r.blocks,
                   (long long)r.sms, (long long)r.per_sm, r.open, r.entry, r.entry_last, r.end_median, r.end_last,
-                  i ? r.entry - probe[i - 1].end_last : 0.0, r.end_last - r.end_median);
+                  i ? r.entry - probe[i - 1].end_last : 0.0, r.end_last - r.end_median, (long long)r.work_cycles);
     }
   }
 #endif

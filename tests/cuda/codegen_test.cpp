@@ -2856,6 +2856,8 @@ TEST(CudaCodegen, ProbeRecordsEveryBlockOfEveryCallOnTheDevice) {
       EXPECT_LE(r.open_us, r.entry_us);
       EXPECT_LE(r.entry_us, r.end_us);
       EXPECT_GE(r.open_us, 0.0);
+      EXPECT_LE(r.entry_cycles, r.end_cycles);
+      EXPECT_GT(r.end_cycles, 0u) << "the SM clock moves";
       blocks[r.call].push_back(r.block);
       auto [it, fresh] = entries.try_emplace(r.call, r.entry_us, r.entry_us);
       it->second = {std::min(it->second.first, r.entry_us), std::max(it->second.second, r.entry_us)};

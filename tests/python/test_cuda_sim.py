@@ -244,12 +244,14 @@ def test_bench_probe_on_cudasim(sim, tmp_path):
         assert r["blocks"] >= 1 and 1 <= r["sms"] <= r["blocks"] and r["per_sm"] >= 1, r
         assert 0 <= r["open_us"] <= r["entry_us"] <= r["entry_last_us"] <= r["end_last_us"], r
         assert r["end_median_us"] <= r["end_last_us"] <= out["probe_span_us"], r
+        assert r["work_cycles"] >= 0, r
     with open(table) as f:
         recs = list(csv.DictReader(f))
     assert len(recs) == 2 * sum(r["blocks"] for r in rows), len(recs)
     first = [r for r in recs if r["replay"] == "0" and r["call"] == "0"]
     assert sorted(int(r["block"]) for r in first) == list(range(rows[0]["blocks"])), first[:3]
     assert all(float(r["open_us"]) <= float(r["entry_us"]) <= float(r["end_us"]) for r in recs)
+    assert all(0 <= int(r["entry_cycles"]) <= int(r["end_cycles"]) for r in recs) and any(int(r["end_cycles"]) > 0 for r in recs)
     p = sim.run("bench", art, "--iters", "1", "--warmup", "0", "--probe", "1", timeout=300)
     assert p.returncode == 0 and "probe: the replay of median span" in p.stdout, describe(p)
     p = sim.run("bench", plain, "--iters", "1", "--warmup", "0", "--probe", "1", timeout=300)

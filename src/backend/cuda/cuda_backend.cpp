@@ -86,6 +86,7 @@ constexpr size_t kJitLogBytes = 8192;  // JIT error log kept for a failed module
 constexpr int kMaxKernelParams = 4096; // bound of the parameter count probe (cuFuncGetParamInfo)
 constexpr int kUnknownParams = -1;      // the driver cannot list a kernel's parameters
 constexpr int kPortableClusterBlocks = 8;  // wider thread-block clusters need the function's opt-in
+constexpr uint64_t kProbeWords = 5;  // words of a probe record (kPrelude's OpvProbe; cuda_abi.h "Probe")
 // Bound of a kernel's dynamic shared memory (attr cuda_smem) before the device is asked: above any
 // GPU's per-block limit (227 KB on sm_90), so only a corrupt or hostile plan passes it.
 constexpr int64_t kMaxDynamicSmem = int64_t(1) << 20;
@@ -558,14 +559,14 @@ void CudaBackend::build() {
 }
 
 // The probe (--cuda-tune probe=1; kPrelude's OpvProbe): one device buffer of records, [0] the
-// count written, [1] the capacity, records of 4 words from [4]; each probed module's
+// count written, [1] the capacity, records of kProbeWords words from [4]; each probed module's
 // opv_probe_dst points at it and its opv_probe_kernel holds the plan's kernel index.
 void CudaBackend::attach_probe(const std::vector<std::pair<int, CUmodule>>& probed) {
   const cu::Driver& d = cu::driver();
   int64_t blocks = 0;
   for (const CallRt& r : rt_) blocks += int64_t(r.grid[0]) * r.grid[1] * r.grid[2];
   probe_cap_ = 2 * blocks;
-  probe_ = device_alloc(size_t(4 + 4 * probe_cap_) * sizeof(uint64_t), "probe records");
+  probe_ = device_alloc(size_t(4 + kProbeWords * probe_cap_) * sizeof(uint64_t), "probe records");
   const uint64_t cap = uint64_t(probe_cap_);
   cu::check(d.cuMemcpyHtoDAsync(probe_ + sizeof(uint64_t), &cap, sizeof cap, stream_), "cuMemcpyHtoDAsync",
             "probe capacity");
@@ -606,17 +607,17 @@ std::vector<CudaProbeBlock> CudaBackend::probe_replay() {
   cu::check(d.cuMemcpyDtoHAsync(&n, probe_, sizeof n, stream_), "cuMemcpyDtoHAsync", "probe count");
   wait("probe count");
   OPV_CHECK(n <= uint64_t(probe_cap_), "cuda backend: the probe replay wrote ", n, " records, room for ", probe_cap_);
-  std::vector<uint64_t> raw(size_t(4 * n));
+  std::vector<uint64_t> raw(size_t(kProbeWords * n));
   if (n)
     cu::check(d.cuMemcpyDtoHAsync(raw.data(), probe_ + 4 * sizeof(uint64_t), raw.size() * sizeof(uint64_t), stream_),
               "cuMemcpyDtoHAsync", "probe records");
   wait("probe records");
   std::vector<CudaProbeBlock> out(static_cast<size_t>(n));
   uint64_t t0 = UINT64_MAX;
-  for (uint64_t i = 0; i < n; ++i) t0 = std::min(t0, raw[4 * i]);
+  for (uint64_t i = 0; i < n; ++i) t0 = std::min(t0, raw[kProbeWords * i]);
   std::vector<std::vector<size_t>> by_kernel(kernels_.size());
   for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t* r = &raw[4 * i];
+    const uint64_t* r = &raw[kProbeWords * i];
     CudaProbeBlock& b = out[size_t(i)];
     b.kernel = int(r[3] >> 40);
     b.sm = uint32_t((r[3] >> 32) & 0xff);
@@ -624,6 +625,8 @@ std::vector<CudaProbeBlock> CudaBackend::probe_replay() {
     b.open_us = 1e-3 * double(r[0] - t0);
     b.entry_us = 1e-3 * double(r[1] - t0);
     b.end_us = 1e-3 * double(r[2] - t0);
+    b.entry_cycles = uint32_t(r[4] >> 32);
+    b.end_cycles = uint32_t(r[4]);
     OPV_CHECK(b.kernel >= 0 && size_t(b.kernel) < kernels_.size(), "cuda backend: probe record ", i, " names kernel ",
               b.kernel, " of ", kernels_.size());
     by_kernel[size_t(b.kernel)].push_back(size_t(i));

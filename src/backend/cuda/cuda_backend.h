@@ -67,6 +67,7 @@ struct CudaProbeBlock {
   uint32_t block = 0;  // linear block index in the grid
   uint32_t sm = 0;     // %smid (low 8 bits)
   double open_us = 0, entry_us = 0, end_us = 0;
+  uint32_t entry_cycles = 0, end_cycles = 0;  // the SM's clock64 from the open to the entry, to the end
 };
 // One replay of the loaded inference (the inputs as the last run left them) and every block's
 // record, by call then block. Throws opv::Error for other backends, before load(), or when the

@@ -117,11 +117,12 @@
 //   Probe              (plan meta "cuda_tune" with probe=1; a measuring build) every module
 //                      declares `__device__ unsigned long long* opv_probe_dst` and `__device__
 //                      unsigned opv_probe_kernel`; the backend sets them (cuModuleGetGlobal) to
-//                      one device buffer ([0] records written, [1] capacity, 4-word records from
+//                      one device buffer ([0] records written, [1] capacity, 5-word records from
 //                      [4]) and the plan's kernel index. Thread 0 of every block appends
 //                      {%globaltimer where the kernel opens, after its entry (the PDL wait), where
-//                      it leaves; kernel << 40 | (%smid & 0xff) << 32 | linear block index}. A
-//                      module without opv_probe_dst has no probe.
+//                      it leaves; kernel << 40 | (%smid & 0xff) << 32 | linear block index;
+//                      clock64 cycles from the open to the entry << 32 | to the end (each
+//                      saturated at 2^32 - 1)}. A module without opv_probe_dst has no probe.
 #pragma once
 
 #include <cstdlib>

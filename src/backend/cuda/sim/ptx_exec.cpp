@@ -421,7 +421,7 @@ void Launch::exec(Thread& t) {
           uint64_t v = 0;
           for (unsigned i = 0; i < o[1].n; ++i) v |= (r[o[1].vec[i]] & mask_of(w / 8)) << (w * i);
           wr(t, o[0].reg, v);
-        } else if (o[1].kind == Opnd::Reg && o[1].reg == kGlobaltimer) {  // ns, one clock for all blocks
+        } else if (o[1].kind == Opnd::Reg && (o[1].reg == kGlobaltimer || o[1].reg == kClock64)) {  // ns as both clocks
           wr(t, o[0].reg, uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        std::chrono::steady_clock::now().time_since_epoch()).count()));
         } else {
@@ -1043,7 +1043,7 @@ void Launch::run_cluster(const uint32_t first[3]) {
       r[kClusteridX] = first[0] / cx, r[kClusteridY] = first[1] / cy, r[kClusteridZ] = first[2] / cz;
       r[kNclusteridX] = grid.x / cx, r[kNclusteridY] = grid.y / cy, r[kNclusteridZ] = grid.z / cz;
       r[kIsExplicitCluster] = k.cluster[0] ? 1 : 0;
-      r[kSmid] = b;  // one block of the running cluster an SM; %globaltimer is read where a mov reads it
+      r[kSmid] = b;  // one block of the running cluster an SM; %globaltimer, %clock64 read where a mov reads them
     }
   }
   std::vector<Thread*> lanes;

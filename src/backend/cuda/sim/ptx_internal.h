@@ -86,7 +86,7 @@ enum Special : uint32_t {
   kTidX, kTidY, kTidZ, kNtidX, kNtidY, kNtidZ, kCtaidX, kCtaidY, kCtaidZ, kNctaidX, kNctaidY, kNctaidZ, kLaneid,
   kWarpid, kClusterRank, kClusterNrank, kClusterCtaidX, kClusterCtaidY, kClusterCtaidZ, kClusterNctaidX,
   kClusterNctaidY, kClusterNctaidZ, kClusteridX, kClusteridY, kClusteridZ, kNclusteridX, kNclusteridY,
-  kNclusteridZ, kIsExplicitCluster, kGlobaltimer, kSmid, kSpecialCount
+  kNclusteridZ, kIsExplicitCluster, kGlobaltimer, kClock64, kSmid, kSpecialCount
 };
 
 // Generic addresses of shared memory: the shared window offset plus this base (host pointers,

@@ -176,7 +176,7 @@ const std::unordered_map<std::string, uint32_t>& specials() {
       {"%cluster_nctaid.y", kClusterNctaidY}, {"%cluster_nctaid.z", kClusterNctaidZ},
       {"%clusterid.x", kClusteridX}, {"%clusterid.y", kClusteridY}, {"%clusterid.z", kClusteridZ},
       {"%nclusterid.x", kNclusteridX}, {"%nclusterid.y", kNclusteridY}, {"%nclusterid.z", kNclusteridZ},
-      {"%is_explicit_cluster", kIsExplicitCluster}, {"%globaltimer", kGlobaltimer}, {"%smid", kSmid}};
+      {"%is_explicit_cluster", kIsExplicitCluster}, {"%globaltimer", kGlobaltimer}, {"%clock64", kClock64}, {"%smid", kSmid}};
   return m;
 }
 
