@@ -419,6 +419,10 @@ CompileOptions pdl_opts(const std::string& arch, PdlMode pdl) {
   return o;
 }
 
+// How a kernel without a weight prologue opens (codegen_internal.h kEntryOpen): the probe's
+// declaration (nothing without --cuda-tune probe=1), then the entry, the PDL wait.
+const std::string kOpensWithWait = ") {\n  OPV_PROBE_OPEN();\n  OPV_KERNEL_ENTRY();";
+
 // From compute_90 every kernel carries the prologue (attr and PTX: the wait; with early the release
 // of the dependents before it), none below it or with --cuda-pdl off (on is the default: off and
 // early are recorded in the meta). Kernels with a weight prologue state it after their weights' loads.
@@ -445,13 +449,16 @@ TEST(CudaPdl, KernelsCarryThePrologueFromCompute90) {
       }
     // No global load before the wait, but in the weight prologues (PrefetchLoadsOnlyConstantsBeforeTheWait;
     // cudasim checks on every launch that such loads are of memory no kernel writes).
+    int opening = 0;  // kernels that open with the wait
     for (const plan::Plan* p : {&on, &early})
       for (const plan::Call& c : p->calls) {
         const plan::Kernel& k = p->kernels[size_t(c.kernel)];
-        if (plan::cuda::generate(*p, c).source.find(") {\n  OPV_KERNEL_ENTRY();") == std::string::npos) continue;
+        if (plan::cuda::generate(*p, c).source.find(kOpensWithWait) == std::string::npos) continue;
+        ++opening;
         const size_t wait = k.source.find("griddepcontrol.wait");
         EXPECT_EQ(k.source.find("ld.global"), k.source.find("ld.global", wait)) << k.name << ": no global load before the wait";
       }
+    EXPECT_GT(opening, 0) << "some kernel opens with the wait";
     // tail: the wait first, the release after the main loop in the kernels that have one
     const plan::Plan tail = lower(nc.build(DType::F16), pdl_opts("compute_90", PdlMode::Tail));
     EXPECT_EQ(tail.meta.i("cuda_pdl", 0), 4);
@@ -504,7 +511,7 @@ ir::Graph dynamic_weights(DType dt) {
 TEST(CudaPdl, PrefetchLoadsOnlyConstantsBeforeTheWait) {
   std::string why;
   if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
-  const std::string first = ") {\n  OPV_KERNEL_ENTRY();";
+  const std::string first = kOpensWithWait;
   std::vector<NetCase> nets(std::begin(kNets), std::end(kNets));
   nets.push_back({"dynamic_weights", dynamic_weights});
   int late = 0;

@@ -69,38 +69,9 @@ const char* kPrelude = R"(// opvision CUDA prelude (src/target/cuda/codegen.cpp)
 #else
 #define OPV_PDL_ENTRY() ((void)0)
 #endif
-// The probe (--cuda-tune probe=1, plan pass nvrtc defines OPV_PROBE): thread 0 of every block
-// reads %globaltimer (ns, one clock for the whole GPU) where the kernel opens (OPV_PROBE_OPEN(), the
-// first statement of every kernel: before any weight prologue), after its entry (the PDL wait) and
-// as it leaves (the destructor: every return), with the SM's clock64 at the same three points (the
-// global timer may tick coarser than the SM clock), and appends {open, entry, end, kernel << 40 | SM
-// << 32 | block, entry - open << 32 | end - open in SM cycles} to the records the backend points
-// opv_probe_dst at (cuda_abi.h, "Probe").
+// The probe (--cuda-tune probe=1): kProbePrelude, before this prelude, defines OPV_PROBE and the
+// OpvProbe every kernel then declares first (OPV_PROBE_OPEN()) and marks after its entry.
 #ifdef OPV_PROBE
-__device__ unsigned long long* opv_probe_dst;  // [0] records written, [1] capacity, records from [4]
-__device__ unsigned opv_probe_kernel;          // the plan's kernel index
-__device__ __forceinline__ unsigned long long opv_globaltimer() {
-  unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
-}
-struct OpvProbe {
-  unsigned long long open, entry, open_clk, entry_clk;
-  __device__ OpvProbe() : open(opv_globaltimer()), entry(0), open_clk(clock64()), entry_clk(0) {}
-  __device__ void entered() { entry = opv_globaltimer(); entry_clk = clock64(); }
-  __device__ ~OpvProbe() {
-    unsigned long long* d = opv_probe_dst;
-    if ((threadIdx.x | threadIdx.y | threadIdx.z) != 0 || d == nullptr) return;
-    const unsigned long long end = opv_globaltimer(), end_clk = clock64();
-    unsigned sm; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    const unsigned long long i = atomicAdd(d, 1ull);
-    if (i >= d[1]) return;
-    unsigned long long* r = d + 4 + 5 * i;
-    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    const unsigned long long e = entry ? entry_clk - open_clk : 0, x = end_clk - open_clk;
-    r[0] = open; r[1] = entry ? entry : open; r[2] = end;
-    r[3] = ((unsigned long long)opv_probe_kernel << 40) | ((unsigned long long)(sm & 0xff) << 32) | block;
-    r[4] = ((e < 0xffffffffull ? e : 0xffffffffull) << 32) | (x < 0xffffffffull ? x : 0xffffffffull);
-  }
-};
 #define OPV_PROBE_OPEN() OpvProbe opv_probe
 #define OPV_KERNEL_ENTRY() do { OPV_PDL_ENTRY(); opv_probe.entered(); } while (0)
 #else
@@ -148,6 +119,42 @@ __device__ __forceinline__ float opv_warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+)";
+
+// What precedes kPrelude in every source of a plan compiled with the probe (--cuda-tune probe=1;
+// generate()), so kPrelude's OPV_PROBE_OPEN() and OPV_KERNEL_ENTRY() use it.
+const char* kProbePrelude = R"(// opvision CUDA probe (src/target/cuda/codegen.cpp kProbePrelude)
+// Thread 0 of every block reads %globaltimer (ns, one clock for the whole GPU) where the kernel
+// opens (OPV_PROBE_OPEN(), the first statement of every kernel: before any weight prologue), after
+// its entry (the PDL wait) and as it leaves (the destructor: every return), with the SM's clock64
+// at the same three points (the global timer may tick coarser than the SM clock), and appends
+// {open, entry, end, kernel << 40 | SM << 32 | block, entry - open << 32 | end - open in SM cycles}
+// to the records the backend points opv_probe_dst at (cuda_abi.h, "Probe").
+#define OPV_PROBE 1
+__device__ unsigned long long* opv_probe_dst;  // [0] records written, [1] capacity, records from [4]
+__device__ unsigned opv_probe_kernel;          // the plan's kernel index
+__device__ __forceinline__ unsigned long long opv_globaltimer() {
+  unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
+}
+struct OpvProbe {
+  unsigned long long open, entry, open_clk, entry_clk;
+  __device__ OpvProbe() : open(opv_globaltimer()), entry(0), open_clk(clock64()), entry_clk(0) {}
+  __device__ void entered() { entry = opv_globaltimer(); entry_clk = clock64(); }
+  __device__ ~OpvProbe() {
+    unsigned long long* d = opv_probe_dst;
+    if ((threadIdx.x | threadIdx.y | threadIdx.z) != 0 || d == nullptr) return;
+    const unsigned long long end = opv_globaltimer(), end_clk = clock64();
+    unsigned sm; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    const unsigned long long i = atomicAdd(d, 1ull);
+    if (i >= d[1]) return;
+    unsigned long long* r = d + 4 + 5 * i;
+    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    const unsigned long long e = entry ? entry_clk - open_clk : 0, x = end_clk - open_clk;
+    r[0] = open; r[1] = entry ? entry : open; r[2] = end;
+    r[3] = ((unsigned long long)opv_probe_kernel << 40) | ((unsigned long long)(sm & 0xff) << 32) | block;
+    r[4] = ((e < 0xffffffffull ? e : 0xffffffffull) << 32) | (x < 0xffffffffull ? x : 0xffffffffull);
+  }
+};
 )";
 
 // The virtual architecture's number of a plan (meta cuda_arch, "compute_<NN>"): 75, 80, 90, ...
@@ -1773,7 +1780,19 @@ void fuse_concat_cast(Plan& p) {
 
 using namespace detail;
 
+namespace {
+Generated generate_family(const Plan& p, const Call& c);
+}  // namespace
+
 Generated generate(const Plan& p, const Call& c) {
+  Generated g = generate_family(p, c);
+  if (!g.source.empty() && tune_target(p, TuneKey::Probe) != 0) g.source = kProbePrelude + g.source;
+  return g;
+}
+
+namespace {
+// The call's family's kernel (generate() adds the probe).
+Generated generate_family(const Plan& p, const Call& c) {
   Generated g;
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   Ctx x{p, c, k};
@@ -1962,6 +1981,7 @@ Generated generate(const Plan& p, const Call& c) {
   static_assert(kBlock == kTileThreads, "the tiled 1x1 conv assumes the common block size");
   return g;
 }
+}  // namespace
 
 bool codegen(Plan& p, const PassCtx& ctx) {
   OPV_CHECK(p.target == "cuda", "cuda-codegen: plan targets '", p.target, "', not cuda");

@@ -6,8 +6,7 @@
  *      result is an int enum, the program an opaque pointer) so no toolkit header is needed.
  *   3. Every kernel still in CUDA source form is compiled for --gpu-architecture=<ctx.cuda.arch>,
  *      IEEE float (no fast math), with OPV_PDL defined where kernel attr "cuda_pdl" asks for the
- *      programmatic-dependent-launch prologue and OPV_PROBE where the compile asks for the probe
- *      (--cuda-tune probe=1); the PTX replaces the source (Kernel.options "ptx").
+ *      programmatic-dependent-launch prologue; the PTX replaces the source (Kernel.options "ptx").
  * Invariant: a kernel either compiles or the pass fails with NVRTC's log naming the kernel.
  */
 #include <dlfcn.h>
@@ -126,7 +125,6 @@ bool nvrtc_compile(Plan& p, const PassCtx& ctx) {
     OPV_CHECK(k.options == "cuda", "nvrtc: kernel ", k.name, " has no CUDA source (options '", k.options, "')");
     std::vector<std::string> defines;
     if (const int64_t pdl = k.attrs.i("cuda_pdl", 0); pdl != 0) defines.push_back("OPV_PDL=" + std::to_string(pdl));
-    if (ctx.cuda.tune.get(TuneKey::Probe) != 0) defines.push_back("OPV_PROBE=1");  // kPrelude's OpvProbe
     k.source = compile_to_ptx(k.source, k.name, ctx.cuda.arch, defines);
     k.options = kPtxFormat;
     changed = true;

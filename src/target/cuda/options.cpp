@@ -37,7 +37,7 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // ConvFFN's X tile through registers (1 since session 36: the fixture 0.1616 against 0.1626 ms
 // on an H100, 6 of 6 rounds; 0 keeps its cp.async group), the cluster ConvFFN alone on its SMs
 // (ffn_sm_alone, opt-in), the ConvFFN's cluster splits at most 8 blocks (session 36: 16 before);
-// probe is not a sizing target but a measuring build (kPrelude's OpvProbe; bench --probe);
+// probe is not a sizing target but a measuring build (codegen.cpp kProbePrelude; bench --probe);
 // ffn_fc1_chains and ffn_fc2_chains 2 (opt-in, session 37, not yet timed) sum fc1's (fc2's) even
 // and odd k-steps apart.
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
