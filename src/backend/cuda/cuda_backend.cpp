@@ -86,7 +86,7 @@ constexpr size_t kJitLogBytes = 8192;  // JIT error log kept for a failed module
 constexpr int kMaxKernelParams = 4096; // bound of the parameter count probe (cuFuncGetParamInfo)
 constexpr int kUnknownParams = -1;      // the driver cannot list a kernel's parameters
 constexpr int kPortableClusterBlocks = 8;  // wider thread-block clusters need the function's opt-in
-constexpr uint64_t kProbeWords = 5;  // words of a probe record (kPrelude's OpvProbe; cuda_abi.h "Probe")
+constexpr uint64_t kProbeWords = 5;  // words of a probe record (codegen.cpp kProbePrelude; cuda_abi.h "Probe")
 // Bound of a kernel's dynamic shared memory (attr cuda_smem) before the device is asked: above any
 // GPU's per-block limit (227 KB on sm_90), so only a corrupt or hostile plan passes it.
 constexpr int64_t kMaxDynamicSmem = int64_t(1) << 20;
@@ -558,7 +558,7 @@ void CudaBackend::build() {
   if (!probed.empty()) attach_probe(probed);
 }
 
-// The probe (--cuda-tune probe=1; kPrelude's OpvProbe): one device buffer of records, [0] the
+// The probe (--cuda-tune probe=1; codegen.cpp kProbePrelude): one device buffer of records, [0] the
 // count written, [1] the capacity, records of kProbeWords words from [4]; each probed module's
 // opv_probe_dst points at it and its opv_probe_kernel holds the plan's kernel index.
 void CudaBackend::attach_probe(const std::vector<std::pair<int, CUmodule>>& probed) {
