@@ -335,6 +335,13 @@ int cmd_bench(int argc, char** argv) {
                   (long long)r.sms, (long long)r.per_sm, r.open, r.entry, r.entry_last, r.end_median, r.end_last,
                   i ? r.entry - probe[i - 1].end_last : 0.0, r.end_last - r.end_median, (long long)r.work_cycles);
     }
+    double gaps = 0, tails = 0;  // in plan order; calls on parallel branches overlap (negative gaps)
+    for (size_t i = 0; i < probe.size(); ++i) {
+      if (i) gaps += probe[i].entry - probe[i - 1].end_last;
+      tails += probe[i].end_last - probe[i].end_median;
+    }
+    std::printf("  sums over the calls: gaps %.2f us, tails %.2f us, of the replay's %.2f us from the first open to the "
+                "last end\n", gaps, tails, probe_span);
   }
 #endif
   if (!profiled) {

@@ -228,6 +228,7 @@ def test_bench_probe_on_cudasim(sim, tmp_path):
     replay; an artifact without the probe is refused naming the compile flag, as are other targets."""
     import csv
     import json
+    import re
     model, art, plain, table = tmp_path / "m.onnx", tmp_path / "m.opv", tmp_path / "plain.opv", tmp_path / "p.csv"
     p = sim.run("make-model", model, "--height", "32", "--width", "64", "--in-chans", "6", "--widths", "16,32,32,64",
                 "--depths", "1,1,1,1", "--hidden", "32", "--heads", "4,2", "--fp16")
@@ -254,6 +255,7 @@ def test_bench_probe_on_cudasim(sim, tmp_path):
     assert all(0 <= int(r["entry_cycles"]) <= int(r["end_cycles"]) for r in recs) and any(int(r["end_cycles"]) > 0 for r in recs)
     p = sim.run("bench", art, "--iters", "1", "--warmup", "0", "--probe", "1", timeout=300)
     assert p.returncode == 0 and "probe: the replay of median span" in p.stdout, describe(p)
+    assert re.search(r"sums over the calls: gaps -?[0-9.]+ us, tails [0-9.]+ us", p.stdout), describe(p)
     p = sim.run("bench", plain, "--iters", "1", "--warmup", "0", "--probe", "1", timeout=300)
     assert p.returncode != 0 and "compile with --cuda-tune probe=1" in p.stderr, describe(p)
     p = sim.run("bench", plain, "--iters", "1", "--probe-csv", table, timeout=300)
