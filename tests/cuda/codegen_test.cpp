@@ -1375,7 +1375,11 @@ std::vector<const Tensor*> addresses(const std::vector<Tensor>& in) {
   for (const Tensor& t : in) ins.push_back(&t);
   return ins;
 }
-void expect_bit_equal_runs(backend::Backend& x, backend::Backend& y, const plan::Plan& p, uint64_t* seed) {
+// x and y (each loaded with a form of p) run on test::device_replays() fresh random inputs; `check`
+// gets each replay's number, inputs and the two fp16 outputs (first output), after the check that
+// x's is not all zeros.
+void each_replay(backend::Backend& x, backend::Backend& y, const plan::Plan& p, uint64_t* seed,
+                 const std::function<void(int, const std::vector<Tensor>&, const Tensor&, const Tensor&)>& check) {
   for (int rep = 0; rep < test::device_replays(); ++rep) {
     const std::vector<Tensor> in = random_inputs(p, seed);
     const std::vector<const Tensor*> ins = addresses(in);
@@ -1383,32 +1387,30 @@ void expect_bit_equal_runs(backend::Backend& x, backend::Backend& y, const plan:
     Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
     x.run(ins, {&a});
     y.run(ins, {&b});
+    EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
+    check(rep, in, a, b);
+  }
+}
+void expect_bit_equal_runs(backend::Backend& x, backend::Backend& y, const plan::Plan& p, uint64_t* seed) {
+  each_replay(x, y, p, seed, [](int rep, const std::vector<Tensor>& in, const Tensor& a, const Tensor& b) {
     ASSERT_EQ(a.nbytes(), b.nbytes());
     EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
-    EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
-    if (in[0].dtype() == DType::F16 && in[0].shape() == yb.shape) {
+    if (in[0].dtype() == DType::F16 && in[0].shape() == a.shape()) {
       EXPECT_GT(compare(a.cast(DType::F32), in[0].cast(DType::F32)).rel_l2, 1e-2) << "the output is not the input";
     }
-  }
+  });
 }
 // As expect_bit_equal_runs for two forms that sum in another order: the outputs (fp16) agree within
 // rel_l2 `tol`, and with `differ` not bit for bit on every replay's inputs.
 void expect_close_runs(backend::Backend& x, backend::Backend& y, const plan::Plan& p, uint64_t* seed, double tol,
                        bool differ = false) {
-  for (int rep = 0; rep < test::device_replays(); ++rep) {
-    const std::vector<Tensor> in = random_inputs(p, seed);
-    const std::vector<const Tensor*> ins = addresses(in);
-    const plan::Buffer& yb = p.buffers[size_t(p.outputs[0])];
-    Tensor a(DType::F16, yb.shape), b(DType::F16, yb.shape);
-    x.run(ins, {&a});
-    y.run(ins, {&b});
+  each_replay(x, y, p, seed, [&](int rep, const std::vector<Tensor>&, const Tensor& a, const Tensor& b) {
     const ErrorMetrics m = compare(a.cast(DType::F32), b.cast(DType::F32));
     EXPECT_LT(m.rel_l2, tol) << "replay " << rep;
     if (differ) {
       EXPECT_GT(m.rel_l2, 0.0) << "replay " << rep << ": another summation order rounds some output differently";
     }
-    EXPECT_GT(compare(a.cast(DType::F32), Tensor(DType::F32, yb.shape)).rel_l2, 0.5) << "not all zeros";
-  }
+  });
 }
 // The 8-warp and 4-warp ConvFFN kernels compute the same outputs bit for bit (the same fragments
 // into the same mma.sync in the same order, the split partials added in the same order), NCHW and
