@@ -80,15 +80,7 @@ int64_t Tensor::get_i64(int64_t i) const {
     case DType::I8: return static_cast<const int8_t*>(p)[i];
     case DType::U8: return static_cast<const uint8_t*>(p)[i];
     case DType::Bool: return static_cast<const uint8_t*>(p)[i] ? 1 : 0;
-    default: {
-      // Float to int64 truncates; NaN reads as 0 and out-of-range values saturate (the plain cast
-      // is undefined for them).
-      const double v = get_f64(i);
-      if (!(v == v)) return 0;
-      if (v >= 0x1p63) return INT64_MAX;
-      if (v < -0x1p63) return INT64_MIN;
-      return int64_t(v);
-    }
+    default: return float_to_i64(get_f64(i));  // as set_f64 stores: NaN and +-Inf 0, saturating
   }
 }
 
