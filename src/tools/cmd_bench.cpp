@@ -54,6 +54,7 @@ struct ProbeRow {
   int64_t blocks = 0, sms = 0;
   int64_t per_sm = 0;  // the most blocks on one SM at once
   double open = 0, entry = 0, entry_last = 0, end_median = 0, end_last = 0;
+  double gap = 0;  // from the row before's last end to this call's first entry (0 for the first)
   int64_t work_cycles = 0;  // the median block's SM cycles from its entry to its end
 };
 
@@ -92,6 +93,7 @@ std::vector<ProbeRow> probe_rows(const std::vector<backend::CudaProbeBlock>& rec
       int64_t now = 0;
       for (const auto& e : ev) row.per_sm = std::max(row.per_sm, now += e.second);
     }
+    if (!rows.empty()) row.gap = row.entry - rows.back().end_last;
     rows.push_back(row);
   }
   return rows;
@@ -328,17 +330,16 @@ int cmd_bench(int argc, char** argv) {
                 "its last; cycles: the median block's SM clock from its entry to its end)\n");
     std::printf("  %4s %-36s %6s %4s %6s %8s %8s %8s %8s %8s %6s %6s %7s\n", "call", "kernel", "blocks", "SMs", "per_SM",
                 "open", "entry", "entry<", "end_p50", "end", "gap", "tail", "cycles");
-    for (size_t i = 0; i < probe.size(); ++i) {
-      const ProbeRow& r = probe[i];
+    for (const ProbeRow& r : probe) {
       std::printf("  %4d %-36.36s %6lld %4lld %6lld %8.2f %8.2f %8.2f %8.2f %8.2f %6.2f %6.2f %7lld\n", r.call,
                   plan.kernels[size_t(plan.calls[size_t(r.call)].kernel)].name.c_str(), (long long)r.blocks,
                   (long long)r.sms, (long long)r.per_sm, r.open, r.entry, r.entry_last, r.end_median, r.end_last,
-                  i ? r.entry - probe[i - 1].end_last : 0.0, r.end_last - r.end_median, (long long)r.work_cycles);
+                  r.gap, r.end_last - r.end_median, (long long)r.work_cycles);
     }
     double gaps = 0, tails = 0;  // in plan order; calls on parallel branches overlap (negative gaps)
-    for (size_t i = 0; i < probe.size(); ++i) {
-      if (i) gaps += probe[i].entry - probe[i - 1].end_last;
-      tails += probe[i].end_last - probe[i].end_median;
+    for (const ProbeRow& r : probe) {
+      gaps += r.gap;
+      tails += r.end_last - r.end_median;
     }
     std::printf("  sums over the calls: gaps %.2f us, tails %.2f us, of the replay's %.2f us from the first open to the "
                 "last end\n", gaps, tails, probe_span);

@@ -973,9 +973,9 @@ Generated ffn(const Plan& p, const Call& c) {
   // With ffn_fc1_chains 2 (TuneKey::FfnFc1Chains) a slab's even and odd k-steps accumulate apart,
   // each mma waiting on the one two k-steps before instead of the one before (a slab's chain of
   // dependent mma.sync halves), summed before the bias: another summation order.
-  const bool chains2 = tune_target(p, TuneKey::FfnFc1Chains) == 2;
-  const std::string acc1_at = chains2 ? "acc1[kk & 1]" : "acc1";
-  if (chains2)
+  const bool fc1_chains2 = tune_target(p, TuneKey::FfnFc1Chains) == 2;
+  const std::string acc1_at = fc1_chains2 ? "acc1[kk & 1]" : "acc1";
+  if (fc1_chains2)
     b << "    float acc1[2][" << nwt << "][4];  // even and odd k-steps apart (ffn_fc1_chains)\n"
       << "#pragma unroll\n    for (int c = 0; c < " << nwt << "; ++c)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) "
          "acc1[0][c][r] = acc1[1][c][r] = 0.0f;\n";
@@ -1009,7 +1009,7 @@ Generated ffn(const Plan& p, const Call& c) {
   // reading it: every thread passed this chunk's first next_slab barrier since).
   b << "#pragma unroll\n    for (int nt = 0; nt < " << nwt << "; ++nt)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n"
     << "        const int hl = " << wrow << " * 16 + g + (r >> 1) * 8;\n"
-    << (chains2 ? "        float v = (acc1[0][nt][r] + acc1[1][nt][r])" : "        float v = acc1[nt][r]")
+    << (fc1_chains2 ? "        float v = (acc1[0][nt][r] + acc1[1][nt][r])" : "        float v = acc1[nt][r]")
     << (c.inputs[2] >= 0 ? " + b1v[r >> 1]" : "") << ";\n";
   b << unary_ops(po1, po2, "        ");
   b << "        Gs[hl * LDG + " << col << " + 2 * t + (r & 1)] = opv_f2h(v);\n      }\n"
