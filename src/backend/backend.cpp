@@ -34,6 +34,12 @@ Support Backend::supports_call(const plan::Plan& plan, int call) const {
   return Support::yes();
 }
 
+void Backend::run_device_inputs(const std::vector<Tensor*>& outputs) {
+  (void)outputs;
+  throw Error(name() + " backend: keeps no inputs in device memory (a run on device inputs needs --backend cuda "
+              "with --cuda-inputs device)");
+}
+
 void check_plan_ids(const plan::Plan& plan, const std::string& who) {
   const int nb = int(plan.buffers.size());
   for (size_t ci = 0; ci < plan.calls.size(); ++ci) {

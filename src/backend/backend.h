@@ -3,6 +3,7 @@
 // binds inputs/outputs and enqueues; it does not allocate (except on first use of profiling).
 // New backends (opencl, cuda, qcom) implement this and register in backend/registry.cpp.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +23,12 @@ enum class CudaGraph { Branches, Chain };
 // Auto, Mapped where the plan reads the buffer once (an input that one element-wise or Concat
 // call reads element by element; an output no call reads), else Copy (graph_deps.h mapped_io);
 // but inputs stay Copy where cuda_inflight > 1 overlaps their uploads with the kernels before.
-enum class CudaIo { Copy, Mapped, Auto };
+// Device (inputs only): each input lives in device memory that keeps it between runs, and the graph
+// has no upload: run() with host tensors uploads them before the graph (stream-ordered copies), and
+// Backend::run_device_inputs() runs on what is there, the last run's inputs or what the caller
+// wrote at Backend::input_device() on the GPU (openpilot's flow: the frames are warped into the
+// model's input on the GPU and never cross the host link).
+enum class CudaIo { Copy, Mapped, Auto, Device };
 constexpr int kMaxCudaInflight = 4096;
 
 struct Options {
@@ -49,9 +55,10 @@ struct Options {
   // the previous replay's kernels; off, every replay's graph uploads the inputs itself, after the
   // previous replay has finished (one stream).
   bool cuda_overlap_uploads = true;
-  // Inputs and outputs (CLI: --cuda-inputs, --cuda-outputs copy|mapped|auto; CudaIo). Mapped
-  // inputs are read over the host link with no copy node (and nothing for cuda_overlap_uploads to
-  // overlap); run() copies the outputs from their staging into the caller's tensors either way.
+  // Inputs and outputs (CLI: --cuda-inputs copy|mapped|auto|device, --cuda-outputs
+  // copy|mapped|auto; CudaIo). Mapped and Device inputs have no copy node (nothing for
+  // cuda_overlap_uploads to overlap); run() copies the outputs from their staging into the
+  // caller's tensors either way. Device is for inputs only (load() refuses it for outputs).
   CudaIo cuda_inputs = CudaIo::Auto;
   CudaIo cuda_outputs = CudaIo::Auto;
 };
@@ -103,6 +110,14 @@ class Backend {
   // whose input tensor's bytes are exactly there skips copying it, so a caller may write an input
   // in place (runtime::Session::staged_inputs). Valid until the next load() or the backend's end.
   virtual void* input_staging(size_t i) { (void)i; return nullptr; }
+  // After load(): where input i (plan.inputs order) lives on the device between runs, dense bytes
+  // of its dtype and shape, for a caller that writes it there itself (its writes complete before
+  // the run; the cuda backend: Options.cuda_inputs Device, an address in the device's primary
+  // context); 0 where the backend keeps no such memory.
+  virtual uint64_t input_device(size_t i) const { (void)i; return 0; }
+  // One inference on the inputs as they are at input_device() (each input must have one): the
+  // last run's, or what the caller wrote there. opv::Error where an input has none.
+  virtual void run_device_inputs(const std::vector<Tensor*>& outputs);
   // Per-call timing of the following runs (for `opvision bench`). Backends that cannot time
   // individual calls leave call_times_ms() empty.
   virtual void set_profiling(bool on) { (void)on; }

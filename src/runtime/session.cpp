@@ -85,6 +85,20 @@ void Session::run_into(const NamedTensors& inputs, const NamedOutputs& outputs) 
   backend_->run(in_ptrs_, out_ptrs_);
 }
 
+std::vector<std::pair<std::string, uint64_t>> Session::device_inputs() const {
+  std::vector<std::pair<std::string, uint64_t>> r;
+  size_t i = 0;
+  for (const auto& [name, buf] : input_specs()) r.emplace_back(name, backend_->input_device(i++));
+  return r;
+}
+
+const NamedTensors& Session::run_device_inputs() {
+  out_ptrs_.clear();
+  for (auto& o : outputs_) out_ptrs_.push_back(&o.second);
+  backend_->run_device_inputs(out_ptrs_);
+  return outputs_;
+}
+
 NamedTensors Session::random_inputs(uint64_t seed) const {
   NamedTensors r;
   std::mt19937_64 rng(seed);

@@ -51,6 +51,14 @@ class Session {
   // tensors of their own for inputs the backend has no such memory for. The views stay valid for
   // the session's life; pass this NamedTensors itself to run() (copying it copies view bytes).
   NamedTensors staged_inputs();
+  // Inputs the backend keeps in device memory between runs (backend::Backend::input_device: the
+  // cuda backend under --cuda-inputs device), in model order: each input's device address, 0
+  // where it has none. A caller that writes its frames there on the GPU itself (in the device's
+  // primary context, finished before the run) then runs with run_device_inputs().
+  std::vector<std::pair<std::string, uint64_t>> device_inputs() const;
+  // One inference on the inputs as they are in device memory (the last run's, or what the caller
+  // wrote at device_inputs()); outputs as run()'s. opv::Error where an input is not kept there.
+  const NamedTensors& run_device_inputs();
 
  private:
   // "x:f32[1,3,8,8], ..." for messages: the model's inputs or outputs.

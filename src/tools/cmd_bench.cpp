@@ -188,8 +188,15 @@ int cmd_bench(int argc, char** argv) {
   runtime::Session session(std::move(loaded), bopts);
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));
   maybe_stage_inputs(a, session, &inputs);
+  const bool on_device = stage_device_inputs(a, session, inputs);
+  const auto infer = [&] {
+    if (on_device)
+      session.run_device_inputs();
+    else
+      session.run(inputs);
+  };
 
-  LatencyStats st = latency_stats(time_runs(warmup, iters, [&] { session.run(inputs); }));
+  LatencyStats st = latency_stats(time_runs(warmup, iters, infer));
   const double ms_per_frame = st.median_ms / inflight;
   const double frames_per_s = st.median_ms > 0 ? 1e3 * inflight / st.median_ms : 0.0;
 
@@ -199,7 +206,7 @@ int cmd_bench(int argc, char** argv) {
   const int64_t profile_runs = std::min(iters, kMaxProfileRuns);
   std::vector<double> per_call(plan.calls.size(), 0.0);
   const std::vector<TraceRun> timelines =
-      tools::profile_runs(session.backend(), plan, profile_runs, [&] { session.run(inputs); });
+      tools::profile_runs(session.backend(), plan, profile_runs, infer);
   const bool profiled = !timelines.empty();
   for (const TraceRun& t : timelines)
     for (size_t i = 0; i < t.call_ms.size(); ++i) per_call[i] += t.call_ms[i] / double(profile_runs);

@@ -79,10 +79,11 @@ int cmd_run(int argc, char** argv) {
 #if OPV_HAVE_CUDA
   if (const backend::CudaLoadInfo* cu = backend::cuda_load_info(session.backend()))
     std::fprintf(stderr,
-                 "[run] cuda device %s: one CUDA graph (%s) of %d nodes, %d edges (%d programmatic), depth %d, width %d%s%s\n",
+                 "[run] cuda device %s: one CUDA graph (%s) of %d nodes, %d edges (%d programmatic), depth %d, width %d%s%s%s\n",
                  cu->device.c_str(), cu->branches ? "branches" : "chain", cu->graph_nodes, cu->graph_edges,
                  cu->pdl_edges, cu->graph_depth, cu->graph_width,
                  cu->mapped_inputs ? detail::concat("; ", cu->mapped_inputs, " input(s) read in mapped host memory").c_str() : "",
+                 cu->device_inputs ? detail::concat("; ", cu->device_inputs, " input(s) kept in device memory").c_str() : "",
                  cu->mapped_outputs ? detail::concat("; ", cu->mapped_outputs, " output(s) written in mapped host memory").c_str() : "");
 #endif
   for (const auto& [name, t] : outputs) print_summary(name, t);

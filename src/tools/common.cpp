@@ -80,11 +80,13 @@ ArgParser& backend_flag_options(ArgParser& p) {
               "cuda: the inference's CUDA graph orders calls and copies by the memory they share, so independent "
               "calls run as parallel branches (branches), or runs them one after another in plan order (chain)",
               "branches")
-      .option("--cuda-inputs", "copy|mapped|auto",
+      .option("--cuda-inputs", "copy|mapped|auto|device",
               "cuda: copy, each inference copies its inputs from pinned host memory to the GPU before the first "
               "kernel; mapped, the kernels read them in pinned host memory mapped into the GPU's address space, "
               "over the host link, with no copy; auto, mapped for an input that one element-wise or Concat call "
-              "reads once (but copied where bench --inflight N overlaps uploads with kernels), else copy",
+              "reads once (but copied where bench --inflight N overlaps uploads with kernels), else copy; device, "
+              "they stay in device memory between runs, uploaded before the graph, and with --staged-inputs "
+              "uploaded once and read there by every run (frames made on the GPU, as openpilot's are)",
               "auto")
       .option("--cuda-outputs", "copy|mapped|auto",
               "cuda: copy, each inference copies its outputs from the GPU to pinned host memory after the last "
@@ -104,12 +106,13 @@ bool on_off(const Args& a, const std::string& name, const std::string& dflt) {
   return v == "on";
 }
 
-static backend::CudaIo cuda_io(const Args& a, const std::string& name) {
+static backend::CudaIo cuda_io(const Args& a, const std::string& name, bool inputs) {
   const std::string v = a.get(name, "auto");
   if (v == "copy") return backend::CudaIo::Copy;
   if (v == "mapped") return backend::CudaIo::Mapped;
   if (v == "auto") return backend::CudaIo::Auto;
-  throw UsageError(name + " must be copy, mapped or auto, not '" + v + "'");
+  if (v == "device" && inputs) return backend::CudaIo::Device;
+  throw UsageError(name + " must be copy, mapped" + (inputs ? ", auto or device" : " or auto") + ", not '" + v + "'");
 }
 
 backend::Options backend_options(const Args& a) {
@@ -124,8 +127,8 @@ backend::Options backend_options(const Args& a) {
   if (graph != "branches" && graph != "chain")
     throw UsageError("--cuda-graph must be branches or chain, not '" + graph + "'");
   o.cuda_graph = graph == "chain" ? backend::CudaGraph::Chain : backend::CudaGraph::Branches;
-  o.cuda_inputs = cuda_io(a, "--cuda-inputs");
-  o.cuda_outputs = cuda_io(a, "--cuda-outputs");
+  o.cuda_inputs = cuda_io(a, "--cuda-inputs", true);
+  o.cuda_outputs = cuda_io(a, "--cuda-outputs", false);
   const std::string prec = a.get("--cpu-precision", "fp32");
   if (prec != "fp32" && prec != "bf16")
     throw UsageError("--cpu-precision must be fp32 or bf16, not '" + prec + "'");
@@ -135,7 +138,8 @@ backend::Options backend_options(const Args& a) {
 
 ArgParser& staged_inputs_option(ArgParser& p) {
   return p.flag("--staged-inputs",
-                "write the inputs once where the backend reads them from (cuda: its pinned staging) and run from "
+                "write the inputs once where the backend reads them from (cuda: its pinned staging; with "
+                "--cuda-inputs device, bench: its device memory) and run from "
                 "there, so no run copies them on the host, as a caller that writes its frames in place would "
                 "(Session::staged_inputs; backends without such memory: no effect)");
 }
@@ -152,6 +156,14 @@ void maybe_stage_inputs(const Args& a, runtime::Session& session, runtime::Named
     std::memcpy(t.raw(), given->raw(), t.nbytes());
   }
   *inputs = std::move(staged);
+}
+
+bool stage_device_inputs(const Args& a, runtime::Session& session, const runtime::NamedTensors& inputs) {
+  if (!a.has("--staged-inputs")) return false;
+  for (const auto& [name, address] : session.device_inputs())
+    if (address == 0) return false;
+  session.run(inputs);  // uploads them (Session::run checks them as always)
+  return true;
 }
 
 runtime::NamedTensors gather_inputs(const Args& a, const runtime::Session& session, bool allow_random) {

@@ -69,6 +69,10 @@ runtime::NamedTensors gather_inputs(const Args& a, const runtime::Session& sessi
 // to Session::run's check.
 ArgParser& staged_inputs_option(ArgParser& p);
 void maybe_stage_inputs(const Args& a, runtime::Session& session, runtime::NamedTensors* inputs);
+// --staged-inputs where the backend keeps every input in device memory (cuda, --cuda-inputs
+// device): `inputs` written there once, by one run, and true: later runs read them where they are
+// (Session::run_device_inputs), as a caller whose frames are made on the GPU would. Else false.
+bool stage_device_inputs(const Args& a, runtime::Session& session, const runtime::NamedTensors& inputs);
 
 struct LatencyStats {
   double median_ms = 0, min_ms = 0, p90_ms = 0, mean_ms = 0;

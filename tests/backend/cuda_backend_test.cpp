@@ -27,6 +27,7 @@
 
 #if OPV_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/graph_deps.h"
 #include "target/cuda/cuda_abi.h"
 #endif
@@ -549,6 +550,99 @@ TEST(CudaBackendGpu, InflightOverlappedUploadsAlternateTwoInputSlots) {
         EXPECT_EQ(info->graph_runs, 6 * n);
         EXPECT_EQ(info->overlapped_replays, overlap && n > 1 ? 6 * n : 0);
       }
+    }
+  }
+}
+
+// Writes `bytes` at device address `dst` through the driver, in device 0's primary context (the
+// backend's), and waits: a caller making its inputs on the GPU.
+void write_device(uint64_t dst, const void* src, size_t bytes) {
+  const backend::cu::Driver& d = backend::cu::driver();
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(d.cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d.cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
+  {
+    backend::cu::ScopedContext scope(ctx);
+    EXPECT_EQ(d.cuMemcpyHtoDAsync(CUdeviceptr(dst), src, bytes, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(d.cuStreamSynchronize(nullptr), CUDA_SUCCESS);
+  }
+  d.cuDevicePrimaryCtxRelease(dev);
+}
+
+// Options.cuda_inputs Device (--cuda-inputs device): every input has device memory that keeps it
+// between runs and no copy node; run() uploads the caller's tensors before the graph (in flight
+// and profiled too), run_device_inputs() runs again on what is there, including what the caller
+// wrote at input_device() itself; the outputs follow whichever inputs are there (a stale upload or
+// a graph still copying from the staging would not). Refused for outputs; other modes and other
+// backends have no device inputs.
+TEST(CudaBackendGpu, DeviceInputsStayOnTheDeviceBetweenRuns) {
+  SKIP_WITHOUT_CUDA();
+  using backend::CudaIo;
+  {
+    backend::Options o;
+    o.cuda_outputs = CudaIo::Device;
+    EXPECT_NE(creation_error(o).find("outputs are not kept on the device"), std::string::npos) << creation_error(o);
+  }
+  auto ref = backend::create("reference");
+  EXPECT_EQ(ref->input_device(0), 0u);
+  EXPECT_THROW(ref->run_device_inputs({}), Error);
+  for (const plan::Plan& p : {chain_plan(), two_branch_plan(true)}) {
+    {
+      auto copied = backend::create("cuda");
+      copied->load(p);
+      EXPECT_EQ(copied->input_device(0), 0u);
+      Io io = make_io(p, 1);
+      try {
+        copied->run_device_inputs(io.out_ptrs());
+        ADD_FAILURE() << "run_device_inputs without device inputs";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("is not kept on the device"), std::string::npos) << e.what();
+      }
+    }
+    for (int n : {1, 3}) {
+      SCOPED_TRACE(std::to_string(n) + " in flight");
+      backend::Options o;
+      o.cuda_inputs = CudaIo::Device;
+      o.cuda_inflight = n;
+      auto be = backend::create("cuda", o);
+      EXPECT_EQ(be->input_device(0), 0u) << "before load";
+      be->load(p);
+      const backend::CudaLoadInfo* info = backend::cuda_load_info(*be);
+      ASSERT_NE(info, nullptr);
+      EXPECT_EQ(info->device_inputs, int(p.inputs.size()));
+      EXPECT_EQ(info->mapped_inputs, 0);
+      EXPECT_FALSE(info->overlapped_uploads);
+      EXPECT_EQ(be->input_device(p.inputs.size()), 0u);
+      for (size_t i = 0; i < p.inputs.size(); ++i) EXPECT_NE(be->input_device(i), 0u) << i;
+      auto expect_ref = [&](Io& io, uint64_t seed) {
+        const std::vector<Tensor> want = reference_outputs(p, seed);
+        for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(max_abs_diff(io.outs[i], want[i]), 0.0) << i << " " << seed;
+      };
+      for (uint64_t seed = 100; seed < 104; ++seed) {
+        expect_matches_reference(*be, p, seed);  // run(): uploaded before the graph
+        Io again = make_io(p, seed);             // fresh NaN outputs, the same inputs on the device
+        be->run_device_inputs(again.out_ptrs());
+        expect_ref(again, seed);
+      }
+      for (uint64_t seed = 110; seed < 113; ++seed) {  // written on the device by the caller
+        Io io = make_io(p, seed);
+        for (size_t i = 0; i < p.inputs.size(); ++i) write_device(be->input_device(i), io.ins[i].raw(), io.ins[i].nbytes());
+        be->run_device_inputs(io.out_ptrs());
+        expect_ref(io, seed);
+      }
+      EXPECT_EQ(info->graph_runs, 11 * n);
+      be->set_profiling(true);
+      expect_matches_reference(*be, p, 120);
+      Io io = make_io(p, 120);
+      be->run_device_inputs(io.out_ptrs());
+      expect_ref(io, 120);
+      EXPECT_EQ(info->direct_runs, 2);
+      EXPECT_EQ(be->call_times_ms().size(), p.calls.size());
+      Io bad = make_io(p, 1);
+      std::vector<Tensor*> outs = bad.out_ptrs();
+      outs.pop_back();
+      EXPECT_THROW(be->run_device_inputs(outs), Error);
     }
   }
 }

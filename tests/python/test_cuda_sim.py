@@ -128,7 +128,7 @@ def test_fixture_split_forms_are_bit_identical_on_cudasim(sim, fixture_artifacts
     compute_90 run with its inputs read and its outputs written in mapped host memory
     (--cuda-inputs auto, --cuda-outputs auto: the frames are read once, by the input pack; no call
     reads the output), the inputs written there in place (--staged-inputs): the same bytes as
-    copies. (These compute_90 forms split stage 2's ConvFFN 12 ways on 12-block clusters,
+    copies; and with the inputs kept in device memory (--cuda-inputs device): the same bytes. (These compute_90 forms split stage 2's ConvFFN 12 ways on 12-block clusters,
     ffn_cluster_max=16, as the workspace forms do; the default's 6-way split on 6-block clusters
     adds other partials: its outputs match within fp16 rounding.)"""
     arts, _, d = fixture_artifacts
@@ -153,6 +153,11 @@ def test_fixture_split_forms_are_bit_identical_on_cudasim(sim, fixture_artifacts
     assert p.returncode == 0, describe(p)
     assert "2 input(s) read in mapped host memory; 1 output(s) written in mapped host memory" in p.stderr, describe(p)
     outs["compute_90_mapped_staged"] = load_npz(o)
+    o = d / "compute_90_device_out.npz"
+    p = sim.run("run", arts["compute_90_c16"], "--seed", "5", "--cuda-inputs", "device", "-o", o)
+    assert p.returncode == 0, describe(p)
+    assert "2 input(s) kept in device memory" in p.stderr, describe(p)
+    outs["compute_90_device"] = load_npz(o)
     first = outs["compute_80"]
     for name, o in outs.items():
         assert o.keys() == first.keys()
@@ -260,6 +265,36 @@ def test_bench_probe_on_cudasim(sim, tmp_path):
     assert p.returncode != 0 and "compile with --cuda-tune probe=1" in p.stderr, describe(p)
     p = sim.run("bench", plain, "--iters", "1", "--probe-csv", table, timeout=300)
     assert p.returncode == 2 and "--probe-csv needs --probe N" in p.stderr, describe(p)
+
+
+def test_bench_device_inputs_on_cudasim(sim, tmp_path):
+    """`bench --cuda-inputs device --staged-inputs`: the inputs uploaded once, every timed and
+    profiled run reads them in device memory (the outputs as a run with copies, byte for byte);
+    device is refused for outputs, and on other backends it changes nothing."""
+    import json
+    model, art = tmp_path / "m.onnx", tmp_path / "m.opv"
+    p = sim.run("make-model", model, "--height", "32", "--width", "64", "--in-chans", "6", "--widths", "16,32,32,64",
+                "--depths", "1,1,1,1", "--hidden", "32", "--heads", "4,2", "--fp16")
+    assert p.returncode == 0, describe(p)
+    p = sim.run("compile", model, "--target", "cuda", "--cuda-arch", "compute_90", "-o", art)
+    assert p.returncode == 0, describe(p)
+    p = sim.run("bench", art, "--iters", "2", "--warmup", "1", "--cuda-inputs", "device", "--staged-inputs", "--json",
+                timeout=300)
+    assert p.returncode == 0, describe(p)
+    out = json.loads(p.stdout)
+    assert out["median_ms"] > 0 and len(out["kernels"]) >= 3, out
+    outs = {}
+    for mode in ("copy", "device"):
+        o = tmp_path / f"{mode}.npz"
+        p = sim.run("run", art, "--seed", "3", "--cuda-inputs", mode, "--staged-inputs", "-o", o)
+        assert p.returncode == 0, describe(p)
+        outs[mode] = load_npz(o)
+    for k in outs["copy"]:
+        assert outs["device"][k].tobytes() == outs["copy"][k].tobytes(), k
+    p = sim.run("run", art, "--cuda-outputs", "device")
+    assert p.returncode == 2 and "--cuda-outputs must be copy, mapped or auto, not 'device'" in p.stderr, describe(p)
+    p = sim.run("run", art, "--cuda-inputs", "devices")
+    assert p.returncode == 2 and "--cuda-inputs must be copy, mapped, auto or device" in p.stderr, describe(p)
 
 
 def test_compile_help_names_every_tune_key(sim):

@@ -22,6 +22,8 @@
 //      for the inputs (outputs) mapped under Options.cuda_inputs (cuda_outputs; CudaIo, mapped_io),
 //      no device buffer: their staging is mapped (CU_MEMHOSTALLOC_DEVICEMAP) and the calls read
 //      (write) it there, with no copy nodes or copies;
+//      inputs kept on the device (CudaIo::Device) have their device buffer and staging but no copy
+//      node: run() uploads them before the graph, run_device_inputs() runs on what is there;
 //   4. build(): cuModuleLoadDataEx per kernel a call uses (the PTX is JIT-compiled for the device;
 //      a failure quotes the JIT log), cuModuleGetFunction(entry) (kernels compiled for clusters of
 //      more than 8 blocks get CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED; kernels with attr
@@ -149,6 +151,8 @@ class CudaBackend : public Backend {
   explicit CudaBackend(const Options& o) : opts_(o), dev_(cu::select_device(o.device)) {
     OPV_CHECK(o.cuda_inflight >= 1 && o.cuda_inflight <= kMaxCudaInflight, "cuda backend: ", o.cuda_inflight,
               " inferences in flight; 1 to ", kMaxCudaInflight);
+    OPV_CHECK(o.cuda_outputs != CudaIo::Device,
+              "cuda backend: outputs are not kept on the device (outputs: copy, mapped or auto; device is for inputs)");
   }
   ~CudaBackend() override {
     if (!ctx_) return;
@@ -175,6 +179,10 @@ class CudaBackend : public Backend {
   void* input_staging(size_t i) override {
     return loaded_ && i < in_stage_.size() && in_stage_[i].bytes ? in_stage_[i].host : nullptr;
   }
+  uint64_t input_device(size_t i) const override {
+    return loaded_ && i < in_device_.size() && in_device_[i] ? uint64_t(in_stage_[i].dev) : 0;
+  }
+  void run_device_inputs(const std::vector<Tensor*>& outputs) override;
   std::vector<double> prefix_times_us(int replays);
   std::vector<CudaProbeBlock> probe_replay();
 
@@ -188,16 +196,20 @@ class CudaBackend : public Backend {
   // The graph of `nodes` instantiated and uploaded: with input_slot < 0 as they are; else without
   // the input copies, the calls reading that device copy of the inputs.
   CUgraphExec instantiate(const std::vector<cuda::GraphNode>& nodes, int input_slot);
-  // Replays with uploads overlapped: inputs mapped under Options.cuda_inputs have nothing to upload,
-  // so a plan with any mapped input replays its one graph.
+  // Replays with uploads overlapped: inputs mapped or kept on the device under Options.cuda_inputs
+  // have nothing to upload, so a plan with any such input replays its one graph.
   bool overlapped() const {
-    return overlap_asked() && std::find(in_mapped_.begin(), in_mapped_.end(), true) == in_mapped_.end();
+    return overlap_asked() && std::find(in_mapped_.begin(), in_mapped_.end(), true) == in_mapped_.end() &&
+           std::find(in_device_.begin(), in_device_.end(), true) == in_device_.end();
   }
   // The options ask for replays whose uploads overlap the kernels before (Options.cuda_inflight > 1
   // with cuda_overlap_uploads).
   bool overlap_asked() const { return opts_.cuda_inflight > 1 && opts_.cuda_overlap_uploads; }
   CUdeviceptr input_ptr(size_t i, int slot) const { return slot == 1 ? in_slot1_[i] : in_stage_[i].dev; }
   void replay_overlapped();
+  // run()'s and run_device_inputs()'s shared part: the inference on the device (direct when timed,
+  // else the graph, cuda_inflight times), the wait, the outputs out of staging, the call times.
+  void run_on_device(const std::vector<Tensor*>& outputs);
   CUdeviceptr device_alloc(size_t bytes, const std::string& what, bool zero = true);
   void create_events();
   // Enqueues one inference on the stream in plan order: input copies, launches (between events_
@@ -224,6 +236,7 @@ class CudaBackend : public Backend {
   int64_t probe_cap_ = 0;    // records it holds: two replays' blocks
   std::vector<Staging> in_stage_, out_stage_;
   std::vector<bool> in_mapped_, out_mapped_;  // per plan input / output: mapped (mapped_io), no copy
+  std::vector<bool> in_device_;  // per plan input: kept in device memory (CudaIo::Device), no copy node
   std::vector<HostCopy> host_copies_;         // run()'s, reused (run allocates nothing once warm)
   CUgraphExec graph_ = nullptr;
   std::vector<cuda::GraphNode> nodes_;  // graph_'s nodes (record())
@@ -332,6 +345,7 @@ void CudaBackend::release() {
   out_stage_.clear();
   in_mapped_.clear();
   out_mapped_.clear();
+  in_device_.clear();
   loaded_ = false;
 }
 
@@ -393,7 +407,10 @@ void CudaBackend::allocate(const plan::Plan& plan) {
   // Auto keeps the input copies of replays whose uploads overlap the previous replay's kernels:
   // read over the host link, the inputs would hold up the kernels instead.
   const CudaIo in_io = opts_.cuda_inputs == CudaIo::Auto && overlap_asked() ? CudaIo::Copy : opts_.cuda_inputs;
-  for (int b : inputs_) in_mapped_.push_back(cuda::mapped_io(plan, b, in_io));
+  for (int b : inputs_) {
+    in_mapped_.push_back(cuda::mapped_io(plan, b, in_io));
+    in_device_.push_back(in_io == CudaIo::Device);
+  }
   for (int b : outputs_) out_mapped_.push_back(cuda::mapped_io(plan, b, opts_.cuda_outputs));
   std::vector<bool> mapped_buf(buffers_.size(), false);  // by plan buffer
   for (size_t i = 0; i < inputs_.size(); ++i) mapped_buf[size_t(inputs_[i])] = in_mapped_[i];
@@ -435,6 +452,7 @@ void CudaBackend::allocate(const plan::Plan& plan) {
   for (size_t i = 0; i < inputs_.size(); ++i) {
     in_stage_.push_back(stage(inputs_[i], in_mapped_[i]));
     info_.mapped_inputs += in_mapped_[i];
+    info_.device_inputs += in_device_[i];
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     out_stage_.push_back(stage(outputs_[i], out_mapped_[i]));
@@ -652,7 +670,7 @@ void CudaBackend::enqueue(bool timed) {
   const cu::Driver& d = cu::driver();
   if (timed) cu::check(d.cuEventRecord(events_[0], stream_), "cuEventRecord", "start of inference");
   for (size_t i = 0; i < in_stage_.size(); ++i)
-    if (in_stage_[i].bytes && !in_mapped_[i])
+    if (in_stage_[i].bytes && !in_mapped_[i] && !in_device_[i])  // device inputs: uploaded by run()
       cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
                 "cuMemcpyHtoDAsync", "input '" + buffers_[size_t(inputs_[i])].name + "'");
   for (size_t ci = 0; ci < rt_.size(); ++ci) {
@@ -689,7 +707,9 @@ CUDA_MEMCPY3D copy_1d(size_t bytes) {
 void CudaBackend::record(const plan::Plan& plan) {
   const cu::Driver& d = cu::driver();
   std::vector<cuda::GraphNode> nodes = cuda::graph_nodes(plan, opts_.cuda_graph);
-  nodes = cuda::without_copies(nodes, in_mapped_, out_mapped_);  // the kernels read or write those stagings
+  std::vector<bool> in_no_copy = in_mapped_;  // the kernels read those stagings, or the device inputs
+  for (size_t i = 0; i < in_no_copy.size(); ++i) in_no_copy[i] = in_no_copy[i] || in_device_[i];
+  nodes = cuda::without_copies(nodes, in_no_copy, out_mapped_);
   graph_ = instantiate(nodes, -1);
   nodes_ = nodes;
   if (overlapped()) {
@@ -902,6 +922,27 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
     if (in_stage_[i].bytes && inputs[i]->raw() != in_stage_[i].host)  // else written in place
       host_copies_.push_back({in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes});
   copy_bytes(host_copies_);
+  for (size_t i = 0; i < in_stage_.size(); ++i)  // device inputs: uploaded once, before every replay
+    if (in_device_[i] && in_stage_[i].bytes)
+      cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
+                "cuMemcpyHtoDAsync", "device input '" + buffers_[size_t(inputs_[i])].name + "'");
+  run_on_device(outputs);
+}
+
+void CudaBackend::run_device_inputs(const std::vector<Tensor*>& outputs) {
+  OPV_CHECK(loaded_, "cuda backend: run_device_inputs() before load()");
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    OPV_CHECK(in_device_[i], "cuda backend: input '", buffers_[size_t(inputs_[i])].name,
+              "' is not kept on the device (load with --cuda-inputs device, Options.cuda_inputs Device)");
+  OPV_CHECK(outputs.size() == sig_.outputs.size(), "cuda backend: ", outputs.size(), " outputs bound, the plan has ",
+            sig_.outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) check_bound(sig_.outputs[i], outputs[i], "output");
+  cu::ScopedContext scope(ctx_);
+  run_on_device(outputs);
+}
+
+void CudaBackend::run_on_device(const std::vector<Tensor*>& outputs) {
+  const cu::Driver& d = cu::driver();
   const bool timed = profiling_ && events_.size() == 1 + 2 * calls_.size();
   try {
     if (timed || !graph_) {

@@ -9,10 +9,12 @@
 // argument arrays and grid/block, and the whole inference built once as a CUDA graph whose edges
 // are the calls' memory dependencies (Options.cuda_graph; graph_deps.h), so independent calls run
 // as parallel branches.
-// run(): inputs into staging, replay the graph (Options.cuda_inflight times, the uploads of the
-// next replay overlapping the kernels of the current one unless Options.cuda_overlap_uploads is
-// off; or, while profiling, enqueue each call between two events), one stream synchronize,
-// outputs out of staging.
+// run(): inputs into staging (and, kept on the device under CudaIo::Device, uploaded before the
+// graph), replay the graph (Options.cuda_inflight times, the uploads of the next replay
+// overlapping the kernels of the current one unless Options.cuda_overlap_uploads is off; or, while
+// profiling, enqueue each call between two events), one stream synchronize, outputs out of
+// staging. run_device_inputs(): the same without the inputs' copies (input_device(): where the
+// caller may write them on the GPU).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -48,6 +50,7 @@ struct CudaLoadInfo {
   int64_t direct_runs = 0;  // runs that enqueued each call (profiling)
   int mapped_inputs = 0;   // inputs the kernels read in their mapped pinned staging (Options.cuda_inputs)
   int mapped_outputs = 0;  // outputs the kernels write in their mapped pinned staging (Options.cuda_outputs)
+  int device_inputs = 0;   // inputs kept in device memory, no copy node (Options.cuda_inputs Device)
 };
 const CudaLoadInfo* cuda_load_info(const Backend& b);
 
