@@ -27,7 +27,7 @@ __version__: str = _opvision.__version__
 MAX_COMPILE_BATCH: int = _opvision.MAX_COMPILE_BATCH
 
 __all__ = [
-    "__version__", "MAX_COMPILE_BATCH", "compile", "available_backends", "InferenceSession", "NodeArg",
+    "__version__", "MAX_COMPILE_BATCH", "compile", "available_backends", "InferenceSession", "NodeArg", "DeviceInput",
     "Error", "InvalidArgument", "InvalidGraph", "LoadError", "BackendError",
 ]
 
@@ -121,6 +121,28 @@ class NodeArg:
         return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape})"
 
 
+class DeviceInput:
+    """One model input kept in GPU memory between runs (InferenceSession(cuda_inputs="device")):
+    its device address, shape and dtype, and ``__cuda_array_interface__`` (version 3), so CUDA
+    array libraries view it without a copy, e.g. ``torch.as_tensor(d, device="cuda")`` or
+    ``cupy.asarray(d)``: write the frame there on the GPU (same device; the writes finished, e.g.
+    ``torch.cuda.synchronize()``, before the run) and call run_device_inputs()."""
+
+    def __init__(self, name: str, ptr: int, shape: Sequence[int], dtype: str) -> None:
+        self.name = name
+        self.ptr = ptr
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False), "version": 3,
+                "strides": None, "stream": None}
+
+    def __repr__(self) -> str:
+        return f"DeviceInput(name={self.name!r}, ptr=0x{self.ptr:x}, shape={self.shape}, dtype={self.dtype.name!r})"
+
+
 class InferenceSession:
     """A model loaded on one backend, ready to run (onnxruntime.InferenceSession's counterpart).
 
@@ -134,9 +156,15 @@ class InferenceSession:
         cpu_precision: "fp32" (default) or "bf16": the cpu backend runs its dense convolutions
             with bf16 inputs and weights and fp32 accumulation where the CPU has a native bf16
             kernel (AMX, AVX512-BF16); faster there, with more error (CLI --cpu-precision).
+        cuda_inputs: how the cuda backend gets the inputs onto the GPU (CLI --cuda-inputs):
+            "auto" (default), "copy", "mapped", or "device": they stay in GPU memory between
+            runs, run() uploads them before the graph, and run_device_inputs() runs on what is
+            there (device_inputs(): where a caller writes its frames on the GPU). Other backends
+            ignore it.
 
     Raises:
-        InvalidArgument: unknown backend, threads out of range, unknown cpu_precision.
+        InvalidArgument: unknown backend, threads out of range, unknown cpu_precision or
+            cuda_inputs.
         LoadError: the file is missing or not a regular file; the artifact is truncated,
             corrupted or for another backend.
         InvalidGraph: the .onnx model cannot be compiled.
@@ -147,7 +175,7 @@ class InferenceSession:
     """
 
     def __init__(self, path: PathLike, backend: str = "cpu", threads: int = 0,
-                 device: str = "", cpu_precision: str = "fp32") -> None:
+                 device: str = "", cpu_precision: str = "fp32", cuda_inputs: str = "auto") -> None:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend must be a str, got {type(backend).__name__}")
         if isinstance(threads, bool) or not isinstance(threads, int):
@@ -156,8 +184,10 @@ class InferenceSession:
             raise InvalidArgument(f"device must be a str, got {type(device).__name__}")
         if not isinstance(cpu_precision, str):
             raise InvalidArgument(f"cpu_precision must be a str, got {type(cpu_precision).__name__}")
+        if not isinstance(cuda_inputs, str):
+            raise InvalidArgument(f"cuda_inputs must be a str, got {type(cuda_inputs).__name__}")
         self._path = _path(path, "path")
-        self._s = _opvision._Session(self._path, backend, threads, device, cpu_precision)
+        self._s = _opvision._Session(self._path, backend, threads, device, cpu_precision, cuda_inputs)
         self._inputs = [NodeArg(*spec) for spec in self._s.inputs()]
         self._outputs = [NodeArg(*spec) for spec in self._s.outputs()]
 
@@ -257,6 +287,25 @@ class InferenceSession:
         progress in another thread.
         """
         return self._s.staged_inputs()
+
+    def device_inputs(self) -> Dict[str, DeviceInput]:
+        """{input name: DeviceInput} in model order: where each input lives in GPU memory between
+        runs (cuda backend, ``cuda_inputs="device"``), for a caller that makes its frames on the GPU
+        (openpilot warps the camera frames into the model's input there) and then calls
+        run_device_inputs(). Empty when the session keeps no input there."""
+        specs = {n.name: n for n in self._inputs}
+        return {name: DeviceInput(name, ptr, specs[name].shape, specs[name].dtype)
+                for name, ptr in self._s.device_inputs() if ptr}
+
+    def run_device_inputs(self, output_names: Optional[Sequence[str]] = None) -> List[np.ndarray]:
+        """Runs the model once on the inputs as they are in GPU memory (``cuda_inputs="device"``):
+        the last run()'s, or what the caller wrote at device_inputs(). Returns as run().
+
+        Raises:
+            InvalidArgument: an unknown output name.
+            BackendError: the session keeps its inputs elsewhere, or the backend failed.
+        """
+        return self._s.run(None, _names(output_names, "output_names"))
 
     def allocate_outputs(self) -> Dict[str, np.ndarray]:
         """{output name: new uninitialised array} for run_into, in model order."""

@@ -16,6 +16,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -256,10 +257,19 @@ void compile(const std::string& onnx_path, const std::string& out_path, const st
 class PySession {
  public:
   PySession(const std::string& path, const std::string& backend_name, int64_t threads, const std::string& device,
-            const std::string& cpu_precision) {
+            const std::string& cpu_precision, const std::string& cuda_inputs) {
     check_target(backend_name, "backend");
     if (cpu_precision != "fp32" && cpu_precision != "bf16")
       raise(ErrorKind::InvalidArgument, "cpu_precision must be 'fp32' or 'bf16', got '", cpu_precision, "'");
+    static const std::pair<const char*, backend::CudaIo> kCudaIo[] = {{"auto", backend::CudaIo::Auto},
+                                                                       {"copy", backend::CudaIo::Copy},
+                                                                       {"mapped", backend::CudaIo::Mapped},
+                                                                       {"device", backend::CudaIo::Device}};
+    const auto io = std::find_if(std::begin(kCudaIo), std::end(kCudaIo),
+                                 [&](const auto& e) { return cuda_inputs == e.first; });
+    if (io == std::end(kCudaIo))
+      raise(ErrorKind::InvalidArgument, "cuda_inputs must be 'auto', 'copy', 'mapped' or 'device', got '", cuda_inputs,
+            "'");
     if (threads < 0 || threads > tools::kMaxThreads)
       raise(ErrorKind::InvalidArgument, "threads must be in 0..", tools::kMaxThreads, " (0: the backend's default), got ",
             threads);
@@ -267,6 +277,7 @@ class PySession {
     opts.threads = int(threads);
     opts.device = device;
     opts.cpu_bf16 = cpu_precision == "bf16";
+    opts.cuda_inputs = io->second;
     path_ = path;
     threads_ = int(threads);
     nb::gil_scoped_release unlocked;
@@ -299,6 +310,7 @@ class PySession {
   }
 
   // New arrays for the named outputs (None: all, in model order), written by the run in place.
+  // feed None: a run on the inputs kept in device memory (runtime::Session::run_device_inputs).
   nb::list run(nb::handle feed, const std::optional<std::vector<std::string>>& names) {
     std::vector<std::string> wanted;
     if (names) {
@@ -307,7 +319,8 @@ class PySession {
       for (const auto& [name, b] : session_->output_specs()) wanted.push_back(name);
     }
     std::vector<nb::ndarray<nb::ro>> keep_in;
-    runtime::NamedTensors ins = input_views(feed, keep_in);
+    const bool on_device = feed.is_none();
+    runtime::NamedTensors ins = on_device ? runtime::NamedTensors{} : input_views(feed, keep_in);
     std::vector<std::string> unique;
     std::vector<nb::object> arrays;
     std::vector<Tensor> views;
@@ -325,7 +338,7 @@ class PySession {
       unique.push_back(name);
       arrays.push_back(std::move(a));
     }
-    run_locked(ins, outs);
+    run_locked(ins, outs, on_device);
     nb::list r;
     for (const std::string& name : wanted)
       r.append(arrays[size_t(std::find(unique.begin(), unique.end(), name) - unique.begin())]);
@@ -391,6 +404,13 @@ class PySession {
     return r;
   }
 
+  // [(name, device address)] in model order (runtime::Session::device_inputs; 0: not on the device).
+  std::vector<std::pair<std::string, uint64_t>> device_inputs() {
+    nb::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    return session_->device_inputs();
+  }
+
   // `runs` profiled runs on `feed` as Chrome trace JSON.
   std::string profile(nb::handle feed, int64_t runs) {
     if (runs < 1 || runs > kMaxProfileRuns)
@@ -411,10 +431,15 @@ class PySession {
  private:
   static constexpr int64_t kMaxProfileRuns = 1000;
 
-  void run_locked(const runtime::NamedTensors& ins, const runtime::NamedOutputs& outs) {
+  void run_locked(const runtime::NamedTensors& ins, const runtime::NamedOutputs& outs, bool on_device = false) {
     nb::gil_scoped_release unlocked;
     std::lock_guard<std::mutex> lock(mu_);
-    in_phase(ErrorKind::BackendError, [&] { session_->run_into(ins, outs); });
+    in_phase(ErrorKind::BackendError, [&] {
+      if (on_device)
+        session_->run_device_inputs_into(outs);
+      else
+        session_->run_into(ins, outs);
+    });
   }
 
   std::unique_ptr<runtime::Session> session_;
@@ -443,13 +468,16 @@ NB_MODULE(_opvision, m) {
   m.def("compile", &compile, nb::arg("onnx_path"), nb::arg("out_path"), nb::arg("target"), nb::arg("passes").none(),
         nb::arg("disable_passes"), nb::arg("batch").none(), "Compiles an ONNX model for `target` and writes the .opv artifact.");
   nb::class_<PySession>(m, "_Session", "A loaded model on one backend (see opvision.InferenceSession).")
-      .def(nb::init<const std::string&, const std::string&, int64_t, const std::string&, const std::string&>(),
-           nb::arg("path"), nb::arg("backend"), nb::arg("threads"), nb::arg("device"), nb::arg("cpu_precision"))
+      .def(nb::init<const std::string&, const std::string&, int64_t, const std::string&, const std::string&,
+                    const std::string&>(),
+           nb::arg("path"), nb::arg("backend"), nb::arg("threads"), nb::arg("device"), nb::arg("cpu_precision"),
+           nb::arg("cuda_inputs"))
       .def_prop_ro("backend", &PySession::backend_name)
       .def_prop_ro("batch", &PySession::batch, "samples per inference of a compile --batch artifact, else None")
       .def("inputs", &PySession::inputs, "[(name, numpy dtype name, shape)] in model order")
       .def("outputs", &PySession::outputs, "[(name, numpy dtype name, shape)] in model order")
-      .def("run", &PySession::run, nb::arg("feed"), nb::arg("names").none())
+      .def("run", &PySession::run, nb::arg("feed").none(), nb::arg("names").none())
+      .def("device_inputs", &PySession::device_inputs, "[(name, device address)] in model order (0: none)")
       .def("run_into", &PySession::run_into, nb::arg("feed"), nb::arg("outputs"))
       .def("profile", &PySession::profile, nb::arg("feed"), nb::arg("runs"), "Chrome trace JSON of `runs` profiled runs")
       .def("staged_inputs", [](nb::handle self) { return nb::inst_ptr<PySession>(self)->staged_inputs(self); },

@@ -64,14 +64,18 @@ void Session::bind_inputs(const NamedTensors& inputs) {
 
 const NamedTensors& Session::run(const NamedTensors& inputs) {
   bind_inputs(inputs);
-  out_ptrs_.clear();
-  for (auto& o : outputs_) out_ptrs_.push_back(&o.second);
+  bind_outputs({});
   backend_->run(in_ptrs_, out_ptrs_);
   return outputs_;
 }
 
 void Session::run_into(const NamedTensors& inputs, const NamedOutputs& outputs) {
   bind_inputs(inputs);
+  bind_outputs(outputs);
+  backend_->run(in_ptrs_, out_ptrs_);
+}
+
+void Session::bind_outputs(const NamedOutputs& outputs) {
   out_ptrs_.clear();
   for (auto& o : outputs_) out_ptrs_.push_back(&o.second);
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -82,7 +86,6 @@ void Session::run_into(const NamedTensors& inputs, const NamedOutputs& outputs) 
     backend::check_bound(sig_.outputs[k], t, "output");
     out_ptrs_[k] = t;
   }
-  backend_->run(in_ptrs_, out_ptrs_);
 }
 
 std::vector<std::pair<std::string, uint64_t>> Session::device_inputs() const {
@@ -93,10 +96,13 @@ std::vector<std::pair<std::string, uint64_t>> Session::device_inputs() const {
 }
 
 const NamedTensors& Session::run_device_inputs() {
-  out_ptrs_.clear();
-  for (auto& o : outputs_) out_ptrs_.push_back(&o.second);
-  backend_->run_device_inputs(out_ptrs_);
+  run_device_inputs_into({});
   return outputs_;
+}
+
+void Session::run_device_inputs_into(const NamedOutputs& outputs) {
+  bind_outputs(outputs);
+  backend_->run_device_inputs(out_ptrs_);
 }
 
 NamedTensors Session::random_inputs(uint64_t seed) const {

@@ -59,11 +59,14 @@ class Session {
   // One inference on the inputs as they are in device memory (the last run's, or what the caller
   // wrote at device_inputs()); outputs as run()'s. opv::Error where an input is not kept there.
   const NamedTensors& run_device_inputs();
+  // run_device_inputs() writing the outputs named in `outputs` into the caller's tensors, as run_into.
+  void run_device_inputs_into(const NamedOutputs& outputs);
 
  private:
   // "x:f32[1,3,8,8], ..." for messages: the model's inputs or outputs.
   static std::string describe(const std::vector<plan::Buffer>& specs);
   void bind_inputs(const NamedTensors& inputs);  // checks them and fills in_ptrs_
+  void bind_outputs(const NamedOutputs& outputs);  // run_into's check; fills out_ptrs_
 
   plan::Plan plan_;
   std::unique_ptr<backend::Backend> backend_;

@@ -208,6 +208,67 @@ def test_staged_inputs(opvision, package_dir, cli, models, tmp_path, backend):
     assert p.stdout.split()[-1] == ("viewed" if backend == "cuda" else "kept"), p.stdout + p.stderr
 
 
+DEVICE_SCRIPT = r"""
+import ctypes, sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+import opvision
+s = opvision.InferenceSession(sys.argv[2], backend="cuda", cuda_inputs="device")
+dev = s.device_inputs()
+assert list(dev) == [i.name for i in s.get_inputs()], list(dev)
+for i in s.get_inputs():
+    d = dev[i.name]
+    cai = d.__cuda_array_interface__
+    assert d.ptr and cai["data"] == (d.ptr, False) and cai["version"] == 3, cai
+    assert list(cai["shape"]) == list(i.shape) and np.dtype(cai["typestr"]) == np.uint8, cai
+rng = np.random.default_rng(11)
+feed = {i.name: rng.integers(0, 256, size=i.shape, dtype=np.uint8) for i in s.get_inputs()}
+other = {k: rng.integers(0, 256, size=v.shape, dtype=np.uint8) for k, v in feed.items()}
+(first,) = s.run(None, feed)
+(again,) = s.run_device_inputs()
+assert np.array_equal(first, again), "run_device_inputs runs on what the last run uploaded"
+# cudasim's device memory is host memory: write the other frames at the device addresses, as a
+# caller's own GPU code would.
+for k, d in dev.items():
+    ctypes.memmove(d.ptr, other[k].ctypes.data, other[k].nbytes)
+(written,) = s.run_device_inputs([s.get_outputs()[0].name])
+c = opvision.InferenceSession(sys.argv[2], backend="cuda", cuda_inputs="copy")
+assert c.device_inputs() == {}
+(want,) = c.run(None, other)
+assert np.array_equal(written, want) and not np.array_equal(written, first), "outputs follow the written inputs"
+try:
+    c.run_device_inputs()
+    raise SystemExit("run_device_inputs ran on a session without device inputs")
+except opvision.BackendError as e:
+    assert "is not kept on the device" in str(e), e
+try:
+    opvision.InferenceSession(sys.argv[2], backend="cuda", cuda_inputs="devices")
+    raise SystemExit("cuda_inputs='devices' accepted")
+except opvision.InvalidArgument as e:
+    assert "cuda_inputs must be 'auto', 'copy', 'mapped' or 'device'" in str(e), e
+print("device inputs ok")
+"""
+
+
+def test_device_inputs(opvision, package_dir, cli, models, tmp_path):
+    """InferenceSession(cuda_inputs="device"): device_inputs() gives each input's GPU address with
+    __cuda_array_interface__; run_device_inputs() runs on the last run's inputs, or on what the
+    caller wrote there (on cudasim, whose device memory is host memory, written with ctypes); a
+    session without device inputs refuses it; the cpu backend has none."""
+    lib = pathlib.Path(cli.path).resolve().parent / "libopv_cudasim.so"
+    if not lib.is_file():
+        pytest.skip("this build has no cuda target")
+    art = tmp_path / "m.opv"
+    p = cli.run("compile", models["fp16"], "--target", "cuda", "--cuda-arch", "compute_90", "-o", art)
+    assert p.returncode == 0, describe(p)
+    p = subprocess.run([sys.executable, "-c", DEVICE_SCRIPT, str(package_dir), str(art)], capture_output=True,
+                       text=True, env=dict(os.environ, OPV_CUDA_DRIVER=str(lib)), timeout=600)
+    assert p.returncode == 0 and "device inputs ok" in p.stdout, p.stdout + p.stderr
+    s = opvision.InferenceSession(models["fp16"], backend="cpu", cuda_inputs="device")
+    assert s.device_inputs() == {}
+    with pytest.raises(opvision.BackendError, match="keeps no inputs in device memory"):
+        s.run_device_inputs()
+
+
 def test_modeld_loop_run_into(opvision, models):
     """openpilot modeld's pattern: two uint8 frame buffers allocated once and refilled in place
     every frame, one output buffer written in place, 100 frames. Every frame equals a plain run()
