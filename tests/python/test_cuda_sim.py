@@ -204,16 +204,24 @@ def test_driver_named_by_env_must_exist(sim, fixture_artifacts):
     assert "no CUDA driver" in p.stderr and "named by OPV_CUDA_DRIVER" in p.stderr, describe(p)
 
 
-def test_bench_replay_prefixes_on_cudasim(sim, tmp_path):
-    """`bench --replay-prefixes`: one row per call, each the graph cut after that call, in JSON one
-    time per call; refused with several inferences in flight."""
-    import json
-    model, art = tmp_path / "m.onnx", tmp_path / "m.opv"
+@pytest.fixture(scope="module")
+def small_model(sim, tmp_path_factory):
+    """A small generated fp16 model (6 input channels, 32x64) and its compute_90 artifact."""
+    d = tmp_path_factory.mktemp("cudasim_small")
+    model, art = d / "m.onnx", d / "m.opv"
     p = sim.run("make-model", model, "--height", "32", "--width", "64", "--in-chans", "6", "--widths", "16,32,32,64",
                 "--depths", "1,1,1,1", "--hidden", "32", "--heads", "4,2", "--fp16")
     assert p.returncode == 0, describe(p)
     p = sim.run("compile", model, "--target", "cuda", "--cuda-arch", "compute_90", "-o", art)
     assert p.returncode == 0, describe(p)
+    return model, art
+
+
+def test_bench_replay_prefixes_on_cudasim(sim, small_model):
+    """`bench --replay-prefixes`: one row per call, each the graph cut after that call, in JSON one
+    time per call; refused with several inferences in flight."""
+    import json
+    _, art = small_model
     p = sim.run("bench", art, "--iters", "2", "--warmup", "1", "--replay-prefixes", "--json", timeout=300)
     assert p.returncode == 0, describe(p)
     out = json.loads(p.stdout)
@@ -227,20 +235,17 @@ def test_bench_replay_prefixes_on_cudasim(sim, tmp_path):
     assert p.returncode == 2 and "--replay-prefixes is for --backend cuda" in p.stderr, describe(p)
 
 
-def test_bench_probe_on_cudasim(sim, tmp_path):
+def test_bench_probe_on_cudasim(sim, small_model, tmp_path):
     """`bench --probe N` on an artifact compiled with `--cuda-tune probe=1`: per call its blocks (the
     grid's count), the SMs and the open/entry/end times in order; --probe-csv has every block of every
     replay; an artifact without the probe is refused naming the compile flag, as are other targets."""
     import csv
     import json
     import re
-    model, art, plain, table = tmp_path / "m.onnx", tmp_path / "m.opv", tmp_path / "plain.opv", tmp_path / "p.csv"
-    p = sim.run("make-model", model, "--height", "32", "--width", "64", "--in-chans", "6", "--widths", "16,32,32,64",
-                "--depths", "1,1,1,1", "--hidden", "32", "--heads", "4,2", "--fp16")
+    model, plain = small_model
+    art, table = tmp_path / "m.opv", tmp_path / "p.csv"
+    p = sim.run("compile", model, "--target", "cuda", "--cuda-arch", "compute_90", "-o", art, "--cuda-tune", "probe=1")
     assert p.returncode == 0, describe(p)
-    for out, tune in ((art, ["--cuda-tune", "probe=1"]), (plain, [])):
-        p = sim.run("compile", model, "--target", "cuda", "--cuda-arch", "compute_90", "-o", out, *tune)
-        assert p.returncode == 0, describe(p)
     p = sim.run("bench", art, "--iters", "1", "--warmup", "0", "--probe", "2", "--probe-csv", table, "--json", timeout=300)
     assert p.returncode == 0, describe(p)
     out = json.loads(p.stdout)
@@ -267,17 +272,12 @@ def test_bench_probe_on_cudasim(sim, tmp_path):
     assert p.returncode == 2 and "--probe-csv needs --probe N" in p.stderr, describe(p)
 
 
-def test_bench_device_inputs_on_cudasim(sim, tmp_path):
+def test_bench_device_inputs_on_cudasim(sim, small_model, tmp_path):
     """`bench --cuda-inputs device --staged-inputs`: the inputs uploaded once, every timed and
     profiled run reads them in device memory (the outputs as a run with copies, byte for byte);
     device is refused for outputs, and on other backends it changes nothing."""
     import json
-    model, art = tmp_path / "m.onnx", tmp_path / "m.opv"
-    p = sim.run("make-model", model, "--height", "32", "--width", "64", "--in-chans", "6", "--widths", "16,32,32,64",
-                "--depths", "1,1,1,1", "--hidden", "32", "--heads", "4,2", "--fp16")
-    assert p.returncode == 0, describe(p)
-    p = sim.run("compile", model, "--target", "cuda", "--cuda-arch", "compute_90", "-o", art)
-    assert p.returncode == 0, describe(p)
+    _, art = small_model
     p = sim.run("bench", art, "--iters", "2", "--warmup", "1", "--cuda-inputs", "device", "--staged-inputs", "--json",
                 timeout=300)
     assert p.returncode == 0, describe(p)
