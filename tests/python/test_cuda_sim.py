@@ -273,9 +273,9 @@ def test_bench_probe_on_cudasim(sim, small_model, tmp_path):
 
 
 def test_bench_device_inputs_on_cudasim(sim, small_model, tmp_path):
-    """`bench --cuda-inputs device --staged-inputs`: the inputs uploaded once, every timed and
-    profiled run reads them in device memory (the outputs as a run with copies, byte for byte);
-    device is refused for outputs, and on other backends it changes nothing."""
+    """`bench --cuda-inputs device --staged-inputs` runs (the inputs uploaded once, then every timed
+    and profiled run on them in device memory); `run --cuda-inputs device` gives the bytes of a run
+    with copies; device is refused for outputs, and a misspelt mode names the four."""
     import json
     _, art = small_model
     p = sim.run("bench", art, "--iters", "2", "--warmup", "1", "--cuda-inputs", "device", "--staged-inputs", "--json",
