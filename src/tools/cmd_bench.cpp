@@ -189,6 +189,9 @@ int cmd_bench(int argc, char** argv) {
   runtime::NamedTensors inputs = session.random_inputs(uint64_t(a.get_int("--seed", 0)));
   maybe_stage_inputs(a, session, &inputs);
   const bool on_device = stage_device_inputs(a, session, inputs);
+  // How the timed runs get their inputs, for the report: the numbers differ by the host's copies
+  // (staged: none) and the upload to the GPU (device: none).
+  const char* inputs_mode = on_device ? "device" : a.has("--staged-inputs") ? "staged" : "given";
   const auto infer = [&] {
     if (on_device)
       session.run_device_inputs();
@@ -276,10 +279,10 @@ int cmd_bench(int argc, char** argv) {
   if (a.has("--json")) {
     std::printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"warmup\": %lld, \"iters\": %lld, "
                 "\"median_ms\": %.6f, \"min_ms\": %.6f, \"p90_ms\": %.6f, \"mean_ms\": %.6f, \"calls\": %zu, "
-                "\"inflight\": %d, \"ms_per_frame\": %.6f, \"frames_per_s\": %.1f, \"kernels\": [",
+                "\"inflight\": %d, \"ms_per_frame\": %.6f, \"frames_per_s\": %.1f, \"inputs\": \"%s\", \"kernels\": [",
                 json_escape(model).c_str(), json_escape(plan.target).c_str(), bopts.threads, (long long)warmup,
                 (long long)iters, st.median_ms, st.min_ms, st.p90_ms, st.mean_ms, plan.calls.size(), inflight,
-                ms_per_frame, frames_per_s);
+                ms_per_frame, frames_per_s, inputs_mode);
     for (size_t i = 0; i < rows.size(); ++i)
       std::printf("%s{\"name\": \"%s\", \"count\": %lld, \"total_ms\": %.6f, \"share\": %.6f}", i ? ", " : "",
                   json_escape(rows[i].name).c_str(), (long long)rows[i].count, rows[i].total_ms,
@@ -316,6 +319,9 @@ int cmd_bench(int argc, char** argv) {
               plan.calls.size());
   std::printf("latency over %lld runs (after %lld warm-up): median %.3f ms  min %.3f ms  p90 %.3f ms\n",
               (long long)iters, (long long)warmup, st.median_ms, st.min_ms, st.p90_ms);
+  std::printf("inputs: %s\n", on_device ? "kept in device memory (uploaded once; every run reads them there)"
+                               : a.has("--staged-inputs") ? "written once where the backend reads them (--staged-inputs)"
+                                                          : "the caller's arrays, copied into the backend's memory each run");
   if (inflight > 1)
     std::printf("throughput, %d inferences in flight per run: %.4f ms per frame, %.0f frames/s\n", inflight,
                 ms_per_frame, frames_per_s);

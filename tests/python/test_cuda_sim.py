@@ -282,7 +282,9 @@ def test_bench_device_inputs_on_cudasim(sim, small_model, tmp_path):
                 timeout=300)
     assert p.returncode == 0, describe(p)
     out = json.loads(p.stdout)
-    assert out["median_ms"] > 0 and len(out["kernels"]) >= 3, out
+    assert out["median_ms"] > 0 and len(out["kernels"]) >= 3 and out["inputs"] == "device", out
+    p = sim.run("bench", art, "--iters", "1", "--warmup", "0", "--staged-inputs", timeout=300)
+    assert p.returncode == 0 and "inputs: written once where the backend reads them" in p.stdout, describe(p)
     outs = {}
     for mode in ("copy", "device"):
         o = tmp_path / f"{mode}.npz"
