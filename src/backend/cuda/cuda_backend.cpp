@@ -922,7 +922,7 @@ void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vecto
     if (in_stage_[i].bytes && inputs[i]->raw() != in_stage_[i].host)  // else written in place
       host_copies_.push_back({in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes});
   copy_bytes(host_copies_);
-  for (size_t i = 0; i < in_stage_.size(); ++i)  // device inputs: uploaded once, before every replay
+  for (size_t i = 0; i < in_stage_.size(); ++i)  // device inputs: uploaded once, before the run's replays
     if (in_device_[i] && in_stage_[i].bytes)
       cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
                 "cuMemcpyHtoDAsync", "device input '" + buffers_[size_t(inputs_[i])].name + "'");
