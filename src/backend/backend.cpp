@@ -95,8 +95,12 @@ void check_bound(const plan::Buffer& spec, const Tensor* t, const char* role) {
 
 void RunSignature::check(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) const {
   OPV_CHECK(ins.size() == inputs.size(), ins.size(), " inputs given, the plan has ", inputs.size());
-  OPV_CHECK(outs.size() == outputs.size(), outs.size(), " outputs given, the plan has ", outputs.size());
+  check_outputs(outs);
   for (size_t i = 0; i < ins.size(); ++i) check_bound(inputs[i], ins[i], "input");
+}
+
+void RunSignature::check_outputs(const std::vector<Tensor*>& outs) const {
+  OPV_CHECK(outs.size() == outputs.size(), outs.size(), " outputs given, the plan has ", outputs.size());
   for (size_t i = 0; i < outs.size(); ++i) check_bound(outputs[i], outs[i], "output");
 }
 

@@ -139,6 +139,8 @@ struct RunSignature {
   static RunSignature of(const plan::Plan& plan);
   // Throws opv::Error unless the counts match and every tensor passes check_bound().
   void check(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) const;
+  // The outputs' half of check() (a run on inputs already on the device binds only outputs).
+  void check_outputs(const std::vector<Tensor*>& outs) const;
 };
 // Throws opv::InvalidArgument "<role> '<name>' must be f32[1,3,8,8], got f32[1,3,8,9] (the shape differs)"
 // unless `t` is non-null with the buffer's dtype and shape. role: "input" or "output".

@@ -192,6 +192,9 @@ int cmd_bench(int argc, char** argv) {
   // How the timed runs get their inputs, for the report: the numbers differ by the host's copies
   // (staged: none) and the upload to the GPU (device: none).
   const char* inputs_mode = on_device ? "device" : a.has("--staged-inputs") ? "staged" : "given";
+  const char* inputs_said = on_device                   ? "kept in device memory (uploaded once; every run reads them there)"
+                            : a.has("--staged-inputs") ? "written once where the backend reads them (--staged-inputs)"
+                                                       : "the caller's arrays, copied into the backend's memory each run";
   const auto infer = [&] {
     if (on_device)
       session.run_device_inputs();
@@ -319,9 +322,7 @@ int cmd_bench(int argc, char** argv) {
               plan.calls.size());
   std::printf("latency over %lld runs (after %lld warm-up): median %.3f ms  min %.3f ms  p90 %.3f ms\n",
               (long long)iters, (long long)warmup, st.median_ms, st.min_ms, st.p90_ms);
-  std::printf("inputs: %s\n", on_device ? "kept in device memory (uploaded once; every run reads them there)"
-                               : a.has("--staged-inputs") ? "written once where the backend reads them (--staged-inputs)"
-                                                          : "the caller's arrays, copied into the backend's memory each run");
+  std::printf("inputs: %s\n", inputs_said);
   if (inflight > 1)
     std::printf("throughput, %d inferences in flight per run: %.4f ms per frame, %.0f frames/s\n", inflight,
                 ms_per_frame, frames_per_s);

@@ -210,6 +210,9 @@ class CudaBackend : public Backend {
   // run()'s and run_device_inputs()'s shared part: the inference on the device (direct when timed,
   // else the graph, cuda_inflight times), the wait, the outputs out of staging, the call times.
   void run_on_device(const std::vector<Tensor*>& outputs);
+  // Stream-ordered copies staging -> device of the copied inputs (kept_on_device false: what an
+  // enqueued inference copies) or of the inputs kept on the device (true: what run() uploads).
+  void upload_inputs(bool kept_on_device);
   CUdeviceptr device_alloc(size_t bytes, const std::string& what, bool zero = true);
   void create_events();
   // Enqueues one inference on the stream in plan order: input copies, launches (between events_
@@ -669,10 +672,7 @@ std::vector<CudaProbeBlock> CudaBackend::probe_replay() {
 void CudaBackend::enqueue(bool timed) {
   const cu::Driver& d = cu::driver();
   if (timed) cu::check(d.cuEventRecord(events_[0], stream_), "cuEventRecord", "start of inference");
-  for (size_t i = 0; i < in_stage_.size(); ++i)
-    if (in_stage_[i].bytes && !in_mapped_[i] && !in_device_[i])  // device inputs: uploaded by run()
-      cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
-                "cuMemcpyHtoDAsync", "input '" + buffers_[size_t(inputs_[i])].name + "'");
+  upload_inputs(/*kept_on_device=*/false);  // device inputs: uploaded by run()
   for (size_t ci = 0; ci < rt_.size(); ++ci) {
     CallRt& r = rt_[ci];
     if (timed) cu::check(d.cuEventRecord(events_[1 + 2 * ci], stream_), "cuEventRecord", call_name(ci, calls_[ci]));
@@ -915,18 +915,22 @@ void CudaBackend::replay_overlapped() {
 void CudaBackend::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
   OPV_CHECK(loaded_, "cuda backend: run() before load()");
   sig_.check(inputs, outputs);  // Session checked them; this asserts the precondition
-  const cu::Driver& d = cu::driver();
   cu::ScopedContext scope(ctx_);
   host_copies_.clear();
   for (size_t i = 0; i < inputs.size(); ++i)
     if (in_stage_[i].bytes && inputs[i]->raw() != in_stage_[i].host)  // else written in place
       host_copies_.push_back({in_stage_[i].host, inputs[i]->raw(), in_stage_[i].bytes});
   copy_bytes(host_copies_);
-  for (size_t i = 0; i < in_stage_.size(); ++i)  // device inputs: uploaded once, before the run's replays
-    if (in_device_[i] && in_stage_[i].bytes)
-      cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
-                "cuMemcpyHtoDAsync", "device input '" + buffers_[size_t(inputs_[i])].name + "'");
+  upload_inputs(/*kept_on_device=*/true);  // once, before the run's replays
   run_on_device(outputs);
+}
+
+void CudaBackend::upload_inputs(bool kept_on_device) {
+  const cu::Driver& d = cu::driver();
+  for (size_t i = 0; i < in_stage_.size(); ++i)
+    if (in_stage_[i].bytes && !in_mapped_[i] && in_device_[i] == kept_on_device)
+      cu::check(d.cuMemcpyHtoDAsync(in_stage_[i].dev, in_stage_[i].host, in_stage_[i].bytes, stream_),
+                "cuMemcpyHtoDAsync", "input '" + buffers_[size_t(inputs_[i])].name + "'");
 }
 
 void CudaBackend::run_device_inputs(const std::vector<Tensor*>& outputs) {
@@ -934,9 +938,7 @@ void CudaBackend::run_device_inputs(const std::vector<Tensor*>& outputs) {
   for (size_t i = 0; i < inputs_.size(); ++i)
     OPV_CHECK(in_device_[i], "cuda backend: input '", buffers_[size_t(inputs_[i])].name,
               "' is not kept on the device (load with --cuda-inputs device, Options.cuda_inputs Device)");
-  OPV_CHECK(outputs.size() == sig_.outputs.size(), "cuda backend: ", outputs.size(), " outputs bound, the plan has ",
-            sig_.outputs.size());
-  for (size_t i = 0; i < outputs.size(); ++i) check_bound(sig_.outputs[i], outputs[i], "output");
+  sig_.check_outputs(outputs);
   cu::ScopedContext scope(ctx_);
   run_on_device(outputs);
 }
