@@ -34,10 +34,15 @@ after each call; --no-prefixes skips it).
    which. Timed per call with a synchronize, no copies (as the graph peer). The child runs in its
    own process group, killed whole on time-out (Inductor's compile workers with it). On the H200
    max-autotune took 238 s to compile (BENCHMARKS.md, CUDA run 15).
+5. tinygrad (--tinygrad): what openpilot runs its models with on a PC with an NVIDIA GPU (its
+   modeld SConscript: DEV=CUDA). bench_tinygrad.py's child loads --model with tinygrad's
+   OnnxRunner, captures a TinyJit, checks its outputs against MODEL_ref.npz, then times a frame
+   each round: the JIT on the same device input tensors (--tinygrad-inputs device, the default;
+   host: copied from numpy each frame) and the outputs read back into numpy.
 
 Usage: bench/bench_cuda.py [--model M.onnx | --art M.opv] [--iters 200] [--rounds 5] [--no-torch]
        [--opvision PATH] [--arch compute_90] [--json OUT.json] [--inflight 32] [--compile-timeout 240]
-       [--batch-art B.opv]
+       [--batch-art B.opv] [--tinygrad [--tinygrad-inputs device|host]]
 """
 import argparse
 import json
@@ -54,6 +59,19 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_opencl import DEFAULT_MODEL, bench_torch, find_opvision, last_json, run  # noqa: E402
+
+
+def start_tinygrad(args):
+    """The tinygrad peer (bench_tinygrad.py's long-lived child) on --model with DEV=--tinygrad-dev."""
+    import bench_tinygrad
+    ref = args.model[:-5] + "_ref.npz" if args.model.endswith(".onnx") else ""
+    peer = bench_tinygrad.TinygradPeer(sys.executable, args.model, ref if os.path.isfile(ref) else "", args.seed,
+                                       {"DEV": args.tinygrad_dev}, inputs=args.tinygrad_inputs)
+    chk = peer.info.get("check") or {}
+    print(f"[bench] {peer.desc}: loaded and captured in {peer.info['compile_s']:.1f} s; against the reference: "
+          + (", ".join(f"{n} rel_l2={c['rel_l2']:.3e} max_abs_rel={c['max_abs_rel']:.3e}" for n, c in chk.items())
+             or "no reference"), file=sys.stderr, flush=True)
+    return peer
 
 
 def bench_opv(opv, art, args, replays=1, overlap=True, flags=""):
@@ -198,6 +216,15 @@ def main():
     ap.add_argument("--hw", default="128,256")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch peer")
+    ap.add_argument("--tinygrad", action="store_true",
+                    help="also time tinygrad with DEV=CUDA (openpilot's engine and setting on a PC with an NVIDIA GPU) on "
+                         "--model in the same rounds: a TinyJit of tinygrad's OnnxRunner in a long-lived child "
+                         "(bench_tinygrad.py), its outputs checked against MODEL_ref.npz; tinygrad must be importable "
+                         "(bench/device_cuda.sh --bundle carries its wheel)")
+    ap.add_argument("--tinygrad-dev", default="CUDA", help="tinygrad's DEV for --tinygrad (default CUDA)")
+    ap.add_argument("--tinygrad-inputs", choices=("device", "host"), default="device",
+                    help="tinygrad's frames: device, the same GPU tensors every frame (as PyTorch's graph and opvision "
+                         "--cuda-inputs device); host, copied from numpy each frame (default: device)")
     ap.add_argument("--bench-flags", default="",
                     help="more `opvision bench` flags for the --art (or compiled) artifact's runs, e.g. "
                          "--bench-flags=--staged-inputs (one flag: with '=', else argparse takes it for its own) "
@@ -235,15 +262,22 @@ def main():
             if out.returncode != 0:
                 sys.exit(f"bench_cuda: compile failed:\n{out.stderr[-3000:]}")
             print(f"[bench] compiled for cuda in {time.perf_counter() - t:.1f} s: {out.stderr.strip()}", file=sys.stderr)
-        opv_rounds, torch_rounds = [], []
+        opv_rounds, torch_rounds, tg_rounds = [], [], []
         base_rounds = {b: [] for b in args.base_art}
-        for r in range(args.rounds):
-            for b in args.base_art:
-                base_rounds[b].append(bench_opv(opv, b, args))
-            opv_rounds.append(bench_opv(opv, art, args, flags=args.bench_flags))
-            if not args.no_torch:
-                torch_rounds.append(bench_torch(args))
-            print(f"[bench] round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+        tg = start_tinygrad(args) if args.tinygrad else None
+        try:
+            for r in range(args.rounds):
+                for b in args.base_art:
+                    base_rounds[b].append(bench_opv(opv, b, args))
+                opv_rounds.append(bench_opv(opv, art, args, flags=args.bench_flags))
+                if not args.no_torch:
+                    torch_rounds.append(bench_torch(args))
+                if tg is not None:
+                    tg_rounds.append(tg.round(args.iters, args.warmup))
+                print(f"[bench] round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+        finally:
+            if tg is not None:
+                tg.close()
         prof = opv_rounds[-1]
         # The replayed graph cut after each call (`opvision bench --replay-prefixes`): what each
         # call adds to the replay's critical path, summed by kernel.
@@ -283,6 +317,14 @@ def main():
         results["round_ratios"] = ratios
         print(f"ratio opvision cuda / PyTorch CUDA graph: {med / peer:.2f} (vs the peer with its copies: "
               f"{med / peer_io:.2f}); per round: " + " ".join(f"{r:.2f}" for r in ratios))
+    if tg_rounds:
+        tm = [x["median_ms"] for x in tg_rounds]
+        results["tinygrad"] = {"median_ms": statistics.median(tm), "round_medians_ms": tm, "peer": tg.desc,
+                               "check": tg.info.get("check"), "calls": tg.info.get("calls")}
+        print(f"{'tinygrad (TinyJit)':<34} {statistics.median(tm):>10.3f} {min(x['min_ms'] for x in tg_rounds):>8.3f}  "
+              + " ".join(f"{m:.3f}" for m in tm) + f"   ({tg.desc}; {tg.info.get('calls')} calls in the JIT)")
+        print(f"ratio opvision cuda / tinygrad: {med / statistics.median(tm):.2f}; per round: "
+              + " ".join(f"{o / t:.2f}" for o, t in zip(meds, tm)))
     kernels = prof.get("kernels") or []
     results["launches_per_inference"] = sum(int(k.get("count", 1)) for k in kernels)
     results["kernels"] = kernels

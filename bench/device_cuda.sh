@@ -8,7 +8,8 @@
 #       references of generated variants (make-model widths/depths/heads, fp32 and fp16; fp16_wide's
 #       stage 0 has enough pixel tiles for the ConvFFN's depthwise conv inside its launch); the
 #       variants' ONNX is not carried: make-model is deterministic, so the GPU machine makes them
-#       again and checks their SHA-256 against the bundle's. --base-bin adds a second opvision
+#       again and checks their SHA-256 against the bundle's; and tinygrad's wheel (bench_cuda.py
+#       --tinygrad; installed there by bench/device_env.sh). --base-bin adds a second opvision
 #       binary (e.g. one built from an earlier commit) as .devrun/opvision_base for a before/after.
 #       Ends by checking that the working tree and .devrun fit the run tool's 64 MiB.
 #   bash bench/device_cuda.sh [--arch compute_NN] [--base-flags "COMPILE FLAGS"] [--base-bin] [--batch N] [--probe] [bench_cuda.py args]
@@ -72,6 +73,10 @@ if [[ "${1:-}" == "--bundle" ]]; then
   done
   (cd "$D" && tar cf - lib | xz -T2 -6 > lib.tar.xz && rm -rf lib)
   cp "$ROOT/../shared/models/"* "$D/shared/models/"
+  # tinygrad's wheel for bench_cuda.py --tinygrad (pure Python, no dependencies; the GPU image has
+  # no tinygrad and reaches no registry)
+  python3 -m pip download -q --no-deps --only-binary=:all: -d "$D/wheels" tinygrad==0.14.0 ||
+    echo "device_cuda.sh --bundle: no tinygrad wheel (pip download failed): bench_cuda.py --tinygrad will not run there" >&2
   bash "$ROOT/scripts/device_gtest.sh" --bundle "$B/test_cuda" "$B/test_backend"
   # The variants: their references here (onnxruntime), their ONNX made again there.
   make_variants "$B/opvision" "$V"

@@ -16,6 +16,7 @@ APT_PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # OpenCL backend (next)
   clang libclang-rt-14-dev libomp-dev             # clang build, libFuzzer + sanitizer runtimes (scripts/fuzz.sh)
   python3-dev python3-pip                         # Python.h for the Python package's module
+  libllvm19                                       # bench/bench_tinygrad.py: tinygrad's CPU:LLVM device (openpilot's PC setting) needs LLVM >= 16
 )
 # nanobind + scikit-build-core: the Python package (python/opvision, src/python): the CMake build
 # compiles its module when nanobind is importable; `pip install .` builds it with both.
