@@ -90,3 +90,50 @@ def test_input_normalisation(cli, tmp_path, threads, per_channel):
     p = cli.run("inspect", mpath, "--target", "cpu", "--calls")
     assert p.returncode == 0, describe(p)
     assert sum("normalised f32 NHWC" in s for s in p.stdout.splitlines()) == 2, describe(p)
+
+
+def _f16_heads_model(rng, perturb):
+    """x [1, 37] -> three single-layer heads (transB 1, 0, 1; N = 33, 29, 18: K and N off the
+    vector widths) -> Concat. Every weight is an fp16 value, except, with `perturb`, one element
+    of head 0 (row 32) and one of head 1 (column 28), which then keep their matrices in fp32."""
+    x = rng.standard_normal((1, 37)).astype(np.float32)
+    inits, nodes, outs = {}, [], []
+    for i, (n, tb) in enumerate([(33, 1), (29, 0), (18, 1)]):
+        w = (rng.standard_normal((n, 37) if tb else (37, n)) / 6).astype(np.float16).astype(np.float32)
+        if perturb and i == 0:
+            w[32, 5] = 0.1  # not an fp16 value
+        if perturb and i == 1:
+            w[3, 28] = 0.1
+        inits[f"w{i}"], inits[f"b{i}"] = w, rng.standard_normal(n).astype(np.float32)
+        nodes.append(helper.make_node("Gemm", ["x", f"w{i}", f"b{i}"], [f"o{i}"], transB=tb))
+        outs.append(f"o{i}")
+    nodes.append(helper.make_node("Concat", outs, ["y"], axis=1))
+    return make_model(nodes, {"x": x}, ["y"], inits), {"x": x}
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_gemv_fp16_weights_are_bit_identical(cli, tmp_path, threads):
+    """A GEMV run reads a matrix of fp16 values from its fp16 copy: the same products and sums
+    as from the fp32 matrix, so every output equals the fp32 path's bit for bit. The perturbed
+    model keeps two matrices in fp32; every output the perturbation does not touch must match."""
+    ys, said = [], []
+    for perturb in (False, True):
+        model, feeds = _f16_heads_model(np.random.default_rng(11), perturb)
+        d = tmp_path / ("p" if perturb else "a")
+        d.mkdir()
+        mpath, rpath = _save(d, model, feeds)
+        rel, mx = assert_verify_ok(cli, mpath, rpath, "cpu", "--threads", threads)
+        assert rel <= 1e-4 and mx <= 1e-4, (rel, mx)
+        p = cli.run("run", mpath, "--backend", "cpu", "--threads", threads, "--inputs", rpath, "-o", d / "y.npz")
+        assert p.returncode == 0, describe(p)
+        ys.append(np.load(d / "y.npz")["y"])
+        p = cli.run("inspect", mpath, "--target", "cpu", "--calls")
+        assert p.returncode == 0, describe(p)
+        said.append(p.stdout)
+    assert "3 GEMVs in 1 levels, one OpenMP region, 3 of the matrices read as fp16 (exact)" in said[0], said[0]
+    assert "3 GEMVs in 1 levels, one OpenMP region, 1 of the matrices read as fp16 (exact)" in said[1], said[1]
+    touched = [32, 33 + 28]  # head 0's row 32, head 1's column 28
+    keep = np.setdiff1d(np.arange(ys[0].shape[1]), touched)
+    assert np.array_equal(ys[0][:, keep].view(np.uint32), ys[1][:, keep].view(np.uint32)), \
+        np.abs(ys[0][:, keep] - ys[1][:, keep]).max()
+    assert not np.array_equal(ys[0][:, touched], ys[1][:, touched])

@@ -10,7 +10,12 @@
 //    So the fourteen head GEMVs that read the same hidden vector are one pass over their
 //    weights. Intermediates that only the run itself reads get private storage (the memory
 //    planner lets them share arena bytes, which would serialise the levels). The weights are
-//    read in place (row-major, as in the plan), so no packed copy is kept (less RSS).
+//    read in place (row-major, as in the plan), so no packed copy is kept -- except that a
+//    matrix whose every value is an fp16 value (an fp16 model's weights, widened to fp32 by the
+//    compiler) is read from an fp16 copy of itself (AVX-512 with BW/VL): the same values, so the
+//    same products and sums in the same order (bit-identical), from half the bytes. At batch 1
+//    these GEMVs stream their weights from memory once per inference (the fixture's 15.5 MB of
+//    fp32 took 1.0 ms of its 16 ms at one thread), so the bytes are their time.
 //  * Input normalisation: Cast u8 -> f32 with per-channel/scalar Sub/Div/Mul/Add post-ops whose
 //    only reader is a Reorder to NHWC become one pass that reads the uint8 NCHW image and writes
 //    normalised NHWC floats (bit-identical: the same float operations in the same order).
@@ -22,6 +27,7 @@
 
 #include "backend/cpu/cpu_internal.h"
 #include "core/error.h"
+#include "core/half.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -49,6 +55,7 @@ Range range_of(const void* p, int64_t bytes) {
 struct Gemv {
   const float* x = nullptr;
   const float* w = nullptr;  // transB: [N, K] row-major; else [K, N]
+  const uint16_t* wh = nullptr;  // where set: w's values as fp16 (exact), read instead of w
   const float* b = nullptr;  // [N] or null
   float* y = nullptr;
   int64_t N = 0, K = 0;
@@ -84,8 +91,8 @@ bool simple_gemv(const plan::Plan& p, const std::vector<BufView>& views, size_t 
     relu = true;
   }
   if (range_of(A.ptr, A.bytes).overlaps(range_of(y.ptr, y.bytes))) return false;
-  g = Gemv{static_cast<const float*>(A.ptr), static_cast<const float*>(B.ptr), bias, static_cast<float*>(y.ptr), N, K,
-           tb, relu, 0};
+  g = Gemv{static_cast<const float*>(A.ptr), static_cast<const float*>(B.ptr), nullptr, bias, static_cast<float*>(y.ptr),
+           N, K, tb, relu, 0};
   return true;
 }
 
@@ -113,26 +120,44 @@ void cols_scalar(const Gemv& g, int64_t n0, int64_t n1) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) void rows_avx512(const Gemv& g, int64_t r0, int64_t r1) {
+// 16 weights from fp32 (H = false) or from their fp16 copy (H = true; exact widening), at
+// element offset `off` of the matrix; masked loads read nothing past the mask.
+template <bool H>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 load_w(const Gemv& g, int64_t off) {
+  if constexpr (H)
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.wh + off)));
+  else
+    return _mm512_loadu_ps(g.w + off);
+}
+template <bool H>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 load_w(const Gemv& g, int64_t off, __mmask16 m) {
+  if constexpr (H)
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, g.wh + off));
+  else
+    return _mm512_maskz_loadu_ps(m, g.w + off);
+}
+
+template <bool H>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void rows_avx512(const Gemv& g, int64_t r0, int64_t r1) {
   const int64_t K = g.K, kv = K & ~int64_t(15);
   const __mmask16 tail = __mmask16((1u << (K - kv)) - 1u);
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) {
-    const float* w0 = g.w + r * K;
+    const int64_t o = r * K;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t k = 0; k < kv; k += 16) {
       const __m512 xv = _mm512_loadu_ps(g.x + k);
-      a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + k), xv, a0);
-      a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + K + k), xv, a1);
-      a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + 2 * K + k), xv, a2);
-      a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + 3 * K + k), xv, a3);
+      a0 = _mm512_fmadd_ps(load_w<H>(g, o + k), xv, a0);
+      a1 = _mm512_fmadd_ps(load_w<H>(g, o + K + k), xv, a1);
+      a2 = _mm512_fmadd_ps(load_w<H>(g, o + 2 * K + k), xv, a2);
+      a3 = _mm512_fmadd_ps(load_w<H>(g, o + 3 * K + k), xv, a3);
     }
     if (tail) {
       const __m512 xv = _mm512_maskz_loadu_ps(tail, g.x + kv);
-      a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w0 + kv), xv, a0);
-      a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w0 + K + kv), xv, a1);
-      a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w0 + 2 * K + kv), xv, a2);
-      a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w0 + 3 * K + kv), xv, a3);
+      a0 = _mm512_fmadd_ps(load_w<H>(g, o + kv, tail), xv, a0);
+      a1 = _mm512_fmadd_ps(load_w<H>(g, o + K + kv, tail), xv, a1);
+      a2 = _mm512_fmadd_ps(load_w<H>(g, o + 2 * K + kv, tail), xv, a2);
+      a3 = _mm512_fmadd_ps(load_w<H>(g, o + 3 * K + kv, tail), xv, a3);
     }
     g.y[r] = finish_value(_mm512_reduce_add_ps(a0), g.b, r, g.relu);
     g.y[r + 1] = finish_value(_mm512_reduce_add_ps(a1), g.b, r + 1, g.relu);
@@ -140,15 +165,16 @@ __attribute__((target("avx512f"))) void rows_avx512(const Gemv& g, int64_t r0, i
     g.y[r + 3] = finish_value(_mm512_reduce_add_ps(a3), g.b, r + 3, g.relu);
   }
   for (; r < r1; ++r) {
-    const float* w = g.w + r * K;
+    const int64_t o = r * K;
     __m512 a = _mm512_setzero_ps();
-    for (int64_t k = 0; k < kv; k += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(w + k), _mm512_loadu_ps(g.x + k), a);
-    if (tail) a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w + kv), _mm512_maskz_loadu_ps(tail, g.x + kv), a);
+    for (int64_t k = 0; k < kv; k += 16) a = _mm512_fmadd_ps(load_w<H>(g, o + k), _mm512_loadu_ps(g.x + k), a);
+    if (tail) a = _mm512_fmadd_ps(load_w<H>(g, o + kv, tail), _mm512_maskz_loadu_ps(tail, g.x + kv), a);
     g.y[r] = finish_value(_mm512_reduce_add_ps(a), g.b, r, g.relu);
   }
 }
 
-__attribute__((target("avx512f"))) void cols_avx512(const Gemv& g, int64_t n0, int64_t n1) {
+template <bool H>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void cols_avx512(const Gemv& g, int64_t n0, int64_t n1) {
   for (int64_t n = n0; n < n1; n += 64) {
     const int64_t m = std::min<int64_t>(64, n1 - n);
     __mmask16 mk[4];
@@ -159,8 +185,8 @@ __attribute__((target("avx512f"))) void cols_avx512(const Gemv& g, int64_t n0, i
     __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t k = 0; k < g.K; ++k) {
       const __m512 xv = _mm512_set1_ps(g.x[k]);
-      const float* w = g.w + k * g.N + n;
-      for (int j = 0; j < 4; ++j) a[j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk[j], w + 16 * j), xv, a[j]);
+      const int64_t o = k * g.N + n;
+      for (int j = 0; j < 4; ++j) a[j] = _mm512_fmadd_ps(load_w<H>(g, o + 16 * j, mk[j]), xv, a[j]);
     }
     for (int j = 0; j < 4; ++j) {
       if (g.b) a[j] = _mm512_add_ps(a[j], _mm512_maskz_loadu_ps(mk[j], g.b + n + 16 * j));
@@ -169,11 +195,33 @@ __attribute__((target("avx512f"))) void cols_avx512(const Gemv& g, int64_t n0, i
     }
   }
 }
+
+// The fp16 copy of n fp32 values, or an empty vector when any of them is not an fp16 value
+// (exactly: its round trip through fp16 gives the same bits; NaNs count as not).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) std::vector<uint16_t> exact_f16(const float* w, int64_t n) {
+  std::vector<uint16_t> h(static_cast<size_t>(n));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(w + i);
+    const __m256i hv = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 back = _mm512_cvtph_ps(hv);
+    if (_mm512_cmpneq_epi32_mask(_mm512_castps_si512(back), _mm512_castps_si512(v)) != 0) return {};
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h.data() + i), hv);
+  }
+  for (; i < n; ++i) {
+    const uint16_t b = float_to_half(w[i]);
+    const float back = half_to_float(b);
+    if (std::memcmp(&back, w + i, 4) != 0) return {};
+    h[size_t(i)] = b;
+  }
+  return h;
+}
 #endif
 
 bool have_avx512() {
 #if defined(__x86_64__)
-  static const bool yes = __builtin_cpu_supports("avx512f");
+  static const bool yes =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return yes;
 #else
   return false;
@@ -184,9 +232,9 @@ void run_piece(const Gemv& g, int64_t r0, int64_t r1) {
 #if defined(__x86_64__)
   if (have_avx512()) {
     if (g.trans_b)
-      rows_avx512(g, r0, r1);
+      g.wh ? rows_avx512<true>(g, r0, r1) : rows_avx512<false>(g, r0, r1);
     else
-      cols_avx512(g, r0, r1);
+      g.wh ? cols_avx512<true>(g, r0, r1) : cols_avx512<false>(g, r0, r1);
     return;
   }
 #endif
@@ -211,6 +259,19 @@ FusedStep build_gemv_run(const FuseInfo& f, const std::vector<BufView>& views, s
     gs.push_back(g);
   }
   if (gs.size() < 2) return {};
+  // The fp16 copies of the matrices that hold fp16 values only (the header says why). Shared, so
+  // the step function's copies keep the pointers that gs holds valid.
+  auto halves = std::make_shared<std::vector<std::vector<uint16_t>>>();
+#if defined(__x86_64__)
+  if (have_avx512()) {
+    halves->reserve(gs.size());
+    for (Gemv& g : gs)
+      if (std::vector<uint16_t> h = exact_f16(g.w, g.N * g.K); !h.empty()) {
+        halves->push_back(std::move(h));
+        g.wh = halves->back().data();
+      }
+  }
+#endif
 
   // Private storage for intermediates read only inside the run.
   auto inside = [&](int c) { return c >= int(first) && c < int(end); };
@@ -285,7 +346,9 @@ FusedStep build_gemv_run(const FuseInfo& f, const std::vector<BufView>& views, s
   FusedStep s;
   s.calls = end - first;
   s.what = detail::concat(gs.size(), " GEMVs in ", levels, " levels, one OpenMP region");
-  s.fn = [gs = std::move(gs), parts = std::move(parts), priv, T] {
+  if (!halves->empty()) s.what += detail::concat(", ", halves->size(), " of the matrices read as fp16 (exact)");
+  s.fn = [gs = std::move(gs), parts = std::move(parts), priv, halves, T] {
+    (void)halves;
     auto work = [&](int t, int nt) {
       for (size_t lv = 0; lv < parts.size(); ++lv) {
         for (int q = t; q < T; q += nt)
@@ -364,45 +427,34 @@ FusedStep build_input_norm(const FuseInfo& f, std::vector<BufView>& views, size_
     views[size_t(yid)].ptr = ys;
     s.what += " (result in its own storage: the plan overlaps it with the image)";
   }
+  // A uint8 input has 256 values a channel: the op chain of every (channel, value) is computed
+  // once here, in the same float operations and order, so the pass is a table lookup an element
+  // (bit-identical to applying the chain element by element) written straight in NHWC order.
+  std::vector<float> lut(size_t(C) * 256);
+  for (int64_t c = 0; c < C; ++c)
+    for (int v = 0; v < 256; ++v) {
+      float r = float(v);
+      for (const Op& op : ops) {
+        const float k = op.v[size_t(c)];
+        switch (op.op) {
+          case OpKind::Sub: r = op.swapped ? k - r : r - k; break;
+          case OpKind::Div: r = op.swapped ? k / r : r / k; break;
+          case OpKind::Mul: r = r * k; break;
+          default: r = r + k; break;
+        }
+      }
+      lut[size_t(c * 256 + v)] = r;
+    }
   const int T = std::max(1, threads);
-  s.fn = [=, own = std::move(own)] {
+  s.fn = [=, own = std::move(own), lut = std::move(lut)] {
     (void)own;
 #pragma omp parallel for collapse(2) num_threads(T) schedule(static) if (T > 1)
     for (int64_t n = 0; n < N; ++n)
       for (int64_t h = 0; h < H; ++h) {
         float* out = ys + (n * H + h) * W * C;
-        for (int64_t c = 0; c < C; ++c) {
-          const uint8_t* in = xs + ((n * C + c) * H + h) * W;
-          float row[256];
-          for (int64_t w0 = 0; w0 < W; w0 += 256) {
-            const int64_t cnt = std::min<int64_t>(256, W - w0);
-            for (int64_t w = 0; w < cnt; ++w) row[w] = float(in[w0 + w]);
-            for (const Op& op : ops) {
-              const float v = op.v[size_t(c)];
-              switch (op.op) {
-                case OpKind::Sub:
-                  if (op.swapped)
-                    for (int64_t w = 0; w < cnt; ++w) row[w] = v - row[w];
-                  else
-                    for (int64_t w = 0; w < cnt; ++w) row[w] = row[w] - v;
-                  break;
-                case OpKind::Div:
-                  if (op.swapped)
-                    for (int64_t w = 0; w < cnt; ++w) row[w] = v / row[w];
-                  else
-                    for (int64_t w = 0; w < cnt; ++w) row[w] = row[w] / v;
-                  break;
-                case OpKind::Mul:
-                  for (int64_t w = 0; w < cnt; ++w) row[w] = row[w] * v;
-                  break;
-                default:
-                  for (int64_t w = 0; w < cnt; ++w) row[w] = row[w] + v;
-                  break;
-              }
-            }
-            for (int64_t w = 0; w < cnt; ++w) out[(w0 + w) * C + c] = row[w];
-          }
-        }
+        const uint8_t* in = xs + (n * C * H + h) * W;  // channel c's row at in + c * H * W
+        for (int64_t w = 0; w < W; ++w)
+          for (int64_t c = 0; c < C; ++c) out[w * C + c] = lut[size_t(c * 256 + in[c * H * W + w])];
       }
   };
   return s;
