@@ -65,8 +65,11 @@ def start_tinygrad(args):
     """The tinygrad peer (bench_tinygrad.py's long-lived child) on --model with DEV=--tinygrad-dev."""
     import bench_tinygrad
     ref = args.model[:-5] + "_ref.npz" if args.model.endswith(".onnx") else ""
-    peer = bench_tinygrad.TinygradPeer(sys.executable, args.model, ref if os.path.isfile(ref) else "", args.seed,
-                                       {"DEV": args.tinygrad_dev}, inputs=args.tinygrad_inputs)
+    try:
+        peer = bench_tinygrad.TinygradPeer(sys.executable, args.model, ref if os.path.isfile(ref) else "", args.seed,
+                                           {"DEV": args.tinygrad_dev}, inputs=args.tinygrad_inputs)
+    except RuntimeError as e:
+        sys.exit(f"bench_cuda: --tinygrad: {e}")
     chk = peer.info.get("check") or {}
     print(f"[bench] {peer.desc}: loaded and captured in {peer.info['compile_s']:.1f} s; against the reference: "
           + (", ".join(f"{n} rel_l2={c['rel_l2']:.3e} max_abs_rel={c['max_abs_rel']:.3e}" for n, c in chk.items())

@@ -35,8 +35,10 @@ import os
 import pathlib
 import platform
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -163,7 +165,10 @@ class TinygradPeer:
         line = self.p.stdout.readline()
         if not line:
             rc = self.p.wait()
-            raise RuntimeError(f"{self.desc}: the tinygrad child ended (exit {rc}) before answering; its stderr is above")
+            hint = " (tinygrad's LLVM devices need libLLVM >= 16: scripts/setup.sh installs libllvm19)" \
+                if "LLVM" in self.desc else ""
+            raise RuntimeError(f"{self.desc}: the tinygrad child ended (exit {rc}) before answering; "
+                               f"its stderr is above{hint}")
         return json.loads(line)
 
     def round(self, iters, warmup):
@@ -213,12 +218,13 @@ def main():
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     import bench_cpu  # noqa: E402 (its child runner and opvision bench parser)
     opv = bench_cpu.find_opvision(a.opvision)
-    py = ensure_venv(pathlib.Path(a.venv))
     a.precision = "fp32"
-    opv_art = str(pathlib.Path(a.venv) / "bench_tinygrad_model.opv")
+    work = tempfile.mkdtemp(prefix="bench_tinygrad_")
+    opv_art = os.path.join(work, "model.opv")
     rc, _, err, _, wall = bench_cpu.run_child([opv, "compile", a.model, "--target", "cpu", "-o", opv_art], a.timeout)
     if rc != 0:
         sys.exit(f"bench_tinygrad: opvision compile failed (exit {rc}):\n{err[-2000:]}")
+    py = ensure_venv(pathlib.Path(a.venv))
     verify = ""
     if a.ref:
         rc, out, err, _, _ = bench_cpu.run_child([opv, "verify", opv_art, "--ref", a.ref, "--backend", "cpu"], a.timeout)
@@ -256,7 +262,11 @@ def main():
               f"(per round {' '.join(f'{x / y:.3f}' for x, y in zip(opv_r, tg_r))})")
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(results, indent=1) + "\n")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except RuntimeError as e:  # a child that failed: its own message is above
+        sys.exit(f"bench_tinygrad: error: {e}")

@@ -33,6 +33,8 @@ def test_bad_arguments_are_named(cli, tmp_path):
     assert p.returncode != 0 and "--threads takes comma-separated positive integers" in p.stderr, describe(p)
     p = bench(cli, model, "--threads", "0")
     assert p.returncode != 0 and "positive integers" in p.stderr, describe(p)
+    p = bench(cli, model)  # not an ONNX model: opvision's compile names it, before any venv is made
+    assert p.returncode != 0 and "opvision compile failed" in p.stderr and "file is empty" in p.stderr, describe(p)
 
 
 @pytest.mark.skipif(os.environ.get("OPV_TEST_TINYGRAD") != "1",
