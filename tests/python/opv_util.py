@@ -126,6 +126,17 @@ def save_case(tmp_path, model, feeds, name="model"):
     return mpath, rpath, outs
 
 
+def save_uint8_reference(model_path, ref_path, seed):
+    """Random uint8 values for every input of the ONNX model at model_path (openpilot's frames),
+    saved with onnxruntime's outputs on them into ref_path; returns the inputs."""
+    m = onnx.load(str(model_path), load_external_data=False)
+    rng = np.random.default_rng(seed)
+    feeds = {i.name: rng.integers(0, 256, [d.dim_value for d in i.type.tensor_type.shape.dim], dtype=np.uint8)
+             for i in m.graph.input}
+    np.savez(ref_path, **feeds, **ort_run(str(model_path), feeds))
+    return feeds
+
+
 def load_npz(path):
     with np.load(path) as z:
         return {k: z[k] for k in z.files}

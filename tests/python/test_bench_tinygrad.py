@@ -8,10 +8,9 @@ import pathlib
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
-from opv_util import describe, ort_run
+from opv_util import describe, save_uint8_reference
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "bench_tinygrad.py"
@@ -46,13 +45,8 @@ def test_short_run_times_both_and_checks_tinygrad(cli, tmp_path):
     p = cli.run("make-model", model, "--fp16", "--height", "32", "--width", "64", "--widths", "16,32,48,64",
                 "--depths", "1,1,1,1", "--hidden", "64", "--heads", "4,8")
     assert p.returncode == 0, describe(p)
-    import onnx
-    m = onnx.load(str(model))
-    rng = np.random.default_rng(3)
-    feeds = {i.name: rng.integers(0, 256, [d.dim_value for d in i.type.tensor_type.shape.dim], dtype=np.uint8)
-             for i in m.graph.input}
     ref = tmp_path / "small_ref.npz"
-    np.savez(ref, **feeds, **ort_run(str(model), feeds))
+    save_uint8_reference(model, ref, 3)
     out = tmp_path / "r.json"
     venv = os.environ.get("OPV_TINYGRAD_VENV", str(pathlib.Path.home() / ".cache" / "opvision" / "tinygrad-venv"))
     p = bench(cli, model, "--threads", "1", "--rounds", "1", "--iters", "2", "--warmup", "0",

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from opv_util import assert_error, describe, ort_run
+from opv_util import assert_error, describe, ort_run, save_uint8_reference
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "ir3"
@@ -23,12 +23,7 @@ SMALL_ARGS = ["--fp16", "--height", "32", "--width", "64", "--widths", "16,32,48
 
 
 def reference(model, path, seed):
-    import onnx
-    m = onnx.load(str(model), load_external_data=False)
-    rng = np.random.default_rng(seed)
-    feeds = {i.name: rng.integers(0, 256, [d.dim_value for d in i.type.tensor_type.shape.dim], dtype=np.uint8)
-             for i in m.graph.input}
-    np.savez(path, **feeds, **ort_run(str(model), feeds))
+    save_uint8_reference(model, path, seed)
     return path
 
 
