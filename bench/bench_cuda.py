@@ -61,13 +61,32 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_opencl import DEFAULT_MODEL, bench_torch, find_opvision, last_json, run  # noqa: E402
 
 
+def find_nvrtc():
+    """A libnvrtc.so for tinygrad's CUDA device, which looks only in a few fixed folders: CUDA
+    toolkits under /usr/local, then the NVIDIA wheels beside PyTorch; None if there is none."""
+    import glob
+    import re
+    import site
+    pats = ["/usr/local/cuda*/targets/*/lib/libnvrtc.so*", "/usr/local/cuda*/lib64/libnvrtc.so*"]
+    for sp in site.getsitepackages():
+        pats += [sp + "/nvidia/*/lib/libnvrtc.so*", sp + "/nvidia/cuda_nvrtc/lib/libnvrtc.so*"]
+    for pat in pats:
+        for f in sorted(glob.glob(pat)):
+            if re.search(r"/libnvrtc\.so(\.[0-9]+)*$", f) and os.path.isfile(f):
+                return f
+    return None
+
+
 def start_tinygrad(args):
     """The tinygrad peer (bench_tinygrad.py's long-lived child) on --model with DEV=--tinygrad-dev."""
     import bench_tinygrad
     ref = args.model[:-5] + "_ref.npz" if args.model.endswith(".onnx") else ""
+    env = {"DEV": args.tinygrad_dev}
+    if args.tinygrad_dev.startswith("CUDA") and not os.environ.get("NVRTC_PATH") and (nv := find_nvrtc()):
+        env["NVRTC_PATH"] = nv  # tinygrad's own override of where libnvrtc is
     try:
         peer = bench_tinygrad.TinygradPeer(sys.executable, args.model, ref if os.path.isfile(ref) else "", args.seed,
-                                           {"DEV": args.tinygrad_dev}, inputs=args.tinygrad_inputs)
+                                           env, inputs=args.tinygrad_inputs)
     except RuntimeError as e:
         sys.exit(f"bench_cuda: --tinygrad: {e}")
     chk = peer.info.get("check") or {}
