@@ -129,18 +129,6 @@ def tg_child(a):
 # ---------------------------------------------------------------------------------------------
 # parent (system python)
 
-def ensure_venv(venv: pathlib.Path) -> pathlib.Path:
-    py = venv / "bin" / "python"
-    stamp = venv / "opvision-pins.txt"
-    want = "\n".join(PINNED)
-    if not py.exists() or not stamp.exists() or stamp.read_text() != want:
-        print(f"bench_tinygrad: creating {venv} with {' '.join(PINNED)}", file=sys.stderr, flush=True)
-        subprocess.check_call([sys.executable, "-m", "venv", str(venv)])
-        subprocess.check_call([str(py), "-m", "pip", "install", "-q", *PINNED])
-        stamp.write_text(want)
-    return py
-
-
 class TinygradPeer:
     """One long-lived tinygrad child: `py` runs this script with --tg-child on `model` with the
     environment `tg_env` (DEV=..., THREADS=...); inputs "host" or "device" (see tg_child)."""
@@ -224,7 +212,9 @@ def main():
     rc, _, err, _, wall = bench_cpu.run_child([opv, "compile", a.model, "--target", "cpu", "-o", opv_art], a.timeout)
     if rc != 0:
         sys.exit(f"bench_tinygrad: opvision compile failed (exit {rc}):\n{err[-2000:]}")
-    py = ensure_venv(pathlib.Path(a.venv))
+    sys.path.insert(0, str(REPO / "tools"))
+    from ir3_capture import pinned_venv  # noqa: E402 (the same pinned-venv maker as the capture tool's)
+    py = pinned_venv(pathlib.Path(a.venv), PINNED, "bench_tinygrad")
     verify = ""
     if a.ref:
         rc, out, err, _, _ = bench_cpu.run_child([opv, "verify", opv_art, "--ref", a.ref, "--backend", "cpu"], a.timeout)

@@ -37,18 +37,25 @@ FORMAT = "opvision-ir3-capture"
 VERSION = 1
 
 
+def pinned_venv(venv: pathlib.Path, pinned, who: str) -> pathlib.Path:
+  """The python of a venv at `venv` holding exactly the `pinned` packages (made, or remade when its
+  pins differ; bench/bench_tinygrad.py uses it too); `who` names the tool in the progress line."""
+  py = venv / "bin" / "python"
+  stamp = venv / "opvision-pins.txt"
+  want = "\n".join(pinned)
+  if not py.exists() or not stamp.exists() or stamp.read_text() != want:
+    print(f"{who}: creating {venv} with {' '.join(pinned)}", file=sys.stderr, flush=True)
+    subprocess.check_call([sys.executable, "-m", "venv", str(venv)])
+    subprocess.check_call([str(py), "-m", "pip", "install", "-q", *pinned])
+    stamp.write_text(want)
+  return py
+
+
 def ensure_venv(venv: pathlib.Path) -> None:
   """Re-executes this script inside a venv that has the pinned packages."""
   if os.environ.get("OPV_CAPTURE_IN_VENV") == "1":
     return
-  py = venv / "bin" / "python"
-  stamp = venv / "opvision-pins.txt"
-  want = "\n".join(PINNED)
-  if not py.exists() or not stamp.exists() or stamp.read_text() != want:
-    print(f"ir3_capture: creating {venv} with {' '.join(PINNED)}", file=sys.stderr)
-    subprocess.check_call([sys.executable, "-m", "venv", str(venv)])
-    subprocess.check_call([str(py), "-m", "pip", "install", "-q", *PINNED])
-    stamp.write_text(want)
+  py = pinned_venv(venv, PINNED, "ir3_capture")
   env = dict(os.environ, OPV_CAPTURE_IN_VENV="1")
   os.execve(str(py), [str(py), os.path.abspath(__file__), *sys.argv[1:]], env)
 
