@@ -122,7 +122,9 @@ int cmd_compile(int argc, char** argv) {
               "fused ConvFFN's hidden split on a cluster: 8, the portable size), probe (every kernel records each block's "
               "clocks and SM for bench --probe: 0, off; a measuring build), ffn_fc1_chains (a fused ConvFFN's fc1 sums "
               "its even and odd k-steps in two accumulator chains: 1, one chain; 2 is opt-in, not yet timed), "
-              "ffn_fc2_chains (the same for its fc2: 1; 2 opt-in); repeatable. Recorded in the "
+              "ffn_fc2_chains (the same for its fc2: 1; 2 opt-in), se_fold (at compute_90 the squeeze-excitation gate's "
+              "cluster launch also computes the depthwise conv before it and the 1x1 conv, with a Reshape of its output, "
+              "after it: 0, off; 1 is opt-in, not yet timed); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

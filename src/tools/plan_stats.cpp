@@ -122,13 +122,26 @@ FlopCount call_flops(const plan::Plan& p, const plan::Call& c) {
     for (size_t j = 0; j < c.inputs.size(); ++j)
       if (j % stride % 2 == 1) cost.matmul += kMacFlops * numel(shape_of(p, c.inputs[j]));
   } else if (k.attrs.has("cuda_se")) {
-    // inputs [X, W1, B1, W2, B2]: mean over H, W; W1 [Cr, C, 1, 1] and W2 [C, Cr, 1, 1] on N vectors
+    // inputs [X, W1, B1, W2, B2]: mean over H, W; W1 [Cr, C, 1, 1] and W2 [C, Cr, 1, 1] on N vectors.
+    // Folded (se.cpp fold_se_ends): X is the depthwise conv's input and its W at slot 5 (the conv's
+    // outputs are the gate's [N, C, H, W]); the 1x1's W [Co, C, 1, 1] follows, its output the call's.
+    const bool dw = k.attrs.i("cuda_se_dw", 0) > 0, proj = k.attrs.i("cuda_se_proj", 0) > 0;
     const Shape& x = shape_of(p, c.inputs.empty() ? -1 : c.inputs[0]);
     const int64_t batch = x.empty() ? 0 : x[0];
-    cost.other += c.inputs.empty() ? 0 : numel(x);
+    const size_t wv = dw ? 7 : 5;
+    const Shape& w1 = shape_of(p, c.inputs.size() > 1 ? c.inputs[1] : -1);
+    const Shape& wvs = shape_of(p, proj && wv < c.inputs.size() ? c.inputs[wv] : -1);
+    const int64_t C = w1.size() > 1 ? w1[1] : 0, vo = wvs.empty() ? 0 : wvs[0];
+    const int64_t gated = proj ? (vo > 0 ? out / vo * C : 0) : out;  // N * C * H * W
+    cost.other += dw ? gated : (c.inputs.empty() ? 0 : numel(x));
     for (size_t i : {size_t(1), size_t(3)})
       if (i < c.inputs.size()) cost.conv += kMacFlops * batch * numel(shape_of(p, c.inputs[i]));
-    cost.elementwise += out;
+    if (dw && c.inputs.size() > 5 && C > 0) {
+      const Shape& wd = shape_of(p, c.inputs[5]);
+      cost.conv += kMacFlops * gated * (wd.size() == 4 ? wd[2] * wd[3] : 0);
+    }
+    if (proj) cost.conv += kMacFlops * out * C;
+    cost.elementwise += gated;
   } else if (c.inputs.size() % size_t(n) == 0 && c.outputs.size() % size_t(n) == 0 && !c.outputs.empty()) {
     const size_t ni = c.inputs.size() / size_t(n), no = c.outputs.size() / size_t(n);
     // cuda's GEMV batches hold every member's post-ops ("cuda_batch_post_ops" = their counts);

@@ -2257,6 +2257,169 @@ TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
 }
 
 
+// ---- the SE gate's neighbours in its launch (se.cpp fold_se_ends, --cuda-tune se_fold=1) ----------
+// FastViT's final conv and what follows it: x [N, Cin, H, W] -> depthwise KxK (stride s, 'same'-ish
+// pads K/2, channel multiplier CM) -> the SE gate (mean, fc1 ReLU, fc2 Sigmoid, Mul GELU) -> a 1x1
+// conv to VO channels (GELU) -> a Reshape to [N, VO*OH*OW]. Without `dw` x is the gate's input,
+// without `proj` the gate's output is the graph's, without `view` the 1x1's.
+struct SeFoldCase {
+  const char* name;
+  int64_t N, Cin, CM, H, W, K, s, Hd, VO;
+  bool dw, proj, view;
+  size_t calls_folded;  // calls of the se_fold plan
+};
+std::vector<SeFoldCase> se_fold_cases() {
+  return {
+      // the fixture's tail: 512 -> 1024 channels (8 blocks a cluster), 4 x 8, summarize to 32, Flatten
+      {"fold_fixture", 1, 512, 2, 4, 8, 3, 1, 64, 32, true, true, true, 1},
+      // two images, 264 channels (3 blocks, the last of 8 channels), a 5x5 stride-2 conv onto 3 x 5
+      // (15 pixels: an odd row pitch), 25 outputs (375 an image over 3 blocks: the sums one at a time)
+      {"fold_partial", 2, 132, 2, 6, 10, 5, 2, 40, 25, true, true, false, 1},
+      // the depthwise conv alone (7x7, multiplier 1, 2 blocks): the gate's output is the graph's
+      {"fold_dw_only", 1, 256, 1, 4, 4, 7, 1, 32, 0, true, false, false, 1},
+      // the 1x1 and the Reshape alone (x is the gate's input): 48 outputs on 6 x 8, 18 tensor-core
+      // tiles over 16 warps (no prefetched fragments)
+      {"fold_proj_only", 1, 512, 1, 6, 8, 3, 1, 64, 48, false, true, true, 1},
+  };
+}
+ir::Graph se_fold_graph(const SeFoldCase& t, DType dt) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
+  const int64_t C = t.Cin * t.CM, h = t.K / 2;
+  const int64_t OH = t.dw ? (t.H + 2 * h - t.K) / t.s + 1 : t.H, OW = t.dw ? (t.W + 2 * h - t.K) / t.s + 1 : t.W;
+  const Shape xs{t.N, C, OH, OW};
+  int x = g.add_value({"x0", dt, t.dw ? Shape{t.N, t.Cin, t.H, t.W} : xs, nullptr});
+  g.inputs.push_back(x);
+  if (t.dw) {
+    Attrs a = ints({{"strides", {t.s, t.s}}, {"dilations", {1, 1}}, {"pads", {h, h, h, h}}});
+    a.set("group", t.Cin);
+    const float ws = 1.0f / float(t.K);
+    const int y = g.add_value({"dwy", dt, xs, nullptr});
+    g.add_node({"dw", OpKind::Conv, a,
+                {x, g.add_const("wd", rounded({C, 1, t.K, t.K}, 90, -ws, ws)), g.add_const("bd", rounded({C}, 91, -0.5f, 0.5f))},
+                {y}, {}});
+    x = y;
+  }
+  Attrs r = ints({{"axes", {2, 3}}});
+  r.set("keepdims", int64_t(1));
+  const int m = g.add_value({"mean", dt, {t.N, C, 1, 1}, nullptr});
+  g.add_node({"pool", OpKind::ReduceMean, r, {x}, {m}, {}});
+  Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
+  a.set("group", int64_t(1));
+  const float w1 = 2.0f / std::sqrt(float(C)), w2 = 2.0f / std::sqrt(float(t.Hd));
+  const int sq = g.add_value({"squeeze", dt, {t.N, t.Hd, 1, 1}, nullptr});
+  g.add_node({"fc1", OpKind::Conv, a,
+              {m, g.add_const("w1", rounded({t.Hd, C, 1, 1}, 92, -w1, w1)), g.add_const("b1", rounded({t.Hd}, 93, -0.5f, 0.5f))},
+              {sq}, {PostOp{OpKind::Relu}}});
+  const int gate = g.add_value({"gate", dt, {t.N, C, 1, 1}, nullptr});
+  g.add_node({"fc2", OpKind::Conv, a,
+              {sq, g.add_const("w2", rounded({C, t.Hd, 1, 1}, 94, -w2, w2)), g.add_const("b2", rounded({C}, 95, -1.f, 1.f))},
+              {gate}, {PostOp{OpKind::Sigmoid}}});
+  int y = g.add_value({"y", dt, xs, nullptr});
+  g.add_node({"scale", OpKind::Mul, Attrs{}, {x, gate}, {y}, {PostOp{OpKind::Gelu}}});
+  if (t.proj) {
+    const float wv = 2.0f / std::sqrt(float(C));
+    const int v = g.add_value({"v", dt, {t.N, t.VO, OH, OW}, nullptr});
+    g.add_node({"proj", OpKind::Conv, a,
+                {y, g.add_const("wv", rounded({t.VO, C, 1, 1}, 96, -wv, wv)), g.add_const("bv", rounded({t.VO}, 97, -0.5f, 0.5f))},
+                {v}, {PostOp{OpKind::Gelu}}});
+    y = v;
+    if (t.view) {
+      const int f = g.add_value({"flat", dt, {t.N, t.VO * OH * OW}, nullptr});
+      g.add_node({"flatten", OpKind::Reshape, Attrs{}, {y}, {f}, {}});
+      y = f;
+    }
+  }
+  g.outputs.push_back(y);
+  g.validate();
+  return g;
+}
+plan::Plan lower_se_fold(const SeFoldCase& t, bool fold, const std::string& arch = "compute_90") {
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = arch;
+  if (fold) o.pass_ctx.cuda.tune = plan::cuda::Tune::parse("se_fold=1");
+  return lower(se_fold_graph(t, DType::F16), o);
+}
+
+// se_fold=1 at compute_90: the neighbours join the gate's cluster launch (one call for the whole
+// graph); the default keeps them apart; compute_80 (no cluster form) and --cuda-cluster off too.
+TEST(CudaCodegen, SeFoldTakesTheGatesNeighbours) {
+  for (const SeFoldCase& t : se_fold_cases()) {
+    SCOPED_TRACE(t.name);
+    const plan::Plan p = lower_se_fold(t, true);
+    ASSERT_EQ(p.calls.size(), t.calls_folded);
+    const plan::Call& c = p.calls[0];
+    const plan::Kernel& k = p.kernels[size_t(c.kernel)];
+    EXPECT_EQ(k.attrs.i("cuda_se_dw", 0), t.dw ? 1 : 0);
+    EXPECT_EQ(k.attrs.i("cuda_se_proj", 0), t.proj ? 1 : 0);
+    EXPECT_EQ(k.attrs.ints("cuda_batch_post_ops"), (std::vector<int64_t>{1, 1, 1, 0, t.proj ? 1 : 0}));
+    EXPECT_EQ(c.inputs.size(), size_t(5 + (t.dw ? 2 : 0) + (t.proj ? 2 : 0)));
+    EXPECT_EQ(c.inputs[0], p.inputs[0]);
+    EXPECT_EQ(c.outputs[0], p.outputs[0]);
+    EXPECT_EQ(p.meta.s("cuda_tune", ""), "se_fold=1");
+    EXPECT_NE(k.source.find(".reqnctapercluster"), std::string::npos) << "the cluster form";
+    const size_t apart = 4 + (t.dw ? 1 : 0) + (t.proj ? 1 : 0) + (t.view ? 1 : 0);
+    EXPECT_EQ(lower_se_fold(t, false).calls.size(), apart - 3) << "the default: the gate alone in one launch";
+    EXPECT_EQ(lower_se_fold(t, true, "compute_80").calls.size(), apart - 3) << "compute_80: no cluster, no fold";
+  }
+  // the gate's output also read by the caller: the 1x1 stays a call of its own (the conv still folds)
+  ir::Graph g = se_fold_graph(se_fold_cases()[0], DType::F16);
+  for (const ir::Node& n : g.nodes)
+    if (n.name == "scale") g.outputs.push_back(n.outputs[0]);
+  CompileOptions o;
+  o.target = "cuda";
+  o.pass_ctx.cuda.arch = "compute_90";
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse("se_fold=1");
+  const plan::Plan tapped = lower(g, o);
+  ASSERT_EQ(tapped.calls.size(), 3u) << "dw + gate, the 1x1, the Reshape";
+  const plan::Kernel& k0 = tapped.kernels[size_t(tapped.calls[0].kernel)];
+  EXPECT_EQ(k0.attrs.i("cuda_se_dw", 0), 1);
+  EXPECT_EQ(k0.attrs.i("cuda_se_proj", 0), 0);
+  o.pass_ctx.cuda.cluster = false;
+  EXPECT_EQ(lower(se_fold_graph(se_fold_cases()[0], DType::F16), o).calls.size(), 4u) << "--cuda-cluster off: no fold";
+}
+
+// The folded launch against the calls apart and the reference backend on a compute_90 device
+// (cudasim's default): the depthwise conv's and the gate's values are the calls' bytes (a gate
+// output compares bit for bit); the 1x1 sums its channels block by block (a different order).
+TEST(CudaCodegen, SeFoldMatchesApartOnTheDevice) {
+  std::unique_ptr<backend::Backend> one, apart;
+  if (std::string why = test::open_cuda(&one); !why.empty()) GTEST_SKIP() << why;
+  if (backend::cu::select_device("").cc_major < 9) GTEST_SKIP() << "the fold needs a compute_90 device (clusters)";
+  if (std::string why = test::open_cuda(&apart); !why.empty()) GTEST_SKIP() << why;
+  uint64_t seed = 140;
+  for (const SeFoldCase& t : se_fold_cases()) {
+    SCOPED_TRACE(t.name);
+    const plan::Plan pf = lower_se_fold(t, true), pa = lower_se_fold(t, false);
+    ASSERT_EQ(pf.calls.size(), t.calls_folded);
+    CompileOptions ro;
+    ro.target = "reference";
+    auto ref = backend::create("reference");
+    ref->load(lower(se_fold_graph(t, DType::F32), ro));
+    one->load(pf);
+    apart->load(pa);
+    const Shape xs = pf.buffers[size_t(pf.inputs[0])].shape, ys = pf.buffers[size_t(pf.outputs[0])].shape;
+    for (int rep = 0; rep < test::device_replays(); ++rep) {
+      const Tensor x = test::random_f32(xs, seed++, -3.f, 3.f).cast(DType::F16);
+      const Tensor xr = x.cast(DType::F32);
+      Tensor a(DType::F16, ys), b(DType::F16, ys), want(DType::F32, ys);
+      one->run({&x}, {&a});
+      apart->run({&x}, {&b});
+      ref->run({&xr}, {&want});
+      if (!t.proj) {
+        EXPECT_EQ(std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()), 0) << "replay " << rep;
+      }
+      const ErrorMetrics e = compare(a.cast(DType::F32), b.cast(DType::F32));
+      EXPECT_LT(e.rel_l2, 1e-3) << "against the calls apart, replay " << rep;
+      const ErrorMetrics r = compare(a.cast(DType::F32), want);
+      EXPECT_LT(r.rel_l2, 2e-3) << "replay " << rep;
+      EXPECT_LT(r.max_abs_rel, 1e-2) << "replay " << rep;
+    }
+  }
+}
+
 // ---- chains of batched GEMVs as one launch (heads.cpp) -------------------------------------------
 // Five heads on x [1, 264]: l1 264 -> n1 (bias, ReLU), l2 n1 -> 40 (bias, ReLU, or GELU for head 3),
 // l3 40 -> n3 (bias except head 1). K = 264 leaves lane 1's second 8-element chunk past K; n1 = 104

@@ -199,6 +199,9 @@ Generated ffn(const Plan& p, const Call& c);
 // se.cpp: the squeeze-excitation gate (a global mean pool, a 1x1 conv, a 1x1 conv, the scale)
 // merged into one call (Options::fuse_se), and the source of such a call (cuda_abi.h "SE gate").
 void fuse_se(Plan& p);
+// With TuneKey::SeFold: a cluster SE call also takes the depthwise conv before it and the 1x1 conv
+// (with a Reshape of its output) after it, where only it reads them (se.cpp).
+void fold_se_ends(Plan& p);
 Generated se_gate(const Plan& p, const Call& c);
 
 // dw_pair.cpp: a stride-1 'same' depthwise conv and the depthwise conv reading it merged into one

@@ -39,7 +39,8 @@ constexpr const char* kTuneMetaKey = "cuda_tune";  // Tune::str() (absent = ever
 // (ffn_sm_alone, opt-in), the ConvFFN's cluster splits at most 8 blocks (session 36: 16 before);
 // probe is not a sizing target but a measuring build (codegen.cpp kProbePrelude; bench --probe);
 // ffn_fc1_chains and ffn_fc2_chains 2 (opt-in, session 37, not yet timed) sum fc1's (fc2's) even
-// and odd k-steps apart.
+// and odd k-steps apart; se_fold 1 (opt-in, session 40, not yet timed) folds the SE gate's
+// neighbours into its cluster launch (se.cpp).
 constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"ffn_blocks", 96, 1, 4096},
     {"mma_blocks", 64, 1, 4096},
@@ -61,6 +62,7 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"probe", 0, 0, 1},
     {"ffn_fc1_chains", 1, 1, 2},
     {"ffn_fc2_chains", 1, 1, 2},
+    {"se_fold", 0, 0, 1},
 };
 constexpr const char* kArchPrefix = "compute_";
 

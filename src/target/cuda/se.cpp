@@ -95,6 +95,12 @@ static bool se_mean_ok(const Plan& p, const Call& r) {
          Y.shape == Shape{X.shape[0], X.shape[1], 1, 1} && numel(X.shape) > 0 && numel(X.shape) < INT32_MAX / 2;
 }
 
+// Whether the SE call of plan p over C channels with F1 form `f1` runs as a cluster (se_gate()).
+static bool se_cluster(const Plan& p, int64_t C, int64_t f1) {
+  const int64_t MB = (C + kSeRows - 1) / kSeRows;
+  return plan_sm(p) >= 90 && Options::from_meta(p.meta).cluster && f1 == kSeGemv && MB >= 2 && MB <= kSeMaxCluster;
+}
+
 void fuse_se(Plan& p) {
   if (plan_sm(p) < 80) return;  // the tensor-core form of F1/F2 needs compute_80 (GEMV-only SEs stay apart too)
   const std::vector<int> readers = reader_counts(p);
@@ -154,6 +160,184 @@ void fuse_se(Plan& p) {
     p.kernels.push_back(std::move(k));
     calls.push_back(std::move(f));
     i += 3;
+  }
+  p.calls = std::move(calls);
+}
+
+// ---- the SE gate's neighbours in its launch (TuneKey::SeFold, opt-in) ---------------------------
+// FastViT's final conv is a MobileOne block: a depthwise conv (channel multiplier 2 in the
+// fixture), the SE gate, GELU; a 1x1 conv (the fixture's summarize) and a Flatten follow: five
+// launches of a few microseconds each at batch 1, on a 4 x 8 map. Each block of the cluster SE
+// owns kSeRows gate channels of one image; neither neighbour needs more than that:
+//   D  the depthwise conv whose output only the SE reads (any kernel size, stride, padding,
+//      dilation and channel multiplier; unary post-ops): each block computes its own channels of
+//      it into shared memory, the generic conv's sum (kh, then kw, fmaf from 0 over the taps
+//      inside the map, then + bias, the post-ops, rounded to fp16): the bytes D's call stores;
+//   V  the dense 1x1 conv that alone reads the SE's output (unary post-ops): each block multiplies
+//      its scaled channels (kept in shared memory, rounded to fp16 as the SE's call stores them)
+//      into a partial [Cout x H*W] in float (fmaf over its channels in order from 0), and block r
+//      of the cluster adds the MB partials of its share of the outputs in rank order, + bias, the
+//      post-ops, fp16; a different summation order from V's own call (deterministic);
+//   F  with V: a Reshape of V's output that only it reads (the fixture's Flatten): the fused call
+//      writes F's output, the same bytes in the same order.
+// Plan form: the SE call's inputs, then D's W and B (D's input replaces X in slot 0), then V's W
+// and B (absent bias -1); kernel attrs "cuda_se_dw" / "cuda_se_proj" = 1 where taken, "cuda_se_dw"
+// holding D's attrs as "cuda_se_dw_*" (strides, pads, dilations); post-ops F1's, F2's, M's, D's,
+// V's ("cuda_batch_post_ops" five counts).
+constexpr int64_t kSeDwMaxTaps = 49;                // D's taps at most (unrolled)
+constexpr int64_t kSeFoldSmemBytes = 46 << 10;      // the fused block's static shared memory at most
+// Row pitch (fp16 elements) of the block's channels of X in shared memory: an odd number of
+// 4-byte words where H*W is a multiple of 4, so the pool's thread-a-channel reads meet no conflict.
+static int64_t se_pitch(int64_t HW) { return HW % 4 == 0 ? HW + 2 : HW; }
+// Input channels of D a block stages (its kSeRows output channels read at most this many).
+static int64_t se_dw_channels(int64_t cin, int64_t cm) { return std::min(cin, (kSeRows + cm - 1) / cm + 1); }
+// Static shared memory of a folded block: the gate's vectors, its channels of X, V's partial
+// (vo outputs a pixel) and D's staged input (dw_in halves).
+static int64_t se_fold_smem(int64_t C, int64_t Hd, int64_t HW, int64_t vo, int64_t dw_in) {
+  return (C + Hd + kSeRows) * 2 + kSeRows * se_pitch(HW) * 2 + vo * HW * 4 + dw_in * 2 + 64;
+}
+
+static bool se_dw_ok(const Plan& p, const Call& d, int x, const std::vector<int>& readers) {
+  const Kernel& k = p.kernels.at(size_t(d.kernel));
+  if (k.op != OpKind::Conv || !k.source.empty() || k.attrs.has("cl_batch") || d.outputs.size() != 1 ||
+      d.outputs[0] != x || d.inputs.size() < 2 || d.inputs.size() > 3 || d.inputs[0] < 0 || d.inputs[1] < 0 ||
+      readers.at(size_t(x)) != 1 || p.buffers.at(size_t(x)).kind != BufferKind::Intermediate)
+    return false;
+  for (const PostOp& po : k.post_ops)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return false;
+  const Buffer& I = p.buffers.at(size_t(d.inputs[0]));
+  const Buffer& W = p.buffers.at(size_t(d.inputs[1]));
+  const Buffer& Y = p.buffers.at(size_t(x));
+  if (I.shape.size() != 4 || W.shape.size() != 4 || I.dtype != DType::F16 || W.dtype != DType::F16 ||
+      !(I.layout == Layout::Linear || layout_free(I.shape)) || numel(I.shape) <= 0 || numel(I.shape) >= INT32_MAX / 2)
+    return false;
+  const int64_t Cin = I.shape[1], C = Y.shape[1];
+  if (Y.shape[0] != I.shape[0] || Cin <= 0 || k.attrs.i("group", 1) != Cin || W.shape[0] != C || W.shape[1] != 1 ||
+      C % Cin != 0 || W.shape[2] * W.shape[3] > kSeDwMaxTaps)
+    return false;
+  const std::vector<int64_t> st = k.attrs.ints("strides", {1, 1}), dl = k.attrs.ints("dilations", {1, 1}),
+                             pd = k.attrs.ints("pads", {0, 0, 0, 0});
+  if (st.size() != 2 || dl.size() != 2 || pd.size() != 4 || st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1) return false;
+  for (int64_t v : pd)
+    if (v < 0) return false;
+  for (int a = 0; a < 2; ++a)
+    if ((I.shape[size_t(2 + a)] + pd[size_t(a)] + pd[size_t(a + 2)] - dl[size_t(a)] * (W.shape[size_t(2 + a)] - 1) - 1) /
+                st[size_t(a)] + 1 != Y.shape[size_t(2 + a)])
+      return false;
+  if (d.inputs.size() > 2 && d.inputs[2] >= 0) {
+    const Buffer& B = p.buffers.at(size_t(d.inputs[2]));
+    if (numel(B.shape) != C || !is_float(B.dtype)) return false;
+  }
+  return true;
+}
+
+static bool se_proj_ok(const Plan& p, const Call& v, int y, const std::vector<int>& readers) {
+  const Kernel& k = p.kernels.at(size_t(v.kernel));
+  if (k.op != OpKind::Conv || !k.source.empty() || k.attrs.has("cl_batch") || v.outputs.size() != 1 ||
+      v.inputs.size() < 2 || v.inputs.size() > 3 || v.inputs[0] != y || v.inputs[1] < 0 ||
+      readers.at(size_t(y)) != 1 || p.buffers.at(size_t(y)).kind != BufferKind::Intermediate)
+    return false;
+  for (const PostOp& po : k.post_ops)
+    if (po.input >= 0 || unary_expr(po, "v").empty()) return false;
+  Ctx x{p, v, k};
+  x.sm = plan_sm(p);
+  if (!conv1x1_tiled_ok(x) || x.in(1).dtype != DType::F16 || x.out().dtype != DType::F16 ||
+      !(x.out().layout == Layout::Linear || layout_free(x.out().shape)))
+    return false;
+  if (x.has(2) && (!is_float(x.in(2).dtype) || numel(x.in(2).shape) != x.out().shape[1])) return false;
+  return true;
+}
+
+// A Reshape of `b` (which only it reads) to the same bytes: the fused call may write its output.
+static bool se_view_ok(const Plan& p, const Call& f, int b, const std::vector<int>& readers) {
+  const Kernel& k = p.kernels.at(size_t(f.kernel));
+  if (k.op != OpKind::Reshape || !k.source.empty() || !k.post_ops.empty() || f.outputs.size() != 1 ||
+      f.inputs.empty() || f.inputs[0] != b || readers.at(size_t(b)) != 1 ||
+      p.buffers.at(size_t(b)).kind != BufferKind::Intermediate)
+    return false;
+  for (size_t j = 1; j < f.inputs.size(); ++j)  // a shape operand, if any, is a constant
+    if (f.inputs[j] >= 0 && p.buffers.at(size_t(f.inputs[j])).kind != BufferKind::Constant) return false;
+  const Buffer& X = p.buffers.at(size_t(b));
+  const Buffer& Y = p.buffers.at(size_t(f.outputs[0]));
+  return Y.dtype == X.dtype && numel(Y.shape) == numel(X.shape) && (Y.layout == Layout::Linear || layout_free(Y.shape));
+}
+
+void fold_se_ends(Plan& p) {
+  if (tune_target(p, TuneKey::SeFold) == 0) return;
+  const std::vector<int> readers = reader_counts(p);
+  std::vector<Call> calls;
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    const Call& s = p.calls[i];
+    const Kernel& sk = p.kernels.at(size_t(s.kernel));
+    const std::vector<int64_t> forms = sk.attrs.ints("cuda_se_forms");
+    const bool is_se = sk.attrs.i("cuda_se", 0) > 0 && !sk.attrs.has("cuda_se_dw") && !sk.attrs.has("cuda_se_proj") &&
+                       s.inputs.size() == 5 && s.outputs.size() == 1 && forms.size() == 2 &&
+                       sk.attrs.ints("cuda_batch_post_ops").size() == 3;
+    if (!is_se || !se_cluster(p, p.buffers.at(size_t(s.inputs[0])).shape.at(1), forms[0])) {
+      calls.push_back(s);
+      continue;
+    }
+    const Shape& xs = p.buffers.at(size_t(s.inputs[0])).shape;
+    const int64_t C = xs[1], HW = xs[2] * xs[3], Hd = p.buffers.at(size_t(s.inputs[1])).shape.at(0);
+    int64_t dw_in = 0;  // D's input halves a block stages
+    bool dw = !calls.empty() && se_dw_ok(p, calls.back(), s.inputs[0], readers);
+    if (dw) {
+      const Shape& is = p.buffers.at(size_t(calls.back().inputs[0])).shape;
+      dw_in = se_dw_channels(is[1], C / is[1]) * is[2] * is[3];
+      dw = se_fold_smem(C, Hd, HW, 0, dw_in) <= kSeFoldSmemBytes;
+      if (!dw) dw_in = 0;
+    }
+    const bool proj = i + 1 < p.calls.size() && se_proj_ok(p, p.calls[i + 1], s.outputs[0], readers) &&
+                      se_fold_smem(C, Hd, HW, p.buffers.at(size_t(p.calls[i + 1].outputs[0])).shape[1], dw_in) <=
+                          kSeFoldSmemBytes;
+    const bool view = proj && i + 2 < p.calls.size() && se_view_ok(p, p.calls[i + 2], p.calls[i + 1].outputs[0], readers);
+    if ((!dw && !proj) || se_fold_smem(C, Hd, HW, 0, dw_in) > kSeFoldSmemBytes) {
+      calls.push_back(s);
+      continue;
+    }
+    Kernel k = sk;
+    Call f = s;
+    std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
+    auto in = [](const Call& c, size_t j) { return j < c.inputs.size() ? c.inputs[j] : -1; };
+    if (dw) {
+      const Call d = calls.back();
+      calls.pop_back();
+      const Kernel& dk = p.kernels.at(size_t(d.kernel));
+      f.inputs[0] = d.inputs[0];
+      f.inputs.push_back(d.inputs[1]);
+      f.inputs.push_back(in(d, 2));
+      k.post_ops.insert(k.post_ops.end(), dk.post_ops.begin(), dk.post_ops.end());
+      npo.push_back(int64_t(dk.post_ops.size()));
+      k.attrs.set("cuda_se_dw", int64_t(1));
+      k.attrs.set("cuda_se_dw_strides", dk.attrs.ints("strides", {1, 1}));
+      k.attrs.set("cuda_se_dw_pads", dk.attrs.ints("pads", {0, 0, 0, 0}));
+      k.attrs.set("cuda_se_dw_dilations", dk.attrs.ints("dilations", {1, 1}));
+      f.label = d.label + "+" + f.label;
+      k.name = "dw" + std::to_string(p.buffers.at(size_t(d.inputs[1])).shape[2]) + "x" +
+               std::to_string(p.buffers.at(size_t(d.inputs[1])).shape[3]) + "_" + k.name;
+    } else {
+      npo.push_back(0);
+    }
+    if (proj) {
+      const Call& v = p.calls[i + 1];
+      const Kernel& vk = p.kernels.at(size_t(v.kernel));
+      f.inputs.push_back(v.inputs[1]);
+      f.inputs.push_back(in(v, 2));
+      k.post_ops.insert(k.post_ops.end(), vk.post_ops.begin(), vk.post_ops.end());
+      npo.push_back(int64_t(vk.post_ops.size()));
+      k.attrs.set("cuda_se_proj", int64_t(1));
+      f.outputs = view ? p.calls[i + 2].outputs : v.outputs;
+      f.label += "+" + v.label + (view ? "+" + p.calls[i + 2].label : std::string());
+      k.name += "_1x1_" + std::to_string(p.buffers.at(size_t(v.outputs[0])).shape[1]);
+    } else {
+      npo.push_back(0);
+    }
+    k.attrs.set("cuda_batch_post_ops", npo);
+    k.attrs.set("cl_batch", int64_t(4 + (dw ? 1 : 0) + (proj ? 1 : 0) + (view ? 1 : 0)));
+    f.kernel = int(p.kernels.size());
+    p.kernels.push_back(std::move(k));
+    calls.push_back(std::move(f));
+    i += (proj ? 1 : 0) + (view ? 1 : 0);
   }
   p.calls = std::move(calls);
 }
@@ -273,14 +457,46 @@ Generated se_gate(const Plan& p, const Call& c) {
   const Kernel& k = p.kernels.at(size_t(c.kernel));
   const std::vector<int64_t> npo = k.attrs.ints("cuda_batch_post_ops");
   const std::vector<int64_t> forms = k.attrs.ints("cuda_se_forms");
-  if (c.outputs.size() != 1 || c.inputs.size() != 5 || c.inputs[0] < 0 || c.inputs[1] < 0 || c.inputs[3] < 0 ||
-      npo.size() != 3 || forms.size() != 2 || size_t(npo[0] + npo[1] + npo[2]) != k.post_ops.size())
+  const bool dw = k.attrs.i("cuda_se_dw", 0) > 0, proj = k.attrs.i("cuda_se_proj", 0) > 0;
+  const size_t ndw = dw ? 5 : 0, nproj = proj ? 5 + (dw ? 2 : 0) : 0;  // slots of D's W and V's W
+  const bool folded = dw || proj;
+  int64_t npo_sum = 0;
+  for (int64_t n : npo) npo_sum += n;
+  if (c.outputs.size() != 1 || c.inputs.size() != size_t(5 + (dw ? 2 : 0) + (proj ? 2 : 0)) || c.inputs[0] < 0 ||
+      c.inputs[1] < 0 || c.inputs[3] < 0 || (dw && c.inputs[ndw] < 0) || (proj && c.inputs[nproj] < 0) ||
+      npo.size() != (folded ? 5u : 3u) || forms.size() != 2 || size_t(npo_sum) != k.post_ops.size())
     return gen.why = "SE gate call out of shape", gen;
+  for (int64_t n : npo)
+    if (n < 0) return gen.why = "SE gate call out of shape", gen;
   auto buf = [&](size_t j) -> const Buffer& { return p.buffers.at(size_t(c.inputs[j])); };
-  const Buffer& X = buf(0);
   const Buffer& Y = p.buffers.at(size_t(c.outputs[0]));
-  const Shape& xs = X.shape;
-  if (xs.size() != 4 || Y.shape != xs || X.dtype != DType::F16 || Y.dtype != DType::F16 || buf(1).shape.size() != 4 ||
+  // X: the gate's input [N, C, H, W] (with D: D's output, computed here from D's input)
+  Shape xs = buf(0).shape;
+  std::vector<int64_t> dst, dpd, ddl;
+  if (dw) {
+    const Shape& is = buf(0).shape;
+    const Shape& ws = buf(ndw).shape;
+    dst = k.attrs.ints("cuda_se_dw_strides", {1, 1}), dpd = k.attrs.ints("cuda_se_dw_pads", {0, 0, 0, 0});
+    ddl = k.attrs.ints("cuda_se_dw_dilations", {1, 1});
+    if (is.size() != 4 || ws.size() != 4 || ws[1] != 1 || is[1] <= 0 || ws[0] % is[1] != 0 || dst.size() != 2 ||
+        dpd.size() != 4 || ddl.size() != 2 || dst[0] < 1 || dst[1] < 1 || ddl[0] < 1 || ddl[1] < 1 ||
+        ws[2] * ws[3] > kSeDwMaxTaps || buf(ndw).dtype != DType::F16 || buf(0).dtype != DType::F16 ||
+        (c.inputs[ndw + 1] >= 0 && numel(buf(ndw + 1).shape) != ws[0]))
+      return gen.why = "SE gate: depthwise conv out of shape", gen;
+    xs = {is[0], ws[0], (is[2] + dpd[0] + dpd[2] - ddl[0] * (ws[2] - 1) - 1) / dst[0] + 1,
+          (is[3] + dpd[1] + dpd[3] - ddl[1] * (ws[3] - 1) - 1) / dst[1] + 1};
+    if (xs[2] <= 0 || xs[3] <= 0) return gen.why = "SE gate: depthwise conv out of shape", gen;
+  }
+  int64_t VO = 0;  // V's output channels
+  if (proj) {
+    const Shape& vs = buf(nproj).shape;
+    if (vs.size() != 4 || vs[1] != xs[1] || vs[2] != 1 || vs[3] != 1 || buf(nproj).dtype != DType::F16 ||
+        (c.inputs[nproj + 1] >= 0 && numel(buf(nproj + 1).shape) != vs[0]))
+      return gen.why = "SE gate: 1x1 conv out of shape", gen;
+    VO = vs[0];
+  }
+  if (xs.size() != 4 || (proj ? numel(Y.shape) != xs[0] * VO * xs[2] * xs[3] : Y.shape != xs) ||
+      (!dw && buf(0).dtype != DType::F16) || Y.dtype != DType::F16 || buf(1).shape.size() != 4 ||
       buf(3).shape.size() != 4 || buf(1).shape[1] != xs[1] || buf(3).shape[0] != xs[1] ||
       buf(3).shape[1] != buf(1).shape[0])
     return gen.why = "SE gate call out of shape", gen;
@@ -299,9 +515,14 @@ Generated se_gate(const Plan& p, const Call& c) {
   // pools only its own gate channels and computes HPB of F1's rows, and stores both into every
   // block's shared memory (distributed shared memory), instead of every block pooling all C
   // channels and computing all of F1; the same sums in the same order, so the same bytes.
-  const bool cluster = plan_sm(p) >= 90 && Options::from_meta(p.meta).cluster && forms[0] == kSeGemv && MB >= 2 &&
-                       MB <= kSeMaxCluster;
+  const bool cluster = se_cluster(p, C, forms[0]);
   const int64_t HPB = (Hd + MB - 1) / MB;  // F1 rows a block of the cluster
+  if (folded && !cluster) return gen.why = "SE gate: a folded neighbour needs the cluster form", gen;
+  const int64_t CM = dw ? C / buf(0).shape[1] : 1, SIC = dw ? se_dw_channels(buf(0).shape[1], CM) : 0;
+  const int64_t IHW = dw ? buf(0).shape[2] * buf(0).shape[3] : 0;
+  if (folded && se_fold_smem(C, Hd, HW, VO, SIC * IHW) > kSeFoldSmemBytes)
+    return gen.why = "SE gate: folded neighbours too large", gen;
+  const int64_t LD = se_pitch(HW);  // row pitch of the block's channels of X in shared memory (folded)
   std::ostringstream b;
   b << "  // SE gate: mean over " << HW << " pixels of " << C << " channels -> 1x1 to " << Hd << " (form " << forms[0]
     << ") -> 1x1 to " << C << " (form " << forms[1] << ") -> scale; " << kSeRows << " gate channels a block\n"
@@ -310,10 +531,23 @@ Generated se_gate(const Plan& p, const Call& c) {
     << "  __shared__ __align__(16) unsigned short sg[" << kSeRows << "];  // this block's gate channels (fp16)\n"
     << "  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;\n"
     << "  const int n = blockIdx.x / " << MB << ", r0 = (blockIdx.x % " << MB << ") * " << kSeRows << ";\n"
-    << "  const unsigned short* xn = in0 + n * " << C * HW << ";\n"
-    << "  unsigned short* yn = out0 + n * " << C * HW << ";\n"
     << "  const int nch = " << C << " - r0 < " << kSeRows << " ? " << C << " - r0 : " << kSeRows << ";  // this block's gate channels\n"
     << "  (void)lane; (void)nch;\n";
+  if (dw)
+    b << "  const unsigned short* dn = in0 + n * " << numel(buf(0).shape) / N << ";  // the depthwise conv's input\n";
+  else
+    b << "  const unsigned short* xn = in0 + n * " << C * HW << ";\n";
+  if (proj)
+    b << "  unsigned short* vn = out0 + n * " << VO * HW << ";  // the 1x1 conv's output\n"
+      << "  __shared__ __align__(16) float sp[" << VO * HW << "];  // this block's partial of the 1x1 conv (its channels)\n";
+  else
+    b << "  unsigned short* yn = out0 + n * " << C * HW << ";\n";
+  if (folded)
+    b << "  __shared__ __align__(16) unsigned short xs_[" << kSeRows * LD << "];  // this block's channels of X, row pitch " << LD
+      << "\n";
+  if (dw)
+    b << "  __shared__ __align__(16) unsigned short xin_[" << SIC * IHW << "];  // the depthwise conv's input channels of this block\n"
+      << "  const int ic0 = r0 / " << CM << ", nic = (r0 + nch - 1) / " << CM << " - ic0 + 1;\n";
   if (cluster)
     b << "  const int r1 = (blockIdx.x % " << MB << ") * " << HPB << ";  // this block's rows of F1\n"
       << "  asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\" ::: \"memory\");  // waited on before the first stores into peers\n";
@@ -324,14 +558,47 @@ Generated se_gate(const Plan& p, const Call& c) {
   const SeFc f2 = se_fc(int(forms[1]), "f2", C, Hd, N, "in3", c.inputs[4] >= 0 ? "in4" : "",
                         c.inputs[4] >= 0 ? buf(4).dtype : DType::F32, range(npo[0], npo[1]), "sh", "sg", "r0", kSeRows);
   std::ostringstream xpre;  // M's prefetch (below)
+  std::string v_pre;        // V's weight prefetch (below)
   const size_t pre_at = size_t(b.tellp());
   b << f1.pre << f2.pre;
+  if (dw) {  // 0. D: this block's channels of X, the generic conv's sum in its order
+    const Shape& is = buf(0).shape;
+    const Shape& ws = buf(ndw).shape;
+    const int64_t KH = ws[2], KW = ws[3], IH = is[2], IW = is[3], OW = xs[3];
+    // its input channels staged once (16-byte loads where a channel is whole vectors)
+    if (IHW % 8 == 0)
+      b << "  for (int e = tid; e < nic * " << IHW / 8 << "; e += " << kSeThreads << ")\n"
+        << "    ((opv_u4*)xin_)[e] = ((const opv_u4*)(dn + ic0 * " << IHW << "))[e];\n";
+    else
+      b << "  for (int e = tid; e < nic * " << IHW << "; e += " << kSeThreads << ") xin_[e] = dn[ic0 * " << IHW << " + e];\n";
+    b << "  __syncthreads();\n"
+      << "  for (int e = tid; e < nch * " << HW << "; e += " << kSeThreads << ") {\n"
+      << "    const int cl = e / " << HW << ", q = e - cl * " << HW << ", oh = q / " << OW << ", ow = q - oh * " << OW
+      << ", oc = r0 + cl;\n"
+      << "    const unsigned short* xp = xin_ + (oc / " << CM << " - ic0) * " << IHW << ";\n"
+      << "    const unsigned short* wp = in" << ndw << " + oc * " << KH * KW << ";\n"
+      << "    float acc = 0.0f;\n"
+      << "#pragma unroll\n    for (int kh = 0; kh < " << KH << "; ++kh) {\n"
+      << "      const int ih = oh * " << dst[0] << " - " << dpd[0] << " + kh * " << ddl[0] << ";\n"
+      << "      if (ih < 0 || ih >= " << IH << ") continue;\n"
+      << "#pragma unroll\n      for (int kw = 0; kw < " << KW << "; ++kw) {\n"
+      << "        const int iw = ow * " << dst[1] << " - " << dpd[1] << " + kw * " << ddl[1] << ";\n"
+      << "        if (iw < 0 || iw >= " << IW << ") continue;\n"
+      << "        acc = fmaf(opv_h2f(xp[ih * " << IW << " + iw]), opv_h2f(wp[kh * " << KW << " + kw]), acc);\n"
+      << "      }\n    }\n";
+    if (c.inputs[ndw + 1] >= 0) b << "    acc += " << load(buf(ndw + 1).dtype, "in" + std::to_string(ndw + 1), "oc") << ";\n";
+    b << "    float v = acc;\n";
+    for (const PostOp& po : range(npo[0] + npo[1] + npo[2], npo[3])) b << "    v = " << unary_expr(po, "v") << ";\n";
+    b << "    xs_[cl * " << LD << " + q] = opv_f2h(v);\n  }\n  __syncthreads();\n";
+  }
   // 1. R: per channel, row-major order from 0.0f
   if (cluster)  // this block's channels, a thread each (kSeRows <= kSeThreads)
     b << "  {\n  const int c = r0 + tid;\n  float acc = 0.0f;\n  if (tid < nch) {\n";
   else
     b << "  for (int c = tid; c < " << C << "; c += " << kSeThreads << ") {\n    float acc = 0.0f;\n";
-  if (HW % 8 == 0) {
+  if (dw) {
+    b << "    for (int q = 0; q < " << HW << "; ++q) acc += opv_h2f(xs_[tid * " << LD << " + q]);\n";
+  } else if (HW % 8 == 0) {
     b << "    for (int q = 0; q < " << HW << "; q += 8) {\n"
       << "      const opv_u4 u = *(const opv_u4*)(xn + c * " << HW << " + q);\n"
       << "      const unsigned e[4] = {u.x, u.y, u.z, u.w};\n"
@@ -357,7 +624,76 @@ Generated se_gate(const Plan& p, const Call& c) {
   // the start where H*W % 8 == 0 and it takes at most kSeXVectors a thread)
   const std::vector<PostOp> mpo = range(npo[0] + npo[1], npo[2]);
   const int64_t xvec = (kSeRows * HW / 8 + kSeThreads - 1) / kSeThreads;
-  if (HW % 8 == 0 && xvec <= kSeXVectors) {
+  if (folded) {  // X from shared memory (D) or global; with V the result back into shared memory
+    b << "  for (int e = tid; e < nch * " << HW << "; e += " << kSeThreads << ") {\n"
+      << "    const int cl = e / " << HW << ", q = e - cl * " << HW << ";\n"
+      << "    float v = ((opv_h2f(" << (dw ? "xs_[cl * " + std::to_string(LD) + " + q]" : "xn[r0 * " + std::to_string(HW) + " + e]")
+      << ")) * (opv_h2f(sg[cl])));\n";
+    for (const PostOp& po : mpo) b << "    v = " << unary_expr(po, "v") << ";\n";
+    b << "    " << (proj ? "xs_[cl * " + std::to_string(LD) + " + q]" : "yn[r0 * " + std::to_string(HW) + " + e]")
+      << " = opv_f2h(v);\n  }\n";
+    if (proj) {  // 5. V: this block's partial over its channels (tensor cores), then its share of the outputs
+      const int64_t MT = (VO + 15) / 16, NT = (HW + 7) / 8, KS = kSeRows / 16;
+      const bool pre_a = MT * NT <= kSeWarps;  // a tile a warp at most: its A fragments prefetched
+      b << "  __syncthreads();\n"
+        << "  for (int t = warp; t < " << MT * NT << "; t += " << kSeWarps << ") {\n"
+        << "    const int mb = (t / " << NT << ") * 16, nb = (t % " << NT << ") * 8, g = lane >> 2, tq = lane & 3;\n"
+        << "    auto xb = [&](int k, int q) -> unsigned { return (k < nch && q < " << HW << ") ? (unsigned)xs_[k * " << LD
+        << " + q] : 0u; };\n"
+        << "    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+        << "#pragma unroll\n    for (int ks = 0; ks < " << KS << "; ++ks) {\n"
+        << "      const int k = ks * 16 + 2 * tq;\n";
+      if (!pre_a) b << "      unsigned va[" << KS << "][4];\n" << "      { const int s_ = ks;\n" << "        (void)s_;\n";
+      const std::string frag_a =
+          "        va[ks][0] = vw(mb + g, k) | (vw(mb + g, k + 1) << 16);\n"
+          "        va[ks][1] = vw(mb + g + 8, k) | (vw(mb + g + 8, k + 1) << 16);\n"
+          "        va[ks][2] = vw(mb + g, k + 8) | (vw(mb + g, k + 9) << 16);\n"
+          "        va[ks][3] = vw(mb + g + 8, k + 8) | (vw(mb + g + 8, k + 9) << 16);\n";
+      if (!pre_a) b << frag_a << "      }\n";
+      b << "      const unsigned bb[2] = {xb(k, nb + g) | (xb(k + 1, nb + g) << 16), xb(k + 8, nb + g) | (xb(k + 9, nb + g) << 16)};\n"
+        << "      opv_mma(acc, va[ks], bb);\n    }\n"
+        << "#pragma unroll\n    for (int h = 0; h < 4; ++h) {\n"
+        << "      const int o = mb + g + (h >> 1) * 8, q = nb + 2 * tq + (h & 1);\n"
+        << "      if (o < " << VO << " && q < " << HW << ") sp[o * " << HW << " + q] = acc[h];\n    }\n  }\n"
+        << "  opv_cluster_sync();  // every block's partial visible to the cluster\n";
+      std::ostringstream vpre;  // V's A fragments: weights, loaded with the gate's at the start
+      vpre << "  auto vw = [&](int m, int k) -> unsigned { return (m < " << VO << " && k < nch) ? (unsigned)in" << nproj
+           << "[m * " << C << " + r0 + k] : 0u; };\n";
+      if (pre_a)
+        vpre << "  unsigned va[" << KS << "][4];  // V: this warp's A fragments (its tile's 16 rows, the block's channels)\n"
+             << "  if (warp < " << MT * NT << ") {\n"
+             << "    const int mb = (warp / " << NT << ") * 16, g = lane >> 2, tq = lane & 3;\n"
+             << "#pragma unroll\n    for (int ks = 0; ks < " << KS << "; ++ks) {\n"
+             << "      const int k = ks * 16 + 2 * tq;\n"
+             << frag_a << "    }\n  }\n";
+      v_pre = vpre.str();
+      // the MB partials of this block's share, in rank order (4 outputs a thread where they align)
+      const int64_t total = VO * HW, vec = total % 4 == 0 ? 4 : 1;
+      const int64_t QB = ((total + MB - 1) / MB + vec - 1) / vec * vec;
+      const std::vector<PostOp> vpo = range(npo[0] + npo[1] + npo[2] + npo[3], npo[4]);
+      b << "  {\n  const int lo = (blockIdx.x % " << MB << ") * " << QB << ";\n"
+        << "  for (int e0 = lo + tid * " << vec << "; e0 < lo + " << QB << " && e0 < " << total << "; e0 += " << kSeThreads * vec
+        << ") {\n";
+      if (vec == 4) {
+        b << "    float4 s4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+          << "    float4 pv[" << MB << "];\n"
+          << "#pragma unroll\n    for (unsigned r = 0; r < " << MB << "; ++r) pv[r] = opv_ld_cluster4(opv_cluster_addr(&sp[e0], r));\n"
+          << "#pragma unroll\n    for (unsigned r = 0; r < " << MB << "; ++r) s4.x += pv[r].x, s4.y += pv[r].y, s4.z += pv[r].z, s4.w += pv[r].w;\n"
+          << "    const float sv[4] = {s4.x, s4.y, s4.z, s4.w};\n";
+      } else {
+        b << "    float pv[" << MB << "];\n"
+          << "#pragma unroll\n    for (unsigned r = 0; r < " << MB << "; ++r) pv[r] = opv_ld_cluster1(opv_cluster_addr(&sp[e0], r));\n"
+          << "    float sv[1] = {0.0f};\n"
+          << "#pragma unroll\n    for (unsigned r = 0; r < " << MB << "; ++r) sv[0] += pv[r];\n";
+      }
+      b << "#pragma unroll\n    for (int j = 0; j < " << vec << "; ++j) {\n"
+        << "      const int e = e0 + j;\n"
+        << "      float v = sv[j]" << (c.inputs[nproj + 1] >= 0 ? " + " + load(buf(nproj + 1).dtype, "in" + std::to_string(nproj + 1), "e / " + std::to_string(HW)) : std::string()) << ";\n";
+      for (const PostOp& po : vpo) b << "      v = " << unary_expr(po, "v") << ";\n";
+      b << "      vn[e] = opv_f2h(v);\n    }\n  }\n  }\n"
+        << "  opv_cluster_exit();  // no block leaves while a peer may read its partial\n";
+    }
+  } else if (HW % 8 == 0 && xvec <= kSeXVectors) {
     b << "#pragma unroll\n  for (int j = 0; j < " << xvec << "; ++j) {\n"
       << "    const int e8 = (tid + j * " << kSeThreads << ") * 8;\n"
       << "    if (e8 >= nch * " << HW << ") break;\n"
@@ -382,16 +718,21 @@ Generated se_gate(const Plan& p, const Call& c) {
     b << "    yn[o] = opv_f2h(v);\n  }\n";
   }
   std::string body = b.str();
-  body.insert(pre_at, xpre.str());
+  body.insert(pre_at, xpre.str() + v_pre);
   std::string params = "unsigned short* __restrict__ out0";
   for (size_t j = 0; j < c.inputs.size(); ++j)
     if (c.inputs[j] >= 0) params += input_param(p, c, j, c_type(buf(j).dtype));
   gen.entry = "opv_" + k.name;
   std::ostringstream src;
   src << "// generated by opvision src/target/cuda/se.cpp (kernel " << k.name
-      << ", SE gate: mean pool -> 1x1 -> 1x1 -> scale in one launch) -- do not edit\n"
+      << ", SE gate: " << (dw ? "depthwise conv -> " : "") << "mean pool -> 1x1 -> 1x1 -> scale"
+      << (proj ? " -> 1x1" : "") << " in one launch) -- do not edit\n"
       << kPrelude << "typedef int opv_idx;  // every index of this kernel fits an int\n"
-      << kDot8 << kMmaHelpers << (cluster ? kClusterHelpers : "") << "extern \"C\" __global__ void "
+      << kDot8 << kMmaHelpers << (cluster ? kClusterHelpers : "")
+      << (proj ? "__device__ __forceinline__ float opv_ld_cluster1(unsigned a) {\n  float v;\n"
+                 "  asm volatile(\"ld.shared::cluster.f32 %0, [%1];\" : \"=f\"(v) : \"r\"(a) : \"memory\");\n  return v;\n}\n"
+               : "")
+      << "extern \"C\" __global__ void "
       << (cluster ? "__cluster_dims__(" + std::to_string(MB) + ", 1, 1) " : std::string()) << "__launch_bounds__(" << kSeThreads
       << ") " << gen.entry
       << "(" << params << kEntryOpen
