@@ -2112,15 +2112,14 @@ std::vector<SeCase> se_cases() {
       {"se_gemv_gemv", 1, 512, 256, 2, 4, false, false, 1, 1},
   };
 }
-ir::Graph se_graph(const SeCase& t, DType dt) {
-  ir::Graph g;
-  g.source = "cuda_codegen_test";
-  auto rounded = [&](const Shape& s, uint64_t seed, float lo, float hi) { return f16_random(s, seed, lo, hi, dt); };
-  const Shape xs{t.N, t.C, t.H, t.W};
-  const int x = g.add_value({"x0", dt, xs, nullptr});
-  g.inputs.push_back(x);
-  const int m = g.add_value({"mean", dt, {t.N, t.C, 1, 1}, nullptr});
-  if (t.gap) {
+// The SE gate on x [N, C, H, W] (its shape xs): the mean (GlobalAveragePool with `gap`), fc1 to Hd
+// (ReLU), fc2 back to C (Sigmoid), x times the gate (`swap`: the gate first), GELU; weights from
+// seeds seed.. seed + 3. Returns the scaled output.
+int add_se_gate(ir::Graph& g, int x, const Shape& xs, int64_t Hd, bool gap, bool swap, uint64_t seed, DType dt) {
+  auto rounded = [&](const Shape& s, uint64_t sd, float lo, float hi) { return f16_random(s, sd, lo, hi, dt); };
+  const int64_t N = xs[0], C = xs[1];
+  const int m = g.add_value({"mean", dt, {N, C, 1, 1}, nullptr});
+  if (gap) {
     g.add_node({"pool", OpKind::GlobalAveragePool, Attrs{}, {x}, {m}, {}});
   } else {
     Attrs r = ints({{"axes", {2, 3}}});
@@ -2129,19 +2128,27 @@ ir::Graph se_graph(const SeCase& t, DType dt) {
   }
   Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
   a.set("group", int64_t(1));
-  const float w1 = 2.0f / std::sqrt(float(t.C)), w2 = 2.0f / std::sqrt(float(t.Hd));
-  const int h = g.add_value({"squeeze", dt, {t.N, t.Hd, 1, 1}, nullptr});
+  const float w1 = 2.0f / std::sqrt(float(C)), w2 = 2.0f / std::sqrt(float(Hd));
+  const int h = g.add_value({"squeeze", dt, {N, Hd, 1, 1}, nullptr});
   g.add_node({"fc1", OpKind::Conv, a,
-              {m, g.add_const("w1", rounded({t.Hd, t.C, 1, 1}, 80, -w1, w1)), g.add_const("b1", rounded({t.Hd}, 81, -0.5f, 0.5f))},
+              {m, g.add_const("w1", rounded({Hd, C, 1, 1}, seed, -w1, w1)), g.add_const("b1", rounded({Hd}, seed + 1, -0.5f, 0.5f))},
               {h}, {PostOp{OpKind::Relu}}});
-  const int gate = g.add_value({"gate", dt, {t.N, t.C, 1, 1}, nullptr});
+  const int gate = g.add_value({"gate", dt, {N, C, 1, 1}, nullptr});
   g.add_node({"fc2", OpKind::Conv, a,
-              {h, g.add_const("w2", rounded({t.C, t.Hd, 1, 1}, 82, -w2, w2)), g.add_const("b2", rounded({t.C}, 83, -1.f, 1.f))},
+              {h, g.add_const("w2", rounded({C, Hd, 1, 1}, seed + 2, -w2, w2)), g.add_const("b2", rounded({C}, seed + 3, -1.f, 1.f))},
               {gate}, {PostOp{OpKind::Sigmoid}}});
   const int y = g.add_value({"y", dt, xs, nullptr});
-  g.add_node({"scale", OpKind::Mul, Attrs{}, t.swap ? std::vector<int>{gate, x} : std::vector<int>{x, gate}, {y},
+  g.add_node({"scale", OpKind::Mul, Attrs{}, swap ? std::vector<int>{gate, x} : std::vector<int>{x, gate}, {y},
               {PostOp{OpKind::Gelu}}});
-  g.outputs.push_back(y);
+  return y;
+}
+ir::Graph se_graph(const SeCase& t, DType dt) {
+  ir::Graph g;
+  g.source = "cuda_codegen_test";
+  const Shape xs{t.N, t.C, t.H, t.W};
+  const int x = g.add_value({"x0", dt, xs, nullptr});
+  g.inputs.push_back(x);
+  g.outputs.push_back(add_se_gate(g, x, xs, t.Hd, t.gap, t.swap, 80, dt));
   g.validate();
   return g;
 }
@@ -2301,23 +2308,9 @@ ir::Graph se_fold_graph(const SeFoldCase& t, DType dt) {
                 {y}, {}});
     x = y;
   }
-  Attrs r = ints({{"axes", {2, 3}}});
-  r.set("keepdims", int64_t(1));
-  const int m = g.add_value({"mean", dt, {t.N, C, 1, 1}, nullptr});
-  g.add_node({"pool", OpKind::ReduceMean, r, {x}, {m}, {}});
+  int y = add_se_gate(g, x, xs, t.Hd, false, false, 92, dt);
   Attrs a = ints({{"strides", {1, 1}}, {"dilations", {1, 1}}, {"pads", {0, 0, 0, 0}}});
   a.set("group", int64_t(1));
-  const float w1 = 2.0f / std::sqrt(float(C)), w2 = 2.0f / std::sqrt(float(t.Hd));
-  const int sq = g.add_value({"squeeze", dt, {t.N, t.Hd, 1, 1}, nullptr});
-  g.add_node({"fc1", OpKind::Conv, a,
-              {m, g.add_const("w1", rounded({t.Hd, C, 1, 1}, 92, -w1, w1)), g.add_const("b1", rounded({t.Hd}, 93, -0.5f, 0.5f))},
-              {sq}, {PostOp{OpKind::Relu}}});
-  const int gate = g.add_value({"gate", dt, {t.N, C, 1, 1}, nullptr});
-  g.add_node({"fc2", OpKind::Conv, a,
-              {sq, g.add_const("w2", rounded({C, t.Hd, 1, 1}, 94, -w2, w2)), g.add_const("b2", rounded({C}, 95, -1.f, 1.f))},
-              {gate}, {PostOp{OpKind::Sigmoid}}});
-  int y = g.add_value({"y", dt, xs, nullptr});
-  g.add_node({"scale", OpKind::Mul, Attrs{}, {x, gate}, {y}, {PostOp{OpKind::Gelu}}});
   if (t.proj) {
     const float wv = 2.0f / std::sqrt(float(C));
     const int v = g.add_value({"v", dt, {t.N, t.VO, OH, OW}, nullptr});
