@@ -123,8 +123,8 @@ int cmd_compile(int argc, char** argv) {
               "clocks and SM for bench --probe: 0, off; a measuring build), ffn_fc1_chains (a fused ConvFFN's fc1 sums "
               "its even and odd k-steps in two accumulator chains: 1, one chain; 2 is opt-in, not yet timed), "
               "ffn_fc2_chains (the same for its fc2: 1; 2 opt-in), se_fold (at compute_90 the squeeze-excitation gate's "
-              "cluster launch also computes the depthwise conv before it and the 1x1 conv, with a Reshape of its output, "
-              "after it: 0, off; 1 is opt-in, not yet timed); repeatable. Recorded in the "
+              "cluster launch also computes the 1x1 conv after it, with a Reshape of its output (1), and the depthwise conv "
+              "before it (2): 0, off; on an H100 2 was slower, session 40); repeatable. Recorded in the "
               "plan (meta cuda_tune)", "", "", true)
       .flag("--report", "per plan pass: launches, kernel calls, weight bytes and measured time before/after")
       .flag("--verbose", "print per-pass progress to stderr", "-v")

@@ -2264,7 +2264,7 @@ TEST(CudaCodegen, SeGateMatchesApartBitForBitOnTheDevice) {
 }
 
 
-// ---- the SE gate's neighbours in its launch (se.cpp fold_se_ends, --cuda-tune se_fold=1) ----------
+// ---- the SE gate's neighbours in its launch (se.cpp fold_se_ends, --cuda-tune se_fold=1|2) --------
 // FastViT's final conv and what follows it: x [N, Cin, H, W] -> depthwise KxK (stride s, 'same'-ish
 // pads K/2, channel multiplier CM) -> the SE gate (mean, fc1 ReLU, fc2 Sigmoid, Mul GELU) -> a 1x1
 // conv to VO channels (GELU) -> a Reshape to [N, VO*OH*OW]. Without `dw` x is the gate's input,
@@ -2332,11 +2332,11 @@ plan::Plan lower_se_fold(const SeFoldCase& t, bool fold, const std::string& arch
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = arch;
-  if (fold) o.pass_ctx.cuda.tune = plan::cuda::Tune::parse("se_fold=1");
+  if (fold) o.pass_ctx.cuda.tune = plan::cuda::Tune::parse("se_fold=2");
   return lower(se_fold_graph(t, DType::F16), o);
 }
 
-// se_fold=1 at compute_90: the neighbours join the gate's cluster launch (one call for the whole
+// se_fold=2 at compute_90: the neighbours join the gate's cluster launch (one call for the whole
 // graph); the default keeps them apart; compute_80 (no cluster form) and --cuda-cluster off too.
 TEST(CudaCodegen, SeFoldTakesTheGatesNeighbours) {
   for (const SeFoldCase& t : se_fold_cases()) {
@@ -2351,7 +2351,7 @@ TEST(CudaCodegen, SeFoldTakesTheGatesNeighbours) {
     EXPECT_EQ(c.inputs.size(), size_t(5 + (t.dw ? 2 : 0) + (t.proj ? 2 : 0)));
     EXPECT_EQ(c.inputs[0], p.inputs[0]);
     EXPECT_EQ(c.outputs[0], p.outputs[0]);
-    EXPECT_EQ(p.meta.s("cuda_tune", ""), "se_fold=1");
+    EXPECT_EQ(p.meta.s("cuda_tune", ""), "se_fold=2");
     EXPECT_NE(k.source.find(".reqnctapercluster"), std::string::npos) << "the cluster form";
     const size_t apart = 4 + (t.dw ? 1 : 0) + (t.proj ? 1 : 0) + (t.view ? 1 : 0);
     EXPECT_EQ(lower_se_fold(t, false).calls.size(), apart - 3) << "the default: the gate alone in one launch";
@@ -2364,12 +2364,21 @@ TEST(CudaCodegen, SeFoldTakesTheGatesNeighbours) {
   CompileOptions o;
   o.target = "cuda";
   o.pass_ctx.cuda.arch = "compute_90";
-  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse("se_fold=1");
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse("se_fold=2");
   const plan::Plan tapped = lower(g, o);
   ASSERT_EQ(tapped.calls.size(), 3u) << "dw + gate, the 1x1, the Reshape";
   const plan::Kernel& k0 = tapped.kernels[size_t(tapped.calls[0].kernel)];
   EXPECT_EQ(k0.attrs.i("cuda_se_dw", 0), 1);
   EXPECT_EQ(k0.attrs.i("cuda_se_proj", 0), 0);
+  // se_fold=1: the 1x1 and the Reshape only, the depthwise conv stays a call
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse("se_fold=1");
+  const plan::Plan one = lower(se_fold_graph(se_fold_cases()[0], DType::F16), o);
+  ASSERT_EQ(one.calls.size(), 2u);
+  const plan::Kernel& k1 = one.kernels[size_t(one.calls[1].kernel)];
+  EXPECT_EQ(k1.attrs.i("cuda_se_dw", 0), 0);
+  EXPECT_EQ(k1.attrs.i("cuda_se_proj", 0), 1);
+  EXPECT_EQ(one.calls[1].outputs[0], one.outputs[0]);
+  o.pass_ctx.cuda.tune = plan::cuda::Tune::parse("se_fold=2");
   o.pass_ctx.cuda.cluster = false;
   EXPECT_EQ(lower(se_fold_graph(se_fold_cases()[0], DType::F16), o).calls.size(), 4u) << "--cuda-cluster off: no fold";
 }

@@ -1989,7 +1989,7 @@ bool codegen(Plan& p, const PassCtx& ctx) {
   // the heads' GEMV layers chained into one launch (compute_90+, clusters)
   if (ctx.cuda.fuse_heads && ctx.cuda.cluster) fuse_heads(p);
   if (ctx.cuda.fuse_se) fuse_se(p);  // before fuse_ffn: the SE gate's two 1x1s are not a ConvFFN
-  if (ctx.cuda.fuse_se) fold_se_ends(p);  // opt-in (--cuda-tune se_fold=1): its neighbours before any pairing
+  if (ctx.cuda.fuse_se) fold_se_ends(p);  // opt-in (--cuda-tune se_fold=1|2): its neighbours before any pairing
   // compile --cuda-ffn off keeps fc1 and fc2 apart; --cuda-ffn-dw off the depthwise conv before
   // them (then paired with the one before it where it can be)
   if (ctx.cuda.fuse_ffn && ctx.cuda.fuse_ffn_dw) fuse_ffn(p, true);

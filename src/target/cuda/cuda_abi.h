@@ -89,11 +89,12 @@
 //                      and X times the result, as one launch (se.cpp): output = the Mul's, inputs
 //                      = [X, W1, B1, W2, B2]; "cl_batch" = 4, "cuda_se_forms" = the two convs'
 //                      forms (1 GEMV, 2 tensor cores); post-ops (unary) the convs' and the Mul's.
-//                      With --cuda-tune se_fold=1 (compute_90 cluster form) also the depthwise conv
-//                      before it ("cuda_se_dw" = 1, its strides/pads/dilations as "cuda_se_dw_*";
-//                      slot 0 holds the conv's input, slots 5, 6 its W, B) and the 1x1 conv after
-//                      it ("cuda_se_proj" = 1; its W, B next; output = the 1x1's, or a Reshape's of
-//                      it): "cuda_batch_post_ops" = 5 counts (the gate's 3, the conv's, the 1x1's).
+//                      With --cuda-tune se_fold=1 (compute_90 cluster form) also the 1x1 conv after
+//                      it ("cuda_se_proj" = 1; its W, B after the gate's; output = the 1x1's, or a
+//                      Reshape's of it), with se_fold=2 also the depthwise conv before it
+//                      ("cuda_se_dw" = 1, its strides/pads/dilations as "cuda_se_dw_*"; slot 0
+//                      holds the conv's input, slots 5, 6 its W, B; then the 1x1's):
+//                      "cuda_batch_post_ops" = 5 counts (the gate's 3, the conv's, the 1x1's).
 //                      A Concat fused with the Cast of its output (no "cl_batch"): inputs = the
 //                      Concat's, then the Cast's post-op operands; output = the Cast's.
 //                      FastViT stage (Conv, "cuda_stage" = n blocks, compute_90+; Options::fuse_stage,

@@ -62,7 +62,7 @@ constexpr TuneSpec kTuneSpecs[kTuneKeys] = {
     {"probe", 0, 0, 1},
     {"ffn_fc1_chains", 1, 1, 2},
     {"ffn_fc2_chains", 1, 1, 2},
-    {"se_fold", 0, 0, 1},
+    {"se_fold", 0, 0, 2},
 };
 constexpr const char* kArchPrefix = "compute_";
 

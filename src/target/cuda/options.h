@@ -88,7 +88,7 @@ enum class TuneKey : uint8_t {
   Probe,         // "probe": every kernel records each block's clocks and SM (1; opvision bench --probe) or not (0, default)
   FfnFc1Chains,  // "ffn_fc1_chains": fused ConvFFN, fc1's accumulators a slab's k-steps alternate between (1, default; 2 halves each mma chain)
   FfnFc2Chains,  // "ffn_fc2_chains": fused ConvFFN, fc2's likewise (1, default; 2: the odd k-steps' sums added after the main loop)
-  SeFold,        // "se_fold": the SE gate's cluster launch also computes the depthwise conv before it and the 1x1 conv (and a Reshape) after it (1) or not (0, default)
+  SeFold,        // "se_fold": the SE gate's cluster launch also computes the 1x1 conv (and a Reshape) after it (1), and the depthwise conv before it (2), or neither (0, default)
 };
 constexpr int kTuneKeys = 21;
 struct TuneSpec {

@@ -164,7 +164,7 @@ void fuse_se(Plan& p) {
   p.calls = std::move(calls);
 }
 
-// ---- the SE gate's neighbours in its launch (TuneKey::SeFold, opt-in) ---------------------------
+// ---- the SE gate's neighbours in its launch (TuneKey::SeFold, opt-in: 1 V and F, 2 D too) -------
 // FastViT's final conv is a MobileOne block: a depthwise conv (channel multiplier 2 in the
 // fixture), the SE gate, GELU; a 1x1 conv (the fixture's summarize) and a Flatten follow: five
 // launches of a few microseconds each at batch 1, on a 4 x 8 map. Each block of the cluster SE
@@ -263,7 +263,8 @@ static bool se_view_ok(const Plan& p, const Call& f, int b, const std::vector<in
 }
 
 void fold_se_ends(Plan& p) {
-  if (tune_target(p, TuneKey::SeFold) == 0) return;
+  const int64_t mode = tune_target(p, TuneKey::SeFold);  // 1: V (and F); 2: D too
+  if (mode == 0) return;
   const std::vector<int> readers = reader_counts(p);
   std::vector<Call> calls;
   for (size_t i = 0; i < p.calls.size(); ++i) {
@@ -280,7 +281,7 @@ void fold_se_ends(Plan& p) {
     const Shape& xs = p.buffers.at(size_t(s.inputs[0])).shape;
     const int64_t C = xs[1], HW = xs[2] * xs[3], Hd = p.buffers.at(size_t(s.inputs[1])).shape.at(0);
     int64_t dw_in = 0;  // D's input halves a block stages
-    bool dw = !calls.empty() && se_dw_ok(p, calls.back(), s.inputs[0], readers);
+    bool dw = mode >= 2 && !calls.empty() && se_dw_ok(p, calls.back(), s.inputs[0], readers);
     if (dw) {
       const Shape& is = p.buffers.at(size_t(calls.back().inputs[0])).shape;
       dw_in = se_dw_channels(is[1], C / is[1]) * is[2] * is[3];
