@@ -644,13 +644,12 @@ Generated se_gate(const Plan& p, const Call& c) {
         << "    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
         << "#pragma unroll\n    for (int ks = 0; ks < " << KS << "; ++ks) {\n"
         << "      const int k = ks * 16 + 2 * tq;\n";
-      if (!pre_a) b << "      unsigned va[" << KS << "][4];\n" << "      { const int s_ = ks;\n" << "        (void)s_;\n";
       const std::string frag_a =
           "        va[ks][0] = vw(mb + g, k) | (vw(mb + g, k + 1) << 16);\n"
           "        va[ks][1] = vw(mb + g + 8, k) | (vw(mb + g + 8, k + 1) << 16);\n"
           "        va[ks][2] = vw(mb + g, k + 8) | (vw(mb + g, k + 9) << 16);\n"
           "        va[ks][3] = vw(mb + g + 8, k + 8) | (vw(mb + g + 8, k + 9) << 16);\n";
-      if (!pre_a) b << frag_a << "      }\n";
+      if (!pre_a) b << "      unsigned va[" << KS << "][4];  // this step's A fragment (va[ks])\n" << frag_a;
       b << "      const unsigned bb[2] = {xb(k, nb + g) | (xb(k + 1, nb + g) << 16), xb(k + 8, nb + g) | (xb(k + 9, nb + g) << 16)};\n"
         << "      opv_mma(acc, va[ks], bb);\n    }\n"
         << "#pragma unroll\n    for (int h = 0; h < 4; ++h) {\n"
