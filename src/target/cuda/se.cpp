@@ -271,15 +271,18 @@ void fold_se_ends(Plan& p) {
     const Call& s = p.calls[i];
     const Kernel& sk = p.kernels.at(size_t(s.kernel));
     const std::vector<int64_t> forms = sk.attrs.ints("cuda_se_forms");
-    const bool is_se = sk.attrs.i("cuda_se", 0) > 0 && !sk.attrs.has("cuda_se_dw") && !sk.attrs.has("cuda_se_proj") &&
-                       s.inputs.size() == 5 && s.outputs.size() == 1 && forms.size() == 2 &&
-                       sk.attrs.ints("cuda_batch_post_ops").size() == 3;
-    if (!is_se || !se_cluster(p, p.buffers.at(size_t(s.inputs[0])).shape.at(1), forms[0])) {
+    const bool is_se = sk.attrs.i("cuda_se", 0) > 0 && sk.source.empty() && !sk.attrs.has("cuda_se_dw") &&
+                       !sk.attrs.has("cuda_se_proj") &&
+                       s.inputs.size() == 5 && s.inputs[0] >= 0 && s.inputs[1] >= 0 && s.outputs.size() == 1 &&
+                       forms.size() == 2 && sk.attrs.ints("cuda_batch_post_ops").size() == 3 &&
+                       p.buffers.at(size_t(s.inputs[0])).shape.size() == 4 &&
+                       p.buffers.at(size_t(s.inputs[1])).shape.size() == 4;
+    if (!is_se || !se_cluster(p, p.buffers.at(size_t(s.inputs[0])).shape[1], forms[0])) {
       calls.push_back(s);
       continue;
     }
     const Shape& xs = p.buffers.at(size_t(s.inputs[0])).shape;
-    const int64_t C = xs[1], HW = xs[2] * xs[3], Hd = p.buffers.at(size_t(s.inputs[1])).shape.at(0);
+    const int64_t C = xs[1], HW = xs[2] * xs[3], Hd = p.buffers.at(size_t(s.inputs[1])).shape[0];
     int64_t dw_in = 0;  // D's input halves a block stages
     bool dw = mode >= 2 && !calls.empty() && se_dw_ok(p, calls.back(), s.inputs[0], readers);
     if (dw) {
