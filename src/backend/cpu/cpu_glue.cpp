@@ -350,6 +350,8 @@ StepFn build_transpose(CallCtx& c) {
   if (perm.empty())
     for (size_t d = x.shape.size(); d-- > 0;) perm.push_back(int64_t(d));
   OPV_CHECK(perm.size() == x.shape.size(), c.where(), ": perm has ", perm.size(), " entries for rank ", x.shape.size());
+  OPV_CHECK(y.shape.size() == x.shape.size(), c.where(), ": transpose output ", shape_str(y.shape), " is not of its input's rank ",
+            shape_str(x.shape));
   auto xs = logical_strides(x.shape, x.layout);
   std::vector<int64_t> in_st(perm.size());
   for (size_t d = 0; d < perm.size(); ++d) {

@@ -36,6 +36,9 @@ inline LoopNest make_nest(const std::vector<int64_t>& shape, std::vector<std::ve
   n.total = 1;
   for (int64_t d : shape) n.total *= d;
   const size_t rank = shape.size();
+  for (const std::vector<int64_t>& s : strides)  // every operand's strides span the iteration's dims
+    OPV_CHECK(s.size() == rank, "cpu backend: a strided loop over ", rank, " dims got an operand with ", s.size(),
+              " strides");
   // Order dims by the output's stride, largest first (stable: ties keep logical order).
   std::vector<size_t> order(rank);
   std::iota(order.begin(), order.end(), 0);
