@@ -7,6 +7,15 @@
 //   (d) as (a), the edges programmatic (programmatic dependent launch, sm_90: each kernel starts
 //       with griddepcontrol.launch_dependents + griddepcontrol.wait, opvision's --cuda-pdl early);
 //   (e) as (d) with the wait alone: the next kernel launches as this one's blocks exit (--cuda-pdl on).
+//   (b2) as (b), the barrier one red.release + an ld.acquire spin a block (the form a well-made grid
+//       barrier takes) instead of an atomic spin with fences;
+//   (f) as (b) without any barrier: dataflow, each block waiting only on the two blocks whose data
+//       it reads or overwrites (per-block step counters, st.release / ld.acquire);
+//   (g) as (d) (every kernel released at its blocks' start) with (f)'s per-block waits instead of
+//       griddepcontrol.wait: a block starts as soon as the blocks it depends on have written, not
+//       when the whole kernel before has finished (flags flip parity each replay: no reset node).
+// The step reads its block's neighbour's values (block b reads block b+1's), so (f) and (g) have a
+// real dependency between blocks of consecutive steps.
 // Wall time per replay / steps, median of the rounds; every replay checked (the last step's
 // value must equal the chain length). Built and run on the GPU machine (nvcc there):
 //   nvcc -O2 -arch=sm_90 bench/cuda_floor.cu -o cuda_floor && ./cuda_floor [STEPS] [BLOCKS]
@@ -29,17 +38,31 @@
 
 constexpr int kThreads = 256;
 
+// Element i of a step reads element i + kThreads (the next block's; the last block reads the first's).
+__device__ __forceinline__ int next_elem() {
+  return ((blockIdx.x + 1) % gridDim.x) * kThreads + threadIdx.x;
+}
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 __global__ void empty_step(float*) {}
 // One dependent step: every block reads its 256 floats of the previous step and writes them + 1.
 __global__ void rw_step(const float* __restrict__ x, float* __restrict__ y) {
-  const int i = blockIdx.x * kThreads + threadIdx.x;
-  y[i] = x[i] + 1.0f;
+  y[blockIdx.x * kThreads + threadIdx.x] = x[next_elem()] + 1.0f;
 }
 // (d): the same step behind the programmatic-dependent-launch prologue.
 __global__ void rw_step_pdl(const float* __restrict__ x, float* __restrict__ y) {
   asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory");
-  const int i = blockIdx.x * kThreads + threadIdx.x;
-  y[i] = x[i] + 1.0f;
+  y[blockIdx.x * kThreads + threadIdx.x] = x[next_elem()] + 1.0f;
 }
 __global__ void empty_step_pdl(float*) {
   asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory");
@@ -47,8 +70,7 @@ __global__ void empty_step_pdl(float*) {
 // (e): the wait alone.
 __global__ void rw_step_wait(const float* __restrict__ x, float* __restrict__ y) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  const int i = blockIdx.x * kThreads + threadIdx.x;
-  y[i] = x[i] + 1.0f;
+  y[blockIdx.x * kThreads + threadIdx.x] = x[next_elem()] + 1.0f;
 }
 __global__ void empty_step_wait(float*) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 // All steps in one launch: a grid barrier (monotonic counter; every block co-resident) per step.
@@ -57,7 +79,7 @@ __global__ void persistent(float* a, float* b, unsigned* counter, int steps, uns
   for (int s = 0; s < steps; ++s) {
     const float* x = (s & 1) ? b : a;
     float* y = (s & 1) ? a : b;
-    y[i] = __ldcg(x + i) + 1.0f;
+    y[i] = __ldcg(x + next_elem()) + 1.0f;
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence();
@@ -68,6 +90,65 @@ __global__ void persistent(float* a, float* b, unsigned* counter, int steps, uns
     }
     __syncthreads();
   }
+}
+// (b2): the barrier as one red.release and an ld.acquire spin by one thread a block.
+__global__ void persistent_ra(float* a, float* b, unsigned* counter, int steps, unsigned base) {
+  const int i = blockIdx.x * kThreads + threadIdx.x;
+  for (int s = 0; s < steps; ++s) {
+    const float* x = (s & 1) ? b : a;
+    float* y = (s & 1) ? a : b;
+    y[i] = x[next_elem()] + 1.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const unsigned target = base + (unsigned)(s + 1) * gridDim.x;
+      red_release_add(counter, 1u);
+      while (ld_acquire(counter) < target) {}
+    }
+    __syncthreads();
+  }
+}
+// (f): no barrier. done[b] = base + the steps block b has finished. Step s of block b reads block
+// b+1's values of step s-1 and overwrites its own values of step s-2, which block b-1 read in step
+// s-1: it waits until both neighbours have finished step s-1.
+__global__ void persistent_flow(float* a, float* b, unsigned* done, int steps, unsigned base) {
+  const int g = gridDim.x, blk = blockIdx.x;
+  const int i = blk * kThreads + threadIdx.x;
+  unsigned* nb = done + (blk + 1) % g;
+  unsigned* pb = done + (blk + g - 1) % g;
+  for (int s = 0; s < steps; ++s) {
+    const float* x = (s & 1) ? b : a;
+    float* y = (s & 1) ? a : b;
+    if (s > 0) {
+      if (threadIdx.x == 0) {
+        while (ld_acquire(nb) < base + s) {}
+        while (ld_acquire(pb) < base + s) {}
+      }
+      __syncthreads();
+    }
+    y[i] = x[next_elem()] + 1.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) st_release(done + blk, base + s + 1);
+  }
+}
+// (g): a kernel a step, released at its start; flags[s * G + b] is block b's flag of step s, set to
+// this replay's phase (the flip of the value the block finds in its own flag, which the replay
+// before set) when the block has written. A block waits for the flags of step s-1 it depends on.
+__global__ void flow_step(const float* x, float* y, unsigned* flags, int s) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const int g = gridDim.x, blk = blockIdx.x;
+  unsigned* mine = flags + s * g + blk;
+  const unsigned phase = *mine ^ 1u;  // own flag: last written by this block in the replay before
+  if (s > 0) {
+    if (threadIdx.x == 0) {
+      const unsigned* prev = flags + (s - 1) * g;
+      while (ld_acquire(prev + (blk + 1) % g) != phase) {}
+      while (ld_acquire(prev + (blk + g - 1) % g) != phase) {}
+    }
+    __syncthreads();
+  }
+  y[blk * kThreads + threadIdx.x] = x[next_elem()] + 1.0f;
+  __syncthreads();
+  if (threadIdx.x == 0) st_release(mine, phase);
 }
 // All steps in one cluster: each block's 256 floats in shared memory; step s reads the NEXT block's
 // values through distributed shared memory (mapa + ld.shared::cluster), then a cluster barrier.
@@ -206,6 +287,59 @@ int main(int argc, char** argv) {
     CK(cudaGetLastError());
     check((steps & 1) ? b : a, float(steps), "persistent");
     std::printf("  (b) one kernel, grid barrier per step:   %7.2f us/step  (%.1f us a launch)\n", us / steps, us);
+  }
+  // (b2), (f): the same launch with a release/acquire barrier, and with per-block dataflow waits
+  unsigned* done;
+  CK(cudaMalloc(&done, blocks * sizeof(unsigned)));
+  for (int flow = 0; flow < 2; ++flow) {
+    unsigned base = 0;
+    unsigned* c = flow ? done : counter;
+    CK(cudaMemset(c, 0, (flow ? blocks : 1) * sizeof(unsigned)));
+    auto launch = [&] {
+      if (flow) persistent_flow<<<blocks, kThreads, 0, st>>>(a, b, c, steps, base);
+      else persistent_ra<<<blocks, kThreads, 0, st>>>(a, b, c, steps, base);
+      base += flow ? unsigned(steps) : unsigned(steps) * unsigned(blocks);
+    };
+    const double us = time_us(launch, iters);
+    CK(cudaMemset(a, 0, n * sizeof(float)));
+    launch();
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGetLastError());
+    check((steps & 1) ? b : a, float(steps), flow ? "persistent dataflow" : "persistent release/acquire");
+    std::printf("  (%s) one kernel, %-27s %7.2f us/step  (%.1f us a launch)\n", flow ? "f" : "b2",
+                flow ? "per-block waits:" : "release/acquire barrier:", us / steps, us);
+  }
+  {  // (g): a graph of kernels released at their start, per-block waits instead of griddepcontrol.wait
+    unsigned* flags;
+    CK(cudaMalloc(&flags, size_t(steps) * blocks * sizeof(unsigned)));
+    CK(cudaMemset(flags, 0, size_t(steps) * blocks * sizeof(unsigned)));
+    cudaGraph_t g;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int s = 0; s < steps; ++s) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(blocks);
+      cfg.blockDim = dim3(kThreads);
+      cfg.stream = st;
+      cfg.attrs = s > 0 ? &attr : nullptr;
+      cfg.numAttrs = s > 0 ? 1 : 0;
+      const float* x = (s & 1) ? b : a;
+      float* y = (s & 1) ? a : b;
+      CK(cudaLaunchKernelEx(&cfg, flow_step, x, y, flags, s));
+    }
+    CK(cudaStreamEndCapture(st, &g));
+    cudaGraphExec_t ge;
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    const double us = time_us([&] { CK(cudaGraphLaunch(ge, st)); }, iters);
+    CK(cudaMemset(a, 0, n * sizeof(float)));
+    CK(cudaGraphLaunch(ge, st));
+    CK(cudaStreamSynchronize(st));
+    check((steps & 1) ? b : a, float(steps), "programmatic dataflow chain");
+    std::printf("  (g) graph, released at start, per-block waits: %6.2f us/step  (%.1f us a replay)\n", us / steps, us);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
   }
   for (int cl : {8, 16}) {  // (c): one cluster of cl blocks
     CK(cudaFuncSetAttribute(cluster_steps, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
