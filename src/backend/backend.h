@@ -61,6 +61,10 @@ struct Options {
   // caller's tensors either way. Device is for inputs only (load() refuses it for outputs).
   CudaIo cuda_inputs = CudaIo::Auto;
   CudaIo cuda_outputs = CudaIo::Auto;
+  // Machine code (CLI: --cuda-code auto|ptx): true (auto) loads a kernel's stored SASS where it has
+  // a cubin this GPU runs (compile --cuda-sass; cuda_abi.h "SASS"), else its PTX; false JIT-compiles
+  // the PTX of every kernel (a before/after, or a driver whose ptxas is newer than the compiler's).
+  bool cuda_sass = true;
 };
 
 // What a backend offers, stated before any load (ggml's backend caps).

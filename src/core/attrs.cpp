@@ -1,5 +1,6 @@
 #include "core/attrs.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/error.h"
@@ -59,6 +60,16 @@ std::string Attrs::str() const {
             os << "[";
             for (size_t i = 0; i < x.size(); ++i) os << (i ? "," : "") << x[i];
             os << "]";
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            // Binary values (the cuda target's cubins) as their size, not their bytes.
+            const bool text = std::all_of(x.begin(), x.end(), [](char c) {
+              const auto u = static_cast<unsigned char>(c);
+              return u >= 0x20 && u != 0x7f;
+            });
+            if (text)
+              os << x;
+            else
+              os << "<" << x.size() << " bytes>";
           } else {
             os << x;
           }

@@ -313,6 +313,9 @@ int cmd_bench(int argc, char** argv) {
       }
       std::printf("]");
     }
+    if (const backend::CudaLoadInfo* cu = backend::cuda_load_info(session.backend()))
+      std::printf(", \"modules\": %d, \"sass_modules\": %d, \"load_ms\": %.3f", cu->modules, cu->sass_modules,
+                  cu->load_ms);
 #endif
     std::printf("}\n");
     return kExitOk;
@@ -323,6 +326,8 @@ int cmd_bench(int argc, char** argv) {
   std::printf("latency over %lld runs (after %lld warm-up): median %.3f ms  min %.3f ms  p90 %.3f ms\n",
               (long long)iters, (long long)warmup, st.median_ms, st.min_ms, st.p90_ms);
   std::printf("inputs: %s\n", inputs_said);
+  if (const std::string code = cuda_code_summary(session.backend()); !code.empty())
+    std::printf("code: %s\n", code.c_str());
   if (inflight > 1)
     std::printf("throughput, %d inferences in flight per run: %.4f ms per frame, %.0f frames/s\n", inflight,
                 ms_per_frame, frames_per_s);

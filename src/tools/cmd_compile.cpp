@@ -56,6 +56,11 @@ int cmd_compile(int argc, char** argv) {
               "arithmetic the conversions; twice the bytes)", "f16")
       .option("--cuda-arch", "compute_NN", "cuda: virtual architecture of the stored PTX (the driver compiles it for the "
               "GPU it runs on; compute_75 = Turing and newer)", "compute_75")
+      .option("--cuda-sass", "auto|none|sm_NN[,sm_NN...]", "cuda: the GPUs whose machine code (SASS, NVRTC's cubin "
+              "per kernel) the artifact also holds beside the PTX: auto = the --cuda-arch's own GPU (sm_90 for "
+              "compute_90), none = PTX alone, or a list, each at least the arch (sm_80,sm_86,sm_89). A GPU of the same "
+              "major version and at least that minor loads the cubin instead of JIT-compiling the PTX (run "
+              "--cuda-code ptx to JIT anyway). Recorded in the plan when not auto", "auto")
       .option("--cuda-ffn", "on|off", "cuda: the ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one tensor-core launch "
               "where it fits (compute_80+); off keeps them as two calls. Recorded in the plan when off", "on")
       .option("--cuda-ffn-dw", "on|off", "cuda: with --cuda-ffn on, the depthwise conv that alone feeds fc1 (FastViT's "
@@ -177,6 +182,12 @@ int cmd_compile(int argc, char** argv) {
     plan::cuda::Options::check_arch(opts.pass_ctx.cuda.arch);
   } catch (const Error& e) {
     throw UsageError(std::string("opvision compile: --cuda-arch: ") + e.what());
+  }
+  opts.pass_ctx.cuda.sass = a.get("--cuda-sass", opts.pass_ctx.cuda.sass);
+  try {
+    plan::cuda::Options::sass_sms(opts.pass_ctx.cuda.sass, opts.pass_ctx.cuda.arch);
+  } catch (const Error& e) {
+    throw UsageError(std::string("opvision compile: --cuda-sass: ") + e.what());
   }
   opts.pass_ctx.cuda.fuse_ffn = on_off(a, "--cuda-ffn", "on");
   opts.pass_ctx.cuda.fuse_ffn_dw = on_off(a, "--cuda-ffn-dw", "off");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/qcom/capture_stream.h"
@@ -14,6 +15,7 @@
 #include "plan/passes/passes.h"
 #include "target/cuda/codegen.h"
 #include "target/cuda/cuda_abi.h"
+#include "target/cuda/options.h"
 #include "tools/common.h"
 #include "tools/plan_stats.h"
 
@@ -165,6 +167,23 @@ int cmd_inspect(int argc, char** argv) {
       std::printf("  c%-5zu %-13s %-20s %-40s %s%s%s\n", i, backend::call_impl_name(c.impl), c.op.c_str(),
                   c.label.c_str(), c.kernel.c_str(), c.why.empty() ? "" : "  # ", c.why.c_str());
     }
+  }
+  if (plan.target == "cuda") {  // what the driver will load: the PTX, and the cubins beside it (cuda_abi.h "SASS")
+    std::map<int64_t, std::pair<int64_t, int64_t>> sass;  // SM -> kernels, bytes
+    int64_t ptx_bytes = 0;
+    for (const plan::Kernel& k : plan.kernels) {
+      if (k.options == plan::cuda::kPtxFormat) ptx_bytes += int64_t(k.source.size());
+      for (int64_t sm : k.attrs.ints(plan::cuda::kSassSmsAttr)) {
+        ++sass[sm].first;
+        sass[sm].second += int64_t(k.attrs.s(plan::cuda::sass_attr(int(sm))).size());
+      }
+    }
+    const std::string arch = plan.meta.s("cuda_arch", plan::cuda::Options().arch);
+    std::printf("\ncuda code: PTX for %s (%s)", arch.c_str(), human_bytes(ptx_bytes).c_str());
+    for (const auto& [sm, row] : sass)
+      std::printf("; SASS for sm_%lld: %lld of %zu kernels (%s)", (long long)sm, (long long)row.first,
+                  plan.kernels.size(), human_bytes(row.second).c_str());
+    std::printf("%s\n", sass.empty() ? "; no SASS (every GPU JIT-compiles the PTX)" : "");
   }
   std::printf("\nbuffers by kind:\n");
   for (const auto& [kind, row] : s.buffers)

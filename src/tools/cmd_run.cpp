@@ -86,6 +86,8 @@ int cmd_run(int argc, char** argv) {
                  cu->device_inputs ? detail::concat("; ", cu->device_inputs, " input(s) kept in device memory").c_str() : "",
                  cu->mapped_outputs ? detail::concat("; ", cu->mapped_outputs, " output(s) written in mapped host memory").c_str() : "");
 #endif
+  if (const std::string code = cuda_code_summary(session.backend()); !code.empty())
+    std::fprintf(stderr, "[run] cuda code: %s\n", code.c_str());
   for (const auto& [name, t] : outputs) print_summary(name, t);
   if (a.has("--output")) {
     write_npz(a.get("--output"), outputs);

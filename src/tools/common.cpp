@@ -16,6 +16,9 @@
 #include "core/file_io.h"
 #include "plan/artifact.h"
 #include "tools/npy.h"
+#if OPV_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace opv::tools {
 
@@ -93,6 +96,10 @@ ArgParser& backend_flag_options(ArgParser& p) {
               "kernel; mapped, the kernels write them there, in pinned host memory mapped into the GPU's address "
               "space, with no copy; auto, mapped for an output no call reads, else copy",
               "auto")
+      .option("--cuda-code", "auto|ptx",
+              "cuda: auto loads each kernel's machine code (SASS) where the artifact holds a cubin this GPU runs "
+              "(compile --cuda-sass), else JIT-compiles its PTX; ptx JIT-compiles the PTX of every kernel",
+              "auto")
       .option("--cpu-precision", "fp32|bf16",
               "cpu: bf16 runs the dense convolutions over >= 128 input channels with bf16 inputs and weights "
               "and fp32 accumulation where oneDNN has a native bf16 kernel (AMX, AVX512-BF16), everything else in "
@@ -129,6 +136,9 @@ backend::Options backend_options(const Args& a) {
   o.cuda_graph = graph == "chain" ? backend::CudaGraph::Chain : backend::CudaGraph::Branches;
   o.cuda_inputs = cuda_io(a, "--cuda-inputs", true);
   o.cuda_outputs = cuda_io(a, "--cuda-outputs", false);
+  const std::string code = a.get("--cuda-code", "auto");
+  if (code != "auto" && code != "ptx") throw UsageError("--cuda-code must be auto or ptx, not '" + code + "'");
+  o.cuda_sass = code == "auto";
   const std::string prec = a.get("--cpu-precision", "fp32");
   if (prec != "fp32" && prec != "bf16")
     throw UsageError("--cpu-precision must be fp32 or bf16, not '" + prec + "'");
@@ -236,6 +246,19 @@ LatencyStats latency_stats(std::vector<double> ms) {
   for (double v : ms) sum += v;
   s.mean_ms = sum / double(n);
   return s;
+}
+
+std::string cuda_code_summary(const backend::Backend& b) {
+#if OPV_HAVE_CUDA
+  if (const backend::CudaLoadInfo* cu = backend::cuda_load_info(b))
+    return detail::concat(cu->modules, " modules, ", cu->sass_modules, " from SASS",
+                          cu->sass_sm ? detail::concat(" (sm_", cu->sass_sm, ")") : std::string(),
+                          ", the rest JIT-compiled from PTX; loaded in ", int64_t(cu->load_ms + 0.5), " ms",
+                          cu->sass_refused.empty() ? "" : "; the driver refused a stored cubin: ", cu->sass_refused);
+#else
+  (void)b;
+#endif
+  return "";
 }
 
 double now_ms() {

@@ -74,6 +74,11 @@ void maybe_stage_inputs(const Args& a, runtime::Session& session, runtime::Named
 // (Session::run_device_inputs), as a caller whose frames are made on the GPU would. Else false.
 bool stage_device_inputs(const Args& a, runtime::Session& session, const runtime::NamedTensors& inputs);
 
+// The cuda backend's loaded code, for run and bench: "26 modules, 26 from SASS (sm_90), the rest
+// JIT-compiled from PTX; loaded in 40 ms" (and the driver's answer where it refused a stored cubin);
+// "" for other backends or before a load.
+std::string cuda_code_summary(const backend::Backend& b);
+
 struct LatencyStats {
   double median_ms = 0, min_ms = 0, p90_ms = 0, mean_ms = 0;
 };

@@ -200,6 +200,16 @@ TEST(Artifact, RoundTripIsExact) {
 
 // A compiled real model (the shared fixture) for every target: exact round trip, and a flip in
 // the middle of its weights is caught by the checksum.
+// Binary attr values (the cuda target's cubins) print as their size in dumps, text as itself.
+TEST(Artifact, BinaryAttrsPrintAsTheirSize) {
+  const Plan p = make_plan();
+  const std::string s = p.kernels[0].attrs.str();
+  EXPECT_NE(s.find("mode=<13 bytes>"), std::string::npos) << s;
+  Attrs a;
+  a.set("text", std::string("sm_80,sm_86"));
+  EXPECT_EQ(a.str(), "text=sm_80,sm_86");
+}
+
 TEST(Artifact, FixtureRoundTripEveryTarget) {
   std::string dir = test::shared_models_dir();
   if (dir.empty()) GTEST_SKIP() << "shared fixtures not found";

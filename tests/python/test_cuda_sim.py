@@ -204,6 +204,38 @@ def test_driver_named_by_env_must_exist(sim, fixture_artifacts):
     assert "no CUDA driver" in p.stderr and "named by OPV_CUDA_DRIVER" in p.stderr, describe(p)
 
 
+def test_sass_beside_the_ptx_on_cudasim(sim, small_model, tmp_path):
+    """compile --cuda-sass: inspect counts each GPU's cubins; `run` on cudasim (which refuses cubins)
+    falls back to the PTX and says so, with --cuda-code ptx it does not try; --cuda-sass none stores
+    PTX alone."""
+    model, sm90 = small_model
+    art, bare = tmp_path / "sass.opv", tmp_path / "bare.opv"
+    p = sim.run("compile", model, "--target", "cuda", "--cuda-arch", "compute_80", "--cuda-sass", "sm_80,sm_89",
+                "-o", art)
+    assert p.returncode == 0, describe(p)
+    p = sim.run("inspect", art)
+    assert p.returncode == 0, describe(p)
+    assert "cuda_sass=sm_80,sm_89" in p.stdout, describe(p)
+    line = next(l for l in p.stdout.splitlines() if l.startswith("cuda code:"))
+    kernels = int(next(l for l in p.stdout.splitlines() if l.startswith("calls ")).split()[3])
+    for sm in ("sm_80", "sm_89"):
+        assert f"SASS for {sm}: {kernels} of {kernels} kernels" in line, line
+    p = sim.run("compile", model, "--target", "cuda", "--cuda-arch", "compute_80", "--cuda-sass", "none", "-o", bare)
+    assert p.returncode == 0, describe(p)
+    assert "no SASS" in sim.run("inspect", bare).stdout
+    # cudasim is an sm_90 device: sm_89's SASS does not run there (another major), so the PTX.
+    p = sim.run("run", art, "--backend", "cuda", timeout=300)
+    assert p.returncode == 0, describe(p)
+    assert f"cuda code: {kernels} modules, 0 from SASS" in p.stderr and "refused" not in p.stderr, describe(p)
+    p = sim.run("run", sm90, "--backend", "cuda", timeout=300)
+    assert p.returncode == 0, describe(p)
+    assert "0 from SASS" in p.stderr and "the driver refused a stored cubin" in p.stderr, describe(p)
+    assert "the simulator runs PTX only" in p.stderr, describe(p)
+    p = sim.run("run", sm90, "--backend", "cuda", "--cuda-code", "ptx", timeout=300)
+    assert p.returncode == 0, describe(p)
+    assert "0 from SASS" in p.stderr and "refused" not in p.stderr, describe(p)
+
+
 @pytest.fixture(scope="module")
 def small_model(sim, tmp_path_factory):
     """A small generated fp16 model (6 input channels, 32x64) and its compute_90 artifact."""

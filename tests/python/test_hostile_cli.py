@@ -78,6 +78,12 @@ def test_integer_flags_are_range_checked(cli, tmp_path):
     assert not (tmp_path / "x.opv").exists()
     assert_error(cli.run("compile", model, "-o", tmp_path / "x.opv", "--target", "cuda", "--cuda-layout", "nchwc"),
                  "--cuda-layout: cuda layout must be auto, nchw or nhwc, got 'nchwc'")
+    assert_error(cli.run("compile", model, "-o", tmp_path / "x.opv", "--target", "cuda", "--cuda-sass", "sm_70"),
+                 "--cuda-sass: cuda sass sm_70 is older than the architecture compute_75")
+    assert_error(cli.run("compile", model, "-o", tmp_path / "x.opv", "--target", "cuda", "--cuda-sass", "sm90"),
+                 "--cuda-sass: cuda sass must be auto, none or a comma list of sm_NN")
+    assert not (tmp_path / "x.opv").exists()
+    assert_error(cli.run("run", model, "--cuda-code", "sass"), "--cuda-code must be auto or ptx, not 'sass'")
 
 
 def test_writes_are_checked(cli, tmp_path):

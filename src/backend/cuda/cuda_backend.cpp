@@ -6,7 +6,7 @@
 //   Linear: they are the caller's tensors); Intermediates at a
 //   kAlign-aligned arena offset inside Plan::arena_bytes, Constants at a kAlign-aligned offset
 //   inside Plan::weights; every call's kernel has PTX source (Kernel.options == kPtxFormat) and an
-//   entry, an integer attr "cuda_smem" from 0 to kMaxDynamicSmem if any (hostile plans), and a
+//   entry, well-formed SASS attrs if any (sass.h: each a cubin for the SM it is listed as), an integer attr "cuda_smem" from 0 to kMaxDynamicSmem if any (hostile plans), and a
 //   launch geometry within the device's block and grid limits.
 // load():
 //   1. require_support; drop the previous plan's objects;
@@ -24,8 +24,10 @@
 //      (write) it there, with no copy nodes or copies;
 //      inputs kept on the device (CudaIo::Device) have their device buffer and staging but no copy
 //      node: run() uploads them before the graph, run_device_inputs() runs on what is there;
-//   4. build(): cuModuleLoadDataEx per kernel a call uses (the PTX is JIT-compiled for the device;
-//      a failure quotes the JIT log), cuModuleGetFunction(entry) (kernels compiled for clusters of
+//   4. build(): cuModuleLoadDataEx per kernel a call uses: its stored cubin where it has one this
+//      device runs (cuda_abi.h "SASS"; not with Options.cuda_sass false), else, or where the driver
+//      refuses the cubin, the PTX, JIT-compiled for the device (a failure quotes the JIT log);
+//      cuModuleGetFunction(entry) (kernels compiled for clusters of
 //      more than 8 blocks get CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED; kernels with attr
 //      "cuda_smem" > 0 get CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = that many bytes, which
 //      every launch of them, direct or graph node, passes as sharedMemBytes); per call the argument array
@@ -72,6 +74,7 @@
 
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/graph_deps.h"
+#include "backend/cuda/sass.h"
 #include "core/error.h"
 #include "target/cuda/cuda_abi.h"
 
@@ -292,6 +295,7 @@ Support CudaBackend::supports_call(const plan::Plan& plan, int ci) const {
     return Support::no(detail::concat(who, " has options '", k.options, "', not '", plan::cuda::kPtxFormat,
                                       "': the cuda backend loads only PTX (run the plan pass nvrtc; cuda_abi.h)"));
   if (k.entry.empty()) return Support::no(who + " has PTX but no entry");
+  if (const std::string why = cuda_sass::problem(k); !why.empty()) return Support::no(who + " " + why);
   if (const std::string why = dynamic_smem_problem(k); !why.empty()) return Support::no(who + " " + why);
   for (int d = 0; d < 3; ++d)
     if (c.global[size_t(d)] < 0 || c.local[size_t(d)] < 0)
@@ -510,7 +514,27 @@ void CudaBackend::build() {
     CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void* vals[] = {log.data(), reinterpret_cast<void*>(uintptr_t(log.size() - 1))};
     CUmodule m = nullptr;
-    const CUresult r = d.cuModuleLoadDataEx(&m, k.source.c_str(), 2, opts, vals);
+    const auto t0 = std::chrono::steady_clock::now();
+    // The stored SASS this GPU runs, if any (cuda_abi.h "SASS"); where the driver refuses it (an
+    // older driver than the compiler's cubin format, a simulator), the PTX as without it.
+    if (const int sm = opts_.cuda_sass ? cuda_sass::pick(k, dev_.cc_major, dev_.cc_minor) : 0; sm) {
+      const std::string& cubin = k.attrs.s(plan::cuda::sass_attr(sm));
+      if (const CUresult rs = d.cuModuleLoadDataEx(&m, cubin.data(), 2, opts, vals); rs == CUDA_SUCCESS) {
+        ++info_.sass_modules;
+        info_.sass_sm = std::max(info_.sass_sm, sm);
+      } else {
+        m = nullptr;
+        if (info_.sass_refused.empty()) {
+          const std::string text = cu::error_text(rs);
+          const bool log_new = log[0] && text.find(log.data()) == std::string::npos;
+          info_.sass_refused = detail::concat("kernel '", k.name, "' sm_", sm, ": ", text,
+                                              log_new ? detail::concat(" (", log.data(), ")") : std::string());
+        }
+        log.assign(log.size(), '\0');
+      }
+    }
+    const CUresult r = m ? CUDA_SUCCESS : d.cuModuleLoadDataEx(&m, k.source.c_str(), 2, opts, vals);
+    info_.load_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (r != CUDA_SUCCESS) {
       std::string text(log.data());
       while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();

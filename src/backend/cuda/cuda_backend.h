@@ -34,6 +34,10 @@ struct CudaLoadInfo {
   std::string device;       // "NVIDIA H200 (sm_90)"
   int driver_version = 0;   // cuDriverGetVersion
   int modules = 0;          // cuModuleLoadDataEx calls (one per kernel that a call uses)
+  int sass_modules = 0;     // ... of them loaded from a stored cubin (cuda_abi.h "SASS"), the rest from PTX
+  int sass_sm = 0;          // the cubins' SM (90 for sm_90; the highest where kernels differ), 0 = none
+  std::string sass_refused; // the driver's answer to the first stored cubin it refused ("" = none)
+  double load_ms = 0;       // wall time of the modules' loads (JIT compiles included), ms
   int launches = 0;         // kernel launches per inference
   bool graph = false;       // the inference was recorded as a CUDA graph
   bool branches = false;    // ... with memory-dependency edges (CudaGraph::Branches), not a chain

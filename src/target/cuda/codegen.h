@@ -36,6 +36,7 @@
 // one thread-block cluster per image (stage.cpp, compute_90+); cuda_abi.h gives their argument order.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/passes/passes.h"
@@ -62,14 +63,23 @@ bool codegen(Plan& p, const PassCtx& ctx);
 // Plan pass "nvrtc" (always on, last): compiles every kernel's CUDA source to PTX for
 // ctx.cuda.arch with NVRTC (loaded at run time: libnvrtc.so of CUDA 12/13) and stores the PTX in
 // Kernel.source with Kernel.options = kPtxFormat; kernels with attr "cuda_pdl" are compiled with
-// OPV_PDL defined (their programmatic-dependent-launch prologue). Errors carry NVRTC's log and the
-// kernel name.
+// OPV_PDL defined (their programmatic-dependent-launch prologue). With ctx.cuda.sass_sms() (compile
+// --cuda-sass, default the arch's own GPU) each kernel also gets a cubin per SM in its attrs
+// (cuda_abi.h "SASS"). Errors carry NVRTC's log and the kernel name.
 bool nvrtc_compile(Plan& p, const PassCtx& ctx);
 
 // Compiles one CUDA C++ source to PTX (exposed for tests), with -D<define> for each of `defines`.
 // Throws opv::Error when NVRTC is missing or the source does not compile (with the log).
 std::string compile_to_ptx(const std::string& source, const std::string& name, const std::string& arch,
                            const std::vector<std::string>& defines = {});
+// A kernel compiled for the artifact: the PTX for `arch` and, for each SM of `sass_sms` (each at
+// least the arch's), that GPU's cubin (NVRTC's SASS), in the order asked. Throws as compile_to_ptx.
+struct CompiledKernel {
+  std::string ptx;
+  std::vector<std::pair<int, std::string>> sass;  // {90, cubin of sm_90}, ...
+};
+CompiledKernel compile_kernel(const std::string& source, const std::string& name, const std::string& arch,
+                              const std::vector<int>& sass_sms, const std::vector<std::string>& defines = {});
 // Whether NVRTC can be loaded here (tests skip the compile step without it).
 bool nvrtc_available(std::string* why = nullptr);
 

@@ -18,6 +18,16 @@
 //                      C++ the pass "cuda-codegen" wrote there (compile --dump-after cuda-codegen
 //                      shows that source). The backend loads it with cuModuleLoadData (the driver
 //                      JIT-compiles PTX for the device it runs on).
+//   SASS               kernel attr "cuda_sass" (ints, ascending: e.g. [90]) = the GPUs whose machine
+//                      code the kernel also holds, each as attr "cuda_sass_<NN>" (string: NVRTC's
+//                      cubin for sm_NN, an ELF image, EM_CUDA, whose header names sm_NN), compiled
+//                      from the same CUDA C++ as the PTX (compile --cuda-sass; default the arch's own
+//                      GPU). A device of compute capability X.y loads the cubin of the highest
+//                      sm_XZ with Z <= y (SASS runs on the GPUs of its major version from its minor
+//                      on) instead of JIT-compiling the PTX; without one, or where the driver
+//                      refuses it (the backend then loads the PTX and says why: CudaLoadInfo), the
+//                      PTX. A listed SM without its image, an image that is not such a cubin or
+//                      names another SM is refused as a corrupt plan (supports_call).
 //   Kernel.entry       the extern "C" __global__ function.
 //   Kernel.options     kPtxFormat ("ptx") once the source is PTX; anything else is not loadable.
 //   Every call has a kernel: there is no host fallback on this target (the compiler refuses ops
@@ -137,6 +147,8 @@
 namespace opv::plan::cuda {
 
 constexpr const char* kPtxFormat = "ptx";  // Kernel.options of a loadable kernel
+constexpr const char* kSassSmsAttr = "cuda_sass";  // the SMs whose cubins a kernel holds ("SASS")
+inline std::string sass_attr(int sm) { return "cuda_sass_" + std::to_string(sm); }  // one cubin
 
 // The number of a "compute_<NN>" architecture (plan meta "cuda_arch"; "" = the default, 75).
 inline int arch_number(const std::string& arch) {

@@ -1,4 +1,4 @@
-/* Plan pass "nvrtc": CUDA C++ -> PTX ahead of time, with NVRTC loaded at run time.
+/* Plan pass "nvrtc": CUDA C++ -> PTX (and SASS) ahead of time, with NVRTC loaded at run time.
  *   1. NVRTC is found with dlopen (libnvrtc.so, then the CUDA 13 / 12 sonames, then the default
  *      toolkit folder), so opvision needs no CUDA library to build or to run other targets; only
  *      `compile --target cuda` needs it, and says so when it is missing.
@@ -7,6 +7,10 @@
  *   3. Every kernel still in CUDA source form is compiled for --gpu-architecture=<ctx.cuda.arch>,
  *      IEEE float (no fast math), with OPV_PDL defined where kernel attr "cuda_pdl" asks for the
  *      programmatic-dependent-launch prologue; the PTX replaces the source (Kernel.options "ptx").
+ *   4. SASS (ctx.cuda.sass_sms(), compile --cuda-sass): for the architecture's own GPU one compile
+ *      with --gpu-architecture=sm_NN gives both the PTX (the same .target sm_NN text as compute_NN)
+ *      and the cubin; each other sm_MM is one more compile, for its cubin. The cubins go into the
+ *      kernel's attrs (cuda_abi.h "SASS"), the PTX stays for every other GPU.
  * Invariant: a kernel either compiles or the pass fails with NVRTC's log naming the kernel.
  */
 #include <dlfcn.h>
@@ -34,6 +38,8 @@ struct Nvrtc {
   nvrtcResult (*compile)(nvrtcProgram, int, const char* const*) = nullptr;
   nvrtcResult (*ptx_size)(nvrtcProgram, size_t*) = nullptr;
   nvrtcResult (*ptx)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*cubin_size)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*cubin)(nvrtcProgram, char*) = nullptr;
   nvrtcResult (*log_size)(nvrtcProgram, size_t*) = nullptr;
   nvrtcResult (*log)(nvrtcProgram, char*) = nullptr;
   nvrtcResult (*destroy)(nvrtcProgram*) = nullptr;
@@ -62,6 +68,8 @@ const Nvrtc& nvrtc() {
     n.compile = reinterpret_cast<decltype(n.compile)>(sym("nvrtcCompileProgram"));
     n.ptx_size = reinterpret_cast<decltype(n.ptx_size)>(sym("nvrtcGetPTXSize"));
     n.ptx = reinterpret_cast<decltype(n.ptx)>(sym("nvrtcGetPTX"));
+    n.cubin_size = reinterpret_cast<decltype(n.cubin_size)>(sym("nvrtcGetCUBINSize"));
+    n.cubin = reinterpret_cast<decltype(n.cubin)>(sym("nvrtcGetCUBIN"));
     n.log_size = reinterpret_cast<decltype(n.log_size)>(sym("nvrtcGetProgramLogSize"));
     n.log = reinterpret_cast<decltype(n.log)>(sym("nvrtcGetProgramLog"));
     n.destroy = reinterpret_cast<decltype(n.destroy)>(sym("nvrtcDestroyProgram"));
@@ -78,13 +86,16 @@ bool nvrtc_available(std::string* why) {
   return n.error.empty();
 }
 
-std::string compile_to_ptx(const std::string& source, const std::string& name, const std::string& arch,
-                           const std::vector<std::string>& defines) {
+namespace {
+
+// One NVRTC compile of `source` for --gpu-architecture=`gpu` (compute_NN or sm_NN): the PTX into
+// *ptx and, for sm_NN, the cubin into *cubin (either may be null).
+void nvrtc_build(const std::string& source, const std::string& name, const std::string& gpu,
+                 const std::vector<std::string>& defines, std::string* ptx, std::string* cubin) {
   const Nvrtc& n = nvrtc();
   OPV_CHECK(n.error.empty(), "target cuda: ", n.error);
-  Options::check_arch(arch);
   auto check = [&](nvrtcResult r, const char* what) {
-    OPV_CHECK(r == kNvrtcSuccess, "NVRTC ", what, " for kernel ", name, ": ", n.error_string(r));
+    OPV_CHECK(r == kNvrtcSuccess, "NVRTC ", what, " for kernel ", name, " (", gpu, "): ", n.error_string(r));
   };
   nvrtcProgram prog = nullptr;
   check(n.create(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
@@ -93,7 +104,7 @@ std::string compile_to_ptx(const std::string& source, const std::string& name, c
     nvrtcProgram* p;
     ~Guard() { n.destroy(p); }
   } guard{n, &prog};
-  const std::string arch_opt = "--gpu-architecture=" + arch;
+  const std::string arch_opt = "--gpu-architecture=" + gpu;
   std::vector<std::string> defs;
   for (const std::string& d : defines) defs.push_back("-D" + d);
   std::vector<const char*> opts = {arch_opt.c_str(), "--std=c++17", "--fmad=true", "-default-device"};
@@ -107,26 +118,70 @@ std::string compile_to_ptx(const std::string& source, const std::string& name, c
       n.log(prog, log.data());
       log.resize(size - 1);
     }
-    fail("NVRTC cannot compile kernel ", name, " (", n.error_string(r), "):\n", log);
+    fail("NVRTC cannot compile kernel ", name, " for ", gpu, " (", n.error_string(r), "):\n", log);
   }
-  size_t size = 0;
-  check(n.ptx_size(prog, &size), "nvrtcGetPTXSize");
-  std::string ptx(size, '\0');
-  check(n.ptx(prog, ptx.data()), "nvrtcGetPTX");
-  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  if (ptx) {
+    size_t size = 0;
+    check(n.ptx_size(prog, &size), "nvrtcGetPTXSize");
+    ptx->assign(size, '\0');
+    check(n.ptx(prog, ptx->data()), "nvrtcGetPTX");
+    while (!ptx->empty() && ptx->back() == '\0') ptx->pop_back();
+  }
+  if (cubin) {
+    size_t size = 0;
+    check(n.cubin_size(prog, &size), "nvrtcGetCUBINSize");
+    OPV_CHECK(size > 0, "NVRTC gave kernel ", name, " an empty cubin for ", gpu);
+    cubin->assign(size, '\0');
+    check(n.cubin(prog, cubin->data()), "nvrtcGetCUBIN");
+  }
+}
+
+}  // namespace
+
+std::string compile_to_ptx(const std::string& source, const std::string& name, const std::string& arch,
+                           const std::vector<std::string>& defines) {
+  Options::check_arch(arch);
+  std::string ptx;
+  nvrtc_build(source, name, arch, defines, &ptx, nullptr);
   return ptx;
+}
+
+CompiledKernel compile_kernel(const std::string& source, const std::string& name, const std::string& arch,
+                              const std::vector<int>& sass_sms, const std::vector<std::string>& defines) {
+  const std::vector<int> own = Options::sass_sms("auto", arch);  // checks arch
+  CompiledKernel out;
+  bool have_ptx = false;
+  for (int sm : sass_sms) {
+    OPV_CHECK(sm >= own[0], "kernel ", name, ": SASS for sm_", sm, " is older than ", arch);
+    std::string cubin;
+    // The architecture's own GPU: one compile for both (the PTX targets sm_NN either way).
+    const bool both = sm == own[0];
+    nvrtc_build(source, name, "sm_" + std::to_string(sm), defines, both ? &out.ptx : nullptr, &cubin);
+    have_ptx |= both;
+    out.sass.emplace_back(sm, std::move(cubin));
+  }
+  if (!have_ptx) nvrtc_build(source, name, arch, defines, &out.ptx, nullptr);
+  return out;
 }
 
 bool nvrtc_compile(Plan& p, const PassCtx& ctx) {
   OPV_CHECK(p.target == "cuda", "nvrtc: plan targets '", p.target, "', not cuda");
   bool changed = false;
+  const std::vector<int> sms = ctx.cuda.sass_sms();
   for (Kernel& k : p.kernels) {
     if (k.options == kPtxFormat) continue;
     OPV_CHECK(k.options == "cuda", "nvrtc: kernel ", k.name, " has no CUDA source (options '", k.options, "')");
     std::vector<std::string> defines;
     if (const int64_t pdl = k.attrs.i("cuda_pdl", 0); pdl != 0) defines.push_back("OPV_PDL=" + std::to_string(pdl));
-    k.source = compile_to_ptx(k.source, k.name, ctx.cuda.arch, defines);
+    CompiledKernel ck = compile_kernel(k.source, k.name, ctx.cuda.arch, sms, defines);
+    k.source = std::move(ck.ptx);
     k.options = kPtxFormat;
+    std::vector<int64_t> have;
+    for (auto& [sm, cubin] : ck.sass) {
+      have.push_back(sm);
+      k.attrs.set(sass_attr(sm), std::move(cubin));
+    }
+    if (!have.empty()) k.attrs.set(kSassSmsAttr, have);
     changed = true;
   }
   return changed;

@@ -1,6 +1,8 @@
 #include "target/cuda/options.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include "core/error.h"
 
@@ -8,6 +10,7 @@ namespace opv::plan::cuda {
 
 namespace {
 constexpr const char* kArchKey = "cuda_arch";
+constexpr const char* kSassKey = "cuda_sass";  // Options::sass (absent = auto, the default)
 constexpr const char* kFfnKey = "cuda_ffn";  // 0 = fc1/fc2 kept apart (absent = fused, the default)
 constexpr const char* kFfnDwKey = "cuda_ffn_dw";  // 1 = the depthwise conv before fc1 inside (absent = apart, the default)
 constexpr const char* kFfnPairKey = "cuda_ffn_pair";  // FfnPairMode: 0 off, 1 split, 2 all (absent = off, the default)
@@ -167,11 +170,40 @@ void Options::check_arch(const std::string& arch) {
             "'");
 }
 
+std::vector<int> Options::sass_sms(const std::string& sass, const std::string& arch) {
+  check_arch(arch);
+  const int arch_sm = std::atoi(arch.c_str() + std::string(kArchPrefix).size());
+  if (sass == "auto") return {arch_sm};
+  if (sass == "none") return {};
+  std::vector<int> sms;
+  size_t at = 0;
+  while (true) {
+    const size_t end = std::min(sass.find(',', at), sass.size());
+    const std::string item = sass.substr(at, end - at);
+    bool ok = item.size() > 3 && item.size() <= 6 && item.compare(0, 3, "sm_") == 0;
+    for (size_t i = 3; ok && i < item.size(); ++i) ok = std::isdigit(static_cast<unsigned char>(item[i])) != 0;
+    OPV_CHECK(ok, "cuda sass must be auto, none or a comma list of sm_NN (e.g. sm_90 or sm_80,sm_86), got '", sass,
+              "'");
+    const int sm = std::atoi(item.c_str() + 3);
+    OPV_CHECK(sm >= arch_sm, "cuda sass ", item, " is older than the architecture ", arch,
+              ": the PTX's code may use what that GPU lacks");
+    if (std::find(sms.begin(), sms.end(), sm) == sms.end()) sms.push_back(sm);
+    if (end == sass.size()) break;
+    at = end + 1;
+  }
+  std::sort(sms.begin(), sms.end());
+  return sms;
+}
+
 void Options::record(Attrs& meta) const {
   if (arch != Options().arch)
     meta.set(kArchKey, arch);
   else
     meta.erase(kArchKey);
+  if (sass != Options().sass)
+    meta.set(kSassKey, sass);
+  else
+    meta.erase(kSassKey);
   if (fuse_ffn != Options().fuse_ffn)
     meta.set(kFfnKey, int64_t(fuse_ffn ? 1 : 0));
   else
@@ -222,6 +254,8 @@ Options Options::from_meta(const Attrs& meta) {
   Options o;
   o.arch = meta.s(kArchKey, o.arch);
   check_arch(o.arch);
+  o.sass = meta.s(kSassKey, o.sass);
+  sass_sms(o.sass, o.arch);
   const int64_t ffn = meta.i(kFfnKey, o.fuse_ffn ? 1 : 0);
   OPV_CHECK(ffn == 0 || ffn == 1, "plan meta ", kFfnKey, " must be 0 or 1, got ", ffn);
   o.fuse_ffn = ffn != 0;

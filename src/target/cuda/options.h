@@ -1,12 +1,13 @@
-// Typed compile options of target "cuda" (compile --cuda-arch, --cuda-ffn, --cuda-ffn-dw,
+// Typed compile options of target "cuda" (compile --cuda-arch, --cuda-sass, --cuda-ffn, --cuda-ffn-dw,
 // --cuda-pack, --cuda-se, --cuda-cluster, --cuda-stage, --cuda-heads, --cuda-pdl, --cuda-layout, --cuda-tune), handed to its plan passes in plan::PassCtx.
-// Recorded in plan meta ("cuda_arch", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_se",
+// Recorded in plan meta ("cuda_arch", "cuda_sass", "cuda_ffn", "cuda_ffn_dw", "cuda_pack", "cuda_se",
 // "cuda_cluster", "cuda_stage", "cuda_pdl", "cuda_layout", "cuda_tune";
 // only values that differ from the defaults) like the opencl options, so `opvision opt` and
 // readers of an artifact see what the plan and its PTX were compiled with.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/attrs.h"
 
@@ -116,6 +117,13 @@ struct Options {
   // JIT-compiles the PTX for the device it runs on, so any GPU of this generation or newer runs
   // it; compute_75 (Turing) is the oldest CUDA 13 supports.
   std::string arch = "compute_75";
+  // The GPUs whose machine code (SASS, a cubin per kernel) the artifact also holds, beside the PTX
+  // (compile --cuda-sass; plan pass nvrtc, kernel attrs cuda_abi.h "SASS"): "auto" (the default)
+  // = the architecture's own GPU (sm_90 for compute_90), "none" = PTX alone, or a comma list of
+  // sm_NN, each at least the architecture. A GPU of the same major version and at least the
+  // cubin's minor loads the cubin instead of JIT-compiling the PTX (the backend picks; any other
+  // GPU, or a driver that refuses the cubin, JIT-compiles the PTX as before).
+  std::string sass = "auto";
   // The ConvFFN's fc1 -> GELU -> fc2 (+ residual) as one tensor-core launch where it fits
   // (compute_80+, codegen.h); false keeps fc1 and fc2 as two calls (a before/after of the fusion).
   bool fuse_ffn = true;
@@ -190,13 +198,17 @@ struct Options {
 
   // Throws opv::Error unless `arch` is "compute_<digits>" (for the CLI and from_meta).
   static void check_arch(const std::string& arch);
-  // meta "cuda_arch" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_ffn_pair" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_stage" / "cuda_heads" / "cuda_pdl" /
+  // The SM numbers (90 for sm_90) `sass` names for `arch`, ascending and distinct; empty for
+  // "none". Throws opv::Error for anything but auto, none or a list of sm_NN at least the arch.
+  static std::vector<int> sass_sms(const std::string& sass, const std::string& arch);
+  std::vector<int> sass_sms() const { return sass_sms(sass, arch); }
+  // meta "cuda_arch" / "cuda_sass" / "cuda_ffn" / "cuda_ffn_dw" / "cuda_ffn_pair" / "cuda_pack" / "cuda_se" / "cuda_cluster" / "cuda_stage" / "cuda_heads" / "cuda_pdl" /
   // "cuda_layout" / "cuda_tune", each only when
   // not the default
   void record(Attrs& meta) const;
   static Options from_meta(const Attrs& meta);
   bool operator==(const Options& o) const {
-    return arch == o.arch && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && ffn_pair == o.ffn_pair &&
+    return arch == o.arch && sass == o.sass && fuse_ffn == o.fuse_ffn && fuse_ffn_dw == o.fuse_ffn_dw && ffn_pair == o.ffn_pair &&
            fuse_pack == o.fuse_pack &&
            fuse_se == o.fuse_se && cluster == o.cluster && fuse_stage == o.fuse_stage &&
            fuse_heads == o.fuse_heads && pdl == o.pdl && layout == o.layout && tune == o.tune;
