@@ -2,7 +2,7 @@
 # Builds the libFuzzer harnesses (tests/fuzz, clang, ASan+UBSan) in ./build-san, the sanitizer
 # build scripts/test.sh --sanitize shares (scripts/sanitizer_build.sh), and runs each target for
 # SECONDS (default 3600), OPV_FUZZ_PARALLEL targets at a time (default 1: one after another).
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: onnx opv npy ir3 container capture pm4 ptx
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: onnx opv npy ir3 container capture pm4 ptx cubin
 # New corpus entries go to build-san/corpus/<target>/ (scratch, kept between runs; the committed
 # seeds in tests/fuzz/corpus/<target>/ are only read). Any crash, sanitizer report, leak, timeout
 # (> OPV_FUZZ_TIMEOUT s for one input, default 25) or out-of-memory (> 2 GB) is a finding: its
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-3600}
 shift || true
-ALL=(onnx opv npy ir3 container capture pm4 ptx)
+ALL=(onnx opv npy ir3 container capture pm4 ptx cubin)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 for t in "${TARGETS[@]}"; do

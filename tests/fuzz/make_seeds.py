@@ -9,7 +9,8 @@ opv: those compiled for reference and cpu; npy: every supported dtype, header ve
 .npz stored and deflated; ir3: raw code of committed a630 kernels and short assembler programs
 (first byte = harness mode, see targets.cpp); container: program binaries in the layout of
 src/ir3/container.cpp make(); capture: tests/data/ir3/small_fp16/capture.json; pm4: short
-streams of type-4 and type-7 packets.
+streams of type-4 and type-7 packets; cubin: NVRTC's cubins of two small kernels (sm_80, sm_90),
+written only where NVRTC loads (ctypes), else the committed ones stay.
 """
 import argparse, io, os, shutil, struct, subprocess, sys, tempfile, zipfile
 import numpy as np
@@ -289,6 +290,34 @@ def opv_seeds(opvision, onnx_models):
                 out("opv", f"{k}_{target}.opv", open(dst, "rb").read())
 
 
+def cubin_seeds():
+    import ctypes
+    for name in ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"):
+        try:
+            nv = ctypes.CDLL(name)
+            break
+        except OSError:
+            nv = None
+    if nv is None:
+        print("make_seeds: no NVRTC: the committed cubin seeds stay", file=sys.stderr)
+        return
+    shutil.rmtree(os.path.join(CORPUS, "cubin"), ignore_errors=True)
+    src = (b'extern "C" __global__ void k(const float* x, float* y, int n) {'
+           b' int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * 2.0f + 1.0f; }')
+    for sm in (80, 90):
+        prog = ctypes.c_void_p()
+        assert nv.nvrtcCreateProgram(ctypes.byref(prog), src, b"k.cu", 0, None, None) == 0
+        opts = (ctypes.c_char_p * 1)(f"--gpu-architecture=sm_{sm}".encode())
+        assert nv.nvrtcCompileProgram(prog, 1, opts) == 0
+        size = ctypes.c_size_t()
+        assert nv.nvrtcGetCUBINSize(prog, ctypes.byref(size)) == 0
+        buf = ctypes.create_string_buffer(size.value)
+        assert nv.nvrtcGetCUBIN(prog, buf) == 0
+        nv.nvrtcDestroyProgram(ctypes.byref(prog))
+        out("cubin", f"scale_sm{sm}.cubin", buf.raw)
+        out("cubin", f"scale_sm{sm}_header.cubin", buf.raw[:64])  # the header alone: tables outside
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--opvision", default=os.path.join(ROOT, "build", "opvision"))
@@ -300,6 +329,7 @@ def main():
     ir3_seeds()
     container_seeds()
     pm4_seeds()
+    cubin_seeds()
     out("capture", "small_fp16.json",
         open(os.path.join(ROOT, "tests", "data", "ir3", "small_fp16", "capture.json"), "rb").read())
     opv_seeds(a.opvision, models)

@@ -20,6 +20,10 @@
 #include "backend/qcom/pm4.h"
 #ifdef OPV_HAVE_CUDASIM
 #include "backend/cuda/sim/ptx.h"
+#if OPV_HAVE_CUDA
+#include "backend/cuda/sass.h"
+#include "target/cuda/cuda_abi.h"
+#endif
 #endif
 #include "compiler/compile.h"
 #include "core/error.h"
@@ -470,11 +474,39 @@ int fuzz_ptx(const uint8_t* data, size_t size) {
   return 0;
 }
 
+// ---- cubin (a cuda plan kernel's stored SASS, backend/cuda/sass.h) ------------------------------
+// The bytes as a cubin: cubin_sm's verdict, and problem() / pick() on a kernel that lists it for
+// the SM it names must agree with it.
+
+int fuzz_cubin(const uint8_t* data, size_t size) {
+#if OPV_HAVE_CUDA
+  if (size > (1u << 20)) return 0;
+  const std::string image(reinterpret_cast<const char*>(data), size);
+  std::string why;
+  const int sm = backend::cuda_sass::cubin_sm(image, &why);
+  if (sm == 0 && why.empty()) broken("cubin_sm refused an image without saying why");
+  plan::Kernel k;
+  k.name = "fuzz";
+  const int listed = sm ? sm : 90;
+  k.attrs.set(plan::cuda::kSassSmsAttr, std::vector<int64_t>{listed});
+  k.attrs.set(plan::cuda::sass_attr(listed), image);
+  const std::string problem = backend::cuda_sass::problem(k);
+  if (sm && !problem.empty()) broken("problem() refuses a cubin cubin_sm accepts: " + problem);
+  if (!sm && problem.empty()) broken("problem() accepts an image cubin_sm refuses");
+  if (sm && backend::cuda_sass::pick(k, sm / 10, sm % 10) != sm) broken("pick() skips the device's own cubin");
+#else
+  (void)data;
+  (void)size;
+#endif
+  return 0;
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> t = {{"onnx", fuzz_onnx},           {"opv", fuzz_opv},
                                         {"npy", fuzz_npy},             {"ir3", fuzz_ir3},
                                         {"container", fuzz_container}, {"capture", fuzz_capture},
-                                        {"pm4", fuzz_pm4},             {"ptx", fuzz_ptx}};
+                                        {"pm4", fuzz_pm4},             {"ptx", fuzz_ptx},
+                                        {"cubin", fuzz_cubin}};
   return t;
 }
 

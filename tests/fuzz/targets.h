@@ -19,6 +19,7 @@ int fuzz_container(const uint8_t* data, size_t size);  // Qualcomm program binar
 int fuzz_capture(const uint8_t* data, size_t size);    // ir3 capture.json (Capture::load)
 int fuzz_pm4(const uint8_t* data, size_t size);        // a6xx PM4 stream decoder (backend/qcom/pm4.h)
 int fuzz_ptx(const uint8_t* data, size_t size);        // PTX parse + a bounded run (cudasim; no-op without it)
+int fuzz_cubin(const uint8_t* data, size_t size);      // a stored cubin's checks (cuda backend; no-op without it)
 
 struct Target {
   const char* name;  // corpus/<name>, repro/<name>
