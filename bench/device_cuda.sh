@@ -15,7 +15,9 @@
 #   bash bench/device_cuda.sh [--arch compute_NN] [--base-flags "COMPILE FLAGS"] [--base-bin] [--batch N] [--probe] [bench_cuda.py args]
 #       on the GPU machine (the run tool carries .devrun): compiles the fixture there (NVRTC of the
 #       machine's CUDA; the bundle carries the ONNX, not a 21 MB artifact), the cuda gtests,
-#       `opvision verify --backend cuda` on every artifact, then bench/bench_cuda.py against PyTorch
+#       `opvision verify --backend cuda` on every artifact (and the fixture's with --cuda-code ptx),
+#       the fixture's module load with its stored SASS against the PTX JIT-compiled (driver cache
+#       off), bench/cuda_floor.cu where nvcc is there, then bench/bench_cuda.py against PyTorch
 #       (latency, throughput with --inflight N frames in flight, torch.compile bounded by
 #       --compile-timeout S). --base-flags compiles a second fixture artifact with these extra
 #       compile flags (e.g. "--cuda-ffn off"), --base-bin with the bundle's opvision_base (both:
@@ -174,8 +176,20 @@ for art in "$A"/*.opv; do
   printf '%-14s ' "$n"
   "$OPV" verify "$art" --ref "$ref" --backend cuda || echo "  ^ FAILED ($n)"
 done
+echo "== load: stored SASS against the PTX JIT-compiled (CUDA_CACHE_DISABLE=1: every load compiles)"
+for code in auto ptx auto ptx; do
+  CUDA_CACHE_DISABLE=1 "$OPV" run "$A/fixture_fp16.opv" --backend cuda --cuda-code "$code" 2>&1 |
+    grep -E "cuda code:|\] .* ms$" | sed "s/^/  $code: /" || true
+done
+printf '%-14s ' "fixture, ptx"
+"$OPV" verify "$A/fixture_fp16.opv" --ref "$M""_ref.npz" --backend cuda --cuda-code ptx || echo "  ^ FAILED (--cuda-code ptx)"
 if [[ -n "${OUT:-}" ]]; then  # the run tool's output folder: a Chrome trace of profiled runs
   "$OPV" bench "$A/fixture_fp16.opv" --backend cuda --iters 20 --trace "$OUT/cuda_trace.json" >/dev/null
+fi
+if command -v nvcc >/dev/null; then  # the floor of a chain of dependent steps (bench/cuda_floor.cu)
+  echo "== cuda_floor (43 steps; 132 and 264 blocks a step)"
+  nvcc -O2 -arch=sm_90 "$ROOT/bench/cuda_floor.cu" -o /tmp/opv/cuda_floor &&
+    { timeout 120 /tmp/opv/cuda_floor 43 132; timeout 120 /tmp/opv/cuda_floor 43 264; } || echo "  cuda_floor FAILED"
 fi
 if command -v nvcc >/dev/null; then  # registers/spills of the fused kernels (the CUDA C++ the PTX came from)
   for k in ffn_64 ffn_128 ffn_256; do
