@@ -161,10 +161,13 @@ class InferenceSession:
             runs, run() uploads them before the graph, and run_device_inputs() runs on what is
             there (device_inputs(): where a caller writes its frames on the GPU). Other backends
             ignore it.
+        cuda_code: "auto" (default): the cuda backend loads each kernel's stored machine code
+            (SASS) where the artifact holds a cubin this GPU runs (compile --cuda-sass), else
+            JIT-compiles its PTX; "ptx": always the PTX (CLI --cuda-code). Other backends ignore it.
 
     Raises:
-        InvalidArgument: unknown backend, threads out of range, unknown cpu_precision or
-            cuda_inputs.
+        InvalidArgument: unknown backend, threads out of range, unknown cpu_precision,
+            cuda_inputs or cuda_code.
         LoadError: the file is missing or not a regular file; the artifact is truncated,
             corrupted or for another backend.
         InvalidGraph: the .onnx model cannot be compiled.
@@ -175,7 +178,8 @@ class InferenceSession:
     """
 
     def __init__(self, path: PathLike, backend: str = "cpu", threads: int = 0,
-                 device: str = "", cpu_precision: str = "fp32", cuda_inputs: str = "auto") -> None:
+                 device: str = "", cpu_precision: str = "fp32", cuda_inputs: str = "auto",
+                 cuda_code: str = "auto") -> None:
         if not isinstance(backend, str):
             raise InvalidArgument(f"backend must be a str, got {type(backend).__name__}")
         if isinstance(threads, bool) or not isinstance(threads, int):
@@ -186,8 +190,10 @@ class InferenceSession:
             raise InvalidArgument(f"cpu_precision must be a str, got {type(cpu_precision).__name__}")
         if not isinstance(cuda_inputs, str):
             raise InvalidArgument(f"cuda_inputs must be a str, got {type(cuda_inputs).__name__}")
+        if not isinstance(cuda_code, str):
+            raise InvalidArgument(f"cuda_code must be a str, got {type(cuda_code).__name__}")
         self._path = _path(path, "path")
-        self._s = _opvision._Session(self._path, backend, threads, device, cpu_precision, cuda_inputs)
+        self._s = _opvision._Session(self._path, backend, threads, device, cpu_precision, cuda_inputs, cuda_code)
         self._inputs = [NodeArg(*spec) for spec in self._s.inputs()]
         self._outputs = [NodeArg(*spec) for spec in self._s.outputs()]
 

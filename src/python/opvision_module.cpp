@@ -257,7 +257,7 @@ void compile(const std::string& onnx_path, const std::string& out_path, const st
 class PySession {
  public:
   PySession(const std::string& path, const std::string& backend_name, int64_t threads, const std::string& device,
-            const std::string& cpu_precision, const std::string& cuda_inputs) {
+            const std::string& cpu_precision, const std::string& cuda_inputs, const std::string& cuda_code) {
     check_target(backend_name, "backend");
     if (cpu_precision != "fp32" && cpu_precision != "bf16")
       raise(ErrorKind::InvalidArgument, "cpu_precision must be 'fp32' or 'bf16', got '", cpu_precision, "'");
@@ -270,6 +270,8 @@ class PySession {
     if (io == std::end(kCudaIo))
       raise(ErrorKind::InvalidArgument, "cuda_inputs must be 'auto', 'copy', 'mapped' or 'device', got '", cuda_inputs,
             "'");
+    if (cuda_code != "auto" && cuda_code != "ptx")
+      raise(ErrorKind::InvalidArgument, "cuda_code must be 'auto' or 'ptx', got '", cuda_code, "'");
     if (threads < 0 || threads > tools::kMaxThreads)
       raise(ErrorKind::InvalidArgument, "threads must be in 0..", tools::kMaxThreads, " (0: the backend's default), got ",
             threads);
@@ -278,6 +280,7 @@ class PySession {
     opts.device = device;
     opts.cpu_bf16 = cpu_precision == "bf16";
     opts.cuda_inputs = io->second;
+    opts.cuda_sass = cuda_code == "auto";
     path_ = path;
     threads_ = int(threads);
     nb::gil_scoped_release unlocked;
@@ -469,9 +472,9 @@ NB_MODULE(_opvision, m) {
         nb::arg("disable_passes"), nb::arg("batch").none(), "Compiles an ONNX model for `target` and writes the .opv artifact.");
   nb::class_<PySession>(m, "_Session", "A loaded model on one backend (see opvision.InferenceSession).")
       .def(nb::init<const std::string&, const std::string&, int64_t, const std::string&, const std::string&,
-                    const std::string&>(),
+                    const std::string&, const std::string&>(),
            nb::arg("path"), nb::arg("backend"), nb::arg("threads"), nb::arg("device"), nb::arg("cpu_precision"),
-           nb::arg("cuda_inputs"))
+           nb::arg("cuda_inputs"), nb::arg("cuda_code"))
       .def_prop_ro("backend", &PySession::backend_name)
       .def_prop_ro("batch", &PySession::batch, "samples per inference of a compile --batch artifact, else None")
       .def("inputs", &PySession::inputs, "[(name, numpy dtype name, shape)] in model order")

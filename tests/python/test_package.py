@@ -231,7 +231,7 @@ assert np.array_equal(first, again), "run_device_inputs runs on what the last ru
 for k, d in dev.items():
     ctypes.memmove(d.ptr, other[k].ctypes.data, other[k].nbytes)
 (written,) = s.run_device_inputs([s.get_outputs()[0].name])
-c = opvision.InferenceSession(sys.argv[2], backend="cuda", cuda_inputs="copy")
+c = opvision.InferenceSession(sys.argv[2], backend="cuda", cuda_inputs="copy", cuda_code="ptx")
 assert c.device_inputs() == {}
 (want,) = c.run(None, other)
 assert np.array_equal(written, want) and not np.array_equal(written, first), "outputs follow the written inputs"
@@ -245,6 +245,11 @@ try:
     raise SystemExit("cuda_inputs='devices' accepted")
 except opvision.InvalidArgument as e:
     assert "cuda_inputs must be 'auto', 'copy', 'mapped' or 'device'" in str(e), e
+try:
+    opvision.InferenceSession(sys.argv[2], backend="cuda", cuda_code="sass")
+    raise SystemExit("cuda_code='sass' accepted")
+except opvision.InvalidArgument as e:
+    assert "cuda_code must be 'auto' or 'ptx', got 'sass'" in str(e), e
 print("device inputs ok")
 """
 
@@ -252,8 +257,9 @@ print("device inputs ok")
 def test_device_inputs(opvision, package_dir, cli, models, tmp_path):
     """InferenceSession(cuda_inputs="device"): device_inputs() gives each input's GPU address with
     __cuda_array_interface__; run_device_inputs() runs on the last run's inputs, or on what the
-    caller wrote there (on cudasim, whose device memory is host memory, written with ctypes); a
-    session without device inputs refuses it; the cpu backend has none."""
+    caller wrote there (on cudasim, whose device memory is host memory, written with ctypes), the
+    same as a copying session's run that JIT-compiles the PTX (cuda_code="ptx"); a session without
+    device inputs refuses it; the cpu backend has none."""
     lib = pathlib.Path(cli.path).resolve().parent / "libopv_cudasim.so"
     if not lib.is_file():
         pytest.skip("this build has no cuda target")
