@@ -6,8 +6,9 @@
 //   Linear: they are the caller's tensors); Intermediates at a
 //   kAlign-aligned arena offset inside Plan::arena_bytes, Constants at a kAlign-aligned offset
 //   inside Plan::weights; every call's kernel has PTX source (Kernel.options == kPtxFormat) and an
-//   entry, well-formed SASS attrs if any (sass.h: each a cubin for the SM it is listed as), an integer attr "cuda_smem" from 0 to kMaxDynamicSmem if any (hostile plans), and a
-//   launch geometry within the device's block and grid limits.
+//   entry, well-formed SASS attrs if any (sass.h: each a cubin for the SM it is listed as), an
+//   integer attr "cuda_smem" from 0 to kMaxDynamicSmem if any (hostile plans), and a launch
+//   geometry within the device's block and grid limits.
 // load():
 //   1. require_support; drop the previous plan's objects;
 //   2. context: the device's primary context (retained once, kept across loads), pushed around
