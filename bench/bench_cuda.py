@@ -351,6 +351,10 @@ def main():
     results["launches_per_inference"] = sum(int(k.get("count", 1)) for k in kernels)
     results["kernels"] = kernels
     print(f"launches per inference: {results['launches_per_inference']}")
+    if "modules" in prof:  # which code ran: the stored SASS or the PTX the driver JIT-compiled
+        results["code"] = {"modules": prof["modules"], "sass_modules": prof.get("sass_modules", 0)}
+        print(f"code: {prof.get('sass_modules', 0)} of {prof['modules']} modules from stored SASS, the rest PTX "
+              f"(loaded in {float(prof.get('load_ms', 0)):.0f} ms)")
     if kernels:
         top = sorted(kernels, key=lambda k: -float(k.get("total_ms", 0)))[:12]
         print("slowest kernels (profiled run, CUDA events: each call alone, with its launch):")
