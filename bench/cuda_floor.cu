@@ -186,6 +186,31 @@ double time_us(F&& replay, int iters) {  // median wall time of one replay, micr
   return t[t.size() / 2];
 }
 
+// `steps` launches of `blocks` x kThreads captured on `st` as one graph, each after the one before
+// through a programmatic edge (the first has no kernel before it); launch(cfg, s) enqueues step s.
+template <class F>
+cudaGraphExec_t programmatic_chain(cudaStream_t st, int steps, int blocks, F&& launch) {
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaGraph_t g;
+  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  for (int s = 0; s < steps; ++s) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(kThreads);
+    cfg.stream = st;
+    cfg.attrs = s > 0 ? &attr : nullptr;
+    cfg.numAttrs = s > 0 ? 1 : 0;
+    launch(cfg, s);
+  }
+  CK(cudaStreamEndCapture(st, &g));
+  cudaGraphExec_t ge;
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaGraphDestroy(g));
+  return ge;
+}
+
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 46;
   int blocks = argc > 2 ? std::atoi(argv[2]) : 0;
@@ -240,26 +265,12 @@ int main(int argc, char** argv) {
     const int rw = v & 1;
     const bool early = v < 2;
     CK(cudaMemset(a, 0, n * sizeof(float)));
-    cudaGraph_t g;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    for (int s = 0; s < steps; ++s) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(blocks);
-      cfg.blockDim = dim3(kThreads);
-      cfg.stream = st;
-      cfg.attrs = s > 0 ? &attr : nullptr;  // the first step has no kernel before it
-      cfg.numAttrs = s > 0 ? 1 : 0;
+    cudaGraphExec_t ge = programmatic_chain(st, steps, blocks, [&](cudaLaunchConfig_t& cfg, int s) {
       float* x = (s & 1) ? b : a;
       float* y = (s & 1) ? a : b;
       if (rw) CK(cudaLaunchKernelEx(&cfg, early ? rw_step_pdl : rw_step_wait, (const float*)x, y));
       else CK(cudaLaunchKernelEx(&cfg, early ? empty_step_pdl : empty_step_wait, a));
-    }
-    CK(cudaStreamEndCapture(st, &g));
-    cudaGraphExec_t ge;
-    CK(cudaGraphInstantiate(&ge, g, 0));
+    });
     const double us = time_us([&] { CK(cudaGraphLaunch(ge, st)); }, iters);
     if (rw) {
       CK(cudaMemset(a, 0, n * sizeof(float)));
@@ -270,7 +281,6 @@ int main(int argc, char** argv) {
     std::printf("  (%c) graph, programmatic edges%s, %-18s %7.2f us/step  (%.1f us a replay)\n", early ? 'd' : 'e',
                 early ? " (early)" : " (wait)", rw ? "dependent r+w:" : "empty:", us / steps, us);
     CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
   }
   {  // (b): one persistent kernel (blocks <= SMs: all co-resident)
     unsigned base = 0;
@@ -313,25 +323,11 @@ int main(int argc, char** argv) {
     unsigned* flags;
     CK(cudaMalloc(&flags, size_t(steps) * blocks * sizeof(unsigned)));
     CK(cudaMemset(flags, 0, size_t(steps) * blocks * sizeof(unsigned)));
-    cudaGraph_t g;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    for (int s = 0; s < steps; ++s) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(blocks);
-      cfg.blockDim = dim3(kThreads);
-      cfg.stream = st;
-      cfg.attrs = s > 0 ? &attr : nullptr;
-      cfg.numAttrs = s > 0 ? 1 : 0;
+    cudaGraphExec_t ge = programmatic_chain(st, steps, blocks, [&](cudaLaunchConfig_t& cfg, int s) {
       const float* x = (s & 1) ? b : a;
       float* y = (s & 1) ? a : b;
       CK(cudaLaunchKernelEx(&cfg, flow_step, x, y, flags, s));
-    }
-    CK(cudaStreamEndCapture(st, &g));
-    cudaGraphExec_t ge;
-    CK(cudaGraphInstantiate(&ge, g, 0));
+    });
     const double us = time_us([&] { CK(cudaGraphLaunch(ge, st)); }, iters);
     CK(cudaMemset(a, 0, n * sizeof(float)));
     CK(cudaGraphLaunch(ge, st));
@@ -339,7 +335,6 @@ int main(int argc, char** argv) {
     check((steps & 1) ? b : a, float(steps), "programmatic dataflow chain");
     std::printf("  (g) graph, released at start, per-block waits: %6.2f us/step  (%.1f us a replay)\n", us / steps, us);
     CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
   }
   for (int cl : {8, 16}) {  // (c): one cluster of cl blocks
     CK(cudaFuncSetAttribute(cluster_steps, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
