@@ -184,6 +184,23 @@ int cmd_inspect(int argc, char** argv) {
       std::printf("; SASS for sm_%lld: %lld of %zu kernels (%s)", (long long)sm, (long long)row.first,
                   plan.kernels.size(), human_bytes(row.second).c_str());
     std::printf("%s\n", sass.empty() ? "; no SASS (every GPU JIT-compiles the PTX)" : "");
+    // ptxas's report of each kernel's SASS (the first listed GPU's): what limits its occupancy.
+    bool header = false;
+    int spilling = 0;
+    for (const plan::Kernel& k : plan.kernels) {
+      if (!k.attrs.has(plan::cuda::kRegistersAttr)) continue;
+      const std::vector<int64_t> spill = k.attrs.ints(plan::cuda::kSpillAttr, {-1, -1});
+      if (!header)
+        std::printf("  %-44s %6s %7s %13s %12s %12s\n", "kernel (SASS, ptxas -v)", "regs", "stack", "spill st/ld",
+                    "static smem", "dynamic smem");
+      header = true;
+      std::printf("  %-44s %6lld %7lld %6lld/%-6lld %12lld %12lld\n", k.name.c_str(),
+                  (long long)k.attrs.i(plan::cuda::kRegistersAttr), (long long)k.attrs.i(plan::cuda::kStackAttr, -1),
+                  (long long)(spill.size() == 2 ? spill[0] : -1), (long long)(spill.size() == 2 ? spill[1] : -1),
+                  (long long)k.attrs.i(plan::cuda::kStaticSmemAttr, -1), (long long)k.attrs.i("cuda_smem", 0));
+      spilling += spill.size() == 2 && (spill[0] > 0 || spill[1] > 0);
+    }
+    if (header) std::printf("  kernels that spill registers: %d\n", spilling);
   }
   std::printf("\nbuffers by kind:\n");
   for (const auto& [kind, row] : s.buffers)

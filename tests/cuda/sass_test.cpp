@@ -225,6 +225,55 @@ TEST(CudaSass, NvrtcStoresACubinPerGpuBesideTheSamePtx) {
             std::string::npos);
 }
 
+// ptxas's -v report: each kernel's registers, stack, spills and static shared memory into its attrs;
+// a canned report parses field by field, and real compiles report what their code needs.
+TEST(CudaSass, PtxasReportGivesEachKernelsResources) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Function properties for helper\n"
+      "ptxas         .     64 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+      "ptxas info    : Compiling entry function 'opv_k' for 'sm_90'\n"
+      "ptxas info    : Function properties for opv_k\n"
+      "ptxas         .     16 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 130 registers, used 1 barriers, 48256 bytes smem\n"
+      "ptxas info    : Compile time = 2.351 ms\n";
+  const plan::cuda::SassResources r = plan::cuda::parse_ptxas_report(log);
+  EXPECT_EQ(r.registers, 130);
+  EXPECT_EQ(r.stack_bytes, 16);
+  EXPECT_EQ(r.spill_store_bytes, 4);
+  EXPECT_EQ(r.spill_load_bytes, 12);
+  EXPECT_EQ(r.static_smem_bytes, 48256);
+  EXPECT_EQ(plan::cuda::parse_ptxas_report("ptxas info : Used 8 registers\n").registers, -1) << "no entry";
+  const std::string no_smem =
+      "ptxas info    : Compiling entry function 'k' for 'sm_80'\nptxas info    : Function properties for k\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 12 registers, used 0 barriers\n";
+  EXPECT_EQ(plan::cuda::parse_ptxas_report(no_smem).static_smem_bytes, 0);
+  EXPECT_EQ(plan::cuda::parse_ptxas_report(no_smem).registers, 12);
+
+  std::string why;
+  if (!plan::cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+  // A local array indexed at run time lives on the stack; a plain kernel has none.
+  const std::string local =
+      "extern \"C\" __global__ void k(float* x, int i) { float a[64]; for (int j = 0; j < 64; ++j) a[j] = x[j];"
+      " a[i & 63] += 1.0f; __shared__ float s[32]; s[threadIdx.x & 31] = a[(i >> 6) & 63]; __syncthreads();"
+      " x[threadIdx.x] = s[i & 31]; }";
+  const plan::cuda::SassResources lr = plan::cuda::compile_kernel(local, "k", "compute_80", {80}).resources;
+  EXPECT_GT(lr.registers, 0);
+  EXPECT_GE(lr.stack_bytes, 256) << "64 floats on the stack";
+  EXPECT_EQ(lr.static_smem_bytes, 128);
+  EXPECT_EQ(plan::cuda::compile_kernel(local, "k", "compute_80", {}).resources.registers, -1) << "no SASS, no report";
+  const plan::Plan p = lower_sass("compute_90", "auto");
+  for (const plan::Kernel& k : p.kernels) {
+    SCOPED_TRACE(k.name);
+    EXPECT_GT(k.attrs.i(plan::cuda::kRegistersAttr, -1), 0);
+    EXPECT_EQ(k.attrs.ints(plan::cuda::kSpillAttr), (std::vector<int64_t>{0, 0}));
+    EXPECT_EQ(k.attrs.i(plan::cuda::kStackAttr, -1), 0);
+    EXPECT_EQ(k.attrs.i(plan::cuda::kStaticSmemAttr, -1), 0) << "element-wise kernels use no shared memory";
+  }
+  EXPECT_FALSE(lower_sass("compute_90", "none").kernels[0].attrs.has(plan::cuda::kRegistersAttr));
+}
+
 #if OPV_HAVE_CUDA
 
 std::vector<Tensor> run_plan(backend::Backend& cu, const plan::Plan& p, uint64_t seed) {

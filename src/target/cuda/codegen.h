@@ -74,9 +74,16 @@ std::string compile_to_ptx(const std::string& source, const std::string& name, c
                            const std::vector<std::string>& defines = {});
 // A kernel compiled for the artifact: the PTX for `arch` and, for each SM of `sass_sms` (each at
 // least the arch's), that GPU's cubin (NVRTC's SASS), in the order asked. Throws as compile_to_ptx.
+// What ptxas reports (-v) for one entry function's SASS; -1 where the report lacks it.
+struct SassResources {
+  int64_t registers = -1, stack_bytes = -1, spill_store_bytes = -1, spill_load_bytes = -1, static_smem_bytes = -1;
+};
+// Parses NVRTC's program log of a compile with --ptxas-options=-v (the first entry function's).
+SassResources parse_ptxas_report(const std::string& log);
 struct CompiledKernel {
   std::string ptx;
   std::vector<std::pair<int, std::string>> sass;  // {90, cubin of sm_90}, ...
+  SassResources resources;  // the first cubin's (registers = -1 without SASS)
 };
 CompiledKernel compile_kernel(const std::string& source, const std::string& name, const std::string& arch,
                               const std::vector<int>& sass_sms, const std::vector<std::string>& defines = {});

@@ -27,7 +27,10 @@
 //                      on) instead of JIT-compiling the PTX; without one, or where the driver
 //                      refuses it (the backend then loads the PTX and says why: CudaLoadInfo), the
 //                      PTX. A listed SM without its image, an image that is not such a cubin or
-//                      names another SM is refused as a corrupt plan (supports_call).
+//                      names another SM is refused as a corrupt plan (supports_call). With
+//                      SASS, ptxas's report of the first listed SM's code: attrs "cuda_regs",
+//                      "cuda_stack", "cuda_spill" ([store, load] bytes), "cuda_smem_static"
+//                      (informational; inspect prints them).
 //   Kernel.entry       the extern "C" __global__ function.
 //   Kernel.options     kPtxFormat ("ptx") once the source is PTX; anything else is not loadable.
 //   Every call has a kernel: there is no host fallback on this target (the compiler refuses ops
@@ -149,6 +152,13 @@ namespace opv::plan::cuda {
 constexpr const char* kPtxFormat = "ptx";  // Kernel.options of a loadable kernel
 constexpr const char* kSassSmsAttr = "cuda_sass";  // the SMs whose cubins a kernel holds ("SASS")
 inline std::string sass_attr(int sm) { return "cuda_sass_" + std::to_string(sm); }  // one cubin
+// ptxas's report of the first listed SM's cubin (informational: inspect shows them, nothing runs on
+// them): registers a thread, stack frame bytes (local memory), [spill store, spill load] bytes,
+// static shared memory bytes.
+constexpr const char* kRegistersAttr = "cuda_regs";
+constexpr const char* kStackAttr = "cuda_stack";
+constexpr const char* kSpillAttr = "cuda_spill";
+constexpr const char* kStaticSmemAttr = "cuda_smem_static";
 
 // The number of a "compute_<NN>" architecture (plan meta "cuda_arch"; "" = the default, 75).
 inline int arch_number(const std::string& arch) {

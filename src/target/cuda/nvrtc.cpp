@@ -15,6 +15,9 @@
  */
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <mutex>
 #include <vector>
 
@@ -88,10 +91,22 @@ bool nvrtc_available(std::string* why) {
 
 namespace {
 
+std::string program_log(const Nvrtc& n, nvrtcProgram prog) {
+  size_t size = 0;
+  std::string log;
+  if (n.log_size(prog, &size) == kNvrtcSuccess && size > 1) {
+    log.resize(size);
+    n.log(prog, log.data());
+    log.resize(size - 1);
+  }
+  return log;
+}
+
 // One NVRTC compile of `source` for --gpu-architecture=`gpu` (compute_NN or sm_NN): the PTX into
-// *ptx and, for sm_NN, the cubin into *cubin (either may be null).
+// *ptx and, for sm_NN, the cubin into *cubin and ptxas's -v report into *report (any may be null).
 void nvrtc_build(const std::string& source, const std::string& name, const std::string& gpu,
-                 const std::vector<std::string>& defines, std::string* ptx, std::string* cubin) {
+                 const std::vector<std::string>& defines, std::string* ptx, std::string* cubin,
+                 std::string* report = nullptr) {
   const Nvrtc& n = nvrtc();
   OPV_CHECK(n.error.empty(), "target cuda: ", n.error);
   auto check = [&](nvrtcResult r, const char* what) {
@@ -109,17 +124,11 @@ void nvrtc_build(const std::string& source, const std::string& name, const std::
   for (const std::string& d : defines) defs.push_back("-D" + d);
   std::vector<const char*> opts = {arch_opt.c_str(), "--std=c++17", "--fmad=true", "-default-device"};
   for (const std::string& d : defs) opts.push_back(d.c_str());
+  if (report) opts.push_back("--ptxas-options=-v");
   const nvrtcResult r = n.compile(prog, int(opts.size()), opts.data());
-  if (r != kNvrtcSuccess) {
-    size_t size = 0;
-    std::string log;
-    if (n.log_size(prog, &size) == kNvrtcSuccess && size > 1) {
-      log.resize(size);
-      n.log(prog, log.data());
-      log.resize(size - 1);
-    }
-    fail("NVRTC cannot compile kernel ", name, " for ", gpu, " (", n.error_string(r), "):\n", log);
-  }
+  if (r != kNvrtcSuccess)
+    fail("NVRTC cannot compile kernel ", name, " for ", gpu, " (", n.error_string(r), "):\n", program_log(n, prog));
+  if (report) *report = program_log(n, prog);
   if (ptx) {
     size_t size = 0;
     check(n.ptx_size(prog, &size), "nvrtcGetPTXSize");
@@ -146,6 +155,45 @@ std::string compile_to_ptx(const std::string& source, const std::string& name, c
   return ptx;
 }
 
+SassResources parse_ptxas_report(const std::string& log) {
+  SassResources r;
+  // "ptxas info    : Compiling entry function 'E' for 'sm_90'", then "Function properties for E",
+  // "N bytes stack frame, S bytes spill stores, L bytes spill loads", "Used R registers, ... M
+  // bytes smem" (no smem part without shared memory; device functions that stay calls have
+  // properties blocks of their own).
+  const std::string open = "Compiling entry function '";
+  const size_t at = log.find(open);
+  const size_t name_end = at == std::string::npos ? at : log.find('\'', at + open.size());
+  if (name_end == std::string::npos) return r;
+  const std::string entry = log.substr(at + open.size(), name_end - at - open.size());
+  const size_t props = log.find("Function properties for " + entry + "\n", name_end);
+  if (props == std::string::npos) return r;
+  auto line_at = [&](size_t from) {  // the line after the one `from` is on
+    const size_t b = std::min(log.find('\n', from), log.size());
+    const size_t e = std::min(log.find('\n', b + 1), log.size());
+    return b < log.size() ? log.substr(b + 1, e - b - 1) : std::string();
+  };
+  auto number_before = [](const std::string& line, const char* what) -> int64_t {  // "N what" -> N
+    size_t e = line.find(what);
+    if (e == std::string::npos) return -1;
+    while (e > 0 && line[e - 1] == ' ') --e;
+    size_t b = e;
+    while (b > 0 && std::isdigit(static_cast<unsigned char>(line[b - 1]))) --b;
+    return b == e ? -1 : std::atoll(line.substr(b, e - b).c_str());
+  };
+  const std::string frame = line_at(props);
+  r.stack_bytes = number_before(frame, "bytes stack frame");
+  r.spill_store_bytes = number_before(frame, "bytes spill stores");
+  r.spill_load_bytes = number_before(frame, "bytes spill loads");
+  const size_t used_at = log.find("Used ", props);
+  if (used_at != std::string::npos) {
+    const std::string used = log.substr(used_at, std::min(log.find('\n', used_at), log.size()) - used_at);
+    r.registers = number_before(used, "registers");
+    r.static_smem_bytes = used.find("bytes smem") == std::string::npos ? 0 : number_before(used, "bytes smem");
+  }
+  return r;
+}
+
 CompiledKernel compile_kernel(const std::string& source, const std::string& name, const std::string& arch,
                               const std::vector<int>& sass_sms, const std::vector<std::string>& defines) {
   const std::vector<int> own = Options::sass_sms("auto", arch);  // checks arch
@@ -153,10 +201,12 @@ CompiledKernel compile_kernel(const std::string& source, const std::string& name
   bool have_ptx = false;
   for (int sm : sass_sms) {
     OPV_CHECK(sm >= own[0], "kernel ", name, ": SASS for sm_", sm, " is older than ", arch);
-    std::string cubin;
+    std::string cubin, report;
     // The architecture's own GPU: one compile for both (the PTX targets sm_NN either way).
     const bool both = sm == own[0];
-    nvrtc_build(source, name, "sm_" + std::to_string(sm), defines, both ? &out.ptx : nullptr, &cubin);
+    nvrtc_build(source, name, "sm_" + std::to_string(sm), defines, both ? &out.ptx : nullptr, &cubin,
+                out.sass.empty() ? &report : nullptr);
+    if (out.sass.empty()) out.resources = parse_ptxas_report(report);
     have_ptx |= both;
     out.sass.emplace_back(sm, std::move(cubin));
   }
@@ -182,6 +232,13 @@ bool nvrtc_compile(Plan& p, const PassCtx& ctx) {
       k.attrs.set(sass_attr(sm), std::move(cubin));
     }
     if (!have.empty()) k.attrs.set(kSassSmsAttr, have);
+    const SassResources& res = ck.resources;  // of the first (oldest) SM's cubin
+    if (res.registers >= 0) {
+      k.attrs.set(kRegistersAttr, res.registers);
+      k.attrs.set(kStackAttr, res.stack_bytes);
+      k.attrs.set(kSpillAttr, std::vector<int64_t>{res.spill_store_bytes, res.spill_load_bytes});
+      k.attrs.set(kStaticSmemAttr, res.static_smem_bytes);
+    }
     changed = true;
   }
   return changed;
