@@ -191,13 +191,8 @@ if command -v nvcc >/dev/null; then  # the floor of a chain of dependent steps (
   nvcc -O2 -arch=sm_90 "$ROOT/bench/cuda_floor.cu" -o /tmp/opv/cuda_floor &&
     { timeout 120 /tmp/opv/cuda_floor 43 132; timeout 120 /tmp/opv/cuda_floor 43 264; } || echo "  cuda_floor FAILED"
 fi
-if command -v nvcc >/dev/null; then  # registers/spills of the fused kernels (the CUDA C++ the PTX came from)
-  for k in ffn_64 ffn_128 ffn_256; do
-    "$OPV" inspect "$A/fixture_fp16.opv" --source "$k" 2>/dev/null | sed -n '/^\/\/ generated/,$p' > "/tmp/opv_$k.cu" || true
-    [[ -s "/tmp/opv_$k.cu" ]] && timeout 60 nvcc -arch=sm_90 -Xptxas -v -c "/tmp/opv_$k.cu" -o /dev/null 2>&1 \
-      | grep -E "registers|spill" | head -2 | sed "s/^/$k: /" || true
-  done
-fi
+echo "== registers, stack, spills and shared memory of each kernel (ptxas's report, kept by the compile)"
+"$OPV" inspect "$A/fixture_fp16.opv" | sed -n '/ptxas -v/,/spill registers/p'
 if [[ -n "$BASE" ]]; then  # the base artifact's kernels (the --art's come with bench_cuda.py)
   echo "== base artifact: per-kernel profile"
   "$OPV" bench "$A/fixture_fp16_base.opv" --backend cuda --iters 50 | sed -n '/^per kernel/,$p' | head -24
