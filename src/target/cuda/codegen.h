@@ -72,14 +72,15 @@ bool nvrtc_compile(Plan& p, const PassCtx& ctx);
 // Throws opv::Error when NVRTC is missing or the source does not compile (with the log).
 std::string compile_to_ptx(const std::string& source, const std::string& name, const std::string& arch,
                            const std::vector<std::string>& defines = {});
-// A kernel compiled for the artifact: the PTX for `arch` and, for each SM of `sass_sms` (each at
-// least the arch's), that GPU's cubin (NVRTC's SASS), in the order asked. Throws as compile_to_ptx.
 // What ptxas reports (-v) for one entry function's SASS; -1 where the report lacks it.
 struct SassResources {
   int64_t registers = -1, stack_bytes = -1, spill_store_bytes = -1, spill_load_bytes = -1, static_smem_bytes = -1;
 };
 // Parses NVRTC's program log of a compile with --ptxas-options=-v (the first entry function's).
 SassResources parse_ptxas_report(const std::string& log);
+// A kernel compiled for the artifact: the PTX for `arch` and, for each SM of `sass_sms` (each at
+// least the arch's), that GPU's cubin (NVRTC's SASS), in the order asked, with ptxas's report of
+// the first. Throws as compile_to_ptx.
 struct CompiledKernel {
   std::string ptx;
   std::vector<std::pair<int, std::string>> sass;  // {90, cubin of sm_90}, ...
