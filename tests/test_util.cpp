@@ -61,9 +61,8 @@ std::string temp_dir() {
   return tmpl;
 }
 
-std::vector<Tensor> run_on_reference(const plan::Plan& p, uint64_t seed) {
-  auto be = backend::make_reference_backend({});
-  be->load(p);
+std::vector<Tensor> run_on(backend::Backend& be, const plan::Plan& p, uint64_t seed) {
+  be.load(p);
   std::vector<Tensor> ins, outs;
   for (size_t i = 0; i < p.inputs.size(); ++i) ins.push_back(random_f32(p.buffers[size_t(p.inputs[i])].shape, seed + i));
   for (int o : p.outputs) outs.emplace_back(p.buffers[size_t(o)].dtype, p.buffers[size_t(o)].shape);
@@ -71,8 +70,13 @@ std::vector<Tensor> run_on_reference(const plan::Plan& p, uint64_t seed) {
   std::vector<Tensor*> op;
   for (auto& t : ins) ip.push_back(&t);
   for (auto& t : outs) op.push_back(&t);
-  be->run(ip, op);
+  be.run(ip, op);
   return outs;
+}
+
+std::vector<Tensor> run_on_reference(const plan::Plan& p, uint64_t seed) {
+  auto be = backend::make_reference_backend({});
+  return run_on(*be, p, seed);
 }
 
 }  // namespace opv::test

@@ -4,6 +4,7 @@
 #include <random>
 #include <string>
 
+#include "backend/backend.h"
 #include "core/tensor.h"
 #include "plan/plan.h"
 
@@ -20,8 +21,10 @@ std::string error_of(const std::function<void()>& f);
 Tensor sample(const Tensor& t, int64_t k);
 // A fresh temporary directory for this test.
 std::string temp_dir();
-// Runs a memory-planned plan once on the reference backend with random f32 inputs (input i from
-// seed + i) and returns its outputs.
+// Loads a memory-planned plan on backend `be` and runs it once with random f32 inputs (input i
+// from seed + i); returns its outputs.
+std::vector<Tensor> run_on(backend::Backend& be, const plan::Plan& p, uint64_t seed);
+// run_on the reference backend.
 std::vector<Tensor> run_on_reference(const plan::Plan& p, uint64_t seed);
 
 }  // namespace opv::test

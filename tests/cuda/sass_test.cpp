@@ -276,20 +276,6 @@ TEST(CudaSass, PtxasReportGivesEachKernelsResources) {
 
 #if OPV_HAVE_CUDA
 
-std::vector<Tensor> run_plan(backend::Backend& cu, const plan::Plan& p, uint64_t seed) {
-  std::vector<Tensor> ins, outs;
-  for (size_t i = 0; i < p.inputs.size(); ++i)
-    ins.push_back(test::random_f32(p.buffers[size_t(p.inputs[i])].shape, seed + i));
-  for (int o : p.outputs) outs.emplace_back(p.buffers[size_t(o)].dtype, p.buffers[size_t(o)].shape);
-  std::vector<const Tensor*> ip;
-  std::vector<Tensor*> op;
-  for (auto& t : ins) ip.push_back(&t);
-  for (auto& t : outs) op.push_back(&t);
-  cu.load(p);
-  cu.run(ip, op);
-  return outs;
-}
-
 // The cubin where this GPU runs it (a 9.x GPU: sm_90's), else the PTX; the simulator refuses
 // cubins, so there every module falls back to the PTX and says why. Either way the outputs are the
 // PTX-only plan's, bit for bit, and the reference's. --cuda-code ptx (Options.cuda_sass false)
@@ -299,9 +285,9 @@ TEST(CudaSass, StoredCubinRunsOrFallsBackToPtxOnTheDevice) {
   if (std::string why = test::open_cuda(&cu); !why.empty()) GTEST_SKIP() << why;
   const plan::Plan with = lower_sass("compute_90", "auto");
   const plan::Plan without = lower_sass("compute_90", "none");
-  const std::vector<Tensor> want = run_plan(*cu, without, 7);
+  const std::vector<Tensor> want = test::run_on(*cu, without, 7);
   EXPECT_EQ(backend::cuda_load_info(*cu)->sass_modules, 0);
-  const std::vector<Tensor> got = run_plan(*cu, with, 7);
+  const std::vector<Tensor> got = test::run_on(*cu, with, 7);
   const backend::CudaLoadInfo* info = backend::cuda_load_info(*cu);
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->modules, 2);
@@ -330,7 +316,7 @@ TEST(CudaSass, StoredCubinRunsOrFallsBackToPtxOnTheDevice) {
   backend::Options jit;
   jit.cuda_sass = false;
   auto cu_jit = backend::create("cuda", jit);
-  run_plan(*cu_jit, with, 7);
+  test::run_on(*cu_jit, with, 7);
   EXPECT_EQ(backend::cuda_load_info(*cu_jit)->sass_modules, 0);
   EXPECT_EQ(backend::cuda_load_info(*cu_jit)->sass_refused, "");
 }

@@ -196,14 +196,15 @@ SassResources parse_ptxas_report(const std::string& log) {
 
 CompiledKernel compile_kernel(const std::string& source, const std::string& name, const std::string& arch,
                               const std::vector<int>& sass_sms, const std::vector<std::string>& defines) {
-  const std::vector<int> own = Options::sass_sms("auto", arch);  // checks arch
+  Options::check_arch(arch);
+  const int own = arch_number(arch);
   CompiledKernel out;
   bool have_ptx = false;
   for (int sm : sass_sms) {
-    OPV_CHECK(sm >= own[0], "kernel ", name, ": SASS for sm_", sm, " is older than ", arch);
+    OPV_CHECK(sm >= own, "kernel ", name, ": SASS for sm_", sm, " is older than ", arch);
     std::string cubin, report;
     // The architecture's own GPU: one compile for both (the PTX targets sm_NN either way).
-    const bool both = sm == own[0];
+    const bool both = sm == own;
     nvrtc_build(source, name, "sm_" + std::to_string(sm), defines, both ? &out.ptx : nullptr, &cubin,
                 out.sass.empty() ? &report : nullptr);
     if (out.sass.empty()) out.resources = parse_ptxas_report(report);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "target/cuda/cuda_abi.h"
 
 namespace opv::plan::cuda {
 
@@ -172,7 +173,7 @@ void Options::check_arch(const std::string& arch) {
 
 std::vector<int> Options::sass_sms(const std::string& sass, const std::string& arch) {
   check_arch(arch);
-  const int arch_sm = std::atoi(arch.c_str() + std::string(kArchPrefix).size());
+  const int arch_sm = arch_number(arch);
   if (sass == "auto") return {arch_sm};
   if (sass == "none") return {};
   std::vector<int> sms;
